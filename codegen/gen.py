@@ -1,0 +1,99 @@
+"""The generator's command line: read the operator YAML, check it, write the C++.
+
+    gen.py --check [--tags TAGS.yaml] [--pytorch-compat] native_functions.yaml
+    gen.py --list-outputs native_functions.yaml      (for the build system)
+    gen.py --out DIR native_functions.yaml
+
+Run from anywhere as ``python3 codegen/gen.py`` or ``python3 -m codegen.gen``.
+Errors go to stderr, one per line (``FILE:LINE: SCHEMA: what is wrong``), and
+the exit status is 1; everything is generated in memory first, so a failed run
+writes nothing. Tags come from ``--tags``, else from a ``tags.yaml`` beside the
+input file; with neither, no tag is known. This module only wires the layers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional, Sequence
+
+if __package__ in (None, ""):  # run as a script: import the package, not codegen/*.py
+    _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        sys.path[0] = _REPO_ROOT
+    else:
+        sys.path.insert(0, _REPO_ROOT)
+
+from codegen.errors import GenError  # noqa: E402
+from codegen.model import NativeFunction  # noqa: E402
+from codegen.native_yaml import load_tags, parse_native_functions  # noqa: E402
+from codegen.writer import FileManager  # noqa: E402
+
+
+def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="gen.py", description="dispatchkit code generator: operator YAML in, C++ out."
+    )
+    parser.add_argument("native_functions", metavar="FILE.yaml", help="the operator schemas")
+    parser.add_argument("--check", action="store_true",
+                        help="parse, round-trip and validate every entry; print a summary")
+    parser.add_argument("--tags", metavar="TAGS.yaml",
+                        help="the tags entries may use (default: tags.yaml beside FILE.yaml)")
+    parser.add_argument("--pytorch-compat", action="store_true",
+                        help="accept (and never generate) dispatch keys only PyTorch has")
+    parser.add_argument("--list-outputs", action="store_true",
+                        help="print the name of every output file, one per line")
+    parser.add_argument("--out", metavar="DIR", help="write the outputs under DIR")
+    args = parser.parse_args(argv)
+    if not (args.check or args.list_outputs or args.out):
+        parser.error("nothing to do: give --check, --list-outputs or --out DIR")
+    return args
+
+
+def _tags_path(args: argparse.Namespace) -> Optional[str]:
+    if args.tags is not None:
+        return args.tags
+    beside = os.path.join(os.path.dirname(args.native_functions), "tags.yaml")
+    return beside if os.path.isfile(beside) else None
+
+
+def load_model(args: argparse.Namespace) -> List[NativeFunction]:
+    """The validated operators named on the command line (raises GenError)."""
+    tags_path = _tags_path(args)
+    known_tags = load_tags(tags_path) if tags_path is not None else frozenset()
+    return list(parse_native_functions(
+        args.native_functions,
+        known_tags=known_tags,
+        foreign_keys="ignore" if args.pytorch_compat else "error",
+    ))
+
+
+def generate(native_functions: Sequence[NativeFunction], files: FileManager) -> None:
+    """Run every emitter into ``files``. The emitters (codegen/dest/) come later."""
+    del native_functions, files
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parse_args(argv)
+    files = FileManager()
+    try:
+        native_functions = load_model(args)
+        with files:
+            generate(native_functions, files)
+        if args.out:
+            files.commit(args.out)
+    except GenError as e:
+        for message in e.messages:
+            print(message, file=sys.stderr)
+        return 1
+    if args.check:
+        print(f"{len(native_functions)} operators OK")
+    if args.list_outputs:
+        for name in files.names():
+            print(name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,487 @@
+"""Reading native_functions.yaml and tags.yaml into the model, strictly.
+
+``parse_native_functions(path, known_tags=..., foreign_keys=...)`` returns one
+``NativeFunction`` per ``- func:`` entry, or raises one ``GenError`` holding every
+problem of the file, one per line, in line order, each reading
+``FILE:LINE: SCHEMA: what is wrong``. LINE is that of the offending key where
+there is one, else that of the entry's ``- func:``.
+
+``foreign_keys="ignore"`` (gen.py ``--pytorch-compat``) is for PyTorch's own file:
+dispatch keys the runtime does not have (MPS, SparseCsrCPU, ...) are kept in
+``NativeFunction.foreign_dispatch`` and never generated. With the default
+``"error"`` they are errors, as they must be for the project's ``schemas/``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from types import MappingProxyType
+from typing import AbstractSet, Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+
+from codegen.dispatch_key import COMPOSITE_KEYS, DispatchKey
+from codegen.errors import GenError, Location
+from codegen.model import (
+    AUTOCAST_POLICIES,
+    DEVICE_CHECKS,
+    VARIANTS,
+    Argument,
+    BackendMetadata,
+    BaseType,
+    FunctionSchema,
+    NativeFunction,
+    OperatorName,
+    Precompute,
+)
+from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_name
+
+FOREIGN_KEY_MODES = ("error", "ignore")
+
+# Every key an entry may have: those of PyTorch 1.13.1's file, manual_kernel_registration,
+# and our 'autocast' extension.
+ENTRY_KEYS = (
+    "func", "variants", "dispatch", "tags", "device_check", "device_guard",
+    "manual_cpp_binding", "manual_kernel_registration", "autogen", "structured",
+    "structured_delegate", "structured_inherits", "python_module", "category_override",
+    "precomputed", "cpp_no_default_args", "use_const_ref_for_mutable_tensors",
+    "ufunc_inner_loop", "autocast",
+)
+_BOOL_KEYS = (
+    "device_guard", "manual_cpp_binding", "manual_kernel_registration", "structured",
+    "use_const_ref_for_mutable_tensors",
+)
+_TAG_ENTRY_KEYS = ("tag", "desc")
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_QUALIFIED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*")
+_DISPATCH_KEY_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_CPP_KEYWORDS = frozenset(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char
+    char8_t char16_t char32_t class compl concept const consteval constexpr constinit
+    const_cast continue co_await co_return co_yield decltype default delete do double
+    dynamic_cast else enum explicit export extern false float for friend goto if inline
+    int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
+    protected public register reinterpret_cast requires return short signed sizeof
+    static static_assert static_cast struct switch template this thread_local throw true
+    try typedef typeid typename union unsigned using virtual void volatile wchar_t while
+    xor xor_eq""".split()
+)
+
+
+def is_cpp_name(text: str) -> bool:
+    """``foo`` or ``ns::foo``: C++ identifiers (no keywords) joined by ``::``."""
+    return _QUALIFIED_NAME.fullmatch(text) is not None and not any(
+        part in _CPP_KEYWORDS for part in text.split("::")
+    )
+
+
+def _split_list(text: str) -> List[str]:
+    """``"function, method"`` -> ``["function", "method"]`` (empty items kept, to be reported)."""
+    return [item.strip() for item in text.split(",")]
+
+
+class _EntryParser:
+    """Validates one ``- func:`` entry, collecting every error it finds."""
+
+    def __init__(self, raw: LocatedDict, known_tags: Optional[AbstractSet[str]], foreign_keys: str):
+        self.raw = raw
+        self.known_tags = known_tags
+        self.foreign_keys = foreign_keys
+        self.schema_text: Optional[str] = None
+        self.errors: List[GenError] = []
+
+    def error(self, detail: str, key: Optional[str] = None, loc: Optional[Location] = None) -> None:
+        if loc is None:
+            loc = self.raw.key_loc(key) if key is not None else self.raw.loc
+        self.errors.append(GenError.at(loc, detail, self.schema_text))
+
+    def get(self, key: str, kind: type, expected: str) -> Any:
+        """The value of ``key`` if present and of type ``kind``; None (and an error) otherwise."""
+        if key not in self.raw:
+            return None
+        value = self.raw[key]
+        if not isinstance(value, kind):
+            self.error(f"'{key}' must be {expected}, got {yaml_type_name(value)}", key)
+            return None
+        return value
+
+    def choice(self, key: str, choices: Tuple[str, ...], expected: str) -> Optional[str]:
+        """The value of ``key`` if present and one of ``choices``; None (and an error) otherwise."""
+        value = self.get(key, str, expected)
+        if value is not None and value not in choices:
+            self.error(f"'{key}' must be {expected}, got '{value}'", key)
+            return None
+        return value
+
+    def get_list(self, key: str, text: Any) -> List[str]:
+        items = _split_list(text)
+        if "" in items:
+            self.error(f"'{key}' has an empty item: '{text}'", key)
+            return [i for i in items if i]
+        return items
+
+    def string_list(self, key: str) -> Optional[List[str]]:
+        """A YAML list of strings (``cpp_no_default_args``, ``precomputed``)."""
+        value = self.get(key, list, "a list of strings")
+        if value is None:
+            return None
+        for item in value:
+            if not isinstance(item, str):
+                self.error(f"'{key}' must be a list of strings, got a {yaml_type_name(item)} item", key)
+                return None
+        return value
+
+    # --- the entry --------------------------------------------------------------
+
+    def parse(self) -> Tuple[Optional[FunctionSchema], Optional[NativeFunction]]:
+        """The schema (if it parsed) and the NativeFunction (if the entry is valid)."""
+        func = self.parse_func()
+        self.check_unknown_keys()
+        if func is None:
+            return None, None
+        fields: Dict[str, Any] = {}
+        fields["variants"] = self.parse_variants(func)
+        fields["tags"] = self.parse_tags()
+        fields["device_check"] = self.choice("device_check", DEVICE_CHECKS, "NoCheck or ExactSame")
+        for key in _BOOL_KEYS:
+            fields[key] = self.get(key, bool, "True or False")
+        fields["autogen"] = self.parse_autogen()
+        delegate = self.get("structured_delegate", str, "an operator name")
+        if delegate is not None:
+            fields["structured_delegate"] = self.operator_name("structured_delegate", delegate)
+        fields["structured_inherits"] = self.name_value(
+            "structured_inherits", "a C++ class name", is_cpp_name
+        )
+        for key in ("python_module", "category_override"):
+            fields[key] = self.name_value(key, "an identifier", _IDENTIFIER.fullmatch)
+        fields["precomputed"] = self.parse_precomputed(func)
+        fields["cpp_no_default_args"] = self.parse_cpp_no_default_args(func)
+        fields["ufunc_inner_loop"] = self.parse_ufunc_inner_loop()
+        fields["autocast"] = self.choice(
+            "autocast", AUTOCAST_POLICIES, "one of " + ", ".join(AUTOCAST_POLICIES)
+        )
+        self.parse_dispatch(func, fields)
+        self.check_structure(func, fields)
+        if self.errors:
+            return func, None
+        given = {key: value for key, value in fields.items() if value is not None}  # None: default
+        return func, NativeFunction(func=func, loc=self.raw.loc, **given)
+
+    def parse_func(self) -> Optional[FunctionSchema]:
+        if "func" not in self.raw:
+            self.error("entry has no 'func' key")
+            return None
+        text = self.raw["func"]
+        if not isinstance(text, str):
+            self.error(f"'func' must be a schema string, got {yaml_type_name(text)}", "func")
+            return None
+        self.schema_text = text
+        try:
+            func = FunctionSchema.parse(text)
+        except GenError as e:
+            self.error(str(e), "func")
+            return None
+        printed = str(func)
+        if printed != text:
+            self.error(f"schema does not round-trip: printed back as '{printed}'", "func")
+            return None
+        return func
+
+    def check_unknown_keys(self) -> None:
+        for key in self.raw:
+            if key not in ENTRY_KEYS:
+                close = difflib.get_close_matches(key, ENTRY_KEYS, n=1, cutoff=0.75)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                self.error(f"unknown key '{key}'{hint}", key)
+
+    def parse_variants(self, func: FunctionSchema) -> Tuple[str, ...]:
+        text = self.get("variants", str, "a string such as 'function, method'")
+        if text is None:
+            return ("function",)
+        items = self.get_list("variants", text)
+        for i, item in enumerate(items):
+            if item not in VARIANTS:
+                self.error(f"unknown variant '{item}' (expected function or method)", "variants")
+            elif item in items[:i]:
+                self.error(f"variant '{item}' given twice", "variants")
+        if "method" in items:
+            self_arg = func.self_argument
+            if self_arg is None or self_arg.type != BaseType("Tensor"):
+                self.error("variant 'method' needs a positional Tensor argument named 'self'", "variants")
+        return tuple(v for v in VARIANTS if v in items)
+
+    def parse_tags(self) -> Tuple[str, ...]:
+        value = self.raw.get("tags")
+        if value is None and "tags" not in self.raw:
+            return ()
+        if isinstance(value, str):
+            items = self.get_list("tags", value)
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            items = list(value)
+        else:
+            self.error(f"'tags' must be a string or a list of strings, got {yaml_type_name(value)}", "tags")
+            return ()
+        for i, tag in enumerate(items):
+            if tag in items[:i]:
+                self.error(f"tag '{tag}' given twice", "tags")
+            elif self.known_tags is not None and tag not in self.known_tags:
+                self.error(f"unknown tag '{tag}'", "tags")
+        return tuple(dict.fromkeys(items))
+
+    def operator_name(self, key: str, text: str) -> Optional[OperatorName]:
+        try:
+            return OperatorName.parse(text)
+        except GenError:
+            self.error(f"'{key}' names '{text}', which is not an operator name", key)
+            return None
+
+    def parse_autogen(self) -> Tuple[OperatorName, ...]:
+        text = self.get("autogen", str, "a string such as 'foo.out, bar.out'")
+        if text is None:
+            return ()
+        names = [self.operator_name("autogen", item) for item in self.get_list("autogen", text)]
+        return tuple(n for n in names if n is not None)
+
+    def name_value(self, key: str, what: str, is_valid: Callable[[str], Any]) -> Optional[str]:
+        value = self.get(key, str, what)
+        if value is not None and not is_valid(value):
+            self.error(f"'{key}' must be {what}, got '{value}'", key)
+            return None
+        return value
+
+    def parse_precomputed(self, func: FunctionSchema) -> Optional[Precompute]:
+        items = self.string_list("precomputed")
+        if items is None:
+            return None
+        replace: List[Tuple[str, Tuple[Argument, ...]]] = []
+        add: List[Argument] = []
+        for item in items:
+            target, arrow, new_args = item.rpartition(" -> ")
+            if arrow and func.argument(target.strip()) is None:
+                self.error(
+                    f"'precomputed' replaces '{target.strip()}', which is not an argument", "precomputed"
+                )
+                continue
+            try:
+                args = tuple(Argument.parse(text) for text in new_args.split(", "))
+            except GenError as e:
+                self.error(f"'precomputed' item '{item}': {e}", "precomputed")
+                continue
+            if arrow:
+                replace.append((target.strip(), args))
+            else:
+                add.extend(args)
+        return Precompute(tuple(replace), tuple(add))
+
+    def parse_cpp_no_default_args(self, func: FunctionSchema) -> Tuple[str, ...]:
+        names = self.string_list("cpp_no_default_args") or []
+        for name in names:
+            if func.argument(name) is None:
+                self.error(
+                    f"'cpp_no_default_args' names '{name}', which is not an argument",
+                    "cpp_no_default_args",
+                )
+        return tuple(names)
+
+    def parse_ufunc_inner_loop(self):
+        loops = self.get("ufunc_inner_loop", dict, "a mapping of ufunc keys to loop descriptions")
+        if loops is None:
+            return MappingProxyType({})
+        for key, text in loops.items():
+            if not isinstance(text, str):
+                self.error(
+                    f"'ufunc_inner_loop' value for '{key}' must be a string, got {yaml_type_name(text)}",
+                    loc=loops.key_loc(key),
+                )
+        return MappingProxyType(dict(loops))
+
+    def parse_dispatch(self, func: FunctionSchema, fields: Dict[str, Any]) -> None:
+        """Fill ``dispatch``, ``foreign_dispatch`` and ``dispatch_is_default``."""
+        if "dispatch" not in self.raw:
+            if not fields.get("structured") and "structured_delegate" not in self.raw:
+                kernel = BackendMetadata(func.default_kernel_name)
+                fields["dispatch"] = MappingProxyType({DispatchKey.CompositeImplicitAutograd: kernel})
+                fields["dispatch_is_default"] = True
+            return
+        table = self.get("dispatch", dict, "a mapping of dispatch keys to kernel names")
+        if table is None:
+            return
+        if fields.get("manual_kernel_registration"):
+            self.error("'dispatch' has no effect with 'manual_kernel_registration: True'", "dispatch")
+        known: Dict[DispatchKey, BackendMetadata] = {}
+        foreign: Dict[str, BackendMetadata] = {}
+        first_line: Dict[str, int] = {}
+        for keys_text, kernel in table.items():
+            loc = table.key_loc(keys_text)
+            if not isinstance(kernel, str):
+                self.error(
+                    f"kernel for '{keys_text}' must be a string, got {yaml_type_name(kernel)}", loc=loc
+                )
+                continue
+            if not is_cpp_name(kernel):
+                self.error(f"kernel name '{kernel}' is not a C++ identifier", loc=loc)
+                continue
+            for name in _split_list(keys_text):
+                if not name:
+                    self.error(f"empty dispatch key in '{keys_text}'", loc=loc)
+                    continue
+                if _DISPATCH_KEY_NAME.fullmatch(name) is None:
+                    self.error(f"malformed dispatch key '{name}'", loc=loc)
+                    continue
+                key = DispatchKey.parse(name)
+                if key is None and self.foreign_keys == "error":
+                    self.error(f"unknown dispatch key '{name}'", loc=loc)
+                    continue
+                if name in first_line:
+                    first = first_line[name]
+                    self.error(f"dispatch key '{name}' given twice (first at line {first})", loc=loc)
+                    continue
+                first_line[name] = loc.line
+                if key is None:
+                    foreign[name] = BackendMetadata.parse(kernel)
+                else:
+                    known[key] = BackendMetadata.parse(kernel)
+        composites = [k.name for k in COMPOSITE_KEYS if k in known]
+        if len(composites) > 1:
+            self.error(
+                f"more than one composite key ({', '.join(composites)}); give one, each subsumes the next",
+                "dispatch",
+            )
+        fields["dispatch"] = MappingProxyType(dict(sorted(known.items())))
+        fields["foreign_dispatch"] = MappingProxyType(dict(sorted(foreign.items())))
+
+    def check_structure(self, func: FunctionSchema, fields: Dict[str, Any]) -> None:
+        """Rules between keys, and between keys and the schema."""
+        if fields.get("structured"):
+            if not func.is_out_fn:
+                self.error("'structured: True' is only for out= functions", "structured")
+            if "structured_delegate" in self.raw:
+                self.error(
+                    "'structured' and 'structured_delegate' cannot both be given", "structured_delegate"
+                )
+        if fields.get("structured_inherits") is not None and not fields.get("structured"):
+            self.error("'structured_inherits' needs 'structured: True'", "structured_inherits")
+        if fields.get("precomputed") is not None and not fields.get("structured"):
+            self.error("'precomputed' needs 'structured: True'", "precomputed")
+        if func.is_inplace:
+            first = func.positional[0] if func.positional else None
+            if first is None or first.name != "self" or not first.is_write:
+                self.error(
+                    "an in-place operator takes a written 'self' first, as in 'Tensor(a!) self'", "func"
+                )
+
+
+def _check_entries(
+    parsed: List[Tuple[LocatedDict, Optional[FunctionSchema], Optional[NativeFunction]]],
+) -> List[GenError]:
+    """Rules across entries: unique operators; structured_delegate and autogen names."""
+    errors: List[GenError] = []
+
+    def report(raw: LocatedDict, key: Optional[str], detail: str) -> None:
+        loc = raw.key_loc(key) if key is not None else raw.loc
+        errors.append(GenError.at(loc, detail, raw["func"]))
+
+    defined: Dict[OperatorName, Location] = {}
+    valid: Dict[OperatorName, NativeFunction] = {}
+    for raw, func, nf in parsed:
+        if func is None:
+            continue
+        if func.name in defined:
+            report(raw, None, f"duplicate operator '{func.name}' (first defined at {defined[func.name]})")
+            continue
+        defined[func.name] = raw.loc
+        if nf is not None:
+            valid[func.name] = nf
+
+    generated: Dict[OperatorName, Location] = {}
+    for raw, _, nf in parsed:
+        if nf is None:
+            continue
+        delegate = nf.structured_delegate
+        if delegate is not None and delegate not in defined:
+            report(raw, "structured_delegate", f"structured_delegate '{delegate}' is not a defined operator")
+        elif delegate is not None and delegate in valid and not valid[delegate].structured:
+            report(raw, "structured_delegate", f"structured_delegate '{delegate}' is not structured")
+        for name in nf.autogen:
+            if name in defined:
+                report(raw, "autogen", f"autogen operator '{name}' is also defined at {defined[name]}")
+            elif name in generated:
+                report(raw, "autogen", f"autogen operator '{name}' is also generated at {generated[name]}")
+            else:
+                generated[name] = raw.key_loc("autogen")
+    return errors
+
+
+def _raise_sorted(errors: List[GenError]) -> None:
+    """Raise all ``errors`` as one, in line order (stable: an entry's stay in check order)."""
+    if errors:
+        raise GenError.combine(sorted(errors, key=lambda e: e.loc.line if e.loc else 0))
+
+
+def parse_native_functions(
+    path: str,
+    *,
+    known_tags: Optional[AbstractSet[str]] = None,
+    foreign_keys: str = "error",
+) -> Tuple[NativeFunction, ...]:
+    """Every entry of the native_functions.yaml at ``path``, validated, in file order.
+
+    ``known_tags``: the tags entries may use (None: tags are not checked).
+    ``foreign_keys``: "error" or "ignore" (see the module docstring).
+    """
+    if foreign_keys not in FOREIGN_KEY_MODES:
+        raise ValueError(f"foreign_keys must be one of {FOREIGN_KEY_MODES}, got {foreign_keys!r}")
+    data = load_yaml(path)
+    if not isinstance(data, LocatedList):
+        raise GenError.at(
+            Location(path, 1), f"expected a list of operator entries, got {yaml_type_name(data)}"
+        )
+    errors: List[GenError] = []
+    parsed = []
+    for index, raw in enumerate(data):
+        if not isinstance(raw, LocatedDict):
+            errors.append(GenError.at(
+                data.item_loc(index), f"entry must be a mapping with a 'func' key, got {yaml_type_name(raw)}"
+            ))
+            continue
+        entry = _EntryParser(raw, known_tags, foreign_keys)
+        func, nf = entry.parse()
+        errors.extend(entry.errors)
+        parsed.append((raw, func, nf))
+    errors.extend(_check_entries(parsed))
+    _raise_sorted(errors)
+    return tuple(nf for _, _, nf in parsed)
+
+
+def load_tags(path: str) -> FrozenSet[str]:
+    """The tag names a tags.yaml defines (entries ``- tag: name`` with a ``desc:``)."""
+    data = load_yaml(path)
+    if not isinstance(data, LocatedList):
+        raise GenError.at(Location(path, 1), f"expected a list of tag entries, got {yaml_type_name(data)}")
+    errors: List[GenError] = []
+    first: Dict[str, int] = {}
+    for index, raw in enumerate(data):
+        if not isinstance(raw, LocatedDict):
+            errors.append(GenError.at(
+                data.item_loc(index), f"tag entry must be a mapping, got {yaml_type_name(raw)}"
+            ))
+            continue
+        for key in raw:
+            if key not in _TAG_ENTRY_KEYS:
+                errors.append(GenError.at(raw.key_loc(key), f"unknown key '{key}' in tag entry"))
+        name = raw.get("tag")
+        if not isinstance(name, str) or _IDENTIFIER.fullmatch(name) is None:
+            errors.append(GenError.at(
+                raw.key_loc("tag"), "tag entry needs 'tag: NAME' with NAME an identifier"
+            ))
+            continue
+        if not isinstance(raw.get("desc"), str):
+            errors.append(GenError.at(raw.key_loc("desc"), f"tag '{name}' needs 'desc: TEXT'"))
+        if name in first:
+            errors.append(GenError.at(
+                raw.key_loc("tag"), f"tag '{name}' defined twice (first at line {first[name]})"
+            ))
+            continue
+        first[name] = raw.key_loc("tag").line
+    _raise_sorted(errors)
+    return frozenset(first)

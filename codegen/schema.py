@@ -1,0 +1,560 @@
+"""PyTorch's function schema language, as frozen dataclasses with an exact parser.
+
+``FunctionSchema.parse("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")``
+gives the operator name, the positional, keyword-only and out arguments, and the
+returns; ``str()`` gives the text back, character for character. The grammar is
+the one of PyTorch's native_functions.yaml, written in its canonical spelling
+(one space after each comma, " -> " before the returns); anything else is
+rejected with the column where parsing stopped:
+
+    schema    := opname "(" [args] ")" " -> " returns
+    opname    := IDENT ["." OVERLOAD]
+    args      := arg_or_star {", " arg_or_star}         ("*" at most once; then keyword-only)
+    arg       := type " " IDENT ["=" default]
+    type      := BASE ["(" alias ")"] {"?" | "[" [N] "]"}  (alias on Tensor only)
+    alias     := SET ["!"] [" -> " (SET | "*")]           SET := NAME {"|" NAME}
+    returns   := "()" | ret | "(" ret ", " ret {", " ret} ")"
+    ret       := type [" " IDENT]
+
+Out arguments are the keyword-only arguments written to (``Tensor(a!) out``);
+they must come after all other keyword-only arguments.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import List, Optional, Tuple
+
+from codegen.errors import GenError
+
+# Every base type the schema language has (all those PyTorch 1.13.1's file uses, and
+# complex). DimVector only appears in the 'precomputed' lists of structured kernels.
+BASE_TYPE_NAMES = frozenset(
+    {
+        "Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "ScalarType",
+        "Layout", "Device", "MemoryFormat", "Generator", "Dimname", "Storage",
+        "Stream", "QScheme", "complex", "DimVector",
+    }
+)
+
+# Python's augmented-assignment dunders: __iand__ is the in-place form of __and__.
+_AUGMENTED_DUNDERS = frozenset(
+    {
+        "iadd", "isub", "imul", "idiv", "itruediv", "ifloordiv", "imod", "ipow",
+        "imatmul", "iand", "ior", "ixor", "ilshift", "irshift",
+    }
+)
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OVERLOAD = re.compile(r"[A-Za-z0-9_]+")
+_ALIAS_SET_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_LIST_SIZE = re.compile(r"[0-9]+")
+_PLAIN_DEFAULT = re.compile(r"[A-Za-z0-9_.+\-]+")
+
+
+@dataclass(frozen=True)
+class OperatorName:
+    """``name.overload``; the overload name is empty for the default overload."""
+
+    name: str
+    overload_name: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> "OperatorName":
+        match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]+))?", text)
+        if match is None:
+            raise GenError(f"malformed operator name '{text}'")
+        return cls(match.group(1), match.group(2) or "")
+
+    def __str__(self) -> str:
+        return f"{self.name}.{self.overload_name}" if self.overload_name else self.name
+
+    @property
+    def is_dunder(self) -> bool:
+        """Named like a Python operator method: ``__and__``, ``__iand__``."""
+        return len(self.name) > 4 and self.name.startswith("__") and self.name.endswith("__")
+
+    @property
+    def is_inplace(self) -> bool:
+        """``add_``, and the augmented-assignment dunders such as ``__iand__``."""
+        if self.is_dunder:
+            return self.name[2:-2] in _AUGMENTED_DUNDERS
+        return self.name.endswith("_")
+
+    @property
+    def base_name(self) -> str:
+        """The name without its in-place marker: ``add_`` -> ``add``, ``__iand__`` -> ``__and__``."""
+        if not self.is_inplace:
+            return self.name
+        if self.is_dunder:
+            return f"__{self.name[3:-2]}__"
+        return self.name[:-1]
+
+    @property
+    def unambiguous_name(self) -> str:
+        """A C++-identifier spelling unique per operator: ``add_Tensor``, ``relu``."""
+        return f"{self.name}_{self.overload_name}" if self.overload_name else self.name
+
+
+class Type:
+    """A schema type: ``BaseType``, ``OptionalType`` or ``ListType``."""
+
+    def render(self, alias_text: str = "") -> str:
+        """The type's text, with ``alias_text`` (e.g. ``"(a!)"``) after its base type."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.render()
+
+    @property
+    def innermost(self) -> "BaseType":
+        """The base type under all optional and list wrappers."""
+        raise NotImplementedError
+
+    def is_tensor_like(self) -> bool:
+        """Tensor, Tensor?, Tensor[], Tensor?[] (and other wrappings of Tensor)."""
+        return self.innermost.name == "Tensor"
+
+    def is_list_like(self) -> bool:
+        return False
+
+    def strip_optional(self) -> "Type":
+        return self
+
+
+@dataclass(frozen=True)
+class BaseType(Type):
+    name: str
+
+    def render(self, alias_text: str = "") -> str:
+        return self.name + alias_text
+
+    @property
+    def innermost(self) -> "BaseType":
+        return self
+
+
+@dataclass(frozen=True)
+class OptionalType(Type):
+    elem: Type
+
+    def render(self, alias_text: str = "") -> str:
+        return self.elem.render(alias_text) + "?"
+
+    @property
+    def innermost(self) -> BaseType:
+        return self.elem.innermost
+
+    def is_list_like(self) -> bool:
+        return self.elem.is_list_like()
+
+    def strip_optional(self) -> Type:
+        return self.elem
+
+
+@dataclass(frozen=True)
+class ListType(Type):
+    """``T[]``, or ``T[N]`` with a fixed size (``int[2]``)."""
+
+    elem: Type
+    size: Optional[int] = None
+
+    def render(self, alias_text: str = "") -> str:
+        size = "" if self.size is None else str(self.size)
+        return f"{self.elem.render(alias_text)}[{size}]"
+
+    @property
+    def innermost(self) -> BaseType:
+        return self.elem.innermost
+
+    def is_list_like(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class AliasInfo:
+    """An alias annotation: ``a`` (aliases set a), ``a!`` (and writes it), ``a -> *``."""
+
+    before: Tuple[str, ...]
+    is_write: bool = False
+    after: Tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        text = "|".join(self.before) + ("!" if self.is_write else "")
+        if self.after:
+            text += " -> " + "|".join(self.after)
+        return text
+
+
+def _render_type(type_: Type, alias: Optional[AliasInfo]) -> str:
+    return type_.render(f"({alias})" if alias is not None else "")
+
+
+@dataclass(frozen=True)
+class Argument:
+    """``Tensor(a!) self``, ``int dim=0``: a name, a type, an optional alias and default.
+
+    ``default`` is the default's text as written (``1``, ``None``, ``"mean"``, ``[0,1]``).
+    """
+
+    name: str
+    type: Type
+    default: Optional[str] = None
+    alias: Optional[AliasInfo] = None
+
+    @classmethod
+    def parse(cls, text: str) -> "Argument":
+        """Parse one argument on its own, such as ``int kH`` (used by ``precomputed``)."""
+        parser = _SchemaParser(text, "argument")
+        arg = parser.argument()
+        if parser.pos != len(text):
+            raise parser.fail(f"expected the end of the argument, found {parser.found()}")
+        return arg
+
+    @property
+    def is_write(self) -> bool:
+        return self.alias is not None and self.alias.is_write
+
+    def __str__(self) -> str:
+        text = f"{_render_type(self.type, self.alias)} {self.name}"
+        return text if self.default is None else f"{text}={self.default}"
+
+
+@dataclass(frozen=True)
+class Return:
+    """One return: a type, an optional alias, and a name when written in a tuple."""
+
+    type: Type
+    name: Optional[str] = None
+    alias: Optional[AliasInfo] = None
+
+    @property
+    def is_write(self) -> bool:
+        return self.alias is not None and self.alias.is_write
+
+    def __str__(self) -> str:
+        text = _render_type(self.type, self.alias)
+        return text if self.name is None else f"{text} {self.name}"
+
+
+_FACTORY_OPTION_TYPES = frozenset({"ScalarType", "Layout", "Device"})
+
+
+@dataclass(frozen=True)
+class FunctionSchema:
+    """An operator's schema. Arguments come in three groups, in schema order:
+    positional, keyword-only (after ``*``), and out (keyword-only and written to)."""
+
+    name: OperatorName
+    positional: Tuple[Argument, ...]
+    kwarg_only: Tuple[Argument, ...]
+    out: Tuple[Argument, ...]
+    returns: Tuple[Return, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "FunctionSchema":
+        """Parse ``text``; a ``GenError`` names the column where it went wrong."""
+        return _SchemaParser(text).schema()
+
+    def __str__(self) -> str:
+        args = [str(a) for a in self.positional]
+        if self.kwarg_only or self.out:
+            args.append("*")
+            args.extend(str(a) for a in self.kwarg_only + self.out)
+        if len(self.returns) == 1:
+            returns = str(self.returns[0])
+        else:
+            returns = "(" + ", ".join(str(r) for r in self.returns) + ")"
+        return f"{self.name}({', '.join(args)}) -> {returns}"
+
+    # --- argument views -------------------------------------------------------
+
+    @property
+    def arguments(self) -> Tuple[Argument, ...]:
+        """Every argument in schema (and boxed stack) order."""
+        return self.positional + self.kwarg_only + self.out
+
+    def argument(self, name: str) -> Optional[Argument]:
+        for arg in self.arguments:
+            if arg.name == name:
+                return arg
+        return None
+
+    @property
+    def self_argument(self) -> Optional[Argument]:
+        """The positional argument named ``self``, if there is one."""
+        for arg in self.positional:
+            if arg.name == "self":
+                return arg
+        return None
+
+    @property
+    def dispatch_arguments(self) -> Tuple[Argument, ...]:
+        """The arguments whose key sets decide dispatch: the tensor-like ones, out= included."""
+        return tuple(a for a in self.arguments if a.type.is_tensor_like())
+
+    @property
+    def mutable_arguments(self) -> Tuple[Argument, ...]:
+        return tuple(a for a in self.arguments if a.is_write)
+
+    # --- classification -------------------------------------------------------
+
+    @property
+    def is_out_fn(self) -> bool:
+        return bool(self.out)
+
+    @property
+    def is_inplace(self) -> bool:
+        return self.name.is_inplace
+
+    @property
+    def is_mutable(self) -> bool:
+        """Writes to any argument (in-place, out=, or another mutable argument)."""
+        return any(a.is_write for a in self.arguments)
+
+    @property
+    def is_functional(self) -> bool:
+        return not self.is_mutable
+
+    @property
+    def kind(self) -> str:
+        """'out', 'inplace', 'mutable' (writes other arguments) or 'functional'."""
+        if self.is_out_fn:
+            return "out"
+        if self.is_inplace:
+            return "inplace"
+        if self.is_mutable:
+            return "mutable"
+        return "functional"
+
+    @property
+    def is_factory(self) -> bool:
+        """No tensor arguments, but a dtype/layout/device argument: a BackendSelect candidate."""
+        if self.dispatch_arguments:
+            return False
+        return any(
+            a.type.strip_optional() == BaseType(n)
+            for a in self.arguments
+            for n in _FACTORY_OPTION_TYPES
+        )
+
+    @property
+    def has_symint(self) -> bool:
+        return any(a.type.innermost.name == "SymInt" for a in self.arguments)
+
+    @property
+    def default_kernel_name(self) -> str:
+        """The kernel name an entry without ``dispatch:`` gets: ``relu``, ``add_``, ``add_out``."""
+        return self.name.name + ("_out" if self.is_out_fn else "")
+
+    def signature(self) -> "FunctionSchema":
+        """What the functional, in-place and out= variants of one operator share.
+
+        The base name without overload, no out arguments, no alias annotations, no
+        return names: ``add_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`` and
+        ``add.out(...)`` both give ``add(Tensor self, Tensor other) -> Tensor``.
+        """
+
+        def plain(args: Tuple[Argument, ...]) -> Tuple[Argument, ...]:
+            return tuple(replace(a, alias=None) for a in args)
+
+        return FunctionSchema(
+            name=OperatorName(self.name.base_name),
+            positional=plain(self.positional),
+            kwarg_only=plain(self.kwarg_only),
+            out=(),
+            returns=tuple(Return(r.type) for r in self.returns),
+        )
+
+
+class _SchemaParser:
+    """Recursive descent over one schema string; ``pos`` is a 0-based index."""
+
+    def __init__(self, text: str, what: str = "schema"):
+        self.text = text
+        self.what = what  # what the text is, for error messages
+        self.pos = 0
+
+    # --- helpers --------------------------------------------------------------
+
+    def fail(self, what: str, pos: Optional[int] = None) -> GenError:
+        at = self.pos if pos is None else pos
+        return GenError(f"malformed {self.what} at column {at + 1}: {what}")
+
+    def found(self) -> str:
+        if self.pos >= len(self.text):
+            return f"the end of the {self.what}"
+        return repr(self.text[self.pos])
+
+    def peek(self, token: str) -> bool:
+        return self.text.startswith(token, self.pos)
+
+    def accept(self, token: str) -> bool:
+        if self.text.startswith(token, self.pos):
+            self.pos += len(token)
+            return True
+        return False
+
+    def expect(self, token: str, what: Optional[str] = None) -> None:
+        if not self.accept(token):
+            raise self.fail(f"expected {what or repr(token)}, found {self.found()}")
+
+    def match(self, pattern: "re.Pattern[str]", what: str) -> str:
+        m = pattern.match(self.text, self.pos)
+        if m is None:
+            raise self.fail(f"expected {what}, found {self.found()}")
+        self.pos = m.end()
+        return m.group(0)
+
+    # --- grammar --------------------------------------------------------------
+
+    def schema(self) -> FunctionSchema:
+        name = OperatorName(self.match(_IDENT, "an operator name"))
+        if self.accept("."):
+            name = OperatorName(name.name, self.match(_OVERLOAD, "an overload name"))
+        self.expect("(")
+        positional, kwarg_only, out = self.arguments()
+        self.expect(")", "', ' or ')'")
+        self.expect(" -> ")
+        returns = self.returns()
+        if self.pos != len(self.text):
+            raise self.fail(f"expected the end of the schema, found {self.found()}")
+        return FunctionSchema(name, positional, kwarg_only, out, returns)
+
+    def arguments(self):
+        positional: List[Argument] = []
+        keyword: List[Tuple[Argument, int]] = []
+        columns = {}
+        star_pos: Optional[int] = None
+        if self.peek(")"):
+            return (), (), ()
+        while True:
+            if self.peek("*"):
+                if star_pos is not None:
+                    raise self.fail("'*' given twice")
+                star_pos = self.pos
+                self.pos += 1
+                if not self.peek(", "):
+                    raise self.fail("'*' must be followed by keyword-only arguments")
+            else:
+                start = self.pos
+                arg = self.argument()
+                if arg.name in columns:
+                    raise self.fail(f"duplicate argument name '{arg.name}'", start)
+                columns[arg.name] = start
+                if star_pos is None:
+                    positional.append(arg)
+                else:
+                    keyword.append((arg, start))
+            if not self.accept(", "):
+                break
+        # Out arguments: the written keyword-only ones, which must come last.
+        kwarg_only = [a for a, _ in keyword if not a.is_write]
+        out = [a for a, _ in keyword if a.is_write]
+        for (arg, start), (nxt, _) in zip(keyword, keyword[1:]):
+            if arg.is_write and not nxt.is_write:
+                raise self.fail(
+                    f"out argument '{arg.name}' must come after every other keyword-only argument",
+                    start,
+                )
+        return tuple(positional), tuple(kwarg_only), tuple(out)
+
+    def argument(self) -> Argument:
+        type_, alias = self.type_and_alias()
+        self.expect(" ", "' ' and an argument name")
+        name = self.match(_IDENT, "an argument name")
+        default = self.default() if self.accept("=") else None
+        return Argument(name, type_, default, alias)
+
+    def type_and_alias(self) -> Tuple[Type, Optional[AliasInfo]]:
+        start = self.pos
+        base = self.match(_IDENT, "a type")
+        if base not in BASE_TYPE_NAMES:
+            raise GenError(f"unknown type '{base}' at column {start + 1}")
+        type_: Type = BaseType(base)
+        alias = None
+        if self.peek("("):
+            if base != "Tensor":
+                raise self.fail(f"alias annotations are allowed on Tensor only, not on '{base}'")
+            alias = self.alias_info()
+        while True:
+            if self.peek("?"):
+                if isinstance(type_, OptionalType):
+                    raise self.fail("type is already optional")
+                self.pos += 1
+                type_ = OptionalType(type_)
+            elif self.accept("["):
+                size = None
+                if not self.peek("]"):
+                    size_pos = self.pos
+                    size = int(self.match(_LIST_SIZE, "a list size or ']'"))
+                    if size == 0:
+                        raise self.fail("a list size must be positive", size_pos)
+                self.expect("]")
+                type_ = ListType(type_, size)
+            else:
+                return type_, alias
+
+    def alias_set(self) -> Tuple[str, ...]:
+        names = [self.match(_ALIAS_SET_NAME, "an alias set name such as 'a'")]
+        while self.accept("|"):
+            names.append(self.match(_ALIAS_SET_NAME, "an alias set name such as 'a'"))
+        return tuple(names)
+
+    def alias_info(self) -> AliasInfo:
+        self.expect("(")
+        before = self.alias_set()
+        is_write = self.accept("!")
+        after: Tuple[str, ...] = ()
+        if self.accept(" -> "):
+            after = ("*",) if self.accept("*") else self.alias_set()
+        self.expect(")")
+        return AliasInfo(before, is_write, after)
+
+    def default(self) -> str:
+        start = self.pos
+        text = self.text
+        if self.pos < len(text) and text[self.pos] in "\"'":
+            quote = text[self.pos]
+            i = self.pos + 1
+            while i < len(text) and text[i] != quote:
+                i += 2 if text[i] == "\\" else 1
+            if i >= len(text):
+                raise self.fail("unterminated string default", start)
+            self.pos = i + 1
+        elif self.accept("["):
+            end = text.find("]", self.pos)
+            if end < 0:
+                raise self.fail("unterminated list default", start)
+            self.pos = end + 1
+        else:
+            self.match(_PLAIN_DEFAULT, "a default value")
+        return text[start:self.pos]
+
+    def return_(self) -> Return:
+        type_, alias = self.type_and_alias()
+        name = self.match(_IDENT, "a return name") if self.accept(" ") else None
+        return Return(type_, name, alias)
+
+    def returns(self) -> Tuple[Return, ...]:
+        open_pos = self.pos
+        if not self.accept("("):
+            return (self.return_(),)
+        if self.accept(")"):
+            return ()
+        returns: List[Return] = []
+        names = set()
+        while True:
+            ret = self.return_()
+            if ret.name is not None:
+                if ret.name in names:
+                    raise self.fail(f"duplicate return name '{ret.name}'", self.pos - len(ret.name))
+                names.add(ret.name)
+            returns.append(ret)
+            if not self.accept(", "):
+                break
+        self.expect(")", "', ' or ')'")
+        if len(returns) == 1:
+            raise self.fail("a single return is written without parentheses", open_pos)
+        return tuple(returns)

@@ -1,0 +1,130 @@
+"""YAML loading that keeps line numbers, for error messages that point at the input.
+
+``load_yaml(path)`` returns plain Python data in which every mapping is a
+``LocatedDict`` (a ``dict`` that also knows the line it starts on and the line
+of each of its keys) and every sequence a ``LocatedList`` (a ``list`` that knows
+the line of each item). It is stricter than PyYAML's safe loader: mapping keys must
+be strings and may not repeat. Every problem, YAML syntax errors included,
+is raised as a ``GenError`` reading ``FILE:LINE: ...``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import yaml
+
+from codegen.errors import GenError, Location
+
+# libyaml's parser when present (about ten times faster), the pure-Python one otherwise.
+_SafeLoaderBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class LocatedDict(dict):
+    """A mapping from a YAML file that remembers where it, and each of its keys, sit."""
+
+    def __init__(self, loc: Location):
+        super().__init__()
+        self.loc = loc
+        self.key_lines: Dict[str, int] = {}
+
+    def key_loc(self, key: str) -> Location:
+        """Where ``key`` is written; the mapping's own location for a missing key."""
+        line = self.key_lines.get(key)
+        return self.loc if line is None else Location(self.loc.file, line)
+
+
+class LocatedList(list):
+    """A sequence from a YAML file that remembers where it, and each of its items, sit."""
+
+    def __init__(self, loc: Location):
+        super().__init__()
+        self.loc = loc
+        self.item_lines: List[int] = []
+
+    def item_loc(self, index: int) -> Location:
+        return Location(self.loc.file, self.item_lines[index])
+
+
+def yaml_type_name(value: Any) -> str:
+    """How an error message names the YAML type of ``value``."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, list):
+        return "list"
+    return type(value).__name__
+
+
+class _LineKeepingLoader(_SafeLoaderBase):
+    """SafeLoader whose mappings are LocatedDicts with string, unique keys."""
+
+    path = "<yaml>"  # set per instance by load_yaml_text
+
+    def construct_located_mapping(self, node):
+        if not isinstance(node, yaml.MappingNode):
+            raise GenError.at(Location(self.path, node.start_mark.line + 1), "expected a mapping")
+        self.flatten_mapping(node)  # resolves '<<' merge keys, as the safe loader does
+        result = LocatedDict(Location(self.path, node.start_mark.line + 1))
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            key_line = key_node.start_mark.line + 1
+            key_loc = Location(self.path, key_line)
+            if not isinstance(key, str):
+                raise GenError.at(
+                    key_loc, f"mapping keys must be strings, got {yaml_type_name(key)} {key!r}"
+                )
+            if key in result:
+                raise GenError.at(
+                    key_loc, f"duplicate key '{key}' (first given at line {result.key_lines[key]})"
+                )
+            result[key] = self.construct_object(value_node, deep=True)
+            result.key_lines[key] = key_line
+        return result
+
+
+    def construct_located_sequence(self, node):
+        if not isinstance(node, yaml.SequenceNode):
+            raise GenError.at(Location(self.path, node.start_mark.line + 1), "expected a list")
+        result = LocatedList(Location(self.path, node.start_mark.line + 1))
+        for item_node in node.value:
+            result.append(self.construct_object(item_node, deep=True))
+            result.item_lines.append(item_node.start_mark.line + 1)
+        return result
+
+
+_LineKeepingLoader.add_constructor(
+    "tag:yaml.org,2002:map", _LineKeepingLoader.construct_located_mapping
+)
+_LineKeepingLoader.add_constructor(
+    "tag:yaml.org,2002:seq", _LineKeepingLoader.construct_located_sequence
+)
+
+
+def load_yaml(path: str) -> Any:
+    """Parse the YAML file at ``path``; errors name ``path`` exactly as given."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise GenError(f"{path}: cannot read: {e.strerror}") from None
+    return load_yaml_text(text, path)
+
+
+def load_yaml_text(text: str, path: str) -> Any:
+    """Parse ``text`` as if read from ``path`` (which only labels errors)."""
+    loader = _LineKeepingLoader(text)
+    loader.path = path
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        problem = e.problem or e.context or "malformed YAML"
+        raise GenError.at(Location(path, line), f"invalid YAML: {problem}") from None
+    except yaml.YAMLError as e:
+        raise GenError.at(Location(path, 1), f"invalid YAML: {e}") from None
+    finally:
+        loader.dispose()
+

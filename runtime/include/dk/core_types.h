@@ -1,0 +1,75 @@
+// dk/core_types.h: small value types shared by tensors, schemas and boxed values:
+// ScalarType (dtype), Layout, MemoryFormat, DeviceType and Device.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "dk/dispatch_key.h"
+
+namespace dk {
+
+enum class ScalarType : int8_t {
+  Byte,      // uint8
+  Char,      // int8
+  Int,       // int32
+  Long,      // int64
+  Half,      // float16
+  Float,     // float32
+  Double,    // float64
+  Bool,
+  BFloat16,
+  Undefined,
+};
+inline constexpr int kNumScalarTypes = static_cast<int>(ScalarType::Undefined);
+inline constexpr ScalarType kByte = ScalarType::Byte, kChar = ScalarType::Char, kInt = ScalarType::Int,
+                            kLong = ScalarType::Long, kHalf = ScalarType::Half, kFloat = ScalarType::Float,
+                            kDouble = ScalarType::Double, kBool = ScalarType::Bool,
+                            kBFloat16 = ScalarType::BFloat16;
+
+std::string_view toString(ScalarType t);  // "Float", "Long", ...
+std::ostream& operator<<(std::ostream& out, ScalarType t);
+
+enum class Layout : int8_t { Strided, Sparse };
+std::string_view toString(Layout l);
+std::ostream& operator<<(std::ostream& out, Layout l);
+
+enum class MemoryFormat : int8_t { Contiguous, Preserve, ChannelsLast };
+std::string_view toString(MemoryFormat m);
+std::ostream& operator<<(std::ostream& out, MemoryFormat m);
+
+enum class DeviceType : int8_t { CPU, CUDA, Meta, PrivateUse1 };
+std::string_view toString(DeviceType t);  // "cpu", "cuda", "meta", "privateuseone"
+
+// A device: a type plus an index (-1 means "the current one").
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int8_t index = -1;
+
+  constexpr Device() = default;
+  constexpr Device(DeviceType t, int8_t i = -1) : type(t), index(i) {}  // NOLINT: implicit like c10
+  explicit Device(std::string_view spec);  // "cpu", "cuda:1", "meta", "privateuseone"
+  bool operator==(const Device&) const = default;
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  std::string str() const;
+};
+std::ostream& operator<<(std::ostream& out, const Device& d);
+inline constexpr DeviceType kCPU = DeviceType::CPU, kCUDA = DeviceType::CUDA, kMeta = DeviceType::Meta,
+                            kPrivateUse1 = DeviceType::PrivateUse1;
+
+// The backend bit a device's data lives behind.
+constexpr BackendComponent toBackendComponent(DeviceType t) {
+  switch (t) {
+    case DeviceType::CPU: return BackendComponent::CPUBit;
+    case DeviceType::CUDA: return BackendComponent::CUDABit;
+    case DeviceType::Meta: return BackendComponent::MetaBit;
+    case DeviceType::PrivateUse1: return BackendComponent::PrivateUse1Bit;
+  }
+  return BackendComponent::CPUBit;
+}
+
+}  // namespace dk

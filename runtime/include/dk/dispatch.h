@@ -1,0 +1,14 @@
+// dk/dispatch.h: the dispatcher API (API.md sections 1-5): keys, values, registration, calls,
+// thread-local state.
+#pragma once
+
+#include "dk/dispatch_key.h"
+#include "dk/dispatch_key_set.h"
+#include "dk/dispatcher.h"
+#include "dk/error.h"
+#include "dk/function_schema.h"
+#include "dk/ivalue.h"
+#include "dk/kernel_function.h"
+#include "dk/library.h"
+#include "dk/local_dispatch_key_set.h"
+#include "dk/tensor.h"

@@ -1,0 +1,189 @@
+// dk/dispatcher.h: the process-wide operator registry, operator handles, and the call paths.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dk/function_schema.h"
+#include "dk/ivalue.h"
+#include "dk/kernel_function.h"
+#include "dk/operator_entry.h"
+
+namespace dk {
+
+template <class Sig>
+class TypedOperatorHandle;
+
+// Undoes one registration when destroyed (RAII). Movable, not copyable.
+class RegistrationHandleRAII {
+ public:
+  RegistrationHandleRAII() = default;
+  explicit RegistrationHandleRAII(std::function<void()> onDestruction) : on_destruction_(std::move(onDestruction)) {}
+  RegistrationHandleRAII(RegistrationHandleRAII&& o) noexcept : on_destruction_(std::exchange(o.on_destruction_, nullptr)) {}
+  RegistrationHandleRAII& operator=(RegistrationHandleRAII&& o) noexcept {
+    reset();
+    on_destruction_ = std::exchange(o.on_destruction_, nullptr);
+    return *this;
+  }
+  ~RegistrationHandleRAII() { reset(); }
+  void reset() {
+    if (on_destruction_) std::exchange(on_destruction_, nullptr)();
+  }
+
+ private:
+  std::function<void()> on_destruction_;
+};
+
+namespace detail {
+// Note [Dispatch slow path]
+// One flag gates every optional per-call feature (the dispatch trace, observers): when it
+// is clear a call pays one relaxed load and one well-predicted branch.
+extern std::atomic<bool> dispatch_slow_path_enabled;
+inline bool dispatchSlowPathEnabled() { return dispatch_slow_path_enabled.load(std::memory_order_relaxed); }
+
+// Trace support (Note [Dispatch slow path]).
+enum class CallKind : uint8_t { Call, Redispatch, CallBoxed, RedispatchBoxed };
+class TraceScope {
+ public:
+  TraceScope(const OperatorHandle& op, DispatchKeySet ks, CallKind kind);
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  bool active_;
+};
+}  // namespace detail
+
+// Turns the dispatch trace on or off (DK_SHOW_DISPATCH_TRACE=1 turns it on at startup).
+void setDispatchTraceEnabled(bool enabled);
+bool isDispatchTraceEnabled();
+
+class OperatorHandle {
+ public:
+  const OperatorName& operator_name() const { return entry_->operator_name(); }
+  const FunctionSchema& schema() const { return entry_->schema(); }
+  bool hasSchema() const;
+
+  void callBoxed(Stack* stack) const;
+  void callBoxed(Stack& stack) const { callBoxed(&stack); }
+  // No extraction, no TLS read: the caller's key set picks the slot.
+  void redispatchBoxed(DispatchKeySet ks, Stack* stack) const;
+
+  // A handle typed with the C++ signature; checks it against the operator's (once, here).
+  template <class Sig>
+  TypedOperatorHandle<Sig> typed() const;
+
+  bool hasKernelForDispatchKey(DispatchKey k) const;
+  bool hasComputedKernelForDispatchKey(DispatchKey k) const;
+  std::string dumpState() const;
+  std::string dumpComputedTable() const;
+
+  bool operator==(const OperatorHandle& o) const { return entry_ == o.entry_; }
+  OperatorEntry& entry() const { return *entry_; }
+
+ protected:
+  friend class Dispatcher;
+  explicit OperatorHandle(OperatorEntry* entry) : entry_(entry) {}
+  OperatorEntry* entry_;
+};
+
+template <class R, class... Args>
+class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
+ public:
+  // Extract keys from the tensor arguments and TLS, index the table, call.
+  R call(Args... args) const {
+    const OperatorEntry& e = *entry_;
+    DispatchKeySet ks = e.getDispatchKeySetUnboxed(args...);
+    const KernelFunction& kernel = e.lookup(ks);
+    if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+      detail::TraceScope trace(*this, ks, detail::CallKind::Call);
+      return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+    }
+    return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+  }
+  // Index the table with the caller's key set (a layer's own key already removed).
+  R redispatch(DispatchKeySet ks, Args... args) const {
+    const KernelFunction& kernel = entry_->lookup(ks);
+    if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+      detail::TraceScope trace(*this, ks, detail::CallKind::Redispatch);
+      return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+    }
+    return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+  }
+
+ private:
+  friend class OperatorHandle;
+  explicit TypedOperatorHandle(OperatorHandle h) : OperatorHandle(h) {}
+};
+
+class Dispatcher {
+ public:
+  static Dispatcher& singleton();
+
+  // Operators with a schema.
+  std::optional<OperatorHandle> findSchema(const OperatorName& name);
+  OperatorHandle findSchemaOrThrow(std::string_view name, std::string_view overload);
+  // Operators with a schema or only kernels.
+  std::optional<OperatorHandle> findOp(const OperatorName& name);
+  std::vector<OperatorName> getAllOpNames() const;  // sorted
+  // Every registration at `k` (direct kernels and backend fallback), as "op: debug" lines.
+  std::vector<std::string> getRegistrationsForDispatchKey(DispatchKey k) const;
+
+  // ---- registration (what Library calls); each returns the handle that undoes it ----
+  RegistrationHandleRAII registerLibrary(const std::string& ns, const std::string& debug);
+  RegistrationHandleRAII registerDef(FunctionSchema schema, const std::string& debug);
+  RegistrationHandleRAII registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
+                                      std::optional<CppSignature> cpp_signature,
+                                      std::optional<FunctionSchema> inferred_schema, std::string debug);
+  RegistrationHandleRAII registerFallback(DispatchKey key, KernelFunction kernel, std::string debug);
+
+  // Checks a typed handle's C++ signature against the operator's; throws on mismatch.
+  void checkSignature(const OperatorHandle& op, const CppSignature& sig, const FunctionSchema& inferred) const;
+
+  // The text of the "Could not run" / "no tensor arguments" errors for a call at `ks`.
+  std::string missingKernelMessage(const OperatorHandle& op, DispatchKeySet ks) const;
+
+  // Number of kernel objects kept alive after deregistration (Note [Retired kernels]).
+  size_t retiredKernelCount() const;
+
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+  ~Dispatcher();
+
+ private:
+  friend class OperatorHandle;
+  Dispatcher();
+  class OperatorRegistry;
+
+  OperatorEntry& findOrCreateEntry(const OperatorName& name);  // caller holds mutex_
+  OperatorEntry* lookupEntry(const OperatorName& name) const;  // lock-free
+  void deregisterDef(OperatorEntry& entry);
+  void deregisterImpl(OperatorEntry& entry, uint64_t id);
+  void deregisterFallback(DispatchKey key, uint64_t id);
+  void updateAllTables();  // after a fallback change; caller holds mutex_
+  std::array<const AnnotatedKernel*, kDispatchTableSize> fallbackPointers() const;
+
+  mutable std::mutex mutex_;  // serialises every writer; readers never take it on calls
+  std::unique_ptr<OperatorRegistry> registry_;
+  std::array<std::optional<AnnotatedKernel>, kDispatchTableSize> backend_fallbacks_;
+  std::vector<std::pair<std::string, std::string>> libraries_;  // (namespace, debug) of DK_LIBRARY blocks
+  std::vector<std::shared_ptr<const KernelFunction>> retired_kernels_;
+  uint64_t next_registration_id_ = 1;
+};
+
+template <class Sig>
+TypedOperatorHandle<Sig> OperatorHandle::typed() const {
+  using Traits = detail::function_traits<Sig>;
+  static_assert(!Traits::takes_key_set, "typed<>() takes the operator's signature, without DispatchKeySet");
+  Dispatcher::singleton().checkSignature(*this, CppSignature::make<Sig>(), detail::SchemaInferrer<Sig>::infer());
+  return TypedOperatorHandle<Sig>(*this);
+}
+
+}  // namespace dk

@@ -1,0 +1,52 @@
+// dk/error.h: the exceptions users catch and the checks that raise them.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace dk {
+
+// Every user-facing failure is a dk::Error; what() holds the whole message.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(std::string message) : std::runtime_error(std::move(message)) {}
+};
+
+// Raised when no kernel can run an operator for the given keys.
+class NotImplementedError : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace detail {
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+}  // namespace detail
+
+}  // namespace dk
+
+// DK_CHECK(cond, parts...): throws dk::Error whose message is the parts streamed together.
+#define DK_CHECK(cond, ...)                                  \
+  do {                                                       \
+    if (__builtin_expect(!(cond), 0)) {                      \
+      throw ::dk::Error(::dk::detail::concat(__VA_ARGS__));  \
+    }                                                        \
+  } while (0)
+
+#define DK_ERROR(...) throw ::dk::Error(::dk::detail::concat(__VA_ARGS__))
+
+#include <functional>
+
+namespace dk {
+// Warnings (e.g. a kernel overriding another at the same key) go to a handler: stderr by
+// default; tests install their own to capture them. Returns the previous handler.
+using WarningHandler = std::function<void(const std::string&)>;
+WarningHandler setWarningHandler(WarningHandler handler);
+void warn(const std::string& message);
+}  // namespace dk

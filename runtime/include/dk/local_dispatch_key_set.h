@@ -1,0 +1,112 @@
+// dk/local_dispatch_key_set.h: the thread-local included/excluded key sets and their guards.
+#pragma once
+
+#include "dk/dispatch_key_set.h"
+
+namespace dk {
+
+// Note [Thread-local key sets]
+// Every call computes ((args' keys | included) - excluded). Both sets live in one
+// constant-initialized thread_local with the initial-exec TLS model: reading them is two
+// loads at a fixed offset from the thread pointer, with no init guard and no call.
+// `excluded` holds functionality bits only (operator- ignores backend bits anyway).
+struct LocalDispatchKeySet {
+  DispatchKeySet included;
+  DispatchKeySet excluded;
+};
+
+namespace detail {
+extern constinit thread_local LocalDispatchKeySet tls_local_dispatch_key_set
+    __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
+inline LocalDispatchKeySet tls_local_dispatch_key_set() { return detail::tls_local_dispatch_key_set; }
+// Per-backend keys are judged by their functionality bit (the TLS sets hold no backend bits).
+inline bool tls_is_dispatch_key_included(DispatchKey k) {
+  return detail::tls_local_dispatch_key_set.included.has(toFunctionalityKey(k));
+}
+inline bool tls_is_dispatch_key_excluded(DispatchKey k) {
+  return detail::tls_local_dispatch_key_set.excluded.has(toFunctionalityKey(k));
+}
+
+// Adds the keys of `ks` to the included set; on exit removes only the keys it added.
+class IncludeDispatchKeyGuard {
+ public:
+  explicit IncludeDispatchKeyGuard(DispatchKeySet ks);
+  explicit IncludeDispatchKeyGuard(DispatchKey k) : IncludeDispatchKeyGuard(DispatchKeySet(k)) {}
+  ~IncludeDispatchKeyGuard();
+  IncludeDispatchKeyGuard(const IncludeDispatchKeyGuard&) = delete;
+  IncludeDispatchKeyGuard& operator=(const IncludeDispatchKeyGuard&) = delete;
+
+ private:
+  DispatchKeySet added_;
+};
+
+// Adds the functionality keys of `ks` to the excluded set; on exit removes only those it added.
+class ExcludeDispatchKeyGuard {
+ public:
+  explicit ExcludeDispatchKeyGuard(DispatchKeySet ks);
+  explicit ExcludeDispatchKeyGuard(DispatchKey k) : ExcludeDispatchKeyGuard(DispatchKeySet(k)) {}
+  ~ExcludeDispatchKeyGuard();
+  ExcludeDispatchKeyGuard(const ExcludeDispatchKeyGuard&) = delete;
+  ExcludeDispatchKeyGuard& operator=(const ExcludeDispatchKeyGuard&) = delete;
+
+ private:
+  DispatchKeySet added_;
+};
+
+// Calls made in scope skip every autograd key (what an autograd kernel does before it
+// redispatches to the backend).
+class AutoDispatchBelowAutograd {
+ public:
+  AutoDispatchBelowAutograd() : guard_(autograd_dispatch_keyset) {}
+
+ private:
+  ExcludeDispatchKeyGuard guard_;
+};
+
+// Calls made in scope skip the autograd keys and ADInplaceOrView.
+class AutoDispatchBelowADInplaceOrView {
+ public:
+  AutoDispatchBelowADInplaceOrView()
+      : guard_(autograd_dispatch_keyset | DispatchKeySet(DispatchKey::ADInplaceOrView)) {}
+
+ private:
+  ExcludeDispatchKeyGuard guard_;
+};
+
+// Grad mode: when off, autograd kernels do not record history.
+struct GradMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+
+// Turns grad mode off in scope; restores the previous value.
+class NoGradGuard {
+ public:
+  NoGradGuard() : prev_(GradMode::is_enabled()) { GradMode::set_enabled(false); }
+  ~NoGradGuard() { GradMode::set_enabled(prev_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// Inference mode: grad mode off, autograd keys and ADInplaceOrView excluded, and tensors
+// created in scope carry no autograd keys (so later calls never reach an autograd slot).
+class InferenceMode {
+ public:
+  explicit InferenceMode(bool enabled = true);
+  ~InferenceMode();
+  InferenceMode(const InferenceMode&) = delete;
+  InferenceMode& operator=(const InferenceMode&) = delete;
+  static bool is_enabled();
+
+ private:
+  bool prev_enabled_;
+  bool prev_grad_mode_;
+  LocalDispatchKeySet prev_keys_;
+};
+
+}  // namespace dk

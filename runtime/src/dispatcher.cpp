@@ -1,0 +1,548 @@
+// The dispatcher: lock-free operator lookup, registration under one mutex, special kernels,
+// errors users read, and the dispatch trace.
+#include "dk/dispatcher.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cxxabi.h>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+namespace dk {
+
+// ===================== the slow-path flag and the dispatch trace =====================
+
+namespace detail {
+std::atomic<bool> dispatch_slow_path_enabled{false};
+}  // namespace detail
+
+namespace {
+std::atomic<bool> g_trace_enabled{[] {
+  const char* env = std::getenv("DK_SHOW_DISPATCH_TRACE");
+  bool on = env != nullptr && std::string_view(env) != "" && std::string_view(env) != "0";
+  if (on) detail::dispatch_slow_path_enabled.store(true);
+  return on;
+}()};
+thread_local int tls_trace_depth = 0;
+
+constexpr std::string_view callKindLabel(detail::CallKind kind) {
+  switch (kind) {
+    case detail::CallKind::Call: return "call";
+    case detail::CallKind::Redispatch: return "redispatch";
+    case detail::CallKind::CallBoxed: return "callBoxed";
+    case detail::CallKind::RedispatchBoxed: return "redispatchBoxed";
+  }
+  return "call";
+}
+
+void refreshSlowPathFlag() { detail::dispatch_slow_path_enabled.store(g_trace_enabled.load()); }
+}  // namespace
+
+void setDispatchTraceEnabled(bool enabled) {
+  g_trace_enabled.store(enabled);
+  refreshSlowPathFlag();
+}
+bool isDispatchTraceEnabled() { return g_trace_enabled.load(); }
+
+namespace detail {
+TraceScope::TraceScope(const OperatorHandle& op, DispatchKeySet ks, CallKind kind)
+    : active_(g_trace_enabled.load(std::memory_order_relaxed)) {
+  if (!active_) return;
+  std::ostringstream line;
+  line << std::string(static_cast<size_t>(tls_trace_depth) * 2, ' ') << "[" << callKindLabel(kind) << "] op=["
+       << op.operator_name() << "], key=[" << toString(ks.highestPriorityTypeId()) << "]\n";
+  std::cerr << line.str();
+  ++tls_trace_depth;
+}
+TraceScope::~TraceScope() {
+  if (active_) --tls_trace_depth;
+}
+}  // namespace detail
+
+// ===================== special kernels =====================
+
+namespace {
+void fallthroughKernel(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  // Normally never called: the fallthrough mask drops this key before the lookup. A call
+  // that raced with a registration change may still land here; going on below this key is
+  // exactly what the fallthrough means.
+  op.redispatchBoxed(ks.remove(ks.highestFunctionalityKey()), stack);
+}
+void ambiguousAutogradOtherKernel(OperatorKernel*, const OperatorHandle& op, DispatchKeySet, Stack*) {
+  throw NotImplementedError(detail::concat(
+      "'", op.operator_name(), "' has kernels registered to both CompositeImplicitAutograd and a backend mapped to "
+      "AutogradOther (a Quantized or Sparse key). This makes the backend kernel unreachable: the dispatcher "
+      "would run the CompositeImplicitAutograd kernel for AutogradOther tensors. Register a kernel at "
+      "AutogradOther (or at the backend's own key) that says what should happen, or move the composite kernel "
+      "to CompositeExplicitAutograd."));
+}
+void missingKernel(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack*) {
+  throw NotImplementedError(Dispatcher::singleton().missingKernelMessage(op, ks));
+}
+}  // namespace
+
+bool KernelFunction::isFallthrough() const { return boxed_ == &fallthroughKernel; }
+bool KernelFunction::isAmbiguousAutogradOther() const { return boxed_ == &ambiguousAutogradOtherKernel; }
+
+KernelFunction KernelFunction::makeFromBoxedFunction(BoxedKernelFunction* fn) {
+  KernelFunction k;
+  k.boxed_ = fn;
+  return k;
+}
+KernelFunction KernelFunction::makeFallthrough() { return makeFromBoxedFunction(&fallthroughKernel); }
+KernelFunction KernelFunction::makeAmbiguousAutogradOther() {
+  return makeFromBoxedFunction(&ambiguousAutogradOtherKernel);
+}
+KernelFunction KernelFunction::makeMissing() { return makeFromBoxedFunction(&missingKernel); }
+
+std::string CppSignature::name() const {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type_.name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && demangled ? demangled : type_.name();
+  std::free(demangled);
+  return out;
+}
+
+std::optional<std::string> findSchemaDifference(const FunctionSchema& inferred, const FunctionSchema& specified) {
+  auto same = [](const Type& a, const Type& b) {
+    // C++ has no SymInt: int64_t stands for both int and SymInt.
+    auto normalize = [](const Type& t, auto&& self) -> Type {
+      switch (t.kind()) {
+        case TypeKind::SymInt: return Type::base(TypeKind::Int);
+        case TypeKind::Optional: return Type::optional(self(t.element(), self));
+        case TypeKind::List: return Type::list(self(t.element(), self));
+        default: return t;
+      }
+    };
+    return normalize(a, normalize).equalsIgnoringSize(normalize(b, normalize));
+  };
+  const auto& ia = inferred.arguments();
+  const auto& sa = specified.arguments();
+  if (ia.size() != sa.size()) {
+    return detail::concat("The number of arguments is different. ", sa.size(), " vs ", ia.size(), ".");
+  }
+  const auto& ir = inferred.returns();
+  const auto& sr = specified.returns();
+  if (ir.size() != sr.size()) {
+    return detail::concat("The number of returns is different. ", sr.size(), " vs ", ir.size(), ".");
+  }
+  for (size_t i = 0; i < ia.size(); ++i) {
+    if (!same(ia[i].type, sa[i].type)) {
+      return detail::concat("Type mismatch in argument ", i + 1, ": ", sa[i].type.str(), " vs ", ia[i].type.str(), ".");
+    }
+  }
+  for (size_t i = 0; i < ir.size(); ++i) {
+    if (!same(ir[i].type, sr[i].type)) {
+      return detail::concat("Type mismatch in return ", i + 1, ": ", sr[i].type.str(), " vs ", ir[i].type.str(), ".");
+    }
+  }
+  return std::nullopt;
+}
+
+// ===================== the operator registry =====================
+
+// Note [Lock-free operator lookup]
+// Operator entries are created once and never freed while the dispatcher lives (an operator
+// whose last registration went away is only hidden), so readers can hold plain pointers.
+// Lookup is an open-addressing hash table of atomic entry pointers, insert-only: writers
+// (under the dispatcher mutex) fill an empty bucket with a release store, and when the table
+// is half full they build a twice-larger copy and publish it with one atomic store. Readers
+// load the current table and probe it without any lock. Old tables are kept until the
+// dispatcher dies (their total size is below the final table's).
+class Dispatcher::OperatorRegistry {
+ public:
+  OperatorRegistry() { tables_.push_back(std::make_unique<Table>(64)); current_.store(tables_.back().get()); }
+
+  OperatorEntry* find(const OperatorName& name) const {
+    const Table* table = current_.load(std::memory_order_acquire);
+    size_t mask = table->buckets.size() - 1;
+    for (size_t i = hash(name) & mask;; i = (i + 1) & mask) {
+      OperatorEntry* e = table->buckets[i].load(std::memory_order_acquire);
+      if (e == nullptr) return nullptr;
+      if (e->operator_name() == name) return e;
+    }
+  }
+
+  // Caller holds the dispatcher mutex and has checked that `name` is absent.
+  OperatorEntry& insert(const OperatorName& name) {
+    entries_.push_back(std::make_unique<OperatorEntry>(name));
+    OperatorEntry* e = entries_.back().get();
+    Table* table = current_.load(std::memory_order_relaxed);
+    if ((entries_.size()) * 2 > table->buckets.size()) {
+      tables_.push_back(std::make_unique<Table>(table->buckets.size() * 2));
+      Table* bigger = tables_.back().get();
+      for (const auto& entry : entries_) place(*bigger, entry.get());
+      current_.store(bigger, std::memory_order_release);
+    } else {
+      place(*table, e);
+    }
+    return *e;
+  }
+
+  const std::vector<std::unique_ptr<OperatorEntry>>& entries() const { return entries_; }
+
+ private:
+  struct Table {
+    explicit Table(size_t n) : buckets(n) {}
+    std::vector<std::atomic<OperatorEntry*>> buckets;
+  };
+  static size_t hash(const OperatorName& name) {
+    return std::hash<std::string>()(name.name) * 31 + std::hash<std::string>()(name.overload_name);
+  }
+  static void place(Table& table, OperatorEntry* e) {
+    size_t mask = table.buckets.size() - 1;
+    for (size_t i = hash(e->operator_name()) & mask;; i = (i + 1) & mask) {
+      if (table.buckets[i].load(std::memory_order_relaxed) == nullptr) {
+        table.buckets[i].store(e, std::memory_order_release);
+        return;
+      }
+    }
+  }
+
+  std::vector<std::unique_ptr<OperatorEntry>> entries_;
+  std::vector<std::unique_ptr<Table>> tables_;
+  std::atomic<Table*> current_{nullptr};
+};
+
+// ===================== the dispatcher =====================
+
+Dispatcher& Dispatcher::singleton() {
+  static Dispatcher dispatcher;
+  return dispatcher;
+}
+
+Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
+  // The defaults a fresh process has (SEMANTICS.md section 3): BackendSelect and
+  // ADInplaceOrView fall through, and every autograd key has the autograd fallback.
+  //
+  // Note [Autograd fallback]
+  // The autograd fallback goes on below autograd, so an operator with only a backend kernel
+  // works on tensors that require grad; its result simply has no gradient history. Going on
+  // below a key is what a fallthrough does, so the fallback is a fallthrough kernel: calls
+  // skip the autograd slot through the fallthrough mask and pay nothing for it.
+  auto install = [&](DispatchKey k, std::string debug) {
+    AnnotatedKernel a;
+    a.key = k;
+    a.kernel = std::make_shared<const KernelFunction>(KernelFunction::makeFallthrough());
+    a.debug = std::move(debug);
+    a.id = next_registration_id_++;
+    backend_fallbacks_[tableIndexForRuntimeKey(k)] = std::move(a);
+  };
+  install(DispatchKey::BackendSelect, "backend_select_fallthrough (default)");
+  install(DispatchKey::ADInplaceOrView, "ad_inplace_or_view_fallthrough (default)");
+  for (DispatchKey k : autograd_dispatch_keyset) install(k, "autograd_fallback (default)");
+}
+
+Dispatcher::~Dispatcher() = default;
+
+OperatorEntry* Dispatcher::lookupEntry(const OperatorName& name) const { return registry_->find(name); }
+
+OperatorEntry& Dispatcher::findOrCreateEntry(const OperatorName& name) {
+  if (OperatorEntry* e = registry_->find(name)) return *e;
+  OperatorEntry& e = registry_->insert(name);
+  e.updateDispatchTable(fallbackPointers());
+  return e;
+}
+
+std::optional<OperatorHandle> Dispatcher::findSchema(const OperatorName& name) {
+  OperatorEntry* e = lookupEntry(name);
+  if (e == nullptr) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!e->hasSchema()) return std::nullopt;
+  return OperatorHandle(e);
+}
+
+OperatorHandle Dispatcher::findSchemaOrThrow(std::string_view name, std::string_view overload) {
+  auto op = findSchema(OperatorName{std::string(name), std::string(overload)});
+  if (!op) {
+    bool impl_only = findOp(OperatorName{std::string(name), std::string(overload)}).has_value();
+    OperatorName full{std::string(name), std::string(overload)};
+    DK_ERROR("Could not find schema for ", full,
+             impl_only ? ": kernels were registered for it, but no def() with its schema"
+                       : ": no operator with this name and overload is registered");
+  }
+  return *op;
+}
+
+std::optional<OperatorHandle> Dispatcher::findOp(const OperatorName& name) {
+  OperatorEntry* e = lookupEntry(name);
+  if (e == nullptr) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!e->isPresent()) return std::nullopt;
+  return OperatorHandle(e);
+}
+
+std::vector<OperatorName> Dispatcher::getAllOpNames() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<OperatorName> names;
+  for (const auto& e : registry_->entries())
+    if (e->isPresent()) names.push_back(e->operator_name());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> Dispatcher::getRegistrationsForDispatchKey(DispatchKey k) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& e : registry_->entries()) {
+    for (const AnnotatedKernel& a : e->kernels())
+      if (a.key == k) out.push_back(detail::concat(e->operator_name(), ": ", a.debug));
+  }
+  if (!isAliasDispatchKey(k)) {
+    const auto& fallback = backend_fallbacks_[tableIndexForRuntimeKey(k)];
+    if (fallback) out.push_back(detail::concat("(fallback): ", fallback->debug));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t Dispatcher::retiredKernelCount() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return retired_kernels_.size();
+}
+
+std::array<const AnnotatedKernel*, kDispatchTableSize> Dispatcher::fallbackPointers() const {
+  std::array<const AnnotatedKernel*, kDispatchTableSize> out{};
+  for (int i = 0; i < kDispatchTableSize; ++i) out[i] = backend_fallbacks_[i] ? &*backend_fallbacks_[i] : nullptr;
+  return out;
+}
+
+void Dispatcher::updateAllTables() {
+  auto fallbacks = fallbackPointers();
+  for (const auto& e : registry_->entries()) e->updateDispatchTable(fallbacks);
+}
+
+// ---- libraries ----
+
+RegistrationHandleRAII Dispatcher::registerLibrary(const std::string& ns, const std::string& debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [existing_ns, existing_debug] : libraries_) {
+    DK_CHECK(existing_ns != ns, "Only a single DK_LIBRARY can be used to register the namespace '", ns,
+             "'; but there is a duplicate DK_LIBRARY ", debug, " (the first one is ", existing_debug,
+             "). If you want several places to define operators in one namespace, use DK_LIBRARY_FRAGMENT.");
+  }
+  libraries_.emplace_back(ns, debug);
+  return RegistrationHandleRAII([this, ns] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& l) { return l.first == ns; });
+    if (it != libraries_.end()) libraries_.erase(it);
+  });
+}
+
+// ---- schemas ----
+
+RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std::string& debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const OperatorName name = schema.operator_name();
+  OperatorEntry* existing = lookupEntry(name);
+  // Every check comes before any change: a rejected registration changes nothing.
+  if (existing && existing->schema_) {
+    DK_ERROR("Tried to register an operator (", schema, ") with the same name and overload name multiple times. "
+             "Each overload's schema should only be registered with a single call to def(). "
+             "Duplicate registration: ", debug, ". Original registration: ", existing->schema_->debug);
+  }
+  uint64_t bitmap = OperatorEntry::computeDispatchArgumentBitmap(schema);
+  if (existing) {
+    for (const AnnotatedKernel& a : existing->kernels_) {
+      if (!a.inferred_schema) continue;
+      if (auto why = findSchemaDifference(*a.inferred_schema, schema)) {
+        DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
+                 "  operator: ", name, "\n  expected schema: ", schema, "\n    ", debug,
+                 "\n  inferred schema: ", *a.inferred_schema, "\n    ", a.debug, "\n  reason: ", *why);
+      }
+    }
+  }
+  OperatorEntry& entry = existing ? *existing : findOrCreateEntry(name);
+  entry.schema_ = OperatorEntry::SchemaRegistration{std::move(schema), debug};
+  entry.dispatch_arg_bitmap_.store(bitmap, std::memory_order_relaxed);
+  return RegistrationHandleRAII([this, &entry] { deregisterDef(entry); });
+}
+
+void Dispatcher::deregisterDef(OperatorEntry& entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entry.schema_.reset();
+  entry.dispatch_arg_bitmap_.store(0, std::memory_order_relaxed);
+}
+
+// ---- kernels ----
+
+RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
+                                                std::optional<CppSignature> cpp_signature,
+                                                std::optional<FunctionSchema> inferred_schema, std::string debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DK_CHECK(key != DispatchKey::Undefined && (isRuntimeDispatchKey(key) || isAliasDispatchKey(key)),
+           "cannot register a kernel for '", name, "' at ", key,
+           ": kernels go at a runtime key (CPU, AutogradCUDA, ...) or an alias key (Autograd, "
+           "CompositeImplicitAutograd, ...)");
+  OperatorEntry* existing = lookupEntry(name);
+  if (existing && existing->schema_ && inferred_schema) {
+    if (auto why = findSchemaDifference(*inferred_schema, existing->schema_->schema)) {
+      DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
+               "  operator: ", name, "\n  expected schema: ", existing->schema_->schema, "\n    ",
+               existing->schema_->debug, "\n  inferred schema: ", *inferred_schema, "\n    ", debug,
+               "\n  reason: ", *why);
+    }
+  }
+  if (existing && cpp_signature) {
+    auto current = existing->cppSignature();
+    if (current && !(*current == *cpp_signature)) {
+      DK_ERROR("Mismatch in kernel C++ signatures\n  operator: ", name, "\n    kernel 1: ", current->name(),
+               "\n    ", existing->cppSignatureDebug(), "\n    kernel 2: ", cpp_signature->name(), "\n    ", debug);
+    }
+  }
+  OperatorEntry& entry = existing ? *existing : findOrCreateEntry(name);
+  if (const AnnotatedKernel* previous = entry.firstKernelAt(key)) {
+    warn(detail::concat("Overriding a previously registered kernel for the same operator and the same dispatch "
+                        "key\n  operator: ", name, "\n  dispatch key: ", key, "\n  previous kernel: ",
+                        previous->debug, "\n       new kernel: ", debug));
+  }
+  AnnotatedKernel a;
+  a.key = key;
+  a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
+  a.cpp_signature = cpp_signature;
+  a.inferred_schema = std::move(inferred_schema);
+  a.debug = std::move(debug);
+  a.id = next_registration_id_++;
+  uint64_t id = a.id;
+  entry.kernels_.push_front(std::move(a));
+  entry.updateDispatchTable(fallbackPointers());
+  return RegistrationHandleRAII([this, &entry, id] { deregisterImpl(entry, id); });
+}
+
+void Dispatcher::deregisterImpl(OperatorEntry& entry, uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(entry.kernels_.begin(), entry.kernels_.end(), [&](const auto& a) { return a.id == id; });
+  if (it == entry.kernels_.end()) return;
+  retired_kernels_.push_back(it->kernel);  // Note [Retired kernels]
+  entry.kernels_.erase(it);
+  entry.updateDispatchTable(fallbackPointers());
+}
+
+// ---- backend fallbacks ----
+
+RegistrationHandleRAII Dispatcher::registerFallback(DispatchKey key, KernelFunction kernel, std::string debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DK_CHECK(isRuntimeDispatchKey(key) && key != DispatchKey::Undefined, "cannot register a backend fallback at ",
+           key, ": fallbacks go at a runtime key");
+  auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
+  DK_CHECK(!slot, "Tried to register multiple backend fallbacks for the same dispatch key ", key,
+           "; previous registration ", slot->debug, ", new registration ", debug);
+  AnnotatedKernel a;
+  a.key = key;
+  a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
+  a.debug = std::move(debug);
+  a.id = next_registration_id_++;
+  uint64_t id = a.id;
+  slot = std::move(a);
+  updateAllTables();
+  return RegistrationHandleRAII([this, key, id] { deregisterFallback(key, id); });
+}
+
+void Dispatcher::deregisterFallback(DispatchKey key, uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
+  if (!slot || slot->id != id) return;
+  retired_kernels_.push_back(slot->kernel);  // Note [Retired kernels]
+  slot.reset();
+  updateAllTables();
+}
+
+// ---- checks and errors ----
+
+void Dispatcher::checkSignature(const OperatorHandle& op, const CppSignature& sig,
+                                const FunctionSchema& inferred) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const OperatorEntry& e = op.entry();
+  if (auto current = e.cppSignature()) {
+    DK_CHECK(*current == sig, "Tried to access or call an operator with a wrong signature.\n  operator: ",
+             e.operator_name(), "\n    correct signature:  ", current->name(), "\n        ", e.cppSignatureDebug(),
+             "\n    accessed/called as: ", sig.name(),
+             "\n  This likely happened in a call to OperatorHandle::typed<Sig>(). Check that Sig matches the kernel.");
+    return;
+  }
+  if (e.hasSchema()) {
+    if (auto why = findSchemaDifference(inferred, e.schema())) {
+      DK_ERROR("Tried to access or call an operator with a wrong signature.\n  operator: ", e.operator_name(),
+               "\n    schema:             ", e.schema(), "\n        ", e.schemaDebug(),
+               "\n    accessed/called as: ", sig.name(), " (", inferred, ")\n  reason: ", *why);
+    }
+  }
+}
+
+std::string Dispatcher::missingKernelMessage(const OperatorHandle& op, DispatchKeySet ks) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const OperatorEntry& e = op.entry();
+  std::ostringstream keys;
+  keys << "[";
+  bool first = true;
+  for (DispatchKey k : e.keysWithValidSlot()) {
+    keys << (first ? "" : ", ") << toString(k);
+    first = false;
+  }
+  keys << "]";
+  std::ostringstream out;
+  DispatchKey key = ks.highestPriorityTypeId();
+  if (key == DispatchKey::Undefined) {
+    out << "There were no tensor arguments to this function (for example, you passed an empty list of tensors), "
+           "but no fallback function is registered for schema "
+        << e.operator_name()
+        << ". This usually means that the function needs a non-empty list of tensors, or that its author forgot "
+           "to register a CompositeImplicitAutograd or CompositeExplicitAutograd kernel. Available for these "
+           "backends: "
+        << keys.str() << ".\n\n";
+  } else {
+    out << "Could not run '" << e.operator_name() << "' with arguments from the '" << toString(key)
+        << "' backend. '" << e.operator_name() << "' is only available for these backends: " << keys.str()
+        << ".\n\n";
+  }
+  out << e.dumpComputedTable();
+  return out.str();
+}
+
+// ===================== operator handles =====================
+
+bool OperatorHandle::hasSchema() const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->hasSchema();
+}
+
+void OperatorHandle::callBoxed(Stack* stack) const {
+  DispatchKeySet ks = entry_->getDispatchKeySetBoxed(*stack);
+  const KernelFunction& kernel = entry_->lookup(ks);
+  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+    detail::TraceScope trace(*this, ks, detail::CallKind::CallBoxed);
+    kernel.callBoxed(*this, ks, stack);
+    return;
+  }
+  kernel.callBoxed(*this, ks, stack);
+}
+
+void OperatorHandle::redispatchBoxed(DispatchKeySet ks, Stack* stack) const {
+  const KernelFunction& kernel = entry_->lookup(ks);
+  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+    detail::TraceScope trace(*this, ks, detail::CallKind::RedispatchBoxed);
+    kernel.callBoxed(*this, ks, stack);
+    return;
+  }
+  kernel.callBoxed(*this, ks, stack);
+}
+
+bool OperatorHandle::hasKernelForDispatchKey(DispatchKey k) const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->hasKernelForDispatchKey(k);
+}
+bool OperatorHandle::hasComputedKernelForDispatchKey(DispatchKey k) const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->hasComputedKernelForDispatchKey(k);
+}
+std::string OperatorHandle::dumpState() const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->dumpState();
+}
+std::string OperatorHandle::dumpComputedTable() const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->dumpComputedTable();
+}
+
+}  // namespace dk

@@ -1,0 +1,85 @@
+// Introspection: dumpState and dumpComputedTable formats (SEMANTICS.md section 8), kernel
+// queries, operator listings.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "dispatch_test_util.h"
+
+using namespace dk;
+using namespace dk::testing;
+
+namespace {
+void noopBoxed(const OperatorHandle&, Stack*) {}
+}  // namespace
+
+TEST_CASE("introspection: dumpState lists the schema and every registered kernel") {
+  Library def(Library::DEF, "t_dump", std::nullopt, "defs.cpp", 12);
+  def.def("op.overload(Tensor x) -> int");
+  auto cpu = implAt("t_dump", "op.overload", DispatchKey::CPU, tagKernel(1, "cpu_v1"));
+  auto cpu2 = implAt("t_dump", "op.overload", DispatchKey::CPU, tagKernel(2, "cpu_v2"));
+  auto ag = implAt("t_dump", "op.overload", DispatchKey::Autograd,
+                   CppFunction::makeFromBoxedFunction<&noopBoxed>().debug("boxed_autograd"));
+  auto ft = implAt("t_dump", "op.overload", DispatchKey::Tracer, CppFunction::makeFallthrough().debug("tracer_skip"));
+  auto op = Dispatcher::singleton().findSchemaOrThrow("t_dump::op", "overload");
+  CHECK(op.dumpState() ==
+        "name: t_dump::op.overload\n"
+        "schema: t_dump::op.overload(Tensor x) -> int\n"
+        "debug: registered at defs.cpp:12\n"
+        "CPU: cpu_v2 :: (Tensor _0) -> int [ boxed unboxed ]\n"
+        "CPU (inactive): cpu_v1 :: (Tensor _0) -> int [ boxed unboxed ]\n"
+        "Tracer: tracer_skip :: (none) [ fallthrough ]\n"
+        "Autograd[alias]: boxed_autograd :: (none) [ boxed ]\n");
+  CHECK(op.dumpComputedTable() ==
+        "CPU: cpu_v2 [kernel]\n"
+        "BackendSelect: fallthrough backend_select_fallthrough (default) [backend fallback]\n"
+        "ADInplaceOrView: fallthrough ad_inplace_or_view_fallthrough (default) [backend fallback]\n"
+        "AutogradOther: boxed_autograd [autograd kernel]\n"
+        "AutogradCPU: boxed_autograd [autograd kernel]\n"
+        "AutogradCUDA: boxed_autograd [autograd kernel]\n"
+        "AutogradPrivateUse1: boxed_autograd [autograd kernel]\n"
+        "AutogradPrivateUse2: boxed_autograd [autograd kernel]\n"
+        "AutogradMeta: boxed_autograd [autograd kernel]\n"
+        "Tracer: fallthrough tracer_skip [kernel]\n");
+}
+
+TEST_CASE("introspection: the computed table starts with Undefined when slot 0 is filled") {
+  Library def(Library::DEF, "t_dump_undefined");
+  def.def("op(Tensor x) -> int");
+  auto cea = implAt("t_dump_undefined", "op", DispatchKey::CompositeExplicitAutograd, tagKernel(1, "explicit"));
+  auto table = Dispatcher::singleton().findSchemaOrThrow("t_dump_undefined::op", "").dumpComputedTable();
+  CHECK(table.rfind("Undefined: explicit [default backend kernel]\nCPU: explicit [default backend kernel]\n", 0) == 0);
+}
+
+TEST_CASE("introspection: hasKernelForDispatchKey and hasComputedKernelForDispatchKey") {
+  Library def(Library::DEF, "t_has");
+  def.def("op(Tensor x) -> int");
+  auto cia = implAt("t_has", "op", DispatchKey::CompositeImplicitAutograd, tagKernel(3, "implicit"));
+  auto cpu = implAt("t_has", "op", DispatchKey::CPU, tagKernel(1, "cpu"));
+  auto op = Dispatcher::singleton().findSchemaOrThrow("t_has::op", "");
+  CHECK(op.hasKernelForDispatchKey(DispatchKey::CompositeImplicitAutograd));
+  CHECK(op.hasKernelForDispatchKey(DispatchKey::CPU));
+  CHECK_FALSE(op.hasKernelForDispatchKey(DispatchKey::CUDA));
+  CHECK_FALSE(op.hasKernelForDispatchKey(DispatchKey::Autograd));
+  CHECK(op.hasComputedKernelForDispatchKey(DispatchKey::CUDA));  // math kernel
+  CHECK(op.hasComputedKernelForDispatchKey(DispatchKey::AutogradCPU));  // autograd fallback
+  CHECK_FALSE(op.hasComputedKernelForDispatchKey(DispatchKey::Tracer));
+  CHECK_THROWS_WITH(op.hasComputedKernelForDispatchKey(DispatchKey::Autograd),
+                    "hasComputedKernelForDispatchKey takes a runtime key, not the alias key Autograd");
+}
+
+TEST_CASE("introspection: operator names are listed sorted; registrations per key") {
+  Library def(Library::DEF, "t_list");
+  def.def("zeta(Tensor x) -> int");
+  def.def("alpha.b(Tensor x) -> int");
+  def.def("alpha.a(Tensor x) -> int");
+  auto zeta = implAt("t_list", "zeta", DispatchKey::Meta, tagKernel(1, "zeta_meta"));
+  auto names = Dispatcher::singleton().getAllOpNames();
+  CHECK(std::is_sorted(names.begin(), names.end()));
+  auto a = std::find(names.begin(), names.end(), OperatorName{"t_list::alpha", "a"});
+  auto b = std::find(names.begin(), names.end(), OperatorName{"t_list::alpha", "b"});
+  CHECK(a != names.end());
+  CHECK(b == a + 1);
+  auto metas = Dispatcher::singleton().getRegistrationsForDispatchKey(DispatchKey::Meta);
+  CHECK(std::find(metas.begin(), metas.end(), "t_list::zeta: zeta_meta") != metas.end());
+}

@@ -1,0 +1,31 @@
+# Shared set-up for tools/demo and tools/test (sourced, not run): installs the Debian
+# packages the build needs when they are missing, and configures a build directory.
+
+DK_PACKAGES=(meson ninja-build catch2 python3-jinja2 python3-yaml python3-pytest g++ pkg-config ccache)
+
+dk_install_missing_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  echo "==> installing missing packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# The generator runs on Debian's python3, which has jinja2 and yaml from the packages above.
+dk_use_system_python() { export PATH="/usr/bin:$PATH"; }
+
+# dk_configure BUILD_DIR [meson options...]: configure once; reconfigure if options changed.
+dk_configure() {
+  local dir=$1
+  shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson configure "$dir" "$@" >/dev/null
+  else
+    meson setup "$dir" "$@" >/dev/null
+  fi
+}
