@@ -180,3 +180,21 @@ TEST_CASE("boxing: schemas inferred from C++ signatures") {
   CHECK(detail::inferFunctionSchema<std::optional<double>, std::vector<std::optional<Tensor>>>().str() ==
         "(Tensor?[] _0) -> float?");
 }
+
+TEST_CASE("boxing: Scalars box to Int, Double or Bool; Generators to an opaque object") {
+  CHECK(BoxingTraits<Scalar>::box(Scalar(3)).isInt());
+  CHECK(BoxingTraits<Scalar>::box(Scalar(2.5)).toDouble() == 2.5);
+  CHECK(BoxingTraits<Scalar>::box(Scalar(true)).isBool());
+  CHECK(BoxingTraits<Scalar>::unbox(IValue(7)) == Scalar(int64_t{7}));
+  CHECK(BoxingTraits<Scalar>::unbox(IValue(0.5)).isFloatingPoint());
+  CHECK_THROWS_WITH(BoxingTraits<Scalar>::unbox(IValue("x")),
+                    "expected an IValue of kind Int, Double or Bool (a Scalar) but got String");
+  Generator g(5);
+  IValue boxed = BoxingTraits<Generator>::box(g);
+  CHECK(boxed.isObject());
+  CHECK(BoxingTraits<Generator>::unbox(IValue(boxed)) == g);
+  CHECK(detail::inferFunctionSchema<Scalar, const Scalar&, std::optional<Generator>>().str() ==
+        "(Scalar _0, Generator? _1) -> Scalar");
+  Generator a(42), b(42);
+  CHECK(a->random64() == b->random64());
+}

@@ -15,7 +15,9 @@
 
 #include "dk/array_ref.h"
 #include "dk/function_schema.h"
+#include "dk/generator.h"
 #include "dk/ivalue.h"
+#include "dk/scalar.h"
 
 namespace dk {
 
@@ -77,6 +79,41 @@ struct BoxingTraits<Layout> : detail::DirectBoxing<Layout, TypeKind::Layout> {
 template <>
 struct BoxingTraits<MemoryFormat> : detail::DirectBoxing<MemoryFormat, TypeKind::MemoryFormat> {
   static MemoryFormat unbox(IValue&& v) { return v.toMemoryFormat(); }
+};
+// A Scalar boxes to the Int, Double or Bool kind it holds.
+template <>
+struct BoxingTraits<Scalar> {
+  using Holder = Scalar;
+  static Type schemaType() { return Type::base(TypeKind::Scalar); }
+  static IValue box(const Scalar& s) {
+    switch (s.kind()) {
+      case Scalar::Kind::Int: return IValue(s.toLong());
+      case Scalar::Kind::Double: return IValue(s.toDouble());
+      case Scalar::Kind::Bool: return IValue(s.toBool());
+    }
+    return IValue();
+  }
+  static Scalar unbox(IValue&& v) {
+    if (v.isInt()) return Scalar(v.toInt());
+    if (v.isBool()) return Scalar(v.toBool());
+    if (v.isDouble()) return Scalar(v.toDouble());
+    DK_ERROR("expected an IValue of kind Int, Double or Bool (a Scalar) but got ", IValue::kindName(v.tagKind()));
+  }
+  static Scalar view(Scalar& h) { return h; }
+};
+// A Generator is an opaque object on the stack.
+template <>
+struct BoxingTraits<Generator> {
+  using Holder = Generator;
+  static Type schemaType() { return Type::base(TypeKind::Generator); }
+  static IValue box(const Generator& g) { return IValue(intrusive_ptr<CustomObject>(g.impl())); }
+  static Generator unbox(IValue&& v) {
+    intrusive_ptr<CustomObject> obj = v.toObject();
+    auto* impl = dynamic_cast<GeneratorImpl*>(obj.get());
+    DK_CHECK(impl != nullptr, "expected a Generator but got an object of type ", obj->typeName());
+    return Generator(intrusive_ptr<GeneratorImpl>(impl));
+  }
+  static Generator view(Generator& h) { return h; }
 };
 // A generic boxed value passes through untouched.
 template <>
