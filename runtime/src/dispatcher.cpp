@@ -106,6 +106,8 @@ std::string CppSignature::name() const {
 
 std::optional<std::string> findSchemaDifference(const FunctionSchema& inferred, const FunctionSchema& specified) {
   auto same = [](const Type& a, const Type& b) {
+    // A C++ IValue parameter (schema type Any) accepts whatever the schema says.
+    if (a.kind() == TypeKind::Any || b.kind() == TypeKind::Any) return true;
     // C++ has no SymInt: int64_t stands for both int and SymInt.
     auto normalize = [](const Type& t, auto&& self) -> Type {
       switch (t.kind()) {

@@ -67,9 +67,9 @@ DispatchKeySet OperatorEntry::getDispatchKeySetBoxed(const Stack& stack) const {
   // Positions beyond the stack cannot be read; the kernel reports the short stack.
   if (stack.size() < 64) bits &= (uint64_t{1} << stack.size()) - 1;
   DispatchKeySet ks;
-  const IValue* top = stack.data() + stack.size() - 1;
+  const size_t top = stack.size() - 1;  // only read when bits != 0, so the stack is non-empty
   while (bits != 0) {
-    const IValue& v = *(top - std::countr_zero(bits));
+    const IValue& v = stack[top - static_cast<size_t>(std::countr_zero(bits))];
     if (v.isTensor()) {
       ks = ks | v.tensorKeySetUnchecked();
     } else if (v.isList()) {

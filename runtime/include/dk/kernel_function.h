@@ -116,7 +116,25 @@ class KernelFunction {
     return callBoxedWithUnboxedArgs<R, Args...>(op, ks, std::forward<Args>(args)...);
   }
 
+  // The raw entries, for generated call paths and adapters (Note [Kernel calling conventions]).
+  void* unboxedFunction() const { return unboxed_; }
+  OperatorKernel* functor() const { return functor_; }
+  BoxedKernelFunction* boxedFunction() const { return boxed_; }
+
   // ---- makers ----
+  // Assembles a kernel from its entries; the generator uses this to attach its own
+  // per-signature boxing adapters. `owner` keeps the functor alive (may be null for a
+  // functor with static storage).
+  static KernelFunction makeFromParts(void* unboxed, OperatorKernel* functor, BoxedKernelFunction* boxed,
+                                      std::shared_ptr<OperatorKernel> owner = nullptr) {
+    KernelFunction k;
+    k.unboxed_ = unboxed;
+    k.functor_ = functor;
+    k.boxed_ = boxed;
+    k.boxed_is_adapter_ = unboxed != nullptr;
+    k.functor_owner_ = std::move(owner);
+    return k;
+  }
   static KernelFunction makeFromBoxedFunction(BoxedKernelFunction* fn);
   template <auto* boxed_fn>
   static KernelFunction makeFromBoxedFunction();
@@ -201,6 +219,22 @@ struct UnboxedAdapter<Functor, TakesKeySet, R(Args...)> {
   static R call(OperatorKernel* functor, DispatchKeySet ks, Args... args) {
     return FunctorInvoker<Functor, TakesKeySet, R, Args...>::invoke(*static_cast<Functor*>(functor), ks,
                                                                    std::forward<Args>(args)...);
+  }
+};
+
+// The unboxed entry of a function known at compile time: a direct call the compiler can
+// inline; the functor argument is not touched.
+template <auto* fn, bool TakesKeySet, class Sig>
+struct CompileTimeUnboxedAdapter;
+template <auto* fn, bool TakesKeySet, class R, class... Args>
+struct CompileTimeUnboxedAdapter<fn, TakesKeySet, R(Args...)> {
+  static R call(OperatorKernel*, DispatchKeySet ks, Args... args) {
+    if constexpr (TakesKeySet) {
+      return (*fn)(ks, std::forward<Args>(args)...);
+    } else {
+      (void)ks;
+      return (*fn)(std::forward<Args>(args)...);
+    }
   }
 };
 
@@ -296,6 +330,17 @@ KernelFunction KernelFunction::makeFromUnboxedFunctor(std::unique_ptr<Functor> f
   return k;
 }
 
+namespace detail {
+// The unboxed entry for a function known at compile time: calls it directly, ignoring the
+// functor argument.
+template <auto* fn>
+void* unboxedEntryFor() {
+  using Traits = function_traits<std::remove_pointer_t<decltype(fn)>>;
+  using Sig = typename Traits::dispatcher_signature;
+  return reinterpret_cast<void*>(&CompileTimeUnboxedAdapter<fn, Traits::takes_key_set, Sig>::call);
+}
+}  // namespace detail
+
 template <auto* fn>
 KernelFunction KernelFunction::makeFromUnboxedFunction() {
   using FuncType = std::remove_pointer_t<decltype(fn)>;
@@ -305,7 +350,7 @@ KernelFunction KernelFunction::makeFromUnboxedFunction() {
   // The functor is stateless: no allocation, one shared instance.
   static Functor instance;
   KernelFunction k;
-  k.unboxed_ = reinterpret_cast<void*>(&detail::UnboxedAdapter<Functor, Traits::takes_key_set, Sig>::call);
+  k.unboxed_ = detail::unboxedEntryFor<fn>();
   k.functor_ = &instance;
   k.boxed_ = &detail::BoxedAdapter<Functor, Traits::takes_key_set, Sig>::call;
   k.boxed_is_adapter_ = true;
