@@ -246,6 +246,7 @@ TEST_CASE("table: a second kernel at a key wins with a warning; removing it rest
   second.reset();
   CHECK(f.op().call(cpuTensor()) == 1);
   auto third = implAt(f.ns, "op", DispatchKey::CPU, tagKernel(3, "third_kernel"));
+  CHECK(warnings.messages.size() == 1);  // the warning is given once per operator and key
   first.reset();  // removing the older one keeps the newest active
   CHECK(f.op().call(cpuTensor()) == 3);
 }

@@ -394,7 +394,10 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
     }
   }
   OperatorEntry& entry = existing ? *existing : findOrCreateEntry(name);
-  if (const AnnotatedKernel* previous = entry.firstKernelAt(key)) {
+  const uint64_t key_bit = uint64_t{1} << static_cast<int>(key);
+  const AnnotatedKernel* previous = entry.firstKernelAt(key);
+  if (previous && !(entry.warned_override_keys_ & key_bit)) {
+    entry.warned_override_keys_ |= key_bit;  // once per operator and key
     warn(detail::concat("Overriding a previously registered kernel for the same operator and the same dispatch "
                         "key\n  operator: ", name, "\n  dispatch key: ", key, "\n  previous kernel: ",
                         previous->debug, "\n       new kernel: ", debug));

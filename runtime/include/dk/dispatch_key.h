@@ -146,3 +146,5 @@ std::ostream& operator<<(std::ostream& out, DispatchKey k);
 std::ostream& operator<<(std::ostream& out, BackendComponent b);
 
 }  // namespace dk
+
+static_assert(static_cast<int>(dk::DispatchKey::EndOfAliasKeys) <= 64, "one bit per key must fit in 64 bits");

@@ -141,6 +141,7 @@ class OperatorEntry {
   OperatorName name_;
   std::optional<SchemaRegistration> schema_;
   std::list<AnnotatedKernel> kernels_;  // newest first; nodes never move while listed
+  uint64_t warned_override_keys_ = 0;    // keys whose override warning was given (one bit per DispatchKey)
 
   std::atomic<uint64_t> dispatch_arg_bitmap_{0};
   // Note [Fallthrough mask]

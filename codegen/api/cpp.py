@@ -1,0 +1,288 @@
+"""The public C++ API convention: ``dk::op(args...)`` free functions and ``tensor.op(args...)`` methods.
+
+The parameter types, names and returns are the dispatcher signature's
+(``codegen.api.dispatcher``); this convention adds C++ default arguments translated
+from the schema's defaults, and turns ``self`` into ``*this`` for methods.
+
+Defaults exist only where C++ allows them: once a parameter has no default (or is
+listed in the entry's ``cpp_no_default_args``), no parameter before it gets one.
+Overloads of one name are C++ overloads; where a call that relies on defaults could
+match two of them, the overload with more parameters (or, on a tie, the later one in
+the YAML) loses the defaults that allow that call (Note [Ambiguous defaults]).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, replace
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from codegen.api import dispatcher
+from codegen.api.dispatcher import Binding, CType, DispatcherSignature
+from codegen.errors import GenError
+from codegen.model import Argument, ListType, NativeFunction
+
+# Members of dk::Tensor written by hand (runtime/include/dk/tensor.h and API.md section 6):
+# a generated method of the same name would clash, unless the entry says
+# manual_cpp_binding: True.
+HAND_WRITTEN_TENSOR_MEMBERS = frozenset(
+    {
+        "defined", "key_set", "dtype", "scalar_type", "device", "sizes", "strides", "dim",
+        "numel", "is_inference", "unsafeGetTensorImpl", "use_count", "is_same", "reclaim",
+        "release_impl", "data_ptr", "requires_grad", "requires_grad_", "grad", "backward",
+        "grad_fn",
+    }
+)
+
+_INT = re.compile(r"-?[0-9]+")
+_FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_SCALAR_TYPES = {
+    "uint8": "Byte", "int8": "Char", "int": "Int", "long": "Long", "half": "Half",
+    "float": "Float", "double": "Double", "bool": "Bool", "bfloat16": "BFloat16",
+}
+_MEMORY_FORMATS = {
+    "contiguous_format": "MemoryFormat::Contiguous",
+    "preserve_format": "MemoryFormat::Preserve",
+    "channels_last": "MemoryFormat::ChannelsLast",
+}
+# Named integer defaults (at::Reduction in PyTorch).
+_NAMED_INTS = {"Mean": "1 /* Mean */", "Sum": "2 /* Sum */"}
+_NUMBER_TYPES = frozenset({"int64_t", "double", "bool", "Scalar"})
+
+
+def cpp_string_literal(text: str) -> str:
+    """``text`` as a C++ string literal (quotes, backslashes and control bytes escaped)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\{ord(ch):03o}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _strip_optional(value: str) -> str:
+    if value.startswith("std::optional<") and value.endswith(">"):
+        return value[len("std::optional<"):-1]
+    return value
+
+
+def _number(text: str, value: str) -> Optional[str]:
+    if text in ("True", "False"):
+        return text.lower() if value in ("bool", "Scalar") else None
+    if _INT.fullmatch(text):
+        return text
+    if _FLOAT.fullmatch(text) and value in ("double", "Scalar"):
+        return text
+    return None
+
+
+def default_expr(arg: Argument, ctype: CType) -> Optional[str]:
+    """The C++ default of ``arg`` (None when it has none, or when its type is IValue and
+    the default is not None). Raises ValueError for a default with no known spelling."""
+    text = arg.default
+    if text is None:
+        return None
+    if ctype.is_ivalue:
+        return "std::nullopt" if text == "None" else None
+    value = _strip_optional(ctype.value)
+    optional = value != ctype.value
+    if text == "None":
+        if optional:
+            return "std::nullopt"
+        raise ValueError(f"default None for the non-optional type {ctype.text}")
+    if value in _NUMBER_TYPES:
+        if value == "int64_t" and text in _NAMED_INTS:
+            return _NAMED_INTS[text]
+        expr = _number(text, value)
+        if expr is not None:
+            return expr
+    elif value == "std::string_view":
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            return cpp_string_literal(ast.literal_eval(text))
+    elif value == "ScalarType":
+        if text in _SCALAR_TYPES:
+            return f"ScalarType::{_SCALAR_TYPES[text]}"
+    elif value == "MemoryFormat":
+        if text in _MEMORY_FORMATS:
+            return _MEMORY_FORMATS[text]
+    elif value == "Layout":
+        if text == "strided":
+            return "Layout::Strided"
+    elif value in ("IntArrayRef", "ArrayRef<double>", "ArrayRef<Scalar>"):
+        elem = {"IntArrayRef": "int64_t", "ArrayRef<double>": "double", "ArrayRef<Scalar>": "Scalar"}[value]
+        if text.startswith("[") and text.endswith("]"):
+            items = [item.strip() for item in text[1:-1].split(",") if item.strip()]
+            exprs = [_number(item, elem) for item in items]
+            if all(e is not None for e in exprs):
+                return "{" + ", ".join(exprs) + "}"
+        else:
+            # A sized list may have a scalar default: int[2] stride=1 is [1, 1].
+            size = arg.type.strip_optional().size if isinstance(arg.type.strip_optional(), ListType) else None
+            expr = _number(text, elem)
+            if size is not None and expr is not None:
+                return "{" + ", ".join([expr] * size) + "}"
+    raise ValueError(f"no C++ spelling for the default '{text}' of argument '{arg.name}' ({ctype.text})")
+
+
+@dataclass(frozen=True)
+class PublicBinding:
+    binding: Binding
+    default: Optional[str]
+
+    def decl(self, with_default: bool = True) -> str:
+        text = self.binding.decl()
+        return f"{text} = {self.default}" if with_default and self.default is not None else text
+
+
+@dataclass(frozen=True)
+class PublicSignature:
+    """One free function or method of the public API."""
+
+    nf: NativeFunction
+    name: str
+    is_method: bool
+    dispatcher: DispatcherSignature
+    bindings: Tuple[PublicBinding, ...]  # a method's: every argument but self
+    # Note [Ambiguous defaults]: the overloads whose calls these defaults would collide
+    # with, when some were dropped for that reason.
+    ambiguous_with: Tuple[str, ...] = ()
+
+    @property
+    def returns(self) -> str:
+        return self.dispatcher.returns
+
+    @property
+    def max_arity(self) -> int:
+        return len(self.bindings)
+
+    @property
+    def min_arity(self) -> int:
+        return sum(1 for b in self.bindings if b.default is None)
+
+    def params(self, with_defaults: bool = True) -> str:
+        return ", ".join(b.decl(with_defaults) for b in self.bindings)
+
+    def call_args(self) -> str:
+        """The dispatcher arguments in order, ``*this`` for a method's self."""
+        names = []
+        for b in self.dispatcher.bindings:
+            names.append("*this" if self.is_method and b.argument.name == "self" else b.name)
+        return ", ".join(names)
+
+    def without_defaults_through(self, index: int, other: str) -> "PublicSignature":
+        bindings = tuple(replace(b, default=None) if i <= index else b for i, b in enumerate(self.bindings))
+        return replace(self, bindings=bindings, ambiguous_with=tuple(sorted(set(self.ambiguous_with) | {other})))
+
+
+def _located(nf: NativeFunction, detail: str) -> GenError:
+    return GenError.at(nf.loc, detail, str(nf.func))
+
+
+def _public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
+    sig = dispatcher.signature(nf.func)
+    name = nf.func.name.name
+    if dispatcher.is_cpp_keyword(name):
+        raise _located(nf, f"'{name}' is a C++ keyword and cannot name a function or method")
+    if is_method and name in HAND_WRITTEN_TENSOR_MEMBERS:
+        raise _located(nf, f"method '{name}' clashes with the hand-written dk::Tensor::{name}; "
+                           "drop 'method' from variants or set manual_cpp_binding: True")
+    bindings = [b for b in sig.bindings if not (is_method and b.argument.name == "self")]
+    defaults: List[Optional[str]] = []
+    for b in bindings:
+        try:
+            defaults.append(default_expr(b.argument, b.type))
+        except ValueError as e:
+            raise _located(nf, str(e)) from None
+    # C++: no default before a parameter without one.
+    trailing = True
+    for i in range(len(bindings) - 1, -1, -1):
+        if defaults[i] is None or bindings[i].argument.name in nf.cpp_no_default_args:
+            trailing = False
+        if not trailing:
+            defaults[i] = None
+    public = tuple(PublicBinding(b, d) for b, d in zip(bindings, defaults))
+    return PublicSignature(nf, name, is_method, sig, public)
+
+
+# Note [Ambiguous defaults]
+# Two overloads collide on a call of k arguments when both accept k arguments, at least
+# one of them only thanks to defaults, and at every one of the k positions some argument
+# expression converts to both parameter types. The kinds below say what converts to
+# what (conservatively: an int literal converts to int64_t, double, bool, Scalar and,
+# through ArrayRef's one-element constructor, IntArrayRef; a Tensor to ArrayRef<Tensor>).
+_ALL_KINDS = frozenset({"tensor", "list", "number", "string", "dtype", "layout", "memory_format",
+                        "device", "generator"})
+
+
+def _accepts(ctype: CType) -> FrozenSet[str]:
+    value = _strip_optional(ctype.value)
+    if ctype.is_ivalue:
+        return _ALL_KINDS
+    if value in ("Tensor",):
+        return frozenset({"tensor"})
+    if value in ("ArrayRef<Tensor>", "ArrayRef<std::optional<Tensor>>"):
+        return frozenset({"tensor", "list"})
+    if value in _NUMBER_TYPES:
+        return frozenset({"number"})
+    if value in ("IntArrayRef", "ArrayRef<double>", "ArrayRef<Scalar>"):
+        return frozenset({"number", "list"})
+    return frozenset({
+        "std::string_view": "string", "ScalarType": "dtype", "Layout": "layout",
+        "MemoryFormat": "memory_format", "Device": "device", "Generator": "generator",
+    }.get(value, "other:" + value)})
+
+
+def _ambiguous_arity(a: PublicSignature, b: PublicSignature) -> Optional[int]:
+    """The smallest call arity on which ``a`` and ``b`` collide because of defaults."""
+    for k in range(max(a.min_arity, b.min_arity), min(a.max_arity, b.max_arity) + 1):
+        if k == a.max_arity and k == b.max_arity:
+            continue  # no defaults involved: plain overloading, not ours to fix
+        if all(_accepts(a.bindings[i].binding.type) & _accepts(b.bindings[i].binding.type) for i in range(k)):
+            return k
+    return None
+
+
+def resolve_ambiguous_defaults(group: Sequence[PublicSignature]) -> List[PublicSignature]:
+    """Drop defaults until no two overloads of ``group`` (YAML order) collide."""
+    sigs = list(group)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(sigs)):
+            for j in range(i + 1, len(sigs)):
+                k = _ambiguous_arity(sigs[i], sigs[j])
+                if k is None:
+                    continue
+                victim, other = (i, j) if sigs[i].max_arity > sigs[j].max_arity else (j, i)
+                sigs[victim] = sigs[victim].without_defaults_through(k, str(sigs[other].nf.func.name))
+                changed = True
+    return sigs
+
+
+def _grouped(sigs: List[PublicSignature]) -> Dict[NativeFunction, PublicSignature]:
+    groups: Dict[str, List[PublicSignature]] = {}
+    for sig in sigs:
+        groups.setdefault(sig.name, []).append(sig)
+    out: Dict[NativeFunction, PublicSignature] = {}
+    for group in groups.values():
+        for sig in resolve_ambiguous_defaults(group):
+            out[sig.nf] = sig
+    return out
+
+
+def public_functions(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, PublicSignature]:
+    """The ``dk::op()`` free function of every entry with the function variant."""
+    return _grouped([_public_signature(nf, False) for nf in nfs
+                     if nf.has_function_variant and not nf.manual_cpp_binding])
+
+
+def public_methods(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, PublicSignature]:
+    """The ``tensor.op()`` method of every entry with the method variant."""
+    return _grouped([_public_signature(nf, True) for nf in nfs
+                     if nf.has_method_variant and not nf.manual_cpp_binding])

@@ -1,0 +1,296 @@
+"""The dispatcher calling convention: the unboxed C++ signature of an operator.
+
+It is what ``dk::ops::X::call`` takes, what ``TypedOperatorHandle<Sig>`` is typed
+with, and what every kernel's unboxed entry receives after its ``DispatchKeySet``
+(runtime Note [Kernel calling conventions]). In dispatchkit the public API
+(``codegen.api.cpp``) and the kernels (``codegen.api.native``) use the same types.
+
+Types, argument by argument:
+
+    Tensor, Tensor(a), Tensor(a!)   const Tensor&
+    Tensor?                         const std::optional<Tensor>&
+    Tensor[], Tensor?[]             ArrayRef<Tensor>, ArrayRef<std::optional<Tensor>>
+    int, SymInt                     int64_t           (and T? -> std::optional<T>)
+    int[], SymInt[], int[N]         IntArrayRef       (int[]? -> std::optional<IntArrayRef>)
+    float, float[]                  double, ArrayRef<double>
+    bool, str                       bool, std::string_view
+    Scalar, Scalar?, Scalar[]       const Scalar&, const std::optional<Scalar>&, ArrayRef<Scalar>
+    ScalarType, Layout, Device,     the dk enum or struct of that name
+    MemoryFormat, Generator
+    anything else                   IValue  (schema type Any: Dimname, Storage, Stream,
+                                             QScheme, complex, bool[N], str[], and an
+                                             optional or list of an unsupported type)
+
+Returns: () -> void; one return -> its value type (Tensor, Tensor(a!) -> Tensor;
+Tensor[] -> std::vector<Tensor>; int[] -> std::vector<int64_t>; Scalar -> Scalar;
+unsupported -> IValue); several -> std::tuple of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from codegen.errors import GenError
+from codegen.model import (
+    Argument,
+    BaseType,
+    FunctionSchema,
+    ListType,
+    NativeFunction,
+    OperatorName,
+    OptionalType,
+    Type,
+)
+
+# The dispatcher supports at most this many arguments (one bit each in the bitmap).
+MAX_ARGUMENTS = 64
+
+# C++ keywords, and the local names generated bodies use next to the arguments
+# (Note [Argument names]).
+_CPP_KEYWORDS = frozenset(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char
+    char8_t char16_t char32_t class compl concept const consteval constexpr constinit
+    const_cast continue co_await co_return co_yield decltype default delete do double
+    dynamic_cast else enum explicit export extern false float for friend goto if inline
+    int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
+    protected public register reinterpret_cast requires return short signed sizeof
+    static static_assert static_cast struct switch template this thread_local throw true
+    try typedef typeid typename union unsigned using virtual void volatile wchar_t while
+    xor xor_eq""".split()
+)
+GENERATED_LOCALS = frozenset(
+    {"op", "e", "k", "ks", "arg_ks", "trace", "device_check", "device_guard"}
+)
+# Note [Argument names]
+# An argument keeps its schema name in C++ unless that name is a C++ keyword or one of
+# the locals above; then it gets a trailing underscore (topk's `int k` is `k_`).
+RESERVED_NAMES = _CPP_KEYWORDS | GENERATED_LOCALS
+
+
+def is_cpp_keyword(name: str) -> bool:
+    return name in _CPP_KEYWORDS
+
+
+@dataclass(frozen=True)
+class CType:
+    """A C++ type as the dispatcher convention writes it.
+
+    ``text`` is the parameter (or return) spelling, ``value`` the decayed type that
+    ``dk::BoxingTraits`` is specialised for, and ``dispatch`` how the argument feeds
+    the call's key set: "tensor", "optional_tensor", "tensor_list",
+    "optional_tensor_list", or None for arguments dispatch does not read.
+    """
+
+    text: str
+    value: str
+    dispatch: Optional[str] = None
+
+    @property
+    def is_ivalue(self) -> bool:
+        return self.value == "IValue"
+
+
+def _same(text: str) -> CType:
+    return CType(text, text)
+
+
+IVALUE = _same("IValue")
+TENSOR = CType("const Tensor&", "Tensor", "tensor")
+OPTIONAL_TENSOR = CType("const std::optional<Tensor>&", "std::optional<Tensor>", "optional_tensor")
+TENSOR_LIST = CType("ArrayRef<Tensor>", "ArrayRef<Tensor>", "tensor_list")
+OPTIONAL_TENSOR_LIST = CType(
+    "ArrayRef<std::optional<Tensor>>", "ArrayRef<std::optional<Tensor>>", "optional_tensor_list"
+)
+
+# Base types passed by value, and their C++ names.
+_BY_VALUE = {
+    "int": "int64_t",
+    "SymInt": "int64_t",
+    "float": "double",
+    "bool": "bool",
+    "str": "std::string_view",
+    "ScalarType": "ScalarType",
+    "Layout": "Layout",
+    "Device": "Device",
+    "MemoryFormat": "MemoryFormat",
+    "Generator": "Generator",
+}
+# List element types with a usable ArrayRef (ArrayRef<bool> cannot view a std::vector<bool>,
+# and a list of strings would view temporaries, so neither is here).
+_LIST_OF = {"int": "IntArrayRef", "SymInt": "IntArrayRef", "float": "ArrayRef<double>", "Scalar": "ArrayRef<Scalar>"}
+
+
+def _base_name(t: Type) -> Optional[str]:
+    return t.name if isinstance(t, BaseType) else None
+
+
+def _list_type(t: ListType) -> CType:
+    elem = t.elem
+    if elem == BaseType("Tensor"):
+        return TENSOR_LIST
+    if elem == OptionalType(BaseType("Tensor")):
+        return OPTIONAL_TENSOR_LIST
+    name = _base_name(elem)
+    if name in _LIST_OF:
+        return _same(_LIST_OF[name])
+    return IVALUE
+
+
+def argument_type(t: Type) -> CType:
+    """The C++ parameter type of schema type ``t`` (alias annotations do not matter)."""
+    if isinstance(t, BaseType):
+        if t.name == "Tensor":
+            return TENSOR
+        if t.name == "Scalar":
+            return CType("const Scalar&", "Scalar")
+        if t.name in _BY_VALUE:
+            return _same(_BY_VALUE[t.name])
+        return IVALUE
+    if isinstance(t, OptionalType):
+        elem = t.elem
+        if elem == BaseType("Tensor"):
+            return OPTIONAL_TENSOR
+        if elem == BaseType("Scalar"):
+            return CType("const std::optional<Scalar>&", "std::optional<Scalar>")
+        name = _base_name(elem)
+        if name in _BY_VALUE:
+            return _same(f"std::optional<{_BY_VALUE[name]}>")
+        if isinstance(elem, ListType):
+            inner = _list_type(elem)
+            if inner.dispatch is None and not inner.is_ivalue:
+                return _same(f"std::optional<{inner.value}>")
+        return IVALUE  # never std::optional<IValue>: an IValue already holds None
+    if isinstance(t, ListType):
+        return _list_type(t)
+    raise TypeError(f"not a schema type: {t!r}")
+
+
+_RETURN_BASE = {
+    "Tensor": "Tensor",
+    "Scalar": "Scalar",
+    "int": "int64_t",
+    "SymInt": "int64_t",
+    "float": "double",
+    "bool": "bool",
+    "ScalarType": "ScalarType",
+    "Layout": "Layout",
+    "Device": "Device",
+    "MemoryFormat": "MemoryFormat",
+}
+_RETURN_LIST = {"Tensor": "std::vector<Tensor>", "int": "std::vector<int64_t>",
+                "SymInt": "std::vector<int64_t>", "float": "std::vector<double>"}
+
+
+def single_return_type(t: Type) -> str:
+    """The C++ value type of one return of schema type ``t``."""
+    name = _base_name(t)
+    if name in _RETURN_BASE:
+        return _RETURN_BASE[name]
+    if isinstance(t, ListType) and _base_name(t.elem) in _RETURN_LIST:
+        return _RETURN_LIST[_base_name(t.elem)]
+    return "IValue"
+
+
+def return_types(func: FunctionSchema) -> Tuple[str, ...]:
+    return tuple(single_return_type(r.type) for r in func.returns)
+
+
+def returns_type(func: FunctionSchema) -> str:
+    """``void``, the one return's type, or ``std::tuple<...>`` of all of them."""
+    types = return_types(func)
+    if not types:
+        return "void"
+    if len(types) == 1:
+        return types[0]
+    return f"std::tuple<{', '.join(types)}>"
+
+
+def argument_name(name: str) -> str:
+    """The C++ spelling of an argument name (Note [Argument names])."""
+    return name + "_" if name in RESERVED_NAMES else name
+
+
+def is_dispatch_argument(t: Type) -> bool:
+    """Tensor, Tensor?, Tensor[N] or Tensor?[N]: what ``dk::Type::isTensorLike`` says."""
+    if t == BaseType("Tensor") or t == OptionalType(BaseType("Tensor")):
+        return True
+    return isinstance(t, ListType) and t.elem in (BaseType("Tensor"), OptionalType(BaseType("Tensor")))
+
+
+def dispatch_bitmap(func: FunctionSchema) -> int:
+    """Note [Dispatch-argument bitmap]: bit ``nargs-1-i`` is set when argument i is a
+    dispatch argument, so bit 0 is the top of the boxed stack. Equals the runtime's
+    ``OperatorEntry::computeDispatchArgumentBitmap``."""
+    args = func.arguments
+    bitmap = 0
+    for i, arg in enumerate(args):
+        if is_dispatch_argument(arg.type):
+            bitmap |= 1 << (len(args) - 1 - i)
+    return bitmap
+
+
+def bitmap_literal(func: FunctionSchema) -> str:
+    """``0b0110``: one digit per argument, argument 0 first (``0b0`` without arguments)."""
+    n = len(func.arguments)
+    return "0b" + (format(dispatch_bitmap(func), f"0{n}b") if n else "0")
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One C++ parameter: its name, type, and the schema argument it stands for."""
+
+    name: str
+    type: CType
+    argument: Argument
+
+    def decl(self) -> str:
+        return f"{self.type.text} {self.name}"
+
+
+@dataclass(frozen=True)
+class DispatcherSignature:
+    """An operator's unboxed signature: ``R(A0, A1, ...)`` with named parameters."""
+
+    func: FunctionSchema
+    returns: str
+    bindings: Tuple[Binding, ...]
+
+    @property
+    def canonical(self) -> str:
+        """The C++ function type, e.g. ``Tensor(const Tensor&, const Scalar&)``: what
+        distinct boxing adapters are keyed by."""
+        return f"{self.returns}({', '.join(b.type.text for b in self.bindings)})"
+
+    def params(self) -> str:
+        """``const Tensor& self, const Scalar& other``"""
+        return ", ".join(b.decl() for b in self.bindings)
+
+    def names(self) -> str:
+        """``self, other``: the parameters forwarded in order."""
+        return ", ".join(b.name for b in self.bindings)
+
+    def decl(self, name: str, prefix: str = "") -> str:
+        """``Tensor name(prefix, const Tensor& self, ...)``."""
+        params = ", ".join(p for p in (prefix, self.params()) if p)
+        return f"{self.returns} {name}({params})"
+
+
+def signature(func: FunctionSchema) -> DispatcherSignature:
+    bindings = tuple(Binding(argument_name(a.name), argument_type(a.type), a) for a in func.arguments)
+    return DispatcherSignature(func, returns_type(func), bindings)
+
+
+def struct_name(name: OperatorName) -> str:
+    """The ``dk::ops`` struct of an operator: ``add_Tensor``, ``relu``."""
+    return name.unambiguous_name
+
+
+def check_operator(nf: NativeFunction) -> None:
+    """What the dispatcher convention cannot express, as a located error."""
+    if len(nf.func.arguments) > MAX_ARGUMENTS:
+        raise GenError.at(
+            nf.loc,
+            f"{len(nf.func.arguments)} arguments; the dispatcher supports at most {MAX_ARGUMENTS}",
+            str(nf.func),
+        )
