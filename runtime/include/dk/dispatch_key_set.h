@@ -99,16 +99,31 @@ class DispatchKeySet {
     return static_cast<DispatchKey>(highestFunctionalityIndex());
   }
   constexpr BackendComponent highestBackend() const {
-    return static_cast<BackendComponent>(std::bit_width((repr_ & kBackendMask) >> 1));
+    return static_cast<BackendComponent>(highestBackendIndex(repr_));
   }
 
   // Note [Dispatch table index]
-  // Fast: two bit scans (highest functionality, highest backend), one small-table load, one
-  // add. Sets with no functionality bit land on slot 0 (Undefined).
+  // Fast: two branch-free bit scans (highest functionality, highest backend), one
+  // small-table load, one add. Sets with no functionality bit land on slot 0 (Undefined).
   constexpr int getDispatchTableIndex() const {
-    const auto& entry = detail::kFunctionalityOffsets[highestFunctionalityIndex()];
-    int backend = std::bit_width((repr_ & kBackendMask) >> 1);
+    return static_cast<int>(tableIndexFor(repr_, static_cast<unsigned>(highestBackendIndex(repr_))));
+  }
+  static constexpr unsigned tableIndexFor(uint64_t repr, unsigned backend) {
+    const auto& entry = detail::kFunctionalityOffsets[static_cast<unsigned>(highestFunctionalityIndex(repr))];
     return entry.offset + (backend & entry.backend_mask);
+  }
+
+  // Index of the highest backend bit, 0 when there is none. Branch-free: OR-ing in bit 0
+  // makes the scan's input non-zero and leaves the answer unchanged (bit 0 is backend 0).
+  static constexpr int highestBackendIndex(uint64_t repr) {
+    // 63 ^ clz == 63 - clz for clz in [0, 63]; written as xor it folds into one bsr.
+    return 63 ^ std::countl_zero((repr & kBackendMask) | 1);
+  }
+  // Index of the highest functionality bit (its DispatchKey value), 0 when there is none:
+  // shifting so functionality f lands on bit f, with bit 0 forced on, gives bit_width of the
+  // functionality bits without a branch.
+  static constexpr int highestFunctionalityIndex(uint64_t repr) {
+    return 63 ^ std::countl_zero((repr >> (kNumBackends - 1)) | 1);
   }
 
   // Iteration yields runtime keys, lowest priority first (for per-backend functionalities,
@@ -170,7 +185,7 @@ class DispatchKeySet {
   std::string toString() const;
 
  private:
-  constexpr int highestFunctionalityIndex() const { return std::bit_width(repr_ >> kNumBackends); }
+  constexpr int highestFunctionalityIndex() const { return highestFunctionalityIndex(repr_); }
   static constexpr uint64_t bitsFor(DispatchKey k) {
     if (isFunctionalityKey(k)) return functionalityBit(k);
     if (isPerBackendRuntimeKey(k)) return functionalityBit(toFunctionalityKey(k)) | backendBit(*toBackendComponent(k));

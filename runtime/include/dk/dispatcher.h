@@ -99,12 +99,12 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
  public:
   // Extract keys from the tensor arguments and TLS, index the table, call.
   R call(Args... args) const {
-    const OperatorEntry& e = *entry_;
-    DispatchKeySet ks = e.getDispatchKeySetUnboxed(args...);
-    const KernelFunction& kernel = e.lookup(ks);
+    DispatchKeySet argument_keys;
+    detail::accumulateKeySet(argument_keys, args...);
+    DispatchKeySet ks;
+    const KernelFunction& kernel = entry_->lookupForArguments(argument_keys, &ks);
     if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
-      detail::TraceScope trace(*this, ks, detail::CallKind::Call);
-      return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+      return callTraced(kernel, ks, detail::CallKind::Call, std::forward<Args>(args)...);
     }
     return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
   }
@@ -112,13 +112,19 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
   R redispatch(DispatchKeySet ks, Args... args) const {
     const KernelFunction& kernel = entry_->lookup(ks);
     if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
-      detail::TraceScope trace(*this, ks, detail::CallKind::Redispatch);
-      return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+      return callTraced(kernel, ks, detail::CallKind::Redispatch, std::forward<Args>(args)...);
     }
     return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
   }
 
  private:
+  // Out of line, so the fast path needs no stack frame for it (Note [Dispatch slow path]).
+  __attribute__((noinline)) R callTraced(const KernelFunction& kernel, DispatchKeySet ks, detail::CallKind kind,
+                                         Args... args) const {
+    detail::TraceScope trace(*this, ks, kind);
+    return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+  }
+
   friend class OperatorHandle;
   explicit TypedOperatorHandle(OperatorHandle h) : OperatorHandle(h) {}
 };

@@ -155,8 +155,9 @@ class KernelFunction {
   static KernelFunction makeFromUnboxedRuntimeFunction(FuncType* fn);
 
  private:
+  // Out of line: boxing is the rare path and must not cost the unboxed one a stack frame.
   template <class R, class... Args>
-  R callBoxedWithUnboxedArgs(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
+  __attribute__((noinline)) R callBoxedWithUnboxedArgs(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
     Stack stack;
     stack.reserve(sizeof...(Args));
     (stack.push_back(BoxingTraitsFor<Args>::box(std::forward<Args>(args))), ...);

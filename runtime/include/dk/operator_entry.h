@@ -86,8 +86,18 @@ class OperatorEntry {
   DispatchKeySet computeDispatchKeySet(DispatchKeySet argument_keys) const {
     const LocalDispatchKeySet& tls = detail::tls_local_dispatch_key_set;
     uint64_t ks = (argument_keys.raw_repr() | tls.included.raw_repr()) & ~tls.excluded.raw_repr();
-    int backend = std::bit_width((ks & kBackendMask) >> 1);
+    int backend = DispatchKeySet::highestBackendIndex(ks);
     return DispatchKeySet::fromRaw(ks & non_fallthrough_keys_[backend].load(std::memory_order_relaxed));
+  }
+
+  // computeDispatchKeySet and lookup fused, so the backend index is scanned once.
+  const KernelFunction& lookupForArguments(DispatchKeySet argument_keys, DispatchKeySet* ks_out) const {
+    const LocalDispatchKeySet& tls = detail::tls_local_dispatch_key_set;
+    uint64_t ks = (argument_keys.raw_repr() | tls.included.raw_repr()) & ~tls.excluded.raw_repr();
+    unsigned backend = static_cast<unsigned>(DispatchKeySet::highestBackendIndex(ks));
+    ks &= non_fallthrough_keys_[backend].load(std::memory_order_relaxed);
+    *ks_out = DispatchKeySet::fromRaw(ks);
+    return *dispatch_table_[DispatchKeySet::tableIndexFor(ks, backend)].load(std::memory_order_acquire);
   }
   template <class... Args>
   DispatchKeySet getDispatchKeySetUnboxed(const Args&... args) const {
