@@ -1,6 +1,7 @@
 // The dispatcher: lock-free operator lookup, registration under one mutex, special kernels,
 // errors users read, and the dispatch trace.
 #include "dk/dispatcher.h"
+#include "dk/dispatch_mode.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,55 +11,6 @@
 #include <sstream>
 
 namespace dk {
-
-// ===================== the slow-path flag and the dispatch trace =====================
-
-namespace detail {
-std::atomic<bool> dispatch_slow_path_enabled{false};
-}  // namespace detail
-
-namespace {
-std::atomic<bool> g_trace_enabled{[] {
-  const char* env = std::getenv("DK_SHOW_DISPATCH_TRACE");
-  bool on = env != nullptr && std::string_view(env) != "" && std::string_view(env) != "0";
-  if (on) detail::dispatch_slow_path_enabled.store(true);
-  return on;
-}()};
-thread_local int tls_trace_depth = 0;
-
-constexpr std::string_view callKindLabel(detail::CallKind kind) {
-  switch (kind) {
-    case detail::CallKind::Call: return "call";
-    case detail::CallKind::Redispatch: return "redispatch";
-    case detail::CallKind::CallBoxed: return "callBoxed";
-    case detail::CallKind::RedispatchBoxed: return "redispatchBoxed";
-  }
-  return "call";
-}
-
-void refreshSlowPathFlag() { detail::dispatch_slow_path_enabled.store(g_trace_enabled.load()); }
-}  // namespace
-
-void setDispatchTraceEnabled(bool enabled) {
-  g_trace_enabled.store(enabled);
-  refreshSlowPathFlag();
-}
-bool isDispatchTraceEnabled() { return g_trace_enabled.load(); }
-
-namespace detail {
-TraceScope::TraceScope(const OperatorHandle& op, DispatchKeySet ks, CallKind kind)
-    : active_(g_trace_enabled.load(std::memory_order_relaxed)) {
-  if (!active_) return;
-  std::ostringstream line;
-  line << std::string(static_cast<size_t>(tls_trace_depth) * 2, ' ') << "[" << callKindLabel(kind) << "] op=["
-       << op.operator_name() << "], key=[" << toString(ks.highestPriorityTypeId()) << "]\n";
-  std::cerr << line.str();
-  ++tls_trace_depth;
-}
-TraceScope::~TraceScope() {
-  if (active_) --tls_trace_depth;
-}
-}  // namespace detail
 
 // ===================== special kernels =====================
 
@@ -229,9 +181,19 @@ Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
     a.kernel = std::make_shared<const KernelFunction>(KernelFunction::makeFallthrough());
     a.debug = std::move(debug);
     a.id = next_registration_id_++;
+    a.is_default = true;
     backend_fallbacks_[tableIndexForRuntimeKey(k)] = std::move(a);
   };
   install(DispatchKey::BackendSelect, "backend_select_fallthrough (default)");
+  // The Python slot runs the thread's dispatch modes (Note [Dispatch modes]).
+  AnnotatedKernel python;
+  python.key = DispatchKey::Python;
+  python.kernel = std::make_shared<const KernelFunction>(
+      KernelFunction::makeFromBoxedFunction(&detail::pythonDispatchModeFallback));
+  python.debug = "dispatch_mode_fallback (default)";
+  python.id = next_registration_id_++;
+  python.is_default = true;
+  backend_fallbacks_[tableIndexForRuntimeKey(DispatchKey::Python)] = std::move(python);
   install(DispatchKey::ADInplaceOrView, "ad_inplace_or_view_fallthrough (default)");
   for (DispatchKey k : autograd_dispatch_keyset) install(k, "autograd_fallback (default)");
 }
@@ -512,12 +474,34 @@ bool OperatorHandle::hasSchema() const {
   return entry_->hasSchema();
 }
 
+namespace {
+// The boxed calls' slow path (Note [Dispatch slow path], Note [Observers]).
+__attribute__((noinline)) void callBoxedObserved(const OperatorHandle& op, const KernelFunction& kernel,
+                                                 DispatchKeySet ks, detail::CallKind kind, Stack* stack) {
+  detail::CallObserverScope scope(op, ks, kind);
+  if (scope.wantsInputs()) {
+    size_t n = op.hasSchema() ? std::min(op.schema().arguments().size(), stack->size()) : stack->size();
+    Stack inputs(stack->end() - static_cast<ptrdiff_t>(n), stack->end());
+    scope.enter(&inputs);
+  } else {
+    scope.enter(nullptr);
+  }
+  size_t below = stack->size() - (op.hasSchema() ? std::min(op.schema().arguments().size(), stack->size()) : stack->size());
+  kernel.callBoxed(op, ks, stack);
+  if (scope.wantsOutputs()) {
+    Stack outputs(stack->begin() + static_cast<ptrdiff_t>(std::min(below, stack->size())), stack->end());
+    scope.returned(&outputs);
+  } else {
+    scope.returned(nullptr);
+  }
+}
+}  // namespace
+
 void OperatorHandle::callBoxed(Stack* stack) const {
   DispatchKeySet ks = entry_->getDispatchKeySetBoxed(*stack);
   const KernelFunction& kernel = entry_->lookup(ks);
   if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
-    detail::TraceScope trace(*this, ks, detail::CallKind::CallBoxed);
-    kernel.callBoxed(*this, ks, stack);
+    callBoxedObserved(*this, kernel, ks, detail::CallKind::CallBoxed, stack);
     return;
   }
   kernel.callBoxed(*this, ks, stack);
@@ -526,8 +510,7 @@ void OperatorHandle::callBoxed(Stack* stack) const {
 void OperatorHandle::redispatchBoxed(DispatchKeySet ks, Stack* stack) const {
   const KernelFunction& kernel = entry_->lookup(ks);
   if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
-    detail::TraceScope trace(*this, ks, detail::CallKind::RedispatchBoxed);
-    kernel.callBoxed(*this, ks, stack);
+    callBoxedObserved(*this, kernel, ks, detail::CallKind::RedispatchBoxed, stack);
     return;
   }
   kernel.callBoxed(*this, ks, stack);

@@ -182,7 +182,7 @@ std::vector<DispatchKey> OperatorEntry::keysWithValidSlot() const {
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
     const SlotInfo& info = slot_info_[slot];
     if (info.source == SlotSource::Missing) continue;
-    if (info.from && info.from->kernel->isFallthrough()) continue;
+    if (info.from && (info.from->kernel->isFallthrough() || info.from->is_default)) continue;
     keys.push_back(runtimeKeyForTableIndex(slot));
   }
   return keys;

@@ -13,6 +13,7 @@
 #include "dk/function_schema.h"
 #include "dk/ivalue.h"
 #include "dk/kernel_function.h"
+#include "dk/observer.h"
 #include "dk/operator_entry.h"
 
 namespace dk {
@@ -46,19 +47,6 @@ namespace detail {
 // is clear a call pays one relaxed load and one well-predicted branch.
 extern std::atomic<bool> dispatch_slow_path_enabled;
 inline bool dispatchSlowPathEnabled() { return dispatch_slow_path_enabled.load(std::memory_order_relaxed); }
-
-// Trace support (Note [Dispatch slow path]).
-enum class CallKind : uint8_t { Call, Redispatch, CallBoxed, RedispatchBoxed };
-class TraceScope {
- public:
-  TraceScope(const OperatorHandle& op, DispatchKeySet ks, CallKind kind);
-  ~TraceScope();
-  TraceScope(const TraceScope&) = delete;
-  TraceScope& operator=(const TraceScope&) = delete;
-
- private:
-  bool active_;
-};
 }  // namespace detail
 
 // Turns the dispatch trace on or off (DK_SHOW_DISPATCH_TRACE=1 turns it on at startup).
@@ -119,10 +107,33 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
 
  private:
   // Out of line, so the fast path needs no stack frame for it (Note [Dispatch slow path]).
+  // Boxes inputs and outputs only when an observer asked for them (Note [Observers]).
   __attribute__((noinline)) R callTraced(const KernelFunction& kernel, DispatchKeySet ks, detail::CallKind kind,
                                          Args... args) const {
-    detail::TraceScope trace(*this, ks, kind);
-    return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+    detail::CallObserverScope scope(*this, ks, kind);
+    if (scope.wantsInputs()) {
+      Stack inputs;
+      inputs.reserve(sizeof...(Args));
+      (inputs.push_back(BoxingTraitsFor<Args>::box(args)), ...);
+      scope.enter(&inputs);
+    } else {
+      scope.enter(nullptr);
+    }
+    if constexpr (std::is_void_v<R>) {
+      kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+      scope.returned(nullptr);
+    } else {
+      R result = kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+      if (scope.wantsOutputs()) {
+        Stack outputs;
+        R copy = result;
+        ReturnTraits<R>::push(outputs, std::move(copy));
+        scope.returned(&outputs);
+      } else {
+        scope.returned(nullptr);
+      }
+      return result;
+    }
   }
 
   friend class OperatorHandle;

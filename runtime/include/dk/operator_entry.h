@@ -30,6 +30,7 @@ struct AnnotatedKernel {
   std::optional<FunctionSchema> inferred_schema;
   std::string debug;
   uint64_t id = 0;  // identifies the registration for its RAII handle
+  bool is_default = false;  // one of the fallbacks a fresh process has (not listed as a backend)
 };
 
 // How a table slot was filled (SEMANTICS.md section 3); printed by dumpComputedTable.
