@@ -16,6 +16,13 @@ std::string_view toString(ScalarType t) {
 }
 std::ostream& operator<<(std::ostream& out, ScalarType t) { return out << toString(t); }
 
+std::string_view dtypeName(ScalarType t) {
+  static constexpr std::array<std::string_view, kNumScalarTypes + 1> names = {
+      "uint8", "int8", "int32", "int64", "float16", "float32", "float64", "bool", "bfloat16", "undefined"};
+  auto i = static_cast<size_t>(t);
+  return i < names.size() ? names[i] : std::string_view("unknown");
+}
+
 std::string_view toString(Layout l) { return l == Layout::Strided ? "Strided" : "Sparse"; }
 std::ostream& operator<<(std::ostream& out, Layout l) { return out << toString(l); }
 

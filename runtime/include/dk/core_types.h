@@ -2,6 +2,7 @@
 // ScalarType (dtype), Layout, MemoryFormat, DeviceType and Device.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -32,6 +33,36 @@ inline constexpr ScalarType kByte = ScalarType::Byte, kChar = ScalarType::Char, 
 
 std::string_view toString(ScalarType t);  // "Float", "Long", ...
 std::ostream& operator<<(std::ostream& out, ScalarType t);
+// The PyTorch name of a dtype, without "torch.": "float32", "int64", "bool", "bfloat16".
+std::string_view dtypeName(ScalarType t);
+
+// Bytes per element; 0 for Undefined.
+constexpr size_t elementSize(ScalarType t) {
+  switch (t) {
+    case ScalarType::Byte:
+    case ScalarType::Char:
+    case ScalarType::Bool: return 1;
+    case ScalarType::Half:
+    case ScalarType::BFloat16: return 2;
+    case ScalarType::Int:
+    case ScalarType::Float: return 4;
+    case ScalarType::Long:
+    case ScalarType::Double: return 8;
+    case ScalarType::Undefined: return 0;
+  }
+  return 0;
+}
+constexpr bool isFloatingType(ScalarType t) {
+  return t == ScalarType::Half || t == ScalarType::Float || t == ScalarType::Double || t == ScalarType::BFloat16;
+}
+constexpr bool isIntegralType(ScalarType t, bool includeBool) {
+  return t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Int || t == ScalarType::Long ||
+         (includeBool && t == ScalarType::Bool);
+}
+
+// The dtype Python floats become (torch.get_default_dtype()). Fixed at Float here: there is
+// no set_default_dtype.
+constexpr ScalarType get_default_dtype() { return ScalarType::Float; }
 
 enum class Layout : int8_t { Strided, Sparse };
 std::string_view toString(Layout l);

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "dk/core_types.h"
+#include "dk/half.h"
 
 namespace dk {
 
@@ -24,6 +25,9 @@ class Scalar {
     value_.d = static_cast<double>(v);
   }
   Scalar(bool v) : kind_(Kind::Bool) { value_.i = v ? 1 : 0; }  // NOLINT: implicit
+  // Without these, a Half would reach Scalar(bool) through float (Note [16-bit float arithmetic]).
+  Scalar(Half v) : Scalar(static_cast<double>(static_cast<float>(v))) {}      // NOLINT: implicit
+  Scalar(BFloat16 v) : Scalar(static_cast<double>(static_cast<float>(v))) {}  // NOLINT: implicit
 
   Kind kind() const { return kind_; }
   bool isIntegral() const { return kind_ == Kind::Int; }
@@ -37,6 +41,7 @@ class Scalar {
   T to() const {
     if constexpr (std::is_same_v<T, bool>) return toBool();
     else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(toDouble());
+    else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return T(static_cast<float>(toDouble()));
     else return static_cast<T>(toLong());
   }
 

@@ -1,17 +1,26 @@
 // dk/tensor.h: the refcounted Tensor handle and the TensorImpl it points to.
 //
-// This is the core the dispatcher needs: every TensorImpl carries the DispatchKeySet that
-// calls read (Note [Tensor key set]), plus sizes, dtype and device. Storage, strides and
-// autograd metadata grow here with the tensor library.
+// A TensorImpl is the metadata of one tensor: the DispatchKeySet calls read (Note [Tensor key
+// set]), dtype, device, sizes, strides and storage offset into a shared Storage, the version
+// counter it shares with its views (Note [Version counter]), and a slot for autograd metadata.
+// Operators are not here: they are dispatched, generated from schemas, and implemented by
+// kernels, which use the low-level helpers of dk/empty_tensor.h and dk/tensor_geometry.h.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <ostream>
+#include <utility>
 #include <vector>
 
+#include "dk/array_ref.h"
 #include "dk/core_types.h"
 #include "dk/dispatch_key_set.h"
+#include "dk/dtype_dispatch.h"
 #include "dk/intrusive_ptr.h"
+#include "dk/storage.h"
+#include "dk/tensor_options.h"
 
 namespace dk {
 
@@ -21,27 +30,109 @@ namespace dk {
 // it never reach an autograd or ADInplaceOrView slot.
 DispatchKeySet computeTensorKeySet(Device device, bool inference);
 
+// Note [Version counter]
+// Every in-place change to a tensor's data bumps its version; autograd compares versions to
+// detect that a value saved for backward was overwritten. A view writes the same memory as its
+// base, so a view and its base share one counter: make_view hands the base's counter on.
+class VersionCounter : public intrusive_ptr_target {
+ public:
+  uint32_t version() const { return version_.load(std::memory_order_acquire); }
+  void bump() { version_.fetch_add(1, std::memory_order_acq_rel); }
+
+ private:
+  std::atomic<uint32_t> version_{0};
+};
+
+// What autograd keeps on a tensor (requires_grad, grad, grad_fn, ...). Empty here: autograd
+// derives from it and stores its own state.
+class AutogradMetaInterface {
+ public:
+  virtual ~AutogradMetaInterface() = default;
+};
+
 class TensorImpl : public intrusive_ptr_target {
  public:
+  // Metadata only: contiguous strides, offset 0, no storage (data_ptr() is null).
   TensorImpl(DispatchKeySet key_set, ScalarType dtype, Device device, std::vector<int64_t> sizes);
+  // A tensor over `storage` with the given geometry, and a fresh version counter.
+  TensorImpl(Storage storage, DispatchKeySet key_set, ScalarType dtype, Device device, std::vector<int64_t> sizes,
+             std::vector<int64_t> strides, int64_t storage_offset);
+  ~TensorImpl() override;
 
+  // Fast: one load (Note [Tensor key set]).
   DispatchKeySet key_set() const { return key_set_; }
   ScalarType dtype() const { return dtype_; }
   Device device() const { return device_; }
+  size_t itemsize() const { return elementSize(dtype_); }
+
   const std::vector<int64_t>& sizes() const { return sizes_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  int64_t size(int64_t dim) const;    // wraps negative dims
+  int64_t stride(int64_t dim) const;  // wraps negative dims
   int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
-  int64_t numel() const;
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return storage_offset_; }
+  // Row-major dense: cached, recomputed whenever sizes or strides change.
+  bool is_contiguous() const { return is_contiguous_; }
+
+  // Geometry setters for kernels (resize_, as_strided_, set_): they keep numel and
+  // is_contiguous in step. They do not check the storage is large enough.
+  void set_sizes_contiguous(std::vector<int64_t> sizes);
+  void set_sizes_and_strides(std::vector<int64_t> sizes, std::vector<int64_t> strides);
+  void set_storage_offset(int64_t storage_offset) { storage_offset_ = storage_offset; }
+
+  const Storage& storage() const { return storage_; }
+  bool has_storage() const { return storage_.defined(); }
+  void set_storage(Storage storage) { storage_ = std::move(storage); }
+  // storage data + storage_offset * itemsize; null when there is no data (metadata-only, meta,
+  // or zero bytes).
+  void* data() const;
+
+  const intrusive_ptr<VersionCounter>& version_counter() const { return version_counter_; }
+  void set_version_counter(intrusive_ptr<VersionCounter> counter) { version_counter_ = std::move(counter); }
+  uint32_t version() const { return version_counter_->version(); }
+  void bump_version() { version_counter_->bump(); }
+
+  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) { autograd_meta_ = std::move(meta); }
+
+  // A view shares its base's storage and version counter; base() is the tensor that owns the
+  // memory (a view of a view records the original base). Null when not a view.
+  bool is_view() const { return static_cast<bool>(base_); }
+  const intrusive_ptr<TensorImpl>& base() const { return base_; }
+  void set_base(intrusive_ptr<TensorImpl> base) { base_ = std::move(base); }
+
+  // A 0-dim tensor made from a Python-style number (a Scalar argument turned into a tensor):
+  // it takes part in type promotion like a Scalar (dk/type_promotion.h).
+  bool is_wrapped_number() const { return is_wrapped_number_; }
+  void set_wrapped_number(bool on) { is_wrapped_number_ = on; }
+
   bool is_inference() const { return !key_set_.has(DispatchKey::ADInplaceOrView); }
 
   // The shared impl of undefined tensors: empty key set, never freed.
   static TensorImpl* undefined();
 
  protected:
+  void refreshNumelAndContiguity();
+
   DispatchKeySet key_set_;
   ScalarType dtype_;
   Device device_;
+  bool is_contiguous_ = true;
+  bool is_wrapped_number_ = false;
   std::vector<int64_t> sizes_;
+  std::vector<int64_t> strides_;
+  int64_t storage_offset_ = 0;
+  int64_t numel_ = 1;
+  Storage storage_;
+  intrusive_ptr<VersionCounter> version_counter_;
+  intrusive_ptr<TensorImpl> base_;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
 };
+
+namespace detail {
+[[noreturn]] void throwDataPtrDtypeMismatch(ScalarType requested, ScalarType actual);
+}  // namespace detail
 
 class Tensor {
  public:
@@ -67,11 +158,45 @@ class Tensor {
   ScalarType dtype() const { return impl_->dtype(); }
   ScalarType scalar_type() const { return impl_->dtype(); }
   Device device() const { return impl_->device(); }
+  bool is_cpu() const { return impl_->device().type == DeviceType::CPU; }
+  bool is_cuda() const { return impl_->device().type == DeviceType::CUDA; }
+  bool is_meta() const { return impl_->device().type == DeviceType::Meta; }
+  TensorOptions options() const {
+    return TensorOptions().dtype(dtype()).device(device()).layout(Layout::Strided);
+  }
+
   const std::vector<int64_t>& sizes() const { return impl_->sizes(); }
+  const std::vector<int64_t>& strides() const { return impl_->strides(); }
+  int64_t size(int64_t dim) const { return impl_->size(dim); }
+  int64_t stride(int64_t dim) const { return impl_->stride(dim); }
   int64_t dim() const { return impl_->dim(); }
   int64_t numel() const { return impl_->numel(); }
+  int64_t storage_offset() const { return impl_->storage_offset(); }
+  bool is_contiguous() const { return impl_->is_contiguous(); }
+  size_t element_size() const { return impl_->itemsize(); }
+  size_t nbytes() const { return static_cast<size_t>(impl_->numel()) * impl_->itemsize(); }
+
+  const Storage& storage() const { return impl_->storage(); }
+  bool has_storage() const { return impl_->has_storage(); }
+  void* data_ptr() const { return impl_->data(); }
+  // The data as T*, after checking T is the C++ type of dtype():
+  // "data_ptr: expected scalar type Float but found Long".
+  template <class T>
+  T* data_ptr() const {
+    if (impl_->dtype() != cppTypeToScalarType<T>) detail::throwDataPtrDtypeMismatch(cppTypeToScalarType<T>, impl_->dtype());
+    return static_cast<T*>(impl_->data());
+  }
+
+  int64_t _version() const { return impl_->version(); }
+  bool is_view() const { return impl_->is_view(); }
+  // The base of a view; an undefined tensor when this is not a view.
+  Tensor base() const { return Tensor(impl_->base()); }
+
   bool is_inference() const { return impl_->is_inference(); }
   TensorImpl* unsafeGetTensorImpl() const { return impl_; }
+  intrusive_ptr<TensorImpl> getIntrusivePtr() const {
+    return defined() ? intrusive_ptr<TensorImpl>(impl_) : intrusive_ptr<TensorImpl>();
+  }
   uint32_t use_count() const { return defined() ? impl_->use_count() : 0; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
@@ -93,11 +218,25 @@ class Tensor {
   }
   TensorImpl* impl_;
 };
+static_assert(sizeof(Tensor) == sizeof(void*), "Tensor is one pointer wide");
 
-// A metadata-only tensor (no data yet): sizes, dtype and device, with the key set
-// computed for the device and the current InferenceMode.
+// A metadata-only tensor (no data): sizes, dtype and device, with the key set computed for
+// the device and the current InferenceMode. Allocating constructors are in dk/empty_tensor.h.
 Tensor make_tensor(std::vector<int64_t> sizes, ScalarType dtype = ScalarType::Float, Device device = Device(DeviceType::CPU));
 
+namespace detail {
+// A view of `base`: same storage, version counter, key set, dtype and device, new geometry;
+// records base's base (or base itself) as its base. Checks the view stays inside the storage
+// when base has storage: "make_view: a view with sizes [4] and strides [2] at offset 1 needs
+// 8 elements of storage, but the storage holds 6".
+Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+}  // namespace detail
+
+// PyTorch's repr (Note [Tensor printing] in tensor_print.cpp):
+//   tensor([[1., 2.],
+//           [3., 4.]])
+//   tensor([0.1000, 2.5000], dtype=float64)
+//   tensor(..., device='meta', size=(2, 3))
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
 }  // namespace dk
