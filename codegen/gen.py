@@ -3,6 +3,12 @@
     gen.py --check [--tags TAGS.yaml] [--pytorch-compat] native_functions.yaml
     gen.py --list-outputs native_functions.yaml      (for the build system)
     gen.py --out DIR native_functions.yaml
+    gen.py --pytorch-compat --tags TAGS.yaml --scale-out DIR native_functions.yaml
+
+``--out`` writes every output family (codegen/dest/) for the project's operators;
+``--scale-out`` writes only the operator structs, schema registrations and boxing
+adapters, sharded for thousands of operators (namespace ``aten`` with
+``--pytorch-compat``, else ``dk``): the PyTorch-scale check.
 
 Run from anywhere as ``python3 codegen/gen.py`` or ``python3 -m codegen.gen``.
 Errors go to stderr, one per line (``FILE:LINE: SCHEMA: what is wrong``), and
@@ -16,15 +22,30 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Shards per output family of --scale-out: keeps each .cpp of PyTorch's 2,493 operators moderate.
+SCALE_SHARDS = 32
 
 if __package__ in (None, ""):  # run as a script: import the package, not codegen/*.py
-    _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
         sys.path[0] = _REPO_ROOT
     else:
         sys.path.insert(0, _REPO_ROOT)
 
+from codegen.dest import (  # noqa: E402
+    backend_select,
+    boxing_adapters,
+    functions,
+    manifest,
+    operators,
+    register_backend,
+    register_schema,
+    tensor_methods,
+    tensor_operators,
+)
+from codegen.dest.common import GenContext, display_path  # noqa: E402
 from codegen.errors import GenError  # noqa: E402
 from codegen.model import NativeFunction  # noqa: E402
 from codegen.native_yaml import load_tags, parse_native_functions  # noqa: E402
@@ -45,9 +66,16 @@ def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--list-outputs", action="store_true",
                         help="print the name of every output file, one per line")
     parser.add_argument("--out", metavar="DIR", help="write the outputs under DIR")
+    parser.add_argument("--scale-out", metavar="DIR",
+                        help="write the PyTorch-scale subset (operator structs, schema registrations, "
+                             "boxing adapters) under DIR")
+    parser.add_argument("--shards", metavar="N", type=int, default=SCALE_SHARDS,
+                        help=f"with --scale-out: shards per family (default {SCALE_SHARDS})")
     args = parser.parse_args(argv)
-    if not (args.check or args.list_outputs or args.out):
-        parser.error("nothing to do: give --check, --list-outputs or --out DIR")
+    if not (args.check or args.list_outputs or args.out or args.scale_out):
+        parser.error("nothing to do: give --check, --list-outputs, --out DIR or --scale-out DIR")
+    if args.shards < 1:
+        parser.error("--shards must be at least 1")
     return args
 
 
@@ -69,9 +97,45 @@ def load_model(args: argparse.Namespace) -> List[NativeFunction]:
     ))
 
 
-def generate(native_functions: Sequence[NativeFunction], files: FileManager) -> None:
-    """Run every emitter into ``files``. The emitters (codegen/dest/) come later."""
-    del native_functions, files
+def input_names(args: argparse.Namespace) -> Tuple[str, ...]:
+    """The inputs as generated banners name them (never absolute paths)."""
+    names = [display_path(args.native_functions, _REPO_ROOT)]
+    tags_path = _tags_path(args)
+    if tags_path is not None:
+        names.append(display_path(tags_path, _REPO_ROOT))
+    return tuple(names)
+
+
+def generate(
+    native_functions: Sequence[NativeFunction],
+    files: FileManager,
+    inputs: Sequence[str] = ("native_functions.yaml",),
+) -> None:
+    """Run every emitter into ``files``: the whole output for namespace ``dk``."""
+    ctx = GenContext.build(native_functions, "dk", inputs)
+    operators.emit(ctx, files)
+    functions.emit(ctx, files)
+    tensor_methods.emit(ctx, files)
+    tensor_operators.emit(ctx, files)
+    register_schema.emit(ctx, files)
+    boxing_adapters.emit(ctx, files)
+    register_backend.emit(ctx, files)
+    backend_select.emit(ctx, files)
+    manifest.emit(ctx, files)
+
+
+def generate_scale(
+    native_functions: Sequence[NativeFunction],
+    files: FileManager,
+    namespace: str,
+    inputs: Sequence[str],
+    shards: int = SCALE_SHARDS,
+) -> None:
+    """The PyTorch-scale subset: operator structs, schema registrations, boxing adapters."""
+    ctx = GenContext.build(native_functions, namespace, inputs)
+    operators.emit(ctx, files, shards=shards)
+    register_schema.emit(ctx, files, shards=max(1, shards // 4))
+    boxing_adapters.emit(ctx, files, shards=max(1, shards // 2))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -79,10 +143,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     files = FileManager()
     try:
         native_functions = load_model(args)
-        with files:
-            generate(native_functions, files)
+        inputs = input_names(args)
+        if args.out or args.list_outputs:
+            with files:
+                generate(native_functions, files, inputs)
+        scale_files = FileManager()
+        if args.scale_out:
+            with scale_files:
+                generate_scale(native_functions, scale_files, "aten" if args.pytorch_compat else "dk",
+                               inputs, args.shards)
+        # Everything was generated without error: only now touch the disk.
         if args.out:
             files.commit(args.out)
+        if args.scale_out:
+            scale_files.commit(args.scale_out)
     except GenError as e:
         for message in e.messages:
             print(message, file=sys.stderr)

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "dispatch_test_util.h"
+#include "dk/empty_tensor.h"
 #include "dk/modes.h"
 
 using namespace dk;
@@ -20,6 +21,12 @@ DK_LIBRARY(t_mode, m) {
   m.def("mm(Tensor a, Tensor b) -> Tensor");
   m.def("relu(Tensor a) -> Tensor");
   m.def("mlp(Tensor x, Tensor w1, Tensor w2) -> Tensor");
+  m.def("alloc(int n) -> Tensor");
+  m.def("same(Tensor x) -> Tensor");
+}
+DK_LIBRARY_IMPL(t_mode, CompositeExplicitAutograd, m) {
+  m.impl("alloc", [](int64_t n) -> Tensor { return detail::empty_contiguous({n}, ScalarType::Float, Device(DeviceType::CPU)); });
+  m.impl("same", [](const Tensor& x) -> Tensor { return x; });
 }
 DK_LIBRARY_IMPL(t_mode, CPU, m) {
   m.impl("mm", DK_FN(mm_meta));
@@ -201,4 +208,31 @@ TEST_CASE("modes: RankLogger writes one line per call, diffable across ranks") {
   CHECK(line.substr(line.size() - 2) == "us");
   std::remove(timed->path().c_str());
   CHECK_THROWS_WITH(RankLogger("/nonexistent-dir/x.log"), "RankLogger: cannot open '/nonexistent-dir/x.log' for writing");
+}
+
+TEST_CASE("modes: AllocationTracker reports where live tensors were made") {
+  auto tracker = std::make_shared<AllocationTracker>();
+  auto alloc = Dispatcher::singleton().findSchemaOrThrow("t_mode::alloc", "").typed<Tensor(int64_t)>();
+  auto same = Dispatcher::singleton().findSchemaOrThrow("t_mode::same", "").typed<Tensor(const Tensor&)>();
+  Tensor kept;
+  {
+    DispatchModeGuard guard(tracker);
+    Tensor a = alloc.call(4);       // freed at scope exit
+    {
+      AllocationTracker::Scope scope("layer1");
+      kept = alloc.call(6);
+    }
+    Tensor b = same.call(kept);     // not an allocation: same storage as its input
+    CHECK(tracker->alive().size() == 2);
+  }
+  auto alive = tracker->alive();
+  REQUIRE(alive.size() == 1);
+  CHECK(alive[0].op == "t_mode::alloc");
+  CHECK(alive[0].label == "layer1");
+  CHECK(alive[0].nbytes == 24);
+  CHECK(tracker->aliveBytes() == 24);
+  CHECK(tracker->report() == "t_mode::alloc (call 1, in 'layer1'): Float[6], 24 bytes\n");
+  kept = Tensor();
+  CHECK(tracker->alive().empty());
+  CHECK(tracker->report().empty());
 }

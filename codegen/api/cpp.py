@@ -28,10 +28,13 @@ from codegen.model import Argument, ListType, NativeFunction
 # manual_cpp_binding: True.
 HAND_WRITTEN_TENSOR_MEMBERS = frozenset(
     {
-        "defined", "key_set", "dtype", "scalar_type", "device", "sizes", "strides", "dim",
-        "numel", "is_inference", "unsafeGetTensorImpl", "use_count", "is_same", "reclaim",
-        "release_impl", "data_ptr", "requires_grad", "requires_grad_", "grad", "backward",
-        "grad_fn",
+        "defined", "key_set", "dtype", "scalar_type", "device", "is_cpu", "is_cuda", "is_meta",
+        "options", "sizes", "strides", "size", "stride", "dim", "numel", "storage_offset",
+        "is_contiguous", "element_size", "nbytes", "storage", "has_storage", "data_ptr", "_version",
+        "is_view", "base", "is_inference", "unsafeGetTensorImpl", "getIntrusivePtr", "use_count",
+        "is_same", "reclaim", "release_impl", "retain", "release",
+        # API.md section 6, to come with autograd:
+        "requires_grad", "requires_grad_", "grad", "backward", "grad_fn",
     }
 )
 
@@ -134,10 +137,22 @@ def default_expr(arg: Argument, ctype: CType) -> Optional[str]:
 class PublicBinding:
     binding: Binding
     default: Optional[str]
+    # Note [Braced int lists]: the parameter is std::initializer_list<int64_t> in the
+    # braced-list form of a function with an int[]? argument.
+    braced: bool = False
+
+    @property
+    def type_text(self) -> str:
+        return "std::initializer_list<int64_t>" if self.braced else self.binding.type.text
 
     def decl(self, with_default: bool = True) -> str:
-        text = self.binding.decl()
+        text = f"{self.type_text} {self.binding.name}"
         return f"{text} = {self.default}" if with_default and self.default is not None else text
+
+    def call_expr(self) -> str:
+        if self.braced:
+            return f"IntArrayRef({self.binding.name})"
+        return dispatcher.forward(self.binding.type, self.binding.name)
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,7 @@ class PublicSignature:
     # Note [Ambiguous defaults]: the overloads whose calls these defaults would collide
     # with, when some were dropped for that reason.
     ambiguous_with: Tuple[str, ...] = ()
+    braced_form: bool = False  # Note [Braced int lists]
 
     @property
     def returns(self) -> str:
@@ -170,9 +186,13 @@ class PublicSignature:
 
     def call_args(self) -> str:
         """The dispatcher arguments in order, ``*this`` for a method's self."""
+        public = {b.binding.argument.name: b for b in self.bindings}
         names = []
         for b in self.dispatcher.bindings:
-            names.append("*this" if self.is_method and b.argument.name == "self" else b.name)
+            if self.is_method and b.argument.name == "self":
+                names.append("*this")
+            else:
+                names.append(public[b.argument.name].call_expr())
         return ", ".join(names)
 
     def without_defaults_through(self, index: int, other: str) -> "PublicSignature":
@@ -199,15 +219,34 @@ def _public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
             defaults.append(default_expr(b.argument, b.type))
         except ValueError as e:
             raise _located(nf, str(e)) from None
-    # C++: no default before a parameter without one.
+    public = _trailing_defaults(nf, tuple(PublicBinding(b, d) for b, d in zip(bindings, defaults)))
+    return PublicSignature(nf, name, is_method, sig, public)
+
+
+def _trailing_defaults(nf: NativeFunction, bindings: Tuple[PublicBinding, ...]) -> Tuple[PublicBinding, ...]:
+    """C++: no default before a parameter without one (or one cpp_no_default_args names)."""
+    out = list(bindings)
     trailing = True
-    for i in range(len(bindings) - 1, -1, -1):
-        if defaults[i] is None or bindings[i].argument.name in nf.cpp_no_default_args:
+    for i in range(len(out) - 1, -1, -1):
+        if out[i].default is None or out[i].binding.argument.name in nf.cpp_no_default_args:
             trailing = False
         if not trailing:
-            defaults[i] = None
-    public = tuple(PublicBinding(b, d) for b, d in zip(bindings, defaults))
-    return PublicSignature(nf, name, is_method, sig, public)
+            out[i] = replace(out[i], default=None)
+    return tuple(out)
+
+
+# Note [Braced int lists]
+# An int[]? argument is std::optional<IntArrayRef>, which a braced list such as {0, 1}
+# cannot initialize. A function or method with such an argument therefore gets a second
+# overload, its braced-list form, taking std::initializer_list<int64_t> there (no default),
+# so that dk::sum(x, {0, 1}) works. A braced list binds to an initializer_list by a
+# standard conversion, better than any user-defined one, so the two forms never compete.
+def _braced_form(sig: PublicSignature) -> Optional[PublicSignature]:
+    if not any(b.binding.type.value == "std::optional<IntArrayRef>" for b in sig.bindings):
+        return None
+    bindings = tuple(replace(b, braced=True, default=None) if b.binding.type.value == "std::optional<IntArrayRef>"
+                     else b for b in sig.bindings)
+    return replace(sig, bindings=_trailing_defaults(sig.nf, bindings), braced_form=True)
 
 
 # Note [Ambiguous defaults]
@@ -216,11 +255,14 @@ def _public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
 # expression converts to both parameter types. The kinds below say what converts to
 # what (conservatively: an int literal converts to int64_t, double, bool, Scalar and,
 # through ArrayRef's one-element constructor, IntArrayRef; a Tensor to ArrayRef<Tensor>).
-_ALL_KINDS = frozenset({"tensor", "list", "number", "string", "dtype", "layout", "memory_format",
-                        "device", "generator"})
+_ALL_KINDS = frozenset({"tensor", "list", "braced_list", "number", "string", "dtype", "layout",
+                        "memory_format", "device", "generator"})
 
 
-def _accepts(ctype: CType) -> FrozenSet[str]:
+def _accepts(binding: PublicBinding) -> FrozenSet[str]:
+    if binding.braced:
+        return frozenset({"braced_list"})  # Note [Braced int lists]: nothing else competes
+    ctype = binding.binding.type
     value = _strip_optional(ctype.value)
     if ctype.is_ivalue:
         return _ALL_KINDS
@@ -232,10 +274,9 @@ def _accepts(ctype: CType) -> FrozenSet[str]:
         return frozenset({"number"})
     if value in ("IntArrayRef", "ArrayRef<double>", "ArrayRef<Scalar>"):
         return frozenset({"number", "list"})
-    return frozenset({
-        "std::string_view": "string", "ScalarType": "dtype", "Layout": "layout",
-        "MemoryFormat": "memory_format", "Device": "device", "Generator": "generator",
-    }.get(value, "other:" + value)})
+    kinds = {"std::string_view": "string", "ScalarType": "dtype", "Layout": "layout",
+             "MemoryFormat": "memory_format", "Device": "device", "Generator": "generator"}
+    return frozenset({kinds.get(value, "other:" + value)})
 
 
 def _ambiguous_arity(a: PublicSignature, b: PublicSignature) -> Optional[int]:
@@ -243,7 +284,7 @@ def _ambiguous_arity(a: PublicSignature, b: PublicSignature) -> Optional[int]:
     for k in range(max(a.min_arity, b.min_arity), min(a.max_arity, b.max_arity) + 1):
         if k == a.max_arity and k == b.max_arity:
             continue  # no defaults involved: plain overloading, not ours to fix
-        if all(_accepts(a.bindings[i].binding.type) & _accepts(b.bindings[i].binding.type) for i in range(k)):
+        if all(_accepts(a.bindings[i]) & _accepts(b.bindings[i]) for i in range(k)):
             return k
     return None
 
@@ -265,24 +306,33 @@ def resolve_ambiguous_defaults(group: Sequence[PublicSignature]) -> List[PublicS
     return sigs
 
 
-def _grouped(sigs: List[PublicSignature]) -> Dict[NativeFunction, PublicSignature]:
-    groups: Dict[str, List[PublicSignature]] = {}
+def _grouped(sigs: List[PublicSignature]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
+    """Each entry's signatures (its plain form, then its braced-list form if any), with
+    defaults resolved within each group of one C++ name."""
+    with_braced: List[PublicSignature] = []
     for sig in sigs:
+        with_braced.append(sig)
+        braced = _braced_form(sig)
+        if braced is not None:
+            with_braced.append(braced)
+    groups: Dict[str, List[PublicSignature]] = {}
+    for sig in with_braced:
         groups.setdefault(sig.name, []).append(sig)
-    out: Dict[NativeFunction, PublicSignature] = {}
+    out: Dict[NativeFunction, Tuple[PublicSignature, ...]] = {}
     for group in groups.values():
         for sig in resolve_ambiguous_defaults(group):
-            out[sig.nf] = sig
+            out[sig.nf] = out.get(sig.nf, ()) + (sig,)
     return out
 
 
-def public_functions(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, PublicSignature]:
-    """The ``dk::op()`` free function of every entry with the function variant."""
+def public_functions(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
+    """The ``dk::op()`` free functions of every entry with the function variant: its plain
+    form, and its braced-list form when it has an int[]? argument."""
     return _grouped([_public_signature(nf, False) for nf in nfs
                      if nf.has_function_variant and not nf.manual_cpp_binding])
 
 
-def public_methods(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, PublicSignature]:
-    """The ``tensor.op()`` method of every entry with the method variant."""
+def public_methods(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
+    """The ``tensor.op()`` methods of every entry with the method variant (as above)."""
     return _grouped([_public_signature(nf, True) for nf in nfs
                      if nf.has_method_variant and not nf.manual_cpp_binding])

@@ -281,9 +281,26 @@ def signature(func: FunctionSchema) -> DispatcherSignature:
     return DispatcherSignature(func, returns_type(func), bindings)
 
 
+def forward(ctype: CType, name: str) -> str:
+    """How a call passes parameter ``name`` on: moved when it is a by-value type that
+    holds a reference count (each generated path uses a parameter once)."""
+    if ctype.value in ("IValue", "Generator", "std::optional<Generator>") and not ctype.text.startswith("const "):
+        return f"std::move({name})"
+    return name
+
+
+# Names a struct in dk::ops must not take: generated code names these namespaces and
+# entities unqualified from inside it (PyTorch has an operator `std`).
+_RESERVED_STRUCT_NAMES = _CPP_KEYWORDS | frozenset(
+    {"std", "dk", "detail", "ops", "boxing", "native", "aten", "OperatorInfo", "kAllOperators", "all_operators"}
+)
+
+
 def struct_name(name: OperatorName) -> str:
-    """The ``dk::ops`` struct of an operator: ``add_Tensor``, ``relu``."""
-    return name.unambiguous_name
+    """The ``dk::ops`` struct of an operator: ``add_Tensor``, ``relu``; a name generated
+    code needs for something else gets a trailing underscore (``std`` -> ``std_``)."""
+    text = name.unambiguous_name
+    return text + "_" if text in _RESERVED_STRUCT_NAMES else text
 
 
 def check_operator(nf: NativeFunction) -> None:

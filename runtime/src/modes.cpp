@@ -1,6 +1,8 @@
 // The dispatch modes that ship with the library (dk/modes.h).
 #include "dk/modes.h"
 
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 namespace dk {
@@ -247,6 +249,107 @@ void RankLogger::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* stack
 void RankLogger::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
   out_.flush();
+}
+
+// ---------------------------------------------------------------- AllocationTracker
+
+namespace {
+std::mutex g_trackers_mutex;
+std::set<AllocationTracker*> g_trackers;  // guarded by g_trackers_mutex
+thread_local std::vector<std::string> tls_allocation_labels;
+}  // namespace
+
+void detail::notifyTensorReleased(const TensorImpl* impl) {
+  std::lock_guard<std::mutex> lock(g_trackers_mutex);
+  for (AllocationTracker* t : g_trackers) t->released(impl);
+}
+
+AllocationTracker::Scope::Scope(std::string label) { tls_allocation_labels.push_back(std::move(label)); }
+AllocationTracker::Scope::~Scope() { tls_allocation_labels.pop_back(); }
+
+AllocationTracker::AllocationTracker() {
+  std::lock_guard<std::mutex> lock(g_trackers_mutex);
+  g_trackers.insert(this);
+  detail::tensor_release_observers.fetch_add(1);
+}
+
+AllocationTracker::~AllocationTracker() {
+  std::lock_guard<std::mutex> lock(g_trackers_mutex);
+  g_trackers.erase(this);
+  detail::tensor_release_observers.fetch_sub(1);
+}
+
+void AllocationTracker::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+  size_t n = argumentCount(op, *stack);
+  std::set<const void*> input_storage;
+  auto note_input = [&](const IValue& v) {
+    if (v.isTensor()) {
+      Tensor t = v.toTensor();
+      if (t.defined() && t.has_storage()) input_storage.insert(t.storage().data());
+      input_storage.insert(t.unsafeGetTensorImpl());
+    }
+  };
+  for (size_t i = stack->size() - n; i < stack->size(); ++i) {
+    const IValue& v = (*stack)[i];
+    if (v.isList()) {
+      for (const IValue& e : v.toListElements()) note_input(e);
+    } else {
+      note_input(v);
+    }
+  }
+  size_t below = stack->size() - n;
+  op.callBoxed(stack);
+  std::string label = tls_allocation_labels.empty() ? "" : tls_allocation_labels.back();
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t call = calls_++;
+  auto record = [&](const IValue& v) {
+    if (!v.isTensor()) return;
+    Tensor t = v.toTensor();
+    if (!t.defined() || input_storage.count(t.unsafeGetTensorImpl())) return;
+    if (t.has_storage() && input_storage.count(t.storage().data())) return;  // a view or in-place result
+    Allocation a{op.operator_name().toString(), call, label, t.sizes(), std::string(toString(t.dtype())),
+                 static_cast<int64_t>(t.nbytes())};
+    live_[t.unsafeGetTensorImpl()] = {order_++, std::move(a)};
+  };
+  for (size_t i = below; i < stack->size(); ++i) {
+    const IValue& v = (*stack)[i];
+    if (v.isList()) {
+      for (const IValue& e : v.toListElements()) record(e);
+    } else {
+      record(v);
+    }
+  }
+}
+
+void AllocationTracker::released(const TensorImpl* impl) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  live_.erase(impl);
+}
+
+std::vector<AllocationTracker::Allocation> AllocationTracker::alive() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<uint64_t, Allocation>> ordered;
+  for (const auto& [impl, entry] : live_) ordered.push_back(entry);
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Allocation> out;
+  for (auto& [order, a] : ordered) out.push_back(std::move(a));
+  return out;
+}
+
+int64_t AllocationTracker::aliveBytes() const {
+  int64_t total = 0;
+  for (const Allocation& a : alive()) total += a.nbytes;
+  return total;
+}
+
+std::string AllocationTracker::report() const {
+  std::ostringstream out;
+  for (const Allocation& a : alive()) {
+    out << a.op << " (call " << a.call;
+    if (!a.label.empty()) out << ", in '" << a.label << "'";
+    out << "): " << a.dtype << shapeText(a.sizes) << ", " << a.nbytes << " bytes\n";
+  }
+  return out.str();
 }
 
 }  // namespace dk

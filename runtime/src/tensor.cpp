@@ -29,7 +29,16 @@ TensorImpl::TensorImpl(Storage storage, DispatchKeySet key_set, ScalarType dtype
   set_sizes_and_strides(std::move(sizes), std::move(strides));
 }
 
-TensorImpl::~TensorImpl() = default;
+namespace detail {
+std::atomic<int> tensor_release_observers{0};
+}  // namespace detail
+
+TensorImpl::~TensorImpl() {
+  // One relaxed load when no AllocationTracker is alive (Note [Tensor release observers]).
+  if (__builtin_expect(detail::tensor_release_observers.load(std::memory_order_relaxed) != 0, 0)) {
+    detail::notifyTensorReleased(this);
+  }
+}
 
 int64_t TensorImpl::size(int64_t dim) const {
   return sizes_[static_cast<size_t>(maybe_wrap_dim(dim, this->dim(), /*wrap_scalar=*/false))];

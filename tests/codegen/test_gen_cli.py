@@ -73,12 +73,20 @@ class GenCliTest(support.TempDirTestCase):
         self.write("ops.yaml", "- func: abs(Tensor self) -> Tensor\n  dispatch:\n    CPU, MPS: abs_kernel\n")
         self.assertEqual(self.gen("--check", "--pytorch-compat", "ops.yaml"), (0, "1 operators OK\n", ""))
 
-    def test_list_outputs_and_out_write_nothing_yet(self):
+    def test_list_outputs_equals_files_written(self):
         self.write("schemas/native_functions.yaml", GOOD)
         self.write("schemas/tags.yaml", TAGS)
-        self.assertEqual(self.gen("--list-outputs", "schemas/native_functions.yaml"), (0, "", ""))
+        status, out, err = self.gen("--list-outputs", "schemas/native_functions.yaml")
+        self.assertEqual((status, err), (0, ""))
+        listed = out.splitlines()
+        self.assertIn("dk/generated/Operators.h", listed)
+        self.assertIn("RegisterCPU.cpp", listed)
         self.assertEqual(self.gen("--out", "build/generated", "schemas/native_functions.yaml"), (0, "", ""))
-        self.assertFalse(os.path.exists(os.path.join(self.dir, "build")))
+        written = sorted(
+            os.path.relpath(os.path.join(root, name), os.path.join(self.dir, "build/generated")).replace(os.sep, "/")
+            for root, _, names in os.walk(os.path.join(self.dir, "build/generated")) for name in names
+        )
+        self.assertEqual(written, listed)
 
     def test_out_with_bad_input_fails(self):
         self.write("ops.yaml", "- func: relu(Tensor self -> Tensor\n")
@@ -90,7 +98,7 @@ class GenCliTest(support.TempDirTestCase):
     def test_usage_errors(self):
         status, _, err = self.gen("ops.yaml")
         self.assertEqual(status, 2)
-        self.assertIn("nothing to do: give --check, --list-outputs or --out DIR", err)
+        self.assertIn("nothing to do: give --check, --list-outputs, --out DIR or --scale-out DIR", err)
         status, _, _ = self.gen("--check")
         self.assertEqual(status, 2)
 

@@ -6,7 +6,8 @@
 #include <mutex>
 #include <random>
 
-#include "dk/ivalue.h"
+#include "dk/custom_object.h"
+#include "dk/intrusive_ptr.h"
 
 namespace dk {
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dk/core_types.h"
+#include "dk/custom_object.h"
 #include "dk/error.h"
 #include "dk/function_schema.h"
 #include "dk/intrusive_ptr.h"
@@ -31,11 +32,6 @@ struct StringImpl;
 struct ListImpl;
 struct TupleImpl;
 
-// An opaque user object carried through boxed calls (e.g. a random generator).
-class CustomObject : public intrusive_ptr_target {
- public:
-  virtual std::string typeName() const = 0;
-};
 
 class IValue {
  public:

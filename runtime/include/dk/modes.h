@@ -94,6 +94,46 @@ class RankLogger : public DispatchMode {
   std::chrono::steady_clock::time_point start_;
 };
 
+// Records where every tensor made by an allocating operator was created (the operator, the
+// call's sequence number on this tracker, its shape and dtype, and the innermost label of a
+// Scope), and reports the ones still alive: the tool for "who holds this memory?".
+// A tensor counts as allocated by an operator when it is an output whose storage none of the
+// operator's inputs share (views and in-place results are not allocations).
+class AllocationTracker : public DispatchMode, public std::enable_shared_from_this<AllocationTracker> {
+ public:
+  struct Allocation {
+    std::string op;             // "dk::empty.memory_format"
+    uint64_t call = 0;          // the tracker's call counter when it was made
+    std::string label;          // innermost Scope label, "" when none
+    std::vector<int64_t> sizes;
+    std::string dtype;
+    int64_t nbytes = 0;
+  };
+  // Labels allocations made in its lifetime on this thread (nests; innermost wins).
+  class Scope {
+   public:
+    explicit Scope(std::string label);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+  };
+
+  AllocationTracker();
+  ~AllocationTracker() override;
+  void dispatch(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) override;
+  std::vector<Allocation> alive() const;  // in creation order
+  int64_t aliveBytes() const;
+  // One line per live tensor: "dk::zeros (call 3, in 'layer1'): Float[2, 3], 24 bytes".
+  std::string report() const;
+  void released(const TensorImpl* impl);  // called through Note [Tensor release observers]
+
+ private:
+  mutable std::mutex mutex_;
+  uint64_t calls_ = 0;
+  std::map<const TensorImpl*, std::pair<uint64_t, Allocation>> live_;  // impl -> (order, info)
+  uint64_t order_ = 0;
+};
+
 // "[2, 3]" for a tensor, the value for anything else: used by the modes' printing.
 std::string describeIValueShape(const IValue& v);
 

@@ -50,6 +50,15 @@ class AutogradMetaInterface {
   virtual ~AutogradMetaInterface() = default;
 };
 
+class TensorImpl;
+namespace detail {
+// Note [Tensor release observers]
+// Tools that track tensor lifetimes (AllocationTracker) are told when a TensorImpl dies. The
+// destructor pays one relaxed load while none is registered.
+extern std::atomic<int> tensor_release_observers;
+void notifyTensorReleased(const TensorImpl* impl);  // defined with the trackers (modes.cpp)
+}  // namespace detail
+
 class TensorImpl : public intrusive_ptr_target {
  public:
   // Metadata only: contiguous strides, offset 0, no storage (data_ptr() is null).
@@ -134,6 +143,12 @@ namespace detail {
 [[noreturn]] void throwDataPtrDtypeMismatch(ScalarType requested, ScalarType actual);
 }  // namespace detail
 
+}  // namespace dk
+
+#include "dk/generated/TensorMethodTypes.h"
+
+namespace dk {
+
 class Tensor {
  public:
   // An undefined tensor: points at the shared undefined impl, so key_set() needs no null check.
@@ -200,6 +215,10 @@ class Tensor {
   uint32_t use_count() const { return defined() ? impl_->use_count() : 0; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
+  // The operators with `variants: method` (generated from schemas/native_functions.yaml;
+  // defined inline in dk/generated/TensorMethods.h, included at the end of this header).
+#include "dk/generated/TensorMethodDecls.inc"
+
   // Takes over one reference the caller owns (used by IValue).
   static Tensor reclaim(TensorImpl* impl) {
     Tensor t;
@@ -240,3 +259,6 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
 }  // namespace dk
+
+// The generated methods' definitions need the complete Tensor and the operators.
+#include "dk/generated/TensorMethods.h"

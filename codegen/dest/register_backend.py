@@ -1,0 +1,117 @@
+"""The kernel registrations: ``Register<Key>.cpp`` for every key a ``dispatch:`` map names,
+``NativeFunctions.h`` (the ``dk::native`` kernel declarations they call) and
+``DeviceCheck.h`` (the helper their wrappers use).
+
+Each registration goes through a generated wrapper ``wrapper_<Key>_<op>`` that checks that
+every tensor argument is on one device (backend keys only, unless the entry says
+``device_check: NoCheck``), sets the CUDA device guard (CUDA keys, under
+``DK_WITH_CUDA``, unless ``device_guard: False``), and calls the kernel. The wrapper is
+registered with the boxing adapters of its signature (``make_kernel_sig_<n>``). A key
+with more than ``MAX_OPERATORS_PER_FILE`` operators is split into ``Register<Key>_<i>.cpp``
+files of consecutive operators.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from codegen.api import native
+from codegen.api.native import NativeKernel
+from codegen.dest.common import GenContext, Operator, chunks, forward_all, render
+from codegen.model import DispatchKey
+
+MAX_OPERATORS_PER_FILE = 50
+
+# Keys whose kernels see tensors of one backend: their wrappers check devices.
+_DEVICE_KEYS = frozenset(
+    k for k in DispatchKey
+    if k.is_runtime and any(k.name.startswith(p) for p in ("CPU", "CUDA", "PrivateUse", "Meta", "Quantized", "Sparse"))
+)
+_CUDA_KEYS = frozenset({DispatchKey.CUDA, DispatchKey.QuantizedCUDA, DispatchKey.SparseCUDA})
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One operator's kernel at one key."""
+
+    op: Operator
+    key: DispatchKey
+    kernel: NativeKernel
+
+    @property
+    def wrapper(self) -> str:
+        return f"wrapper_{self.key.name}_{self.op.struct}"
+
+    @property
+    def device_checks(self) -> List[Tuple[str, str]]:
+        """(argument, C++ name) of each tensor argument to compare devices of; empty when
+        there is nothing to compare."""
+        if self.key not in _DEVICE_KEYS or self.op.nf.device_check == "NoCheck":
+            return []
+        bindings = self.op.dispatch_bindings
+        if len(bindings) < 2 and not any(b.type.dispatch.endswith("list") for b in bindings):
+            return []
+        return [(b.argument.name, b.name) for b in bindings]
+
+    @property
+    def device_guard(self) -> Optional[str]:
+        """The device a CUDA wrapper guards: its first tensor, else a device argument."""
+        if self.key not in _CUDA_KEYS or not self.op.nf.device_guard:
+            return None
+        bindings = self.op.sig.bindings
+        for kind in ("tensor", "tensor_list", "device", "optional_tensor", "optional_tensor_list"):
+            for b in bindings:
+                if kind == "device" and b.type.value in ("Device", "std::optional<Device>"):
+                    return b.name
+                if b.type.dispatch == kind:
+                    return f"{b.name}.device()" if kind == "tensor" else f"detail::firstDevice({b.name})"
+        return None
+
+    @property
+    def call(self) -> str:
+        return f"{self.kernel.qualified}({forward_all(self.op.sig.bindings)})"
+
+
+def registrations(ctx: GenContext) -> Dict[DispatchKey, List[Registration]]:
+    """Every (operator, key) with a kernel, by key in key order, operators sorted."""
+    by_key: Dict[DispatchKey, List[Registration]] = {}
+    for op in ctx.operators:
+        if op.nf.manual_kernel_registration:
+            continue
+        for key, metadata in op.nf.dispatch.items():
+            by_key.setdefault(key, []).append(Registration(op, key, native.kernel(metadata, op.sig)))
+    return dict(sorted(by_key.items()))
+
+
+def native_kernels(regs: Dict[DispatchKey, List[Registration]]) -> List[Tuple[NativeKernel, List[str]]]:
+    """Each distinct kernel declaration, sorted, with the "op @ Key" uses it serves."""
+    uses: Dict[tuple, Tuple[NativeKernel, List[str]]] = {}
+    for key, rows in regs.items():
+        for reg in rows:
+            entry = uses.setdefault(reg.kernel.key, (reg.kernel, []))
+            entry[1].append(f"{reg.op.nf.func.name} @ {key.name}")
+    return [uses[k] for k in sorted(uses)]
+
+
+def register_file_names(key: DispatchKey, count: int) -> List[str]:
+    runs = max(1, -(-count // MAX_OPERATORS_PER_FILE))
+    base = f"Register{key.name}"
+    return [f"{base}.cpp"] if runs == 1 else [f"{base}_{i}.cpp" for i in range(runs)]
+
+
+def emit(ctx: GenContext, files) -> None:
+    regs = registrations(ctx)
+    kernels = native_kernels(regs)
+    namespaces = sorted({k.namespace for k, _ in kernels})
+    files.write(ctx.header("NativeFunctions.h"),
+                render(ctx, "NativeFunctions.h.j2", namespaces=namespaces, kernels=kernels))
+    files.write(ctx.header("DeviceCheck.h"), render(ctx, "DeviceCheck.h.j2"))
+    for key, rows in regs.items():
+        names = register_file_names(key, len(rows))
+        for index, (name, run) in enumerate(zip(names, chunks(rows, MAX_OPERATORS_PER_FILE))):
+            files.write(name, render(
+                ctx, "RegisterKey.cpp.j2", key=key.name, registrations=run, part=index, parts=len(names),
+                checks_devices=key in _DEVICE_KEYS, guards_cuda=key in _CUDA_KEYS,
+                first=index * MAX_OPERATORS_PER_FILE,
+            ))
