@@ -15,28 +15,50 @@ import sys
 import tempfile
 
 HEADER_PREFIX = "dk/generated/"
+SCALE_HEADER_PREFIX = "dk/generated/aten/"
+
+
+def generate(args, tmp):
+    """Runs the generator into `tmp`; returns (status, relative paths written)."""
+    gen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen.py")
+    if args.scale:
+        cmd = [sys.executable, gen, "--pytorch-compat", "--tags", args.tags, "--scale-out", tmp, args.yaml]
+    else:
+        cmd = [sys.executable, gen, "--out", tmp, args.yaml]
+    result = subprocess.run(cmd)
+    written = []
+    for root, _, names in os.walk(tmp):
+        for name in names:
+            written.append(os.path.relpath(os.path.join(root, name), tmp).replace(os.sep, "/"))
+    return result.returncode, sorted(written)
 
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["headers", "sources"], required=True)
-    parser.add_argument("--outdir", required=True)
+    parser.add_argument("--outdir", help="where to write the part (omit with --list)")
+    parser.add_argument("--list", action="store_true", help="print the part's file names instead")
+    parser.add_argument("--scale", action="store_true", help="PyTorch-scale output (gen.py --scale-out)")
+    parser.add_argument("--tags", help="tags.yaml, with --scale")
     parser.add_argument("yaml")
     args = parser.parse_args(argv)
+    prefix = SCALE_HEADER_PREFIX if args.scale else HEADER_PREFIX
 
-    gen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen.py")
     with tempfile.TemporaryDirectory() as tmp:
-        result = subprocess.run([sys.executable, gen, "--out", tmp, args.yaml])
-        if result.returncode != 0:
-            return result.returncode
-        listed = subprocess.run([sys.executable, gen, "--list-outputs", args.yaml], check=True,
-                                capture_output=True, text=True).stdout.split()
-        os.makedirs(args.outdir, exist_ok=True)
-        for name in listed:
-            is_header = name.startswith(HEADER_PREFIX)
+        status, written = generate(args, tmp)
+        if status != 0:
+            return status
+        if args.outdir:
+            os.makedirs(args.outdir, exist_ok=True)
+        for name in written:
+            is_header = name.startswith(prefix)
             if is_header != (args.part == "headers"):
                 continue
-            target = os.path.join(args.outdir, name[len(HEADER_PREFIX):] if is_header else name)
+            flat = name[len(prefix):] if is_header else name
+            if args.list:
+                print(flat)
+                continue
+            target = os.path.join(args.outdir, flat)
             source = os.path.join(tmp, name)
             with open(source, "rb") as f:
                 new = f.read()
