@@ -14,7 +14,7 @@
 #include "dk/generated/Operators.h"
 #include "dk/library.h"
 #ifdef DK_WITH_CUDA
-#include "dk/cuda/device_guard.h"
+#include "cuda/device_guard.h"
 #endif
 
 namespace dk {

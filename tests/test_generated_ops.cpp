@@ -51,3 +51,59 @@ TEST_CASE("generated: each struct's C++ signature passes the dispatcher's typed 
   check(ops::rand_generator{});
   check(ops::item{});
 }
+
+#include "dk/dk.h"
+
+TEST_CASE("generated: unboxed calls, methods, defaults, operators and out= reach the kernels") {
+  Tensor a = dk::tensor({1.0, 2.0, 3.0});
+  Tensor b = dk::tensor({10.0, 20.0, 30.0});
+  Tensor sum = dk::add(a, b);                   // alpha defaults to 1
+  CHECK(sum.data_ptr<float>()[2] == 33.0f);
+  CHECK(a.add(b, 2).data_ptr<float>()[0] == 21.0f);  // method with an explicit alpha
+  CHECK((a + b).data_ptr<float>()[1] == 22.0f);
+  CHECK((-a).data_ptr<float>()[0] == -1.0f);
+  CHECK((a * 2).data_ptr<float>()[2] == 6.0f);
+  Tensor out = dk::empty({0});
+  dk::add(a, b, 1, out);                        // add.out resizes the empty out tensor
+  CHECK(out.sizes() == std::vector<int64_t>{3});
+  CHECK(out.data_ptr<float>()[0] == 11.0f);
+  CHECK(dk::sum(dk::ones({2, 3}), {0, 1}).item().toDouble() == 6.0);
+  auto [values, indices] = dk::max(dk::tensor({{1.0, 5.0}, {7.0, 2.0}}), 1);
+  CHECK(indices.data_ptr<int64_t>()[0] == 1);
+  CHECK(values.data_ptr<float>()[1] == 7.0f);
+}
+
+TEST_CASE("generated: boxed calls go through the generated adapters; redispatch skips TLS") {
+  Tensor a = dk::tensor({1.0, 2.0});
+  auto op = Dispatcher::singleton().findSchemaOrThrow("dk::mul", "Tensor");
+  Stack stack{IValue(a), IValue(a)};
+  op.callBoxed(&stack);
+  REQUIRE(stack.size() == 1);
+  CHECK(stack[0].toTensor().data_ptr<float>()[1] == 4.0f);
+  // The kernel's boxed entry is the generated per-signature adapter, not the template one.
+  CHECK(op.dumpState().find("CPU: wrapper_CPU_mul_Tensor :: (Tensor _0, Tensor _1) -> Tensor [ boxed unboxed ]") != std::string::npos);
+  Tensor r = ops::mul_Tensor::redispatch(DispatchKeySet(DispatchKey::CPU), a, a);
+  CHECK(r.data_ptr<float>()[0] == 1.0f);
+}
+
+TEST_CASE("generated: BackendSelect picks the backend of a factory from its device argument") {
+  Tensor cpu = dk::zeros({2, 2});
+  CHECK(cpu.device() == Device(DeviceType::CPU));
+  Tensor meta = dk::zeros({2, 2}, ScalarType::Double, std::nullopt, Device(DeviceType::Meta));
+  CHECK(meta.device().type == DeviceType::Meta);
+  CHECK(meta.dtype() == ScalarType::Double);
+  CHECK((!meta.has_storage() || meta.storage().data() == nullptr));
+  auto zeros = Dispatcher::singleton().findSchemaOrThrow("dk::zeros", "");
+  CHECK(zeros.dumpComputedTable().find("BackendSelect: ") != std::string::npos);
+}
+
+TEST_CASE("generated: factories take TensorOptions as in PyTorch's C++ API") {
+  Tensor t = dk::empty({2, 3}, dk::TensorOptions().dtype(dk::kDouble).device(dk::kCPU));
+  CHECK(t.dtype() == ScalarType::Double);
+  Tensor z = dk::zeros({2}, dk::kLong);  // the generated overload, no ambiguity
+  CHECK(z.dtype() == ScalarType::Long);
+  Tensor m = dk::ones({4, 5}, TensorOptions().device(DeviceType::Meta));
+  CHECK(m.device().type == DeviceType::Meta);
+  CHECK(dk::full({2}, 7, TensorOptions().dtype(kInt)).data_ptr<int32_t>()[1] == 7);
+  CHECK(dk::arange(0, 6, 2, TensorOptions().dtype(kLong)).sizes() == std::vector<int64_t>{3});
+}

@@ -33,8 +33,9 @@ HAND_WRITTEN_TENSOR_MEMBERS = frozenset(
         "is_contiguous", "element_size", "nbytes", "storage", "has_storage", "data_ptr", "_version",
         "is_view", "base", "is_inference", "unsafeGetTensorImpl", "getIntrusivePtr", "use_count",
         "is_same", "reclaim", "release_impl", "retain", "release",
-        # API.md section 6, to come with autograd:
-        "requires_grad", "requires_grad_", "grad", "backward", "grad_fn",
+        # autograd (runtime/src/autograd/tensor_autograd.cpp):
+        "requires_grad", "requires_grad_", "grad", "mutable_grad", "backward", "grad_fn", "is_leaf",
+        "output_nr", "retain_grad", "retains_grad", "register_hook", "remove_hook",
     }
 )
 

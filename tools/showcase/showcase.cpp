@@ -1,7 +1,7 @@
 // The dispatchkit showcase (tools/demo): operators defined by hand with DK_LIBRARY, kernels
 // at CPU, Autograd and CompositeImplicitAutograd, called unboxed and boxed, with the computed
 // dispatch table and a dispatch trace.
-#include <dk/dispatch.h>
+#include <dk/dk.h>
 
 #include <iostream>
 #include <optional>
@@ -48,6 +48,45 @@ DK_LIBRARY_IMPL(demo, CPU, m) {
 DK_LIBRARY_IMPL(demo, Autograd, m) { m.impl("numel_sum", DK_FN(numel_sum_autograd)); }
 DK_LIBRARY_IMPL(demo, CompositeImplicitAutograd, m) { m.impl("numel_twice", DK_FN(numel_twice)); }
 
+// A 2-layer MLP forward, written with the generated operators, run on CPU, on meta tensors
+// (shapes only) and on CUDA when a GPU is there.
+Tensor mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2) {
+  return dk::log_softmax(dk::relu(dk::linear(x, w1, b1)).mm(w2.t()) + b2, 1);
+}
+
+void mlpShowcase() {
+  std::cout << "\n== a 2-layer MLP forward on CPU (generated operators, CPU kernels)\n";
+  dk::manual_seed(0);
+  Tensor x = dk::randn({4, 3});
+  Tensor w1 = dk::randn({5, 3}), b1 = dk::zeros({5});
+  Tensor w2 = dk::randn({2, 5}), b2 = dk::full({2}, 0.5);
+  Tensor y = mlp(x, w1, b1, w2, b2);
+  std::cout << "log-probabilities:\n" << y << "\n";
+  Tensor target = dk::tensor({0, 1, 1, 0});
+  std::cout << "nll loss: " << dk::nll_loss(y, target).item().toDouble() << "\n";
+
+  std::cout << "\n== the same model on meta tensors: shapes and dtypes, no data\n";
+  auto meta = TensorOptions().device(DeviceType::Meta);
+  Tensor mx = dk::empty({1024, 3}, meta), mw1 = dk::empty({5, 3}, meta), mb1 = dk::empty({5}, meta);
+  Tensor mw2 = dk::empty({2, 5}, meta), mb2 = dk::empty({2}, meta);
+  Tensor my = mlp(mx, mw1, mb1, mw2, mb2);
+  std::cout << "output: " << my << "\n";
+
+  std::cout << "\n== and on CUDA, when there is a GPU\n";
+  try {
+    Tensor gx = dk::_to_copy(x, std::nullopt, std::nullopt, Device(DeviceType::CUDA, 0));
+    Tensor gy = mlp(gx, dk::_to_copy(w1, std::nullopt, std::nullopt, Device(DeviceType::CUDA, 0)),
+                    dk::_to_copy(b1, std::nullopt, std::nullopt, Device(DeviceType::CUDA, 0)),
+                    dk::_to_copy(w2, std::nullopt, std::nullopt, Device(DeviceType::CUDA, 0)),
+                    dk::_to_copy(b2, std::nullopt, std::nullopt, Device(DeviceType::CUDA, 0)));
+    std::cout << "on " << gy.device() << ", back on cpu:\n"
+              << dk::_to_copy(gy, std::nullopt, std::nullopt, Device(DeviceType::CPU)) << "\n";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    std::cout << "  (no CUDA here: " << what.substr(0, what.find('\n')) << ")\n";
+  }
+}
+
 int main() {
   Dispatcher& d = Dispatcher::singleton();
   Tensor x = make_tensor({2, 3});
@@ -90,6 +129,8 @@ int main() {
             << d.findSchemaOrThrow("demo::numel_sum", "").dumpComputedTable();
   std::cout << "\n== dumpComputedTable() of demo::numel_twice\n"
             << d.findSchemaOrThrow("demo::numel_twice", "").dumpComputedTable();
+
+  mlpShowcase();
 
   std::cout << "\n== dispatch trace of numel_twice(x) (what DK_SHOW_DISPATCH_TRACE=1 prints, on stderr)\n"
             << std::flush;

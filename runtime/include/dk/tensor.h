@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <utility>
 #include <vector>
@@ -149,6 +151,10 @@ namespace detail {
 
 namespace dk {
 
+namespace autograd {
+class Node;
+}  // namespace autograd
+
 class Tensor {
  public:
   // An undefined tensor: points at the shared undefined impl, so key_set() needs no null check.
@@ -214,6 +220,27 @@ class Tensor {
   }
   uint32_t use_count() const { return defined() ? impl_->use_count() : 0; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  // Autograd (defined in runtime/src/autograd/tensor_autograd.cpp; Note [Autograd metadata] in
+  // dk/autograd/autograd_meta.h). requires_grad_ raises "you can only change requires_grad flags
+  // of leaf variables." when turning it off on a non-leaf, and "only Tensors of floating point
+  // dtype can require gradients" for other dtypes.
+  const Tensor& requires_grad_(bool requires_grad = true) const;
+  bool requires_grad() const;
+  // The accumulated gradient (leaves) or the retained one (retain_grad); undefined when none.
+  const Tensor& grad() const;
+  Tensor& mutable_grad() const;
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  bool is_leaf() const;
+  uint32_t output_nr() const;
+  void retain_grad() const;
+  bool retains_grad() const;
+  // Returns a handle for remove_hook; the hook returns an undefined tensor to keep the gradient.
+  unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  void remove_hook(unsigned handle) const;
+  // retain_graph defaults to create_graph (dk/autograd/engine.h).
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
 
   // The operators with `variants: method` (generated from schemas/native_functions.yaml;
   // defined inline in dk/generated/TensorMethods.h, included at the end of this header).

@@ -1,0 +1,167 @@
+// Arithmetic on the cpu: add, sub, mul, div and pow (Tensor, Scalar exponent).
+#include <cmath>
+
+#include "dk/generated/NativeFunctions.h"
+#include "dk/type_promotion.h"
+#include "tensor_iterator.h"
+
+namespace dk::native {
+
+namespace {
+
+// An iterator computing in the common dtype of self and other, writing `out` (undefined:
+// allocate).
+TensorIterator binaryIterator(const char* op, const Tensor& out, const Tensor& self, const Tensor& other) {
+  return TensorIteratorConfig(op)
+      .add_output(out)
+      .add_input(self)
+      .add_input(other)
+      .promote_inputs_to_common_dtype(true)
+      .build();
+}
+
+// PyTorch's alpha rules for add and sub.
+void checkAlpha(ScalarType dtype, const Scalar& alpha) {
+  DK_CHECK(!alpha.isBoolean() || dtype == ScalarType::Bool, "Boolean alpha only supported for Boolean results.");
+  DK_CHECK(isFloatingType(dtype) || !alpha.isFloatingPoint(),
+           "For integral input tensors, argument alpha must not be a floating point number.");
+}
+
+bool isOne(const Scalar& s) { return s.toDouble() == 1.0; }
+
+// out = self + alpha * other over a built iterator.
+void addKernel(TensorIterator& iter, const char* op, const Scalar& alpha) {
+  checkAlpha(iter.common_dtype(), alpha);
+  DK_DISPATCH_ALL_TYPES(iter.common_dtype(), op, [&] {
+    using M = opmath_t<scalar_t>;
+    if (isOne(alpha)) {
+      cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M a, M b) { return addValues(a, b); });
+    } else {
+      const M a = scalarTo<M>(alpha);
+      cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [a](M x, M y) { return addValues(x, mulValues(a, y)); });
+    }
+  });
+}
+
+void checkSub(const Tensor& self, const Tensor& other) {
+  DK_CHECK(self.dtype() != ScalarType::Bool || other.dtype() != ScalarType::Bool,
+           "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
+           "operator instead.");
+  DK_CHECK(self.dtype() != ScalarType::Bool && other.dtype() != ScalarType::Bool,
+           "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+           "use the `~` or `logical_not()` operator instead.");
+}
+
+void mulKernel(TensorIterator& iter) {
+  DK_DISPATCH_ALL_TYPES(iter.common_dtype(), "mul", [&] {
+    using M = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M a, M b) { return mulValues(a, b); });
+  });
+}
+
+// base^exponent for integers, by squaring (exponent >= 0), wrapping like the other integer ops.
+template <class T>
+T integerPow(T base, int64_t exponent) {
+  T result = 1;
+  while (exponent > 0) {
+    if (exponent & 1) result = mulValues(result, base);
+    exponent >>= 1;
+    if (exponent > 0) base = mulValues(base, base);
+  }
+  return result;
+}
+
+}  // namespace
+
+Tensor add_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  TensorIterator iter = binaryIterator("add", Tensor(), self, other);
+  addKernel(iter, "add", alpha);
+  return iter.output();
+}
+
+Tensor add_inplace_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  TensorIterator iter = binaryIterator("add_", self, self, other);
+  addKernel(iter, "add_", alpha);
+  return iter.output();
+}
+
+Tensor add_out_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  DK_CHECK(out.defined(), "add.out: expected a defined out tensor");
+  TensorIterator iter = binaryIterator("add.out", out, self, other);
+  addKernel(iter, "add.out", alpha);
+  return iter.output();
+}
+
+Tensor sub_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  checkSub(self, other);
+  TensorIterator iter = binaryIterator("sub", Tensor(), self, other);
+  checkAlpha(iter.common_dtype(), alpha);
+  DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(iter.common_dtype(), "sub", [&] {
+    using M = opmath_t<scalar_t>;
+    if (isOne(alpha)) {
+      cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M x, M y) { return subValues(x, y); });
+    } else {
+      const M a = scalarTo<M>(alpha);
+      cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [a](M x, M y) { return subValues(x, mulValues(a, y)); });
+    }
+  });
+  return iter.output();
+}
+
+Tensor mul_cpu(const Tensor& self, const Tensor& other) {
+  TensorIterator iter = binaryIterator("mul", Tensor(), self, other);
+  mulKernel(iter);
+  return iter.output();
+}
+
+Tensor mul_inplace_cpu(const Tensor& self, const Tensor& other) {
+  TensorIterator iter = binaryIterator("mul_", self, self, other);
+  mulKernel(iter);
+  return iter.output();
+}
+
+// True division: integer and bool inputs divide as get_default_dtype().
+Tensor div_cpu(const Tensor& self, const Tensor& other) {
+  TensorIterator iter = TensorIteratorConfig("div")
+                            .add_output(Tensor())
+                            .add_input(self)
+                            .add_input(other)
+                            .promote_inputs_to_common_dtype(true)
+                            .promote_integer_inputs_to_float(true)
+                            .build();
+  DK_DISPATCH_FLOATING_TYPES(iter.common_dtype(), "div", [&] {
+    using M = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M a, M b) { return a / b; });
+  });
+  return iter.output();
+}
+
+// The dtype is result_type(self, exponent). Integer bases take integer powers exactly; the
+// common exponents of floating bases use exact forms (x*x for 2, sqrt for 0.5), as PyTorch does.
+Tensor pow_cpu(const Tensor& self, const Scalar& exponent) {
+  checkOnCpu("pow", self);
+  DK_CHECK(!(isIntegralType(self.dtype(), /*includeBool=*/true) && exponent.isIntegral() && exponent.toLong() < 0),
+           "Integers to negative integer powers are not allowed.");
+  ScalarType common = result_type(self, exponent);
+  TensorIterator iter = TensorIteratorConfig("pow").add_output(Tensor()).add_input(self).common_dtype(common).build();
+  DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(common, "pow", [&] {
+    using M = opmath_t<scalar_t>;
+    if constexpr (std::is_integral_v<scalar_t>) {
+      const int64_t e = exponent.toLong();
+      cpu_kernel<scalar_t, scalar_t>(iter, [e](M x) { return integerPow<M>(x, e); });
+    } else {
+      const double e = exponent.toDouble();
+      const M em = static_cast<M>(e);
+      if (e == 2.0) cpu_kernel<scalar_t, scalar_t>(iter, [](M x) { return x * x; });
+      else if (e == 3.0) cpu_kernel<scalar_t, scalar_t>(iter, [](M x) { return x * x * x; });
+      else if (e == 0.5) cpu_kernel<scalar_t, scalar_t>(iter, [](M x) { return std::sqrt(x); });
+      else if (e == -0.5) cpu_kernel<scalar_t, scalar_t>(iter, [](M x) { return M(1) / std::sqrt(x); });
+      else if (e == -1.0) cpu_kernel<scalar_t, scalar_t>(iter, [](M x) { return M(1) / x; });
+      else if (e == -2.0) cpu_kernel<scalar_t, scalar_t>(iter, [](M x) { return M(1) / (x * x); });
+      else cpu_kernel<scalar_t, scalar_t>(iter, [em](M x) { return std::pow(x, em); });
+    }
+  });
+  return iter.output();
+}
+
+}  // namespace dk::native

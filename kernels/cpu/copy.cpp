@@ -1,0 +1,156 @@
+// copy_, fill_, zero_ and item on the cpu.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "dk/empty_tensor.h"
+#include "dk/generated/NativeFunctions.h"
+#include "tensor_iterator.h"
+
+namespace dk::native {
+
+namespace {
+
+// Same dtype: elements move as raw bits of their size, so every dtype of one size shares a loop.
+void copySameDtype(TensorIterator& iter, size_t itemsize) {
+  auto bits = [](auto v) { return v; };
+  switch (itemsize) {
+    case 1: cpu_kernel<uint8_t, uint8_t>(iter, bits); break;
+    case 2: cpu_kernel<uint16_t, uint16_t>(iter, bits); break;
+    case 4: cpu_kernel<uint32_t, uint32_t>(iter, bits); break;
+    case 8: cpu_kernel<uint64_t, uint64_t>(iter, bits); break;
+    default: DK_ERROR("copy_: unexpected element size ", itemsize);
+  }
+}
+
+// The name PyTorch's checked conversions use for each C++ type.
+template <class T>
+constexpr const char* checkedTypeName() {
+  if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
+  else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
+  else if constexpr (std::is_same_v<T, int32_t>) return "int";
+  else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+  else if constexpr (std::is_same_v<T, Half>) return "Half";
+  else if constexpr (std::is_same_v<T, BFloat16>) return "BFloat16";
+  else if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_same_v<T, float>) return "float";
+  else return "double";
+}
+
+// Largest finite value and lowest value of T, as doubles.
+template <class T>
+constexpr double maxOf() {
+  if constexpr (std::is_same_v<T, Half>) return 65504.0;
+  else if constexpr (std::is_same_v<T, BFloat16>) return 3.3895313892515355e38;
+  else return static_cast<double>(std::numeric_limits<T>::max());
+}
+template <class T>
+constexpr double lowestOf() {
+  if constexpr (std::is_unsigned_v<T>) return 0.0;  // uint8_t and bool
+  else if constexpr (std::is_integral_v<T>) return static_cast<double>(std::numeric_limits<T>::lowest());
+  else return -maxOf<T>();
+}
+
+// `value` as a T, refusing values T cannot hold, as PyTorch's Scalar::to does (fill_, full):
+// "value cannot be converted to type uint8_t without overflow". Integers may wrap from below
+// into an unsigned type (-1 fills uint8 with 255); infinities and NaN fit floating types only.
+template <class T>
+T checkedScalarTo(const Scalar& value) {
+  bool overflows = false;
+  if (value.isFloatingPoint()) {
+    double d = value.toDouble();
+    if (std::isnan(d)) overflows = !(std::is_floating_point_v<T> || is16BitFloat<T>);
+    else if (std::isinf(d)) overflows = !(std::is_floating_point_v<T> || is16BitFloat<T>);
+    else overflows = d < lowestOf<T>() || d > maxOf<T>();
+  } else if (value.isIntegral()) {
+    int64_t v = value.toLong();
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, int64_t>) {
+      overflows = false;
+    } else if constexpr (std::is_unsigned_v<T>) {  // uint8_t and bool
+      auto max = static_cast<uint64_t>(maxOf<T>());
+      overflows = (v > 0 && static_cast<uint64_t>(v) > max) || (v < 0 && -static_cast<uint64_t>(v) > max);
+    } else {
+      auto d = static_cast<double>(v);
+      overflows = d < lowestOf<T>() || d > maxOf<T>();
+    }
+  }
+  DK_CHECK(!overflows, "value cannot be converted to type ", checkedTypeName<T>(), " without overflow");
+  return scalarTo<T>(value);
+}
+
+}  // namespace
+
+Tensor copy_inplace_cpu(const Tensor& self, const Tensor& src, bool non_blocking) {
+  (void)non_blocking;  // host copies are synchronous
+  DK_CHECK(self.defined() && src.defined(), "copy_: expected defined tensors");
+  DK_CHECK(self.is_cpu() && src.is_cpu(), "copy_: the cpu kernel copies between cpu tensors only, not from ",
+           src.device().str(), " to ", self.device().str(),
+           " (a copy to or from another device is the job of that device's copy_ kernel)");
+  if (self.is_same(src)) return self;
+  assertNoInternalOverlap(self);
+  if (aliasesExactly(self, src)) return self;
+  Tensor source = src;
+  if (mayOverlap(self, src)) {  // read everything before writing any of it
+    source = detail::empty_contiguous(src.sizes(), src.dtype(), Device(DeviceType::CPU));
+    copy_inplace_cpu(source, src, false);
+  }
+  // Fast: one memcpy when both are dense in the same layout.
+  if (self.dtype() == source.dtype() && self.is_contiguous() && source.is_contiguous() &&
+      self.sizes() == source.sizes()) {
+    if (self.numel() > 0) std::memcpy(self.data_ptr(), source.data_ptr(), self.nbytes());
+    return self;
+  }
+  TensorIterator iter = TensorIterator::overOperands("copy_", {self, source});
+  if (self.dtype() == source.dtype()) {
+    copySameDtype(iter, self.element_size());
+  } else {
+    DK_DISPATCH_ALL_TYPES(self.dtype(), "copy_", [&] {
+      using To = scalar_t;
+      DK_DISPATCH_ALL_TYPES(source.dtype(), "copy_", [&] {
+        cpu_kernel<To, scalar_t>(iter, [](opmath_t<scalar_t> v) { return convertValue<To>(v); });
+      });
+    });
+  }
+  return self;
+}
+
+Tensor fill_inplace_cpu(const Tensor& self, const Scalar& value) {
+  checkOnCpu("fill_", self);
+  DK_DISPATCH_ALL_TYPES(self.dtype(), "fill_", [&] {
+    const scalar_t v = checkedScalarTo<scalar_t>(value);
+    if (self.numel() == 0) return;
+    TensorIterator iter = TensorIterator::overOperands("fill_", {self});
+    iter.forEachRun([&](char* const* data, const int64_t* strides, int64_t n) {
+      if (strides[0] == static_cast<int64_t>(sizeof(scalar_t))) {
+        auto* p = reinterpret_cast<scalar_t*>(data[0]);
+        for (int64_t i = 0; i < n; ++i) p[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<scalar_t*>(data[0] + i * strides[0]) = v;
+      }
+    });
+  });
+  return self;
+}
+
+Tensor zero_inplace_cpu(const Tensor& self) {
+  checkOnCpu("zero_", self);
+  // Fast: zero is all-zero bits in every dtype.
+  if (self.is_contiguous()) {
+    if (self.numel() > 0) std::memset(self.data_ptr(), 0, self.nbytes());
+    return self;
+  }
+  return fill_inplace_cpu(self, Scalar(int64_t{0}));
+}
+
+Scalar item_cpu(const Tensor& self) {
+  checkOnCpu("item", self);
+  DK_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  return DK_DISPATCH_ALL_TYPES(self.dtype(), "item", [&]() -> Scalar {
+    scalar_t v = *static_cast<const scalar_t*>(self.data_ptr());
+    if constexpr (std::is_same_v<scalar_t, bool>) return Scalar(v);
+    else if constexpr (std::is_integral_v<scalar_t>) return Scalar(static_cast<int64_t>(v));
+    else return Scalar(static_cast<double>(static_cast<opmath_t<scalar_t>>(v)));
+  });
+}
+
+}  // namespace dk::native

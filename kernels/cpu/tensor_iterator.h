@@ -1,0 +1,376 @@
+// kernels/cpu/tensor_iterator.h: the machinery every CPU elementwise and reduction kernel
+// shares. A TensorIterator takes a kernel's output and inputs, works out the broadcast shape and
+// the dtype to compute in (PyTorch's promotion), allocates or checks the output, and reduces the
+// geometry to as few dims as possible; cpu_kernel then runs a scalar function over every
+// element.
+//
+//   TensorIterator iter = TensorIteratorConfig("add")
+//                             .add_output(Tensor())          // undefined: allocate the result
+//                             .add_input(self)
+//                             .add_input(other)
+//                             .promote_inputs_to_common_dtype(true)
+//                             .build();
+//   DK_DISPATCH_ALL_TYPES(iter.common_dtype(), "add", [&] {
+//     cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](auto a, auto b) { return addValues(a, b); });
+//   });
+//   return iter.output();
+//
+// Note [CPU TensorIterator]
+// Building runs these steps, in order:
+//   1. every tensor is defined and on the cpu;
+//   2. the shape is the broadcast of the inputs; an output that is also an input (in-place) or
+//      may not be resized must already have it ("output with shape [3] doesn't match the
+//      broadcast shape [2, 3]"); an out= tensor of another shape is resized (resizeOutput);
+//   3. the common dtype is result_type of the promoted inputs (or the one the kernel gives),
+//      turned into get_default_dtype() for ops that compute in float on integer inputs; the
+//      result dtype is the common dtype, or the fixed output dtype of a comparison. An out=
+//      or in-place tensor of another dtype must pass canCast ("result type Float can't be cast
+//      to the desired output type Long"); the kernel then writes a temporary of the result
+//      dtype, and finish() copies it into the out tensor;
+//   4. the iteration order (Note [Iteration order]) is computed, and an output to allocate is
+//      laid out in that order, so `x.t() + 1` is as transposed as x, as in PyTorch;
+//   5. inputs of another dtype than the common one are cast (copied) to it, and an input that
+//      shares memory with the output without being exactly the output is copied first, so
+//      that writing the output cannot change what is still to be read. An output in which two
+//      elements share memory (an expanded tensor) is refused;
+//   6. dims are coalesced: neighbours that every operand walks as one run merge, so any
+//      contiguous case ends as a single dim.
+//
+// Note [Iteration order]
+// Dims are walked innermost first in the order of the operands' memory, not of their sizes: the
+// dim with the smaller stride goes inside (the first operand whose strides differ on the two
+// dims decides; broadcast dims, stride 0, decide nothing; equal strides put the smaller size
+// inside). A transposed input is then read in memory order, and an output allocated by the
+// iterator gets strides in the same order.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "dk/array_ref.h"
+#include "dk/core_types.h"
+#include "dk/dtype_dispatch.h"
+#include "dk/error.h"
+#include "dk/half.h"
+#include "dk/scalar.h"
+#include "dk/tensor.h"
+
+namespace dk::native {
+
+// ---- values ----
+
+// The type a kernel computes in for elements of type T: float for the 16-bit floats (Note
+// [16-bit float arithmetic]), T itself otherwise.
+template <class T>
+struct OpMathType {
+  using type = T;
+};
+template <>
+struct OpMathType<Half> {
+  using type = float;
+};
+template <>
+struct OpMathType<BFloat16> {
+  using type = float;
+};
+template <class T>
+using opmath_t = typename OpMathType<T>::type;
+
+template <class T>
+inline constexpr bool is16BitFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// `value` as a To, the way PyTorch's casts behave on x86, without C++'s undefined cases:
+// integers wrap modulo 2^n; a floating value becomes an integer by truncation, and one out of
+// range (or NaN) becomes the most negative value of int32 (for types up to 32 bits, then
+// narrowed) or int64, as the x86 conversion instructions give; anything nonzero (NaN included)
+// becomes true; the 16-bit floats convert through float.
+template <class To, class From>
+inline To convertValue(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (is16BitFloat<From>) {
+    return convertValue<To>(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else if constexpr (std::is_integral_v<To>) {
+    if constexpr (std::is_integral_v<From>) {
+      return static_cast<To>(value);
+    } else if constexpr (sizeof(To) <= 4) {
+      auto d = static_cast<double>(value);
+      int32_t i = d > -2147483649.0 && d < 2147483648.0 ? static_cast<int32_t>(d) : INT32_MIN;
+      return static_cast<To>(i);
+    } else {
+      auto d = static_cast<double>(value);
+      int64_t i = d >= -9223372036854775808.0 && d < 9223372036854775808.0 ? static_cast<int64_t>(d) : INT64_MIN;
+      return static_cast<To>(i);
+    }
+  } else if constexpr (is16BitFloat<To>) {
+    return To(static_cast<float>(value));
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+// A Scalar converted to T (unchecked, like convertValue).
+template <class T>
+inline T scalarTo(const Scalar& s) {
+  if (s.isFloatingPoint()) return convertValue<T>(s.toDouble());
+  if (s.isBoolean()) return convertValue<T>(s.toBool());
+  return convertValue<T>(s.toLong());
+}
+
+// Integer arithmetic wraps modulo 2^n as in PyTorch (done in the unsigned type, where C++
+// defines it); bool + is or, bool * is and; floating types compute as usual.
+template <class T>
+inline T addValues(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) return a || b;
+  else if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+  else return a + b;
+}
+template <class T>
+inline T subValues(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) - static_cast<std::make_unsigned_t<T>>(b));
+  else return a - b;
+}
+template <class T>
+inline T mulValues(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) return a && b;
+  else if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
+  else return a * b;
+}
+
+// PyTorch's canCast: whether a result of dtype `from` may be written to a tensor of dtype `to`
+// (no floating -> integral, nothing but bool -> bool).
+bool canCast(ScalarType from, ScalarType to);
+
+// ---- checks shared by the CPU kernels ----
+
+// "<op>: expected all tensors to be on the same device, but found at least two devices, cpu and
+// cuda:0" when `t` is defined and not on the cpu.
+void checkOnCpu(const char* op, const Tensor& t);
+
+// "unsupported operation: more than one element of the written-to tensor refers to a single
+// memory location. Please clone() the tensor before performing the operation." when `t` has a
+// dim of size > 1 and stride 0.
+void assertNoInternalOverlap(const Tensor& t);
+
+// Whether the bytes `a` and `b` can reach intersect (false when they use different storages).
+bool mayOverlap(const Tensor& a, const Tensor& b);
+// The same elements at the same addresses: data pointer, dtype, sizes and strides all equal.
+bool aliasesExactly(const Tensor& a, const Tensor& b);
+
+// Gives out= tensor `out` the sizes `shape` (contiguous), growing its storage when it is too
+// small (keeping the bytes it had). A tensor that had elements and another shape is resized
+// with PyTorch's deprecation warning. Returns whether anything changed. Errors:
+//   "Trying to resize storage that is not resizable" (memory from from_blob)
+bool resizeOutput(const Tensor& out, IntArrayRef shape);
+
+// A new contiguous tensor holding src's values as `dtype`.
+Tensor castToDtype(const Tensor& src, ScalarType dtype);
+
+// ---- the iterator ----
+
+class TensorIterator;
+
+// What a kernel asks of its TensorIterator (Note [CPU TensorIterator]). Setters chain.
+class TensorIteratorConfig {
+ public:
+  // `op_name` starts every error message; it must outlive the iterator.
+  explicit TensorIteratorConfig(const char* op_name) : op_name_(op_name) {}
+
+  // The tensor written: an undefined one to have the iterator allocate the result.
+  TensorIteratorConfig& add_output(const Tensor& out);
+  TensorIteratorConfig& add_input(const Tensor& in);
+  // An input that keeps its dtype and takes no part in promotion (where's condition).
+  TensorIteratorConfig& add_input_keeping_dtype(const Tensor& in);
+
+  // Compute in the common dtype: result_type of the inputs, cast to it.
+  TensorIteratorConfig& promote_inputs_to_common_dtype(bool on);
+  // With promotion, an integral or bool common dtype becomes get_default_dtype() (div, exp).
+  TensorIteratorConfig& promote_integer_inputs_to_float(bool on);
+  // Compute in `dtype` instead of the promoted dtype (kernels with Scalar operands work it
+  // out themselves); inputs are cast to it.
+  TensorIteratorConfig& common_dtype(ScalarType dtype);
+  // The result has this dtype whatever the common one is (comparisons: Bool).
+  TensorIteratorConfig& output_dtype(ScalarType dtype);
+  // Whether an out= tensor of another shape may be resized (an in-place output never is).
+  TensorIteratorConfig& resize_outputs(bool on);
+
+  TensorIterator build() const;
+
+ private:
+  friend class TensorIterator;
+  struct Input {
+    Tensor tensor;
+    bool keeps_dtype;
+  };
+  const char* op_name_;
+  Tensor output_;
+  std::vector<Input> inputs_;
+  bool promote_inputs_ = false;
+  bool promote_integer_inputs_to_float_ = false;
+  std::optional<ScalarType> common_dtype_;
+  std::optional<ScalarType> output_dtype_;
+  bool resize_outputs_ = true;
+};
+
+class TensorIterator {
+ public:
+  static constexpr int kMaxOperands = 4;
+
+  // Operands used as they are, for kernels that manage dtypes and outputs themselves (copy_,
+  // fill_, reductions): operands[0] gives the shape, the others broadcast to it ("output with
+  // shape [2] doesn't match the broadcast shape [3]"). No casting, allocation or overlap checks.
+  static TensorIterator overOperands(const char* op_name, std::vector<Tensor> operands);
+
+  // The tensor the kernel returns: the allocated result, or the out= / in-place tensor.
+  const Tensor& output() const { return result_; }
+  ScalarType common_dtype() const { return common_dtype_; }
+  // Operand 0 is the output; inputs follow in the order they were added.
+  int noperands() const { return static_cast<int>(operands_.size()); }
+  const Tensor& operand(int i) const { return operands_[static_cast<size_t>(i)]; }
+  ScalarType dtype(int i) const { return operand(i).dtype(); }
+  int64_t numel() const { return numel_; }
+  // After coalescing, innermost first.
+  int64_t ndim() const { return static_cast<int64_t>(shape_.size()); }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t strideBytes(int op, int64_t dim) const { return strides_[static_cast<size_t>(op * ndim() + dim)]; }
+
+  // Calls loop(data, strides, n) once per run of the innermost dim: data[k] points at operand
+  // k's first element of the run, strides[k] is its step in bytes, n the run's length. The
+  // all-contiguous case is one call over every element.
+  template <class Loop>
+  void forEachRun(Loop&& loop) const;
+
+  // Copies a temporary output into the out= tensor it stands for (Note [CPU TensorIterator],
+  // step 3). cpu_kernel calls it; kernels looping with forEachRun themselves must too.
+  void finish();
+
+ private:
+  friend class TensorIteratorConfig;
+  TensorIterator() = default;
+  // Steps 4 and 6: strides per operand in iteration order, then coalescing.
+  void computeGeometry(IntArrayRef shape, const std::vector<int64_t>& order);
+
+  const char* op_name_ = "";
+  std::vector<Tensor> operands_;
+  Tensor result_;
+  bool copy_back_ = false;
+  ScalarType common_dtype_ = ScalarType::Undefined;
+  int64_t numel_ = 0;
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_;  // operand-major: strides_[op * ndim + dim], in bytes
+  std::array<char*, kMaxOperands> data_{};
+};
+
+template <class Loop>
+void TensorIterator::forEachRun(Loop&& loop) const {
+  if (numel_ == 0) return;
+  const int nops = noperands();
+  const int64_t nd = ndim();
+  std::array<char*, kMaxOperands> ptrs = data_;
+  std::array<int64_t, kMaxOperands> inner{};
+  for (int k = 0; k < nops; ++k) inner[static_cast<size_t>(k)] = nd == 0 ? 0 : strideBytes(k, 0);
+  if (nd <= 1) {
+    loop(ptrs.data(), inner.data(), nd == 0 ? int64_t{1} : shape_[0]);
+    return;
+  }
+  // Per-dim counters over the outer dims; pointers move by one stride per step and rewind a
+  // whole dim when it wraps.
+  std::vector<int64_t> counter(static_cast<size_t>(nd), 0);
+  while (true) {
+    loop(ptrs.data(), inner.data(), shape_[0]);
+    int64_t d = 1;
+    for (; d < nd; ++d) {
+      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] += strideBytes(k, d);
+      if (++counter[static_cast<size_t>(d)] < shape_[static_cast<size_t>(d)]) break;
+      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] -= strideBytes(k, d) * shape_[static_cast<size_t>(d)];
+      counter[static_cast<size_t>(d)] = 0;
+    }
+    if (d == nd) return;
+  }
+}
+
+// ---- the elementwise loop ----
+
+namespace loop_detail {
+
+// Note [Blocked elementwise loop]
+// Each run is processed in blocks of kBlockSize elements: every input block is loaded into a
+// local array (a contiguous input by a plain copy, a broadcast one by repeating its single
+// value, a strided one element by element), converted to its opmath type; then one loop computes
+// and stores the block. The loops have a constant trip count, which GCC vectorizes even at -O2
+// (whose cost model refuses loops that need a scalar epilogue), and since every load of a
+// block happens before its stores, an output that is exactly an input (in-place) is safe
+// without alias checks. The last partial block runs the same code with a runtime count.
+inline constexpr int64_t kBlockSize = 16;
+
+template <bool Full, class T>
+inline void loadBlock(opmath_t<T>* dst, const char* base, int64_t stride, int64_t begin, int64_t count) {
+  const int64_t m = Full ? kBlockSize : count;
+  if (stride == static_cast<int64_t>(sizeof(T))) {
+    const T* p = reinterpret_cast<const T*>(base) + begin;
+    for (int64_t j = 0; j < m; ++j) dst[j] = static_cast<opmath_t<T>>(p[j]);
+  } else if (stride == 0) {
+    const auto v = static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(base));
+    for (int64_t j = 0; j < m; ++j) dst[j] = v;
+  } else {
+    const char* p = base + begin * stride;
+    for (int64_t j = 0; j < m; ++j) dst[j] = static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(p + j * stride));
+  }
+}
+
+template <bool Full, class Out, class Compute>
+inline void storeBlock(char* base, int64_t stride, int64_t begin, int64_t count, const Compute& compute) {
+  const int64_t m = Full ? kBlockSize : count;
+  if (stride == static_cast<int64_t>(sizeof(Out))) {
+    Out* p = reinterpret_cast<Out*>(base) + begin;
+    for (int64_t j = 0; j < m; ++j) p[j] = static_cast<Out>(compute(j));
+  } else {
+    char* p = base + begin * stride;
+    for (int64_t j = 0; j < m; ++j) *reinterpret_cast<Out*>(p + j * stride) = static_cast<Out>(compute(j));
+  }
+}
+
+template <class Out, class... In, class Op, size_t... I>
+inline void runElementwise(char* const* data, const int64_t* strides, int64_t n, const Op& op,
+                           std::index_sequence<I...>) {
+  std::tuple<std::array<opmath_t<In>, kBlockSize>...> blocks;
+  int64_t i = 0;
+  for (; i + kBlockSize <= n; i += kBlockSize) {
+    (loadBlock<true, In>(std::get<I>(blocks).data(), data[I + 1], strides[I + 1], i, kBlockSize), ...);
+    storeBlock<true, Out>(data[0], strides[0], i, kBlockSize,
+                          [&](int64_t j) { return op(std::get<I>(blocks)[static_cast<size_t>(j)]...); });
+  }
+  if (i < n) {
+    const int64_t rest = n - i;
+    (loadBlock<false, In>(std::get<I>(blocks).data(), data[I + 1], strides[I + 1], i, rest), ...);
+    storeBlock<false, Out>(data[0], strides[0], i, rest,
+                           [&](int64_t j) { return op(std::get<I>(blocks)[static_cast<size_t>(j)]...); });
+  }
+}
+
+}  // namespace loop_detail
+
+// Runs out = op(in...) over every element of `iter`, whose operand 0 holds Out and whose
+// inputs hold In... in order; op takes opmath_t<In>... (Note [Blocked elementwise loop]). Then
+// finishes the iterator.
+template <class Out, class... In, class Op>
+void cpu_kernel(TensorIterator& iter, const Op& op) {
+  DK_CHECK(iter.noperands() == static_cast<int>(sizeof...(In)) + 1, "cpu_kernel: the iterator has ",
+           iter.noperands(), " operands, the loop takes ", sizeof...(In) + 1);
+  iter.forEachRun([&](char* const* data, const int64_t* strides, int64_t n) {
+    loop_detail::runElementwise<Out, In...>(data, strides, n, op, std::index_sequence_for<In...>{});
+  });
+  iter.finish();
+}
+
+}  // namespace dk::native

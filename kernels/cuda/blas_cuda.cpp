@@ -1,0 +1,180 @@
+// CUDA kernels of the matrix products (mm, mm.out, bmm, addmm) through cuBLAS.
+//
+// Note [Row-major GEMM through cuBLAS]
+// cuBLAS is column-major. A row-major C = A @ B (m x k times k x n) is, read column-major,
+// C^T = B^T @ A^T: so cuBLAS computes the n x m product of B's and A's memory, in that order,
+// into C with leading dimension n. A matrix whose rows are contiguous (strides [ld, 1]) reads
+// column-major as its transpose, which is what that product wants (op N, leading dimension
+// ld); one whose columns are contiguous (strides [1, ld]) is the matrix itself (op T). Any
+// other layout is copied to a contiguous one first. Float, Double, Half and BFloat16 run
+// cublasGemmEx (strided-batched for bmm) with float accumulation for the 16-bit types and
+// without TF32 (the default math mode), as PyTorch does by default. cuBLAS has no integral
+// GEMM: those dtypes raise "mm: unsupported dtype Long" once there is something to multiply
+// (an empty product, or one over an empty inner dim, needs no GEMM), as in PyTorch.
+#include <cublas_v2.h>
+
+#include <climits>
+#include <mutex>
+#include <vector>
+
+#include "../meta/shape_functions.h"
+#include "cuda_error.h"
+#include "cuda_utils.h"
+#include "device_guard.h"
+#include "dk/error.h"
+#include "dk/generated/NativeFunctions.h"
+
+namespace dk::native {
+
+namespace {
+
+void checkCublas(cublasStatus_t status, const char* what) {
+  DK_CHECK(status == CUBLAS_STATUS_SUCCESS, "cuBLAS error: ", cublasGetStatusString(status), " (", what, ")");
+}
+
+// One handle per device for each thread (handles are not meant to be shared between threads).
+// They live as long as the thread.
+cublasHandle_t handleForCurrentDevice() {
+  struct Handles {
+    std::vector<cublasHandle_t> by_device;
+    ~Handles() {
+      for (cublasHandle_t h : by_device)
+        if (h != nullptr) (void)cublasDestroy(h);
+    }
+  };
+  thread_local Handles handles;
+  auto device = static_cast<size_t>(cuda::currentDevice());
+  if (handles.by_device.size() <= device) handles.by_device.resize(device + 1, nullptr);
+  if (handles.by_device[device] == nullptr) checkCublas(cublasCreate(&handles.by_device[device]), "cublasCreate");
+  return handles.by_device[device];
+}
+
+// How one operand's memory is handed to cuBLAS (Note [Row-major GEMM through cuBLAS]).
+struct GemmOperand {
+  Tensor tensor;  // the operand, or a contiguous copy of it
+  cublasOperation_t op;
+  int64_t ld;
+};
+
+// A [rows, cols] matrix (the last two dims of `t`; `t` may be a batch) as a cuBLAS operand.
+GemmOperand gemmOperand(const Tensor& t) {
+  int64_t rows = t.size(-2), cols = t.size(-1);
+  int64_t row_stride = t.stride(-2), col_stride = t.stride(-1);
+  if ((cols == 1 || col_stride == 1) && (rows == 1 || row_stride >= std::max<int64_t>(cols, 1))) {
+    return GemmOperand{t, CUBLAS_OP_N, rows == 1 ? std::max<int64_t>(cols, 1) : row_stride};
+  }
+  if ((rows == 1 || row_stride == 1) && (cols == 1 || col_stride >= std::max<int64_t>(rows, 1))) {
+    return GemmOperand{t, CUBLAS_OP_T, cols == 1 ? std::max<int64_t>(rows, 1) : col_stride};
+  }
+  return GemmOperand{cuda::contiguousCuda(t), CUBLAS_OP_N, std::max<int64_t>(cols, 1)};
+}
+
+int asInt(int64_t value, const char* what) {
+  DK_CHECK(value <= INT_MAX, "cuBLAS: ", what, " ", value, " does not fit in an int");
+  return static_cast<int>(value);
+}
+
+struct GemmTypes {
+  cudaDataType_t data;
+  cublasComputeType_t compute;
+};
+
+GemmTypes gemmTypes(const char* op, ScalarType dtype) {
+  switch (dtype) {
+    case kFloat: return {CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case kDouble: return {CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    case kHalf: return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
+    case kBFloat16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+    default: detail::throwUnsupportedDtype(op, dtype);  // cuBLAS has no integral GEMM
+  }
+}
+
+// result[b] = alpha * a[b] @ b[b] + beta * result[b] for `batch` matrices (batch 0: plain
+// matrices); result is contiguous and, when beta != 0, already holds the addend.
+void gemm(const char* op, const Tensor& result, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  int64_t m = result.size(-2), n = result.size(-1), k = a.size(-1);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    // Nothing to multiply: the product is zero.
+    if (beta == 0) {
+      cuda::fillCuda(result, 0);
+    } else if (beta != 1) {
+      Tensor scaled = cuda::emptyCuda(result.sizes(), result.dtype(), result.device());
+      Tensor factor = cuda::emptyCuda({}, result.dtype(), result.device());
+      cuda::fillCuda(factor, beta);
+      cuda::launch::binary(cuda::launch::BinaryOp::Mul, cuda::toLaunchDtype(result.dtype()),
+                           cuda::makeGeometry(result.sizes(), {&scaled, &result, &factor}), scaled.data_ptr(),
+                           result.data_ptr(), factor.data_ptr(), cuda::launch::ScalarArg{1, 1});
+      cuda::copyWithinDevice(result, scaled);
+    }
+    return;
+  }
+  GemmTypes types = gemmTypes(op, result.dtype());
+  GemmOperand lhs = gemmOperand(a), rhs = gemmOperand(b);
+  cublasHandle_t handle = handleForCurrentDevice();
+  float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
+  const void* alpha_p = types.compute == CUBLAS_COMPUTE_64F ? static_cast<const void*>(&alpha) : &alpha_f;
+  const void* beta_p = types.compute == CUBLAS_COMPUTE_64F ? static_cast<const void*>(&beta) : &beta_f;
+  // C^T (n x m) = B^T (n x k) @ A^T (k x m), column-major.
+  if (result.dim() == 2) {
+    checkCublas(cublasGemmEx(handle, rhs.op, lhs.op, asInt(n, "n"), asInt(m, "m"), asInt(k, "k"), alpha_p,
+                             rhs.tensor.data_ptr(), types.data, asInt(rhs.ld, "ldb"), lhs.tensor.data_ptr(),
+                             types.data, asInt(lhs.ld, "lda"), beta_p, result.data_ptr(), types.data, asInt(n, "ldc"),
+                             types.compute, CUBLAS_GEMM_DEFAULT),
+                "cublasGemmEx");
+    return;
+  }
+  int64_t batch = result.size(0);
+  if (batch == 0) return;
+  checkCublas(cublasGemmStridedBatchedEx(handle, rhs.op, lhs.op, asInt(n, "n"), asInt(m, "m"), asInt(k, "k"), alpha_p,
+                                         rhs.tensor.data_ptr(), types.data, asInt(rhs.ld, "ldb"),
+                                         rhs.tensor.stride(0), lhs.tensor.data_ptr(), types.data,
+                                         asInt(lhs.ld, "lda"), lhs.tensor.stride(0), beta_p, result.data_ptr(),
+                                         types.data, asInt(n, "ldc"), m * n, asInt(batch, "batch"), types.compute,
+                                         CUBLAS_GEMM_DEFAULT),
+              "cublasGemmStridedBatchedEx");
+}
+
+}  // namespace
+
+Tensor mm_cuda(const Tensor& self, const Tensor& mat2) {
+  meta::OutputSpec spec = meta::mm(self, mat2);
+  Tensor result = cuda::emptyCuda(spec.sizes, spec.dtype, self.device());
+  gemm("mm", result, self, mat2, 1, 0);
+  return result;
+}
+
+Tensor mm_out_cuda(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  meta::OutputSpec spec = meta::mm(self, mat2, /*check_dtype_support=*/false);
+  meta::checkOutDtypeExact(out, spec.dtype);
+  meta::resizeOutput(out, spec.sizes);
+  if (out.is_contiguous()) {
+    gemm("mm", out, self, mat2, 1, 0);
+  } else {
+    Tensor result = cuda::emptyCuda(spec.sizes, spec.dtype, self.device());
+    gemm("mm", result, self, mat2, 1, 0);
+    cuda::copyWithinDevice(out, result);
+  }
+  return out;
+}
+
+Tensor bmm_cuda(const Tensor& self, const Tensor& mat2) {
+  meta::OutputSpec spec = meta::bmm(self, mat2);
+  Tensor result = cuda::emptyCuda(spec.sizes, spec.dtype, self.device());
+  gemm("bmm", result, self, mat2, 1, 0);
+  return result;
+}
+
+Tensor addmm_cuda(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                  const Scalar& alpha) {
+  meta::OutputSpec spec = meta::addmm(self, mat1, mat2, beta, alpha);
+  Tensor result = cuda::emptyCuda(spec.sizes, spec.dtype, mat1.device());
+  double beta_value = beta.toDouble();
+  // With beta 0 self is not read at all (its NaNs do not reach the result), as in PyTorch. self
+  // may have another dtype: the copy converts it.
+  if (beta_value != 0) cuda::copyWithinDevice(result, self);
+  gemm("addmm", result, mat1, mat2, alpha.toDouble(), beta_value);
+  return result;
+}
+
+}  // namespace dk::native

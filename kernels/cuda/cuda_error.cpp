@@ -1,0 +1,23 @@
+// CUDA runtime errors as dk::Error (kernels/cuda/cuda_error.h, and launch::throwCudaError for
+// the device code, Note [CUDA launch interface] in launch.h).
+#include "cuda_error.h"
+
+#include "dk/error.h"
+#include "launch.h"
+
+namespace dk::cuda {
+
+void throwCudaError(cudaError_t code, const char* what, const char* file, int line) {
+  (void)cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  DK_ERROR("CUDA error: ", cudaGetErrorString(code), " (", what, " at ", file, ":", line, ")");
+}
+
+}  // namespace dk::cuda
+
+namespace dk::cuda::launch {
+
+void throwCudaError(int code, const char* what, const char* file, int line) {
+  ::dk::cuda::throwCudaError(static_cast<cudaError_t>(code), what, file, line);
+}
+
+}  // namespace dk::cuda::launch

@@ -1,0 +1,76 @@
+// kernels/cuda/cuda_utils.h: host-side helpers the CUDA kernels (*_cuda.cpp) share: outputs
+// on a CUDA device, geometries for the launchers of launch.h, operands converted to a compute
+// dtype, copies between CUDA tensors and between host and device, and error flags.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "dk/array_ref.h"
+#include "dk/core_types.h"
+#include "dk/scalar.h"
+#include "dk/tensor.h"
+#include "launch.h"
+
+namespace dk::cuda {
+
+launch::Dtype toLaunchDtype(ScalarType dtype);
+
+// A contiguous, uninitialized tensor on `device` (its index resolved: resolveDevice).
+Tensor emptyCuda(IntArrayRef sizes, ScalarType dtype, Device device);
+// The same with the given strides (a pointwise result laid out like its inputs).
+Tensor emptyCudaStrided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device);
+
+// The geometry of an elementwise loop over `sizes`: operand k is operands[k] broadcast to
+// `sizes` (0 strides along broadcast dims; expand rules checked). Dims of size 1 are dropped and
+// dims every operand walks contiguously merged. Error: "CUDA kernels support at most 16 dims
+// after merging, got 17".
+launch::Geometry makeGeometry(IntArrayRef sizes, std::initializer_list<const Tensor*> operands);
+
+// A Scalar as a launcher argument (both its double and its int64 value).
+launch::ScalarArg scalarArg(const Scalar& value);
+// `value` converted to `dtype` (Scalar::to), as the raw bits of one element.
+uint64_t scalarBits(const Scalar& value, ScalarType dtype);
+// The element at `data` (host memory) of dtype `dtype`.
+Scalar readScalar(const void* data, ScalarType dtype);
+
+// The CUDA device a pointwise operator runs on: the device of the first operand that is not a
+// 0-dim CPU tensor.
+Device computeDevice(std::initializer_list<const Tensor*> operands);
+
+// `t` ready for a launcher computing in `dtype` on `device`: t itself when it already is,
+// a converted contiguous copy when its dtype differs, an uploaded 0-dim tensor when it is a
+// 0-dim CPU tensor.
+Tensor operandOn(const Tensor& t, ScalarType dtype, Device device);
+// t converted to `dtype` (a contiguous copy), or t when it has that dtype.
+Tensor convertCuda(const Tensor& t, ScalarType dtype);
+// t, or a contiguous copy of it.
+Tensor contiguousCuda(const Tensor& t);
+
+// dst = src broadcast to dst's sizes and converted to dst's dtype; both on the same CUDA device.
+void copyWithinDevice(const Tensor& dst, const Tensor& src);
+// Every element of t (a CUDA tensor) set to `value` converted to t's dtype.
+void fillCuda(const Tensor& t, const Scalar& value);
+
+// Device memory for a kernel's error report (two int64, zeroed): see launch::nllLoss.
+Tensor errorFlag(Device device);
+// Raises dk::Error(message(value)) when the kernel reported value through `flag`.
+template <class MessageFn>
+void checkErrorFlag(const Tensor& flag, MessageFn message);
+// The flag's two values, copied to the host (waits for the device).
+void readErrorFlag(const Tensor& flag, int64_t out[2]);
+
+template <class MessageFn>
+void checkErrorFlag(const Tensor& flag, MessageFn message) {
+  int64_t values[2];
+  readErrorFlag(flag, values);
+  if (values[0] != 0) throw Error(message(values[1]));
+}
+
+// Copies between a host buffer and a tensor's elements in row-major order, whatever the
+// tensor's strides; itemsize bytes each.
+void gatherHost(void* dst_contiguous, const void* src, IntArrayRef sizes, IntArrayRef strides, size_t itemsize);
+void scatterHost(void* dst, IntArrayRef sizes, IntArrayRef strides, const void* src_contiguous, size_t itemsize);
+
+}  // namespace dk::cuda

@@ -1,0 +1,142 @@
+// kernels/cuda/launch.h: the interface between the CUDA kernels' host code (the *_cuda.cpp
+// files, C++20, compiled by g++) and the device code (the .cu files, compiled by nvcc).
+//
+// Note [CUDA launch interface]
+// The .cu files include this header and the CUDA headers only: no dk/ header, no Tensor. Shapes,
+// dtypes, checks, allocation and broadcasting are worked out in the .cpp files, which hand
+// the device code raw pointers, a dtype code and a Geometry (sizes plus per-operand strides,
+// in elements, already broadcast and collapsed). That keeps nvcc away from the C++20 runtime
+// headers and keeps every device template instantiation in one place per operator family.
+// Every launcher runs on the current device's legacy default stream and checks the launch;
+// failures are raised as dk::Error through throwCudaError (defined in cuda_error.cpp).
+//
+// Written in the C++17 subset both compilers accept.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dk::cuda::launch {
+
+// Dims an elementwise or reduction geometry may have after collapsing.
+constexpr int kMaxDims = 16;
+// Operands of an elementwise loop: the output first, then up to three inputs.
+constexpr int kMaxOperands = 4;
+
+// The dtypes, numbered as dk::ScalarType (checked by a static_assert in cuda_utils.cpp).
+enum class Dtype : int8_t { Byte, Char, Int, Long, Half, Float, Double, Bool, BFloat16 };
+
+// An elementwise loop: `numel` elements over `ndim` dims of `sizes`; operand k reads or
+// writes element (i0, ..., in) at sum(i_d * strides[k][d]) elements from its pointer.
+struct Geometry {
+  int32_t ndim = 0;
+  int32_t num_operands = 0;
+  int64_t numel = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxOperands][kMaxDims] = {};
+};
+
+// A reduction: output element o (outputs are contiguous, `num_outputs` of them) reduces the
+// `reduce_numel` input elements at base(o) + offset(r), where base decomposes o over
+// `kept_sizes` with `kept_strides` and offset decomposes r (row-major) over `reduced_sizes`
+// with `reduced_strides`. Strides are in input elements.
+struct ReduceGeometry {
+  int32_t kept_ndim = 0;
+  int32_t reduced_ndim = 0;
+  int64_t num_outputs = 0;
+  int64_t reduce_numel = 1;
+  int64_t kept_sizes[kMaxDims] = {};
+  int64_t kept_strides[kMaxDims] = {};
+  int64_t reduced_sizes[kMaxDims] = {};
+  int64_t reduced_strides[kMaxDims] = {};
+};
+
+// A Scalar argument, ready for either kind of dtype: kernels of floating dtypes read `f`,
+// integral ones `i`, Bool reads i != 0.
+struct ScalarArg {
+  double f = 0;
+  int64_t i = 0;
+};
+
+// Raises dk::Error "CUDA error: <cudaGetErrorString(code)> (<what> at <file>:<line>)".
+[[noreturn]] void throwCudaError(int code, const char* what, const char* file, int line);
+
+// ---------------------------------------------------------------- copies and fills
+
+// dst = src converted to dst's dtype (operands: 0 dst, 1 src).
+void copy(const Geometry& g, void* dst, Dtype dst_dtype, const void* src, Dtype src_dtype);
+// Every element of dst (operand 0) set to the `element_size`-byte pattern in the low bytes of
+// `bits` (the value already converted to dst's dtype on the host).
+void fill(const Geometry& g, void* dst, int element_size, uint64_t bits);
+// out[i] = start + i * step for a contiguous out of n elements, computed in double for floating
+// dtypes and int64 for integral ones (as the CPU kernel), then converted.
+void arange(Dtype dtype, void* out, int64_t n, ScalarArg start, ScalarArg step);
+// Counter-based random numbers (Philox-4x32-10 keyed by `seed`): element i depends only on
+// (seed, i). uniform: [0, 1); normal: mean 0, standard deviation 1. Contiguous out, floating
+// dtypes.
+void uniform(Dtype dtype, void* out, int64_t n, uint64_t seed);
+void normal(Dtype dtype, void* out, int64_t n, uint64_t seed);
+
+// ---------------------------------------------------------------- pointwise
+
+enum class BinaryOp : int8_t {
+  Add,          // a + alpha * b
+  Sub,          // a - alpha * b
+  Mul,
+  Div,          // true division (callers pass floating dtypes)
+  Maximum,      // NaN-propagating
+  Minimum,
+  SquaredDiff,  // (a - b)^2, for mse_loss
+  Eq,           // comparisons write Bool
+  Gt,
+  Lt,
+};
+// out = op(a, b); a and b have `dtype`, and so does out except for comparisons (Bool).
+// Operands: 0 out, 1 a, 2 b.
+void binary(BinaryOp op, Dtype dtype, const Geometry& g, void* out, const void* a, const void* b, ScalarArg alpha);
+
+enum class UnaryOp : int8_t { Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh };
+// out = op(in), both of `dtype`. Operands: 0 out, 1 in.
+void unary(UnaryOp op, Dtype dtype, const Geometry& g, void* out, const void* in);
+// out = min(max(in, min), max) with the bounds that are given; NaN inputs stay NaN.
+void clamp(Dtype dtype, const Geometry& g, void* out, const void* in, const ScalarArg* min, const ScalarArg* max);
+// out = in ** exponent. For integral dtypes the exponent is a non-negative integer.
+void powScalar(Dtype dtype, const Geometry& g, void* out, const void* in, ScalarArg exponent);
+// out = cond ? a : b; cond is Bool or Byte. Operands: 0 out, 1 cond, 2 a, 3 b.
+void where(Dtype dtype, Dtype cond_dtype, const Geometry& g, void* out, const void* cond, const void* a,
+           const void* b);
+
+// ---------------------------------------------------------------- reductions
+
+enum class ReduceOp : int8_t {
+  Sum,     // out: dtype (accumulated in float for 16-bit floats, int64 for integral dtypes)
+  Mean,    // Sum / reduce_numel
+  Max,     // out: dtype, indices: int64 (NaN wins; ties go to the lowest index)
+  ArgMax,  // indices only
+};
+// `in` and `out` have `dtype`; `indices` (int64, contiguous) is written for Max and ArgMax.
+void reduce(ReduceOp op, Dtype dtype, const ReduceGeometry& g, void* out, int64_t* indices, const void* in);
+
+// ---------------------------------------------------------------- neural networks
+
+// Softmax (or log-softmax) of a contiguous input seen as [outer, dim_size, inner] along the
+// middle dim, into a contiguous out of out_dtype (in_dtype, or Float from Half).
+void softmax(bool log, Dtype in_dtype, Dtype out_dtype, void* out, const void* in, int64_t outer, int64_t dim_size,
+             int64_t inner);
+
+// nll_loss over a contiguous input [batch, classes] (batch = 1 without a batch dim), a
+// contiguous target [batch] of target_dtype (Long or Byte) and an optional contiguous weight
+// [classes]. reduction: 0 none (out [batch]), 1 mean, 2 sum (out: one element). A target out
+// of [0, classes) that is not ignore_index sets error[0] = 1 and error[1] = the target
+// (error: two int64 on the device, zeroed by the caller).
+void nllLoss(Dtype dtype, Dtype target_dtype, int reduction, void* out, const void* input, const void* target,
+             const void* weight, int64_t batch, int64_t classes, int64_t ignore_index, int64_t* error);
+
+// out[i, j] = weight[indices[i], j] for a contiguous out [num_indices, dim]; weight has
+// `num_weights` rows and the given strides; indices (Long or Int) are contiguous. An index
+// out of [0, num_weights) sets error[0] = 1 and error[1] = the index.
+void embedding(Dtype dtype, Dtype index_dtype, void* out, const void* weight, int64_t weight_stride0,
+               int64_t weight_stride1, int64_t num_weights, int64_t dim, const void* indices, int64_t num_indices,
+               int64_t* error);
+
+}  // namespace dk::cuda::launch

@@ -1,0 +1,326 @@
+// Device code of the pointwise operators: binary, comparison, unary, clamp, pow, where
+// (kernels/cuda/launch.h). Each operator is a functor on T's accumulate type (kernel_helpers.h);
+// one grid-stride kernel per arity applies it over a Geometry.
+#include "kernel_helpers.h"
+
+namespace dk::cuda::launch {
+
+namespace {
+
+using namespace device;
+
+// ---------------------------------------------------------------- math on the accumulate type
+
+template <class A>
+__device__ __forceinline__ A mathExp(A x) {
+  if constexpr (std::is_same_v<A, float>) return expf(x); else return exp(x);
+}
+template <class A>
+__device__ __forceinline__ A mathLog(A x) {
+  if constexpr (std::is_same_v<A, float>) return logf(x); else return log(x);
+}
+template <class A>
+__device__ __forceinline__ A mathSqrt(A x) {
+  if constexpr (std::is_same_v<A, float>) return sqrtf(x); else return sqrt(x);
+}
+template <class A>
+__device__ __forceinline__ A mathSin(A x) {
+  if constexpr (std::is_same_v<A, float>) return sinf(x); else return sin(x);
+}
+template <class A>
+__device__ __forceinline__ A mathCos(A x) {
+  if constexpr (std::is_same_v<A, float>) return cosf(x); else return cos(x);
+}
+template <class A>
+__device__ __forceinline__ A mathTanh(A x) {
+  if constexpr (std::is_same_v<A, float>) return tanhf(x); else return tanh(x);
+}
+template <class A>
+__device__ __forceinline__ A mathErf(A x) {
+  if constexpr (std::is_same_v<A, float>) return erff(x); else return erf(x);
+}
+template <class A>
+__device__ __forceinline__ A mathPow(A x, A y) {
+  if constexpr (std::is_same_v<A, float>) return powf(x, y); else return pow(x, y);
+}
+
+// ---------------------------------------------------------------- binary
+
+template <class A>
+struct AddOp {
+  A alpha;
+  __device__ A operator()(A a, A b) const {
+    if constexpr (std::is_same_v<A, bool>) return a || (alpha && b); else return a + alpha * b;
+  }
+};
+template <class A>
+struct SubOp {
+  A alpha;
+  __device__ A operator()(A a, A b) const { return a - alpha * b; }
+};
+template <class A>
+struct MulOp {
+  __device__ A operator()(A a, A b) const {
+    if constexpr (std::is_same_v<A, bool>) return a && b; else return a * b;
+  }
+};
+template <class A>
+struct DivOp {
+  __device__ A operator()(A a, A b) const { return a / b; }
+};
+template <class A>
+struct MaximumOp {
+  __device__ A operator()(A a, A b) const {
+    if (isNan(a)) return a;
+    if (isNan(b)) return b;
+    return a < b ? b : a;
+  }
+};
+template <class A>
+struct MinimumOp {
+  __device__ A operator()(A a, A b) const {
+    if (isNan(a)) return a;
+    if (isNan(b)) return b;
+    return b < a ? b : a;
+  }
+};
+template <class A>
+struct SquaredDiffOp {
+  __device__ A operator()(A a, A b) const { return (a - b) * (a - b); }
+};
+template <class A>
+struct EqOp {
+  __device__ bool operator()(A a, A b) const { return a == b; }
+};
+template <class A>
+struct GtOp {
+  __device__ bool operator()(A a, A b) const { return a > b; }
+};
+template <class A>
+struct LtOp {
+  __device__ bool operator()(A a, A b) const { return a < b; }
+};
+
+template <class T, class Out, class F>
+__global__ void binaryKernel(Geometry g, Out* out, const T* a, const T* b, F f) {
+  DK_CUDA_KERNEL_LOOP(i, g.numel) {
+    Offsets<3> off(g, i);
+    store(out + off.at[0], f(load(a + off.at[1]), load(b + off.at[2])));
+  }
+}
+
+template <class T, class Out, class F>
+void launchBinary(const Geometry& g, void* out, const void* a, const void* b, F f) {
+  binaryKernel<T, Out, F><<<blocksFor(g.numel), kBlockSize>>>(g, static_cast<Out*>(out), static_cast<const T*>(a),
+                                                               static_cast<const T*>(b), f);
+}
+
+// ---------------------------------------------------------------- unary
+
+template <class A, UnaryOp Op>
+struct UnaryFn {
+  __device__ A operator()(A x) const {
+    if constexpr (Op == UnaryOp::Neg) {
+      return -x;
+    } else if constexpr (Op == UnaryOp::Abs) {
+      if constexpr (std::is_unsigned_v<A>) return x; else return x < A(0) ? -x : x;
+    } else if constexpr (Op == UnaryOp::Relu) {
+      return x < A(0) ? A(0) : x;  // NaN stays NaN
+    } else if constexpr (Op == UnaryOp::Exp) {
+      return mathExp(x);
+    } else if constexpr (Op == UnaryOp::Log) {
+      return mathLog(x);
+    } else if constexpr (Op == UnaryOp::Sqrt) {
+      return mathSqrt(x);
+    } else if constexpr (Op == UnaryOp::Rsqrt) {
+      return A(1) / mathSqrt(x);
+    } else if constexpr (Op == UnaryOp::Sin) {
+      return mathSin(x);
+    } else if constexpr (Op == UnaryOp::Cos) {
+      return mathCos(x);
+    } else if constexpr (Op == UnaryOp::Tanh) {
+      return mathTanh(x);
+    } else if constexpr (Op == UnaryOp::Sigmoid) {
+      return A(1) / (A(1) + mathExp(-x));
+    } else if constexpr (Op == UnaryOp::GeluErf) {
+      return A(0.5) * x * (A(1) + mathErf(x * A(0.70710678118654752440)));
+    } else {
+      static_assert(Op == UnaryOp::GeluTanh);
+      const A kBeta = A(0.79788456080286535588);  // sqrt(2 / pi)
+      const A kKappa = A(0.044715);
+      return A(0.5) * x * (A(1) + mathTanh(kBeta * (x + kKappa * x * x * x)));
+    }
+  }
+};
+
+template <class A>
+struct ClampFn {
+  bool has_min, has_max;
+  A min, max;
+  __device__ A operator()(A x) const {
+    if (isNan(x)) return x;
+    if (has_min && x < min) x = min;
+    if (has_max && x > max) x = max;
+    return x;
+  }
+};
+
+template <class A>
+struct PowFn {
+  A exponent;
+  __device__ A operator()(A x) const {
+    if constexpr (std::is_integral_v<A>) {
+      // Square-and-multiply in unsigned arithmetic, which wraps like T's own overflow.
+      uint64_t base = static_cast<uint64_t>(x), result = 1;
+      for (int64_t e = exponent; e > 0; e >>= 1) {
+        if (e & 1) result *= base;
+        base *= base;
+      }
+      return static_cast<A>(result);
+    } else {
+      if (exponent == A(2)) return x * x;
+      if (exponent == A(1)) return x;
+      return mathPow(x, exponent);
+    }
+  }
+};
+
+template <class T, class F>
+__global__ void unaryKernel(Geometry g, T* out, const T* in, F f) {
+  DK_CUDA_KERNEL_LOOP(i, g.numel) {
+    Offsets<2> off(g, i);
+    store(out + off.at[0], f(load(in + off.at[1])));
+  }
+}
+
+template <class T, class F>
+void launchUnary(const Geometry& g, void* out, const void* in, F f) {
+  unaryKernel<T, F><<<blocksFor(g.numel), kBlockSize>>>(g, static_cast<T*>(out), static_cast<const T*>(in), f);
+}
+
+template <class T, class C>
+__global__ void whereKernel(Geometry g, T* out, const C* cond, const T* a, const T* b) {
+  DK_CUDA_KERNEL_LOOP(i, g.numel) {
+    Offsets<4> off(g, i);
+    out[off.at[0]] = cond[off.at[1]] ? a[off.at[2]] : b[off.at[3]];
+  }
+}
+
+[[noreturn]] void unsupported(const char* what) {
+  throwCudaError(static_cast<int>(cudaErrorInvalidValue), what, __FILE__, __LINE__);
+}
+
+}  // namespace
+
+void binary(BinaryOp op, Dtype dtype, const Geometry& g, void* out, const void* a, const void* b, ScalarArg alpha) {
+  if (g.numel == 0) return;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    constexpr bool kFloat = kIsFloating<T>;
+    constexpr bool kBool = kIsBool<T>;
+    switch (op) {
+      case BinaryOp::Add: launchBinary<T, T>(g, out, a, b, AddOp<A>{scalarAs<T>(alpha)}); return;
+      case BinaryOp::Sub:
+        if constexpr (!kBool) { launchBinary<T, T>(g, out, a, b, SubOp<A>{scalarAs<T>(alpha)}); return; }
+        break;
+      case BinaryOp::Mul: launchBinary<T, T>(g, out, a, b, MulOp<A>{}); return;
+      case BinaryOp::Div:
+        if constexpr (kFloat) { launchBinary<T, T>(g, out, a, b, DivOp<A>{}); return; }
+        break;
+      case BinaryOp::Maximum: launchBinary<T, T>(g, out, a, b, MaximumOp<A>{}); return;
+      case BinaryOp::Minimum: launchBinary<T, T>(g, out, a, b, MinimumOp<A>{}); return;
+      case BinaryOp::SquaredDiff:
+        if constexpr (kFloat) { launchBinary<T, T>(g, out, a, b, SquaredDiffOp<A>{}); return; }
+        break;
+      case BinaryOp::Eq: launchBinary<T, bool>(g, out, a, b, EqOp<A>{}); return;
+      case BinaryOp::Gt: launchBinary<T, bool>(g, out, a, b, GtOp<A>{}); return;
+      case BinaryOp::Lt: launchBinary<T, bool>(g, out, a, b, LtOp<A>{}); return;
+    }
+    unsupported("binary: operator not defined for this dtype");
+  });
+  DK_CUDA_CHECK_LAUNCH("binary");
+}
+
+void unary(UnaryOp op, Dtype dtype, const Geometry& g, void* out, const void* in) {
+  if (g.numel == 0) return;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    if constexpr (kIsBool<T>) {
+      unsupported("unary: operator not defined for Bool");
+    } else {
+      switch (op) {
+        case UnaryOp::Neg: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Neg>{}); return;
+        case UnaryOp::Abs: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Abs>{}); return;
+        case UnaryOp::Relu: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Relu>{}); return;
+        default: break;
+      }
+      if constexpr (kIsFloating<T>) {
+        switch (op) {
+          case UnaryOp::Exp: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Exp>{}); return;
+          case UnaryOp::Log: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Log>{}); return;
+          case UnaryOp::Sqrt: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Sqrt>{}); return;
+          case UnaryOp::Rsqrt: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Rsqrt>{}); return;
+          case UnaryOp::Sin: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Sin>{}); return;
+          case UnaryOp::Cos: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Cos>{}); return;
+          case UnaryOp::Tanh: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Tanh>{}); return;
+          case UnaryOp::Sigmoid: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::Sigmoid>{}); return;
+          case UnaryOp::GeluErf: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::GeluErf>{}); return;
+          case UnaryOp::GeluTanh: launchUnary<T>(g, out, in, UnaryFn<A, UnaryOp::GeluTanh>{}); return;
+          default: break;
+        }
+      }
+      unsupported("unary: operator not defined for this dtype");
+    }
+  });
+  DK_CUDA_CHECK_LAUNCH("unary");
+}
+
+void clamp(Dtype dtype, const Geometry& g, void* out, const void* in, const ScalarArg* min, const ScalarArg* max) {
+  if (g.numel == 0) return;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    if constexpr (kIsBool<T>) {
+      unsupported("clamp: not defined for Bool");
+    } else {
+      ClampFn<A> f{min != nullptr, max != nullptr, min ? scalarAs<T>(*min) : A(0), max ? scalarAs<T>(*max) : A(0)};
+      launchUnary<T>(g, out, in, f);
+    }
+  });
+  DK_CUDA_CHECK_LAUNCH("clamp");
+}
+
+void powScalar(Dtype dtype, const Geometry& g, void* out, const void* in, ScalarArg exponent) {
+  if (g.numel == 0) return;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    if constexpr (kIsBool<T>) {
+      unsupported("pow: not defined for Bool");
+    } else {
+      launchUnary<T>(g, out, in, PowFn<A>{scalarAs<T>(exponent)});
+    }
+  });
+  DK_CUDA_CHECK_LAUNCH("pow");
+}
+
+void where(Dtype dtype, Dtype cond_dtype, const Geometry& g, void* out, const void* cond, const void* a,
+           const void* b) {
+  if (g.numel == 0) return;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    unsigned blocks = blocksFor(g.numel);
+    if (cond_dtype == Dtype::Bool) {
+      whereKernel<<<blocks, kBlockSize>>>(g, static_cast<T*>(out), static_cast<const bool*>(cond),
+                                          static_cast<const T*>(a), static_cast<const T*>(b));
+    } else {
+      whereKernel<<<blocks, kBlockSize>>>(g, static_cast<T*>(out), static_cast<const uint8_t*>(cond),
+                                          static_cast<const T*>(a), static_cast<const T*>(b));
+    }
+  });
+  DK_CUDA_CHECK_LAUNCH("where");
+}
+
+}  // namespace dk::cuda::launch

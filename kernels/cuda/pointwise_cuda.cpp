@@ -1,0 +1,245 @@
+// CUDA kernels of the pointwise operators: binary, comparison, where, unary, clamp, pow.
+// Shapes, dtypes and checks come from the meta shape functions; operands are converted to
+// the compute dtype (0-dim CPU tensors uploaded), and one launcher of launch.h does the work.
+#include "../meta/shape_functions.h"
+#include "cuda_utils.h"
+#include "device_guard.h"
+#include "dk/generated/NativeFunctions.h"
+#include "dk/type_promotion.h"
+
+namespace dk::native {
+
+namespace {
+
+using Binary = cuda::launch::BinaryOp;
+using cuda::launch::UnaryOp;
+using meta::BinaryKind;
+
+// Where a pointwise result is written: straight into `out` when out has the result's sizes
+// and dtype (in-place and out= calls), else into a fresh tensor that finish() copies into out.
+struct ResultTarget {
+  Tensor result;
+  Tensor out;
+
+  Tensor finish() const {
+    if (!out.defined()) return result;
+    if (!out.is_same(result)) cuda::copyWithinDevice(out, result);
+    return out;
+  }
+};
+
+// A new result laid out as the spec says (pointwise results follow their inputs' layout).
+Tensor emptyFor(const meta::OutputSpec& spec, Device device) {
+  return cuda::emptyCudaStrided(spec.sizes, spec.allocationStrides(), spec.dtype, device);
+}
+
+ResultTarget targetFor(const meta::OutputSpec& spec, Device device, const Tensor* out) {
+  if (out != nullptr && out->dtype() == spec.dtype && IntArrayRef(out->sizes()).equals(spec.sizes)) {
+    return ResultTarget{*out, *out};
+  }
+  return ResultTarget{emptyFor(spec, device), out != nullptr ? *out : Tensor()};
+}
+
+// A 0-dim CUDA tensor holding `value` as `dtype`.
+Tensor scalarTensor(const Scalar& value, ScalarType dtype, Device device) {
+  Tensor t = cuda::emptyCuda({}, dtype, device);
+  cuda::fillCuda(t, value);
+  return t;
+}
+
+// out (or a new tensor) = op(self, other), computed in `compute`.
+Tensor runBinary(cuda::launch::BinaryOp op, const Tensor& self, const Tensor& other, const meta::OutputSpec& spec,
+                 ScalarType compute, const Scalar& alpha = 1, const Tensor* out = nullptr) {
+  Device device = cuda::computeDevice({&self, &other});
+  // The wrapper guards self's device, which is the CPU when self is a CPU scalar.
+  cuda::DeviceGuard guard(device);
+  Tensor a = cuda::operandOn(self, compute, device);
+  Tensor b = cuda::operandOn(other, compute, device);
+  ResultTarget target = targetFor(spec, device, out);
+  if (target.result.numel() > 0) {
+    cuda::launch::binary(op, cuda::toLaunchDtype(compute), cuda::makeGeometry(spec.sizes, {&target.result, &a, &b}),
+                         target.result.data_ptr(), a.data_ptr(), b.data_ptr(), cuda::scalarArg(alpha));
+  }
+  return target.finish();
+}
+
+// The dtype binary operators compute in: the result dtype, or for comparisons the promoted
+// dtype of the inputs.
+ScalarType computeDtype(const Tensor& self, const Tensor& other, const meta::OutputSpec& spec, BinaryKind kind) {
+  return kind == BinaryKind::Comparison ? result_type(self, other) : spec.dtype;
+}
+
+Tensor binaryCuda(const char* name, cuda::launch::BinaryOp op, BinaryKind kind, const Tensor& self,
+                  const Tensor& other) {
+  meta::checkDevicesAllowingCpuScalars(name, {{"self", self}, {"other", other}});
+  meta::OutputSpec spec = meta::binaryOp(self, other, kind);
+  return runBinary(op, self, other, spec, computeDtype(self, other, spec, kind));
+}
+
+Tensor addOrSubCuda(const char* name, const Tensor& self, const Tensor& other, const Scalar& alpha, bool is_sub) {
+  meta::checkDevicesAllowingCpuScalars(name, {{"self", self}, {"other", other}});
+  meta::OutputSpec spec = meta::addOrSub(self, other, alpha, is_sub);
+  return runBinary(is_sub ? Binary::Sub : Binary::Add, self, other, spec, spec.dtype, alpha);
+}
+
+// out (or a new tensor) = op(self) in the dtype of spec.
+Tensor runUnary(UnaryOp op, const Tensor& self, const meta::OutputSpec& spec, const Tensor* out = nullptr) {
+  Device device = cuda::resolveDevice(self.device());
+  Tensor in = cuda::convertCuda(self, spec.dtype);
+  ResultTarget target = targetFor(spec, device, out);
+  if (target.result.numel() > 0) {
+    cuda::launch::unary(op, cuda::toLaunchDtype(spec.dtype), cuda::makeGeometry(spec.sizes, {&target.result, &in}),
+                        target.result.data_ptr(), in.data_ptr());
+  }
+  return target.finish();
+}
+
+Tensor unaryFloatCuda(UnaryOp op, const Tensor& self) { return runUnary(op, self, meta::unaryFloatOp(self)); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- binary
+
+Tensor add_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  return addOrSubCuda("dk::add", self, other, alpha, /*is_sub=*/false);
+}
+
+Tensor add_inplace_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  meta::checkDevicesAllowingCpuScalars("dk::add_", {{"self", self, /*is_output=*/true}, {"other", other}});
+  meta::OutputSpec spec = meta::addOrSub(self, other, alpha, /*is_sub=*/false);
+  meta::checkInplace(self, spec);
+  meta::checkNoInternalOverlap(self);
+  return runBinary(Binary::Add, self, other, spec, spec.dtype, alpha, &self);
+}
+
+Tensor add_out_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  meta::checkDevicesAllowingCpuScalars("dk::add", {{"self", self}, {"other", other}, {"out", out, /*is_output=*/true}});
+  meta::OutputSpec spec = meta::addOrSub(self, other, alpha, /*is_sub=*/false);
+  meta::resizeOutput(out, spec.sizes);  // before the dtype check, as the CPU kernel
+  meta::checkCanCastToOutput(spec.dtype, out.dtype());
+  meta::checkNoInternalOverlap(out);
+  return runBinary(Binary::Add, self, other, spec, spec.dtype, alpha, &out);
+}
+
+Tensor sub_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  return addOrSubCuda("dk::sub", self, other, alpha, /*is_sub=*/true);
+}
+
+Tensor mul_cuda(const Tensor& self, const Tensor& other) {
+  return binaryCuda("dk::mul", Binary::Mul, BinaryKind::Arithmetic, self, other);
+}
+
+Tensor mul_inplace_cuda(const Tensor& self, const Tensor& other) {
+  meta::checkDevicesAllowingCpuScalars("dk::mul_", {{"self", self, /*is_output=*/true}, {"other", other}});
+  meta::OutputSpec spec = meta::binaryOp(self, other, BinaryKind::Arithmetic);
+  meta::checkInplace(self, spec);
+  meta::checkNoInternalOverlap(self);
+  return runBinary(Binary::Mul, self, other, spec, spec.dtype, 1, &self);
+}
+
+Tensor div_cuda(const Tensor& self, const Tensor& other) {
+  return binaryCuda("dk::div", Binary::Div, BinaryKind::TrueDivide, self, other);
+}
+
+Tensor maximum_cuda(const Tensor& self, const Tensor& other) {
+  return binaryCuda("dk::maximum", Binary::Maximum, BinaryKind::Arithmetic, self, other);
+}
+
+Tensor minimum_cuda(const Tensor& self, const Tensor& other) {
+  return binaryCuda("dk::minimum", Binary::Minimum, BinaryKind::Arithmetic, self, other);
+}
+
+Tensor pow_cuda(const Tensor& self, const Scalar& exponent) {
+  meta::OutputSpec spec = meta::powTensorScalar(self, exponent);
+  Tensor in = cuda::convertCuda(self, spec.dtype);
+  Tensor out = emptyFor(spec, self.device());
+  if (out.numel() > 0) {
+    cuda::launch::powScalar(cuda::toLaunchDtype(spec.dtype), cuda::makeGeometry(spec.sizes, {&out, &in}),
+                            out.data_ptr(), in.data_ptr(), cuda::scalarArg(exponent));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- comparison and where
+
+Tensor eq_cuda(const Tensor& self, const Tensor& other) {
+  return binaryCuda("dk::eq", Binary::Eq, BinaryKind::Comparison, self, other);
+}
+
+Tensor eq_cuda(const Tensor& self, const Scalar& other) {
+  meta::OutputSpec spec = meta::comparisonWithScalar(self, other);
+  ScalarType compute = result_type(self, other);
+  Device device = cuda::resolveDevice(self.device());
+  Tensor value = scalarTensor(other, compute, device);
+  return runBinary(Binary::Eq, self, value, spec, compute);
+}
+
+Tensor gt_cuda(const Tensor& self, const Tensor& other) {
+  return binaryCuda("dk::gt", Binary::Gt, BinaryKind::Comparison, self, other);
+}
+
+Tensor lt_cuda(const Tensor& self, const Tensor& other) {
+  return binaryCuda("dk::lt", Binary::Lt, BinaryKind::Comparison, self, other);
+}
+
+Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  meta::checkDevicesAllowingCpuScalars("dk::where", {{"condition", condition}, {"self", self}, {"other", other}});
+  meta::OutputSpec spec = meta::where(condition, self, other);
+  Device device = cuda::computeDevice({&condition, &self, &other});
+  cuda::DeviceGuard guard(device);  // condition, the guarded argument, may be a CPU scalar
+  Tensor cond = cuda::operandOn(condition, condition.dtype(), device);
+  Tensor a = cuda::operandOn(self, spec.dtype, device);
+  Tensor b = cuda::operandOn(other, spec.dtype, device);
+  Tensor out = emptyFor(spec, device);
+  if (out.numel() > 0) {
+    cuda::launch::where(cuda::toLaunchDtype(spec.dtype), cuda::toLaunchDtype(cond.dtype()),
+                        cuda::makeGeometry(spec.sizes, {&out, &cond, &a, &b}), out.data_ptr(), cond.data_ptr(),
+                        a.data_ptr(), b.data_ptr());
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- unary
+
+Tensor neg_cuda(const Tensor& self) { return runUnary(UnaryOp::Neg, self, meta::unaryOp(self, meta::UnaryKind::Neg)); }
+Tensor abs_cuda(const Tensor& self) { return runUnary(UnaryOp::Abs, self, meta::unaryOp(self, meta::UnaryKind::Abs)); }
+
+Tensor relu_cuda(const Tensor& self) {
+  return runUnary(UnaryOp::Relu, self, meta::unaryOp(self, meta::UnaryKind::Relu));
+}
+
+Tensor relu_inplace_cuda(const Tensor& self) {
+  meta::OutputSpec spec = meta::unaryOp(self, meta::UnaryKind::Relu);
+  meta::checkNoInternalOverlap(self);
+  return runUnary(UnaryOp::Relu, self, spec, &self);
+}
+
+Tensor gelu_cuda(const Tensor& self, std::string_view approximate) {
+  meta::GeluApproximation kind = meta::parseGeluApproximation(approximate);
+  return runUnary(kind == meta::GeluApproximation::Tanh ? UnaryOp::GeluTanh : UnaryOp::GeluErf, self,
+                  meta::unaryOp(self, meta::UnaryKind::Gelu));
+}
+
+Tensor exp_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Exp, self); }
+Tensor log_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Log, self); }
+Tensor sqrt_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Sqrt, self); }
+Tensor rsqrt_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Rsqrt, self); }
+Tensor sin_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Sin, self); }
+Tensor cos_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Cos, self); }
+Tensor tanh_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Tanh, self); }
+Tensor sigmoid_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Sigmoid, self); }
+
+Tensor clamp_cuda(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  meta::OutputSpec spec = meta::clamp(self, min, max);
+  Tensor in = cuda::convertCuda(self, spec.dtype);
+  Tensor out = emptyFor(spec, self.device());
+  if (out.numel() > 0) {
+    cuda::launch::ScalarArg lo = min ? cuda::scalarArg(*min) : cuda::launch::ScalarArg{};
+    cuda::launch::ScalarArg hi = max ? cuda::scalarArg(*max) : cuda::launch::ScalarArg{};
+    cuda::launch::clamp(cuda::toLaunchDtype(spec.dtype), cuda::makeGeometry(spec.sizes, {&out, &in}), out.data_ptr(),
+                        in.data_ptr(), min ? &lo : nullptr, max ? &hi : nullptr);
+  }
+  return out;
+}
+
+}  // namespace dk::native

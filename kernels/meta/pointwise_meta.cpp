@@ -1,0 +1,131 @@
+// Meta kernels of the pointwise operators: binary, comparison, where, unary, clamp, pow.
+// Shapes, dtypes and checks come from shape_functions.h; outputs are empty meta tensors, and
+// in-place and out= variants check (and resize) their self or out argument.
+#include "dk/generated/NativeFunctions.h"
+#include "meta_output.h"
+#include "shape_functions.h"
+
+namespace dk::native {
+
+namespace {
+
+using meta::BinaryKind;
+using meta::emptyMeta;
+using meta::UnaryKind;
+
+Tensor binaryMeta(const char* op, const Tensor& self, const Tensor& other, BinaryKind kind) {
+  meta::checkDevicesAllowingCpuScalars(op, {{"self", self}, {"other", other}});
+  return emptyMeta(meta::binaryOp(self, other, kind));
+}
+
+Tensor addOrSubMeta(const char* op, const Tensor& self, const Tensor& other, const Scalar& alpha, bool is_sub) {
+  meta::checkDevicesAllowingCpuScalars(op, {{"self", self}, {"other", other}});
+  return emptyMeta(meta::addOrSub(self, other, alpha, is_sub));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- binary
+
+Tensor add_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  return addOrSubMeta("dk::add", self, other, alpha, /*is_sub=*/false);
+}
+
+Tensor add_inplace_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  meta::checkDevicesAllowingCpuScalars("dk::add_", {{"self", self, /*is_output=*/true}, {"other", other}});
+  meta::checkInplace(self, meta::addOrSub(self, other, alpha, /*is_sub=*/false));
+  meta::checkNoInternalOverlap(self);
+  return self;
+}
+
+Tensor add_out_meta(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  meta::checkDevicesAllowingCpuScalars("dk::add", {{"self", self}, {"other", other}, {"out", out, /*is_output=*/true}});
+  meta::OutputSpec spec = meta::addOrSub(self, other, alpha, /*is_sub=*/false);
+  // As the CPU kernel: out is resized before its dtype is checked.
+  meta::resizeOutput(out, spec.sizes);
+  meta::checkCanCastToOutput(spec.dtype, out.dtype());
+  meta::checkNoInternalOverlap(out);
+  return out;
+}
+
+Tensor sub_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  return addOrSubMeta("dk::sub", self, other, alpha, /*is_sub=*/true);
+}
+
+Tensor mul_meta(const Tensor& self, const Tensor& other) {
+  return binaryMeta("dk::mul", self, other, BinaryKind::Arithmetic);
+}
+
+Tensor mul_inplace_meta(const Tensor& self, const Tensor& other) {
+  meta::checkDevicesAllowingCpuScalars("dk::mul_", {{"self", self, /*is_output=*/true}, {"other", other}});
+  meta::checkInplace(self, meta::binaryOp(self, other, BinaryKind::Arithmetic));
+  meta::checkNoInternalOverlap(self);
+  return self;
+}
+
+Tensor div_meta(const Tensor& self, const Tensor& other) {
+  return binaryMeta("dk::div", self, other, BinaryKind::TrueDivide);
+}
+
+Tensor maximum_meta(const Tensor& self, const Tensor& other) {
+  return binaryMeta("dk::maximum", self, other, BinaryKind::Arithmetic);
+}
+
+Tensor minimum_meta(const Tensor& self, const Tensor& other) {
+  return binaryMeta("dk::minimum", self, other, BinaryKind::Arithmetic);
+}
+
+Tensor pow_meta(const Tensor& self, const Scalar& exponent) { return emptyMeta(meta::powTensorScalar(self, exponent)); }
+
+// ---------------------------------------------------------------- comparison and where
+
+Tensor eq_meta(const Tensor& self, const Tensor& other) {
+  return binaryMeta("dk::eq", self, other, BinaryKind::Comparison);
+}
+
+Tensor eq_meta(const Tensor& self, const Scalar& other) { return emptyMeta(meta::comparisonWithScalar(self, other)); }
+
+Tensor gt_meta(const Tensor& self, const Tensor& other) {
+  return binaryMeta("dk::gt", self, other, BinaryKind::Comparison);
+}
+
+Tensor lt_meta(const Tensor& self, const Tensor& other) {
+  return binaryMeta("dk::lt", self, other, BinaryKind::Comparison);
+}
+
+Tensor where_meta(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  meta::checkDevicesAllowingCpuScalars("dk::where", {{"condition", condition}, {"self", self}, {"other", other}});
+  return emptyMeta(meta::where(condition, self, other));
+}
+
+// ---------------------------------------------------------------- unary
+
+Tensor neg_meta(const Tensor& self) { return emptyMeta(meta::unaryOp(self, UnaryKind::Neg)); }
+Tensor abs_meta(const Tensor& self) { return emptyMeta(meta::unaryOp(self, UnaryKind::Abs)); }
+Tensor relu_meta(const Tensor& self) { return emptyMeta(meta::unaryOp(self, UnaryKind::Relu)); }
+
+Tensor relu_inplace_meta(const Tensor& self) {
+  meta::unaryOp(self, UnaryKind::Relu);
+  meta::checkNoInternalOverlap(self);
+  return self;
+}
+
+Tensor gelu_meta(const Tensor& self, std::string_view approximate) {
+  meta::parseGeluApproximation(approximate);
+  return emptyMeta(meta::unaryOp(self, UnaryKind::Gelu));
+}
+
+Tensor exp_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
+Tensor log_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
+Tensor sqrt_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
+Tensor rsqrt_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
+Tensor sin_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
+Tensor cos_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
+Tensor tanh_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
+Tensor sigmoid_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
+
+Tensor clamp_meta(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  return emptyMeta(meta::clamp(self, min, max));
+}
+
+}  // namespace dk::native

@@ -1,0 +1,50 @@
+// AccumulateGrad: stores the gradients reaching a leaf (Note [Gradient accumulation]).
+#include "dk/autograd/accumulate_grad.h"
+
+#include <cstdint>
+#include <limits>
+#include <mutex>
+
+#include "dk/autograd/autograd_meta.h"
+#include "dk/error.h"
+#include "dk/generated/Functions.h"
+
+namespace dk::autograd {
+
+AccumulateGrad::AccumulateGrad(Tensor variable)
+    : Node(std::numeric_limits<uint64_t>::max(), {}), variable_(std::move(variable)) {
+  add_input_metadata(variable_);
+}
+
+variable_list AccumulateGrad::apply(variable_list grads) {
+  DK_CHECK(grads.size() == 1, "AccumulateGrad: expected 1 gradient, got ", grads.size());
+  if (!grads[0].defined() || !variable_.requires_grad()) return {};
+  AutogradMeta& meta = materialize_autograd_meta(variable_);
+  std::lock_guard<std::mutex> lock(meta.mutex_);
+  accumulate_into(meta.grad_, grads[0]);
+  return {};
+}
+
+void AccumulateGrad::call_tensor_pre_hooks(variable_list& grads) {
+  AutogradMeta* meta = get_autograd_meta(variable_);
+  if (meta == nullptr || grads.empty() || !grads[0].defined()) return;
+  if (std::shared_ptr<TensorHookList> hooks = meta->hooks_) grads[0] = hooks->run(std::move(grads[0]));
+}
+
+Tensor take_or_copy_gradient(const Tensor& grad) {
+  // One reference: the caller's, which it gives up, so no one else can see a later in-place
+  // change of the stored grad. A view shares its memory with its base, so it is copied.
+  if (grad.use_count() == 1 && !grad.is_view()) return grad;
+  return dk::clone(grad);
+}
+
+void accumulate_into(Tensor& slot, const Tensor& incoming) {
+  if (!incoming.defined()) return;
+  if (!slot.defined()) {
+    slot = take_or_copy_gradient(incoming);
+  } else {
+    slot = dk::add(slot, incoming);
+  }
+}
+
+}  // namespace dk::autograd

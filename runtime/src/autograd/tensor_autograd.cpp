@@ -1,0 +1,101 @@
+// Tensor's autograd members (declared in dk/tensor.h; Note [Autograd metadata]).
+#include "dk/autograd/autograd_meta.h"
+#include "dk/autograd/engine.h"
+#include "dk/autograd/node.h"
+#include "dk/error.h"
+#include "dk/local_dispatch_key_set.h"
+#include "dk/tensor.h"
+
+namespace dk {
+
+using autograd::AutogradMeta;
+using autograd::get_autograd_meta;
+using autograd::materialize_autograd_meta;
+
+const Tensor& Tensor::requires_grad_(bool requires_grad) const {
+  DK_CHECK(defined(), "requires_grad_: the tensor is undefined");
+  AutogradMeta* meta = get_autograd_meta(*this);
+  if (meta != nullptr && !meta->is_leaf()) {
+    // A non-leaf requires grad through its grad_fn: asking for that again changes nothing.
+    DK_CHECK(requires_grad, "you can only change requires_grad flags of leaf variables.");
+    return *this;
+  }
+  if (requires_grad) {
+    DK_CHECK(autograd::is_differentiable_type(dtype()), "only Tensors of floating point dtype can require gradients");
+    DK_CHECK(!is_inference() || InferenceMode::is_enabled(),
+             "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+    materialize_autograd_meta(*this).requires_grad_ = true;
+  } else if (meta != nullptr) {
+    meta->requires_grad_ = false;
+  }
+  return *this;
+}
+
+bool Tensor::requires_grad() const {
+  AutogradMeta* meta = get_autograd_meta(*this);
+  return meta != nullptr && meta->requires_grad();
+}
+
+const Tensor& Tensor::grad() const {
+  static const Tensor no_grad;
+  AutogradMeta* meta = get_autograd_meta(*this);
+  if (meta == nullptr) return no_grad;
+  return meta->retained_grad_ ? meta->retained_grad_->grad : meta->grad_;
+}
+
+Tensor& Tensor::mutable_grad() const {
+  AutogradMeta& meta = materialize_autograd_meta(*this);
+  return meta.retained_grad_ ? meta.retained_grad_->grad : meta.grad_;
+}
+
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  AutogradMeta* meta = get_autograd_meta(*this);
+  return meta != nullptr ? meta->grad_fn_ : nullptr;
+}
+
+bool Tensor::is_leaf() const {
+  AutogradMeta* meta = get_autograd_meta(*this);
+  return meta == nullptr || meta->is_leaf();
+}
+
+uint32_t Tensor::output_nr() const {
+  AutogradMeta* meta = get_autograd_meta(*this);
+  return meta != nullptr ? meta->output_nr_ : 0;
+}
+
+void Tensor::retain_grad() const {
+  DK_CHECK(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+  AutogradMeta& meta = *get_autograd_meta(*this);
+  if (meta.is_leaf() || meta.retained_grad_) return;  // a leaf keeps its grad anyway
+  meta.retained_grad_ = std::make_shared<autograd::RetainedGrad>();
+  meta.grad_fn_->set_retains_grad_hook(meta.output_nr_, meta.retained_grad_);
+}
+
+bool Tensor::retains_grad() const {
+  AutogradMeta* meta = get_autograd_meta(*this);
+  return meta != nullptr && meta->retains_grad();
+}
+
+unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+  DK_CHECK(requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
+  AutogradMeta& meta = *get_autograd_meta(*this);
+  if (!meta.hooks_) {
+    meta.hooks_ = std::make_shared<autograd::TensorHookList>(meta.is_leaf() ? 0 : meta.output_nr_);
+    if (!meta.is_leaf()) meta.grad_fn_->add_tensor_pre_hook(meta.hooks_);
+  }
+  meta.hooks_->hooks.push_back(std::move(hook));
+  return static_cast<unsigned>(meta.hooks_->hooks.size() - 1);
+}
+
+void Tensor::remove_hook(unsigned handle) const {
+  AutogradMeta* meta = get_autograd_meta(*this);
+  DK_CHECK(meta != nullptr && meta->hooks_ && handle < meta->hooks_->hooks.size(),
+           "Invalid index, no hook at position ", handle);
+  meta->hooks_->hooks[handle] = nullptr;
+}
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph);
+}
+
+}  // namespace dk

@@ -1,0 +1,740 @@
+// The CUDA kernels (kernels/cuda/): every CUDA kernel against the CPU kernel's result (through
+// the dispatcher: dk::add on CUDA tensors reaches add_cuda, on CPU tensors add_cpu), for
+// several dtypes, broadcast shapes, non-contiguous and zero-size inputs, in-place and out=
+// variants, plus the caching allocator, the device guard, host<->device copies and errors.
+//
+// A plain program, not Catch2, so that it can exit 77 (meson's "skipped") on a machine without
+// a CUDA device: cudaGetDeviceCount failing or returning 0. Otherwise it runs every test,
+// prints each failure, and exits 1 if any check failed.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../kernels/cuda/cuda_allocator.h"
+#include "../kernels/cuda/device_guard.h"
+#include "dk/dtype_dispatch.h"
+#include "dk/empty_tensor.h"
+#include "dk/error.h"
+#include "dk/generator.h"  // before Functions.h, which uses Generator without including it
+#include "dk/generated/Functions.h"
+#include "dk/generated/Operators.h"
+#include "dk/tensor.h"
+#include "dk/tensor_geometry.h"
+
+using namespace dk;
+
+namespace {
+
+// ---------------------------------------------------------------- a minimal test harness
+
+struct TestCase {
+  const char* name;
+  void (*fn)();
+};
+std::vector<TestCase>& registry() {
+  static std::vector<TestCase> tests;
+  return tests;
+}
+struct Register {
+  Register(const char* name, void (*fn)()) { registry().push_back({name, fn}); }
+};
+#define CUDA_TEST(fn)                     \
+  void fn();                              \
+  const Register register_##fn(#fn, &fn); \
+  void fn()
+
+int failures = 0;
+int checks = 0;
+const char* current_test = "";
+
+void fail(const char* file, int line, const std::string& what) {
+  ++failures;
+  std::printf("FAILED %s (%s:%d): %s\n", current_test, file, line, what.c_str());
+}
+
+#define CHECK(cond)                                               \
+  do {                                                            \
+    ++checks;                                                     \
+    if (!(cond)) fail(__FILE__, __LINE__, "CHECK(" #cond ")");    \
+  } while (0)
+
+// The expression must throw dk::Error whose what() is exactly `message`.
+#define CHECK_THROWS_WITH(expr, message)                                                                      \
+  do {                                                                                                        \
+    ++checks;                                                                                                 \
+    try {                                                                                                     \
+      (void)(expr);                                                                                           \
+      fail(__FILE__, __LINE__, "no exception from " #expr);                                                   \
+    } catch (const Error& e) {                                                                                \
+      if (std::string(e.what()) != (message))                                                                 \
+        fail(__FILE__, __LINE__, std::string("message was: ") + e.what() + "\n  expected: " + (message));     \
+    }                                                                                                         \
+  } while (0)
+
+// ---------------------------------------------------------------- tensors on both sides
+
+using Sizes = std::vector<int64_t>;
+const Device kCuda(DeviceType::CUDA, 0);
+const Device kHost(DeviceType::CPU);
+const ScalarType kAllNine[] = {kByte, kChar, kInt, kLong, kHalf, kFloat, kDouble, kBool, kBFloat16};
+const ScalarType kFloating[] = {kHalf, kFloat, kDouble, kBFloat16};
+
+// Deterministic CPU data: floats in [-2, 2), integers in [-5, 5) ([0, 10) for Byte), random bools.
+Tensor hostData(const Sizes& sizes, ScalarType dtype, uint64_t seed = 1) {
+  Tensor t = detail::empty_contiguous(sizes, dtype, kHost);
+  uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(state >> 33);
+  };
+  dispatchDtype(dtype, "hostData", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint32_t r = next();
+      if constexpr (std::is_same_v<T, bool>) {
+        p[i] = (r & 1) != 0;
+      } else if constexpr (std::is_integral_v<T>) {
+        p[i] = static_cast<T>(std::is_same_v<T, uint8_t> ? r % 10 : static_cast<int64_t>(r % 10) - 5);
+      } else {
+        p[i] = T(static_cast<float>(static_cast<double>(r) / 4294967296.0 * 4.0 - 2.0));
+      }
+    }
+  });
+  return t;
+}
+
+Tensor toCuda(const Tensor& host) {
+  Tensor t = empty(host.sizes(), host.dtype(), std::nullopt, kCuda);
+  ops::copy_::call(t, host, false);
+  return t;
+}
+
+Tensor toHost(const Tensor& t) {
+  Tensor host = detail::empty_contiguous(t.sizes(), t.dtype(), kHost);
+  ops::copy_::call(host, t, false);
+  return host;
+}
+
+// A transposed view of a fresh [cols, rows] tensor: sizes [rows, cols], strides [1, rows].
+Tensor transposedView(const Tensor& base) {
+  return detail::make_view(base, {base.size(1), base.size(0)}, {base.stride(1), base.stride(0)}, 0);
+}
+
+double elementAt(const Tensor& host, int64_t i) {
+  return dispatchDtype(host.dtype(), "elementAt", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return static_cast<double>(static_cast<const T*>(host.data_ptr())[i]);
+  });
+}
+
+std::string describe(const Tensor& t) {
+  std::ostringstream out;
+  out << IntArrayRef(t.sizes()) << " " << t.dtype() << " on " << t.device();
+  return out.str();
+}
+
+// The CUDA result has the CPU result's sizes and dtype, sits on the GPU, and agrees element by
+// element within rtol/atol (NaNs agree with NaNs).
+void expectClose(const char* file, int line, const Tensor& cuda_result, const Tensor& cpu_result, double rtol,
+                 double atol) {
+  ++checks;
+  if (!cuda_result.is_cuda() || cuda_result.sizes() != cpu_result.sizes() || cuda_result.dtype() != cpu_result.dtype()) {
+    fail(file, line, "got " + describe(cuda_result) + ", CPU gave " + describe(cpu_result));
+    return;
+  }
+  Tensor got = toHost(cuda_result);
+  Tensor want = cpu_result.is_contiguous() ? cpu_result : toHost(toCuda(cpu_result));
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = elementAt(got, i), w = elementAt(want, i);
+    bool both_nan = std::isnan(g) && std::isnan(w);
+    if (!both_nan && !(g == w) && !(std::fabs(g - w) <= atol + rtol * std::fabs(w))) {
+      std::ostringstream out;
+      out << describe(cuda_result) << ": element " << i << " is " << g << ", CPU gave " << w;
+      fail(file, line, out.str());
+      return;
+    }
+  }
+}
+#define EXPECT_CLOSE(cuda_result, cpu_result, rtol, atol) expectClose(__FILE__, __LINE__, cuda_result, cpu_result, rtol, atol)
+#define EXPECT_EQUAL(cuda_result, cpu_result) expectClose(__FILE__, __LINE__, cuda_result, cpu_result, 0, 0)
+
+double rtolFor(ScalarType dtype) {
+  switch (dtype) {
+    case kHalf: return 2e-3;
+    case kBFloat16: return 1e-2;
+    case kFloat: return 1e-5;
+    default: return 1e-12;
+  }
+}
+
+// ---------------------------------------------------------------- allocator and device guard
+
+CUDA_TEST(allocator_caches_blocks) {
+  cuda::emptyCache();
+  cuda::CachingAllocatorStats before = cuda::cachingAllocatorStats();
+  void* first = nullptr;
+  {
+    Tensor t = empty({1000}, kFloat, std::nullopt, kCuda);
+    first = t.data_ptr();
+    CHECK(first != nullptr);
+    CHECK(cuda::cachingAllocatorStats().allocated_bytes == before.allocated_bytes + 4096);
+  }
+  CHECK(cuda::cachingAllocatorStats().cached_bytes == 4096);
+  Tensor again = empty({1024}, kFloat, std::nullopt, kCuda);  // the same size class
+  CHECK(again.data_ptr() == first);
+  CHECK(cuda::cachingAllocatorStats().cache_hits == before.cache_hits + 1);
+  CHECK(again.device() == kCuda);  // "cuda" resolves to the current device
+  Tensor none = empty({0}, kFloat, std::nullopt, kCuda);
+  CHECK(none.data_ptr() == nullptr);
+  cuda::emptyCache();
+  CHECK(cuda::cachingAllocatorStats().cached_bytes == 0);
+}
+
+CUDA_TEST(device_guard_sets_and_restores) {
+  int count = cuda::deviceCount();
+  CHECK(count >= 1);
+  CHECK(cuda::currentDevice() == 0);
+  {
+    cuda::DeviceGuard guard(Device(DeviceType::CUDA, 0));
+    CHECK(guard.original_device() == -1);  // already current: nothing switched
+    cuda::DeviceGuard none(std::nullopt);
+    cuda::DeviceGuard cpu(kHost);
+    CHECK(cuda::currentDevice() == 0);
+  }
+  if (count >= 2) {
+    {
+      cuda::DeviceGuard guard(Device(DeviceType::CUDA, 1));
+      CHECK(cuda::currentDevice() == 1);
+      CHECK(guard.original_device() == 0);
+      Tensor t = empty({4}, kFloat, std::nullopt, Device(DeviceType::CUDA));
+      CHECK(t.device() == Device(DeviceType::CUDA, 1));
+    }
+    CHECK(cuda::currentDevice() == 0);
+    Tensor on1 = toCuda(hostData({3, 4}, kFloat));
+    Tensor dst = empty({3, 4}, kDouble, std::nullopt, Device(DeviceType::CUDA, 1));
+    ops::copy_::call(dst, on1, false);  // across devices, converted
+    Tensor expected = detail::empty_contiguous({3, 4}, kDouble, kHost);
+    ops::copy_::call(expected, hostData({3, 4}, kFloat), false);
+    EXPECT_EQUAL(dst, expected);
+  }
+}
+
+// ---------------------------------------------------------------- copies
+
+CUDA_TEST(copy_round_trips_every_dtype_pair) {
+  for (ScalarType from : kAllNine) {
+    Tensor host = hostData({3, 5}, from, 7);
+    Tensor device = toCuda(host);
+    EXPECT_EQUAL(device, host);
+    for (ScalarType to : kAllNine) {
+      Tensor converted = empty({3, 5}, to, std::nullopt, kCuda);
+      ops::copy_::call(converted, device, false);
+      Tensor expected = detail::empty_contiguous({3, 5}, to, kHost);
+      ops::copy_::call(expected, host, false);  // the CPU kernel's conversion
+      EXPECT_EQUAL(converted, expected);
+    }
+  }
+}
+
+CUDA_TEST(copy_broadcasts_and_handles_strides) {
+  Tensor host_row = hostData({1, 4}, kFloat);
+  Tensor dst = empty({3, 4}, kFloat, std::nullopt, kCuda);
+  ops::copy_::call(dst, host_row, false);  // host -> device with broadcast
+  Tensor expected = detail::empty_contiguous({3, 4}, kFloat, kHost);
+  ops::copy_::call(expected, host_row, false);
+  EXPECT_EQUAL(dst, expected);
+
+  // Non-contiguous on both sides, device -> host.
+  Tensor src = transposedView(toCuda(hostData({5, 3}, kDouble)));
+  Tensor host_base = detail::empty_contiguous({5, 3}, kHalf, kHost);
+  Tensor host_dst = transposedView(host_base);
+  ops::copy_::call(host_dst, src, false);
+  Tensor cpu_reference = detail::empty_contiguous({3, 5}, kHalf, kHost);
+  ops::copy_::call(cpu_reference, transposedView(hostData({5, 3}, kDouble)), false);
+  Tensor host_dst_contiguous = detail::empty_contiguous({3, 5}, kHalf, kHost);
+  ops::copy_::call(host_dst_contiguous, host_dst, false);
+  EXPECT_EQUAL(toCuda(host_dst_contiguous), cpu_reference);
+
+  // Non-contiguous host source.
+  Tensor strided_host = transposedView(hostData({4, 2}, kInt));
+  EXPECT_EQUAL(toCuda(strided_host), strided_host);
+
+  CHECK_THROWS_WITH(ops::copy_::call(dst, hostData({5}, kFloat), false),
+                    "The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1 "
+                    "(shapes [3, 4] and [5])");
+  // Zero-size copies do nothing.
+  Tensor empty_dst = empty({0, 3}, kFloat, std::nullopt, kCuda);
+  CHECK(ops::copy_::call(empty_dst, hostData({0, 3}, kFloat), false).is_same(empty_dst));
+}
+
+CUDA_TEST(item_fill_zero) {
+  Tensor t = toCuda(hostData({}, kDouble));
+  CHECK(ops::item::call(t).toDouble() == elementAt(hostData({}, kDouble), 0));
+  CHECK(ops::item::call(full({1, 1}, 7, kLong, std::nullopt, kCuda)).toLong() == 7);
+  CHECK(ops::item::call(full({1}, true, std::nullopt, std::nullopt, kCuda)).isBoolean());
+  CHECK(ops::item::call(full({}, 2.5, kHalf, std::nullopt, kCuda)).toDouble() == 2.5);
+  CHECK_THROWS_WITH(ops::item::call(empty({2, 3}, kFloat, std::nullopt, kCuda)),
+                    "a Tensor with 6 elements cannot be converted to Scalar");
+  for (ScalarType dtype : kAllNine) {
+    Tensor base = toCuda(hostData({4, 3}, dtype));
+    Tensor view = transposedView(base);
+    fill_(view, 3);
+    Tensor expected_base = hostData({4, 3}, dtype);
+    fill_(transposedView(expected_base), 3);
+    EXPECT_EQUAL(base, expected_base);
+    zero_(base);
+    EXPECT_EQUAL(base, zeros({4, 3}, dtype, std::nullopt, kHost));
+  }
+}
+
+// ---------------------------------------------------------------- factories
+
+CUDA_TEST(factories_match_cpu) {
+  for (ScalarType dtype : kAllNine) {
+    EXPECT_EQUAL(zeros({2, 3}, dtype, std::nullopt, kCuda), zeros({2, 3}, dtype, std::nullopt, kHost));
+    EXPECT_EQUAL(ones({4}, dtype, std::nullopt, kCuda), ones({4}, dtype, std::nullopt, kHost));
+    EXPECT_EQUAL(full({2, 2}, 5, dtype, std::nullopt, kCuda), full({2, 2}, 5, dtype, std::nullopt, kHost));
+  }
+  EXPECT_EQUAL(full({3}, 1.5, std::nullopt, std::nullopt, kCuda), full({3}, 1.5, std::nullopt, std::nullopt, kHost));
+  EXPECT_EQUAL(full({3}, 7, std::nullopt, std::nullopt, kCuda), full({3}, 7, std::nullopt, std::nullopt, kHost));
+  EXPECT_EQUAL(zeros({0, 5}, std::nullopt, std::nullopt, kCuda), zeros({0, 5}, std::nullopt, std::nullopt, kHost));
+  Tensor channels_last = empty({2, 3, 4, 5}, kFloat, std::nullopt, kCuda, std::nullopt, MemoryFormat::ChannelsLast);
+  CHECK(channels_last.strides() == Sizes({60, 1, 15, 3}));
+
+  auto arangeOn = [](Device device, const Scalar& start, const Scalar& end, const Scalar& step,
+                     std::optional<ScalarType> dtype = std::nullopt) {
+    return arange(start, end, step, dtype, std::nullopt, device);
+  };
+  EXPECT_EQUAL(arangeOn(kCuda, 0, 10, 3), arangeOn(kHost, 0, 10, 3));
+  EXPECT_EQUAL(arangeOn(kCuda, 10, -5, -2), arangeOn(kHost, 10, -5, -2));
+  EXPECT_EQUAL(arangeOn(kCuda, 0, 1, 0.1), arangeOn(kHost, 0, 1, 0.1));
+  EXPECT_EQUAL(arangeOn(kCuda, 0, 1, 0.1, kDouble), arangeOn(kHost, 0, 1, 0.1, kDouble));
+  EXPECT_EQUAL(arangeOn(kCuda, 0, 4, 0.25, kHalf), arangeOn(kHost, 0, 4, 0.25, kHalf));
+  EXPECT_EQUAL(arangeOn(kCuda, 0, 2.5, 1, kInt), arangeOn(kHost, 0, 2.5, 1, kInt));
+  EXPECT_EQUAL(arangeOn(kCuda, 1, 300, 7, kByte), arangeOn(kHost, 1, 300, 7, kByte));
+  Tensor hand = toHost(arangeOn(kCuda, 2, 11, 3));
+  CHECK(hand.numel() == 3 && elementAt(hand, 0) == 2 && elementAt(hand, 1) == 5 && elementAt(hand, 2) == 8);
+  CHECK_THROWS_WITH(arangeOn(kCuda, 0, 10, 0), "step must be nonzero");
+}
+
+CUDA_TEST(random_factories) {
+  for (ScalarType dtype : kFloating) {
+    Tensor u = toHost(rand({100000}, Generator(42), dtype, std::nullopt, kCuda));
+    double sum = 0, min = 1, max = 0;
+    for (int64_t i = 0; i < u.numel(); ++i) {
+      double v = elementAt(u, i);
+      sum += v;
+      min = std::min(min, v);
+      max = std::max(max, v);
+    }
+    CHECK(min >= 0 && max < 1);
+    CHECK(std::fabs(sum / u.numel() - 0.5) < 0.01);
+    Tensor n = toHost(randn({100001}, Generator(42), dtype, std::nullopt, kCuda));
+    double s1 = 0, s2 = 0;
+    for (int64_t i = 0; i < n.numel(); ++i) {
+      double v = elementAt(n, i);
+      s1 += v;
+      s2 += v * v;
+    }
+    double mean = s1 / n.numel(), var = s2 / n.numel() - mean * mean;
+    CHECK(std::fabs(mean) < 0.02);
+    CHECK(std::fabs(var - 1) < 0.03);
+  }
+  // The same generator state gives the same numbers; the next call different ones.
+  Generator g1(7), g2(7);
+  Tensor a = rand({64}, g1, kFloat, std::nullopt, kCuda);
+  Tensor b = rand({64}, g2, kFloat, std::nullopt, kCuda);
+  EXPECT_EQUAL(a, toHost(b));
+  Tensor c = toHost(rand({64}, g1, kFloat, std::nullopt, kCuda));
+  CHECK(elementAt(c, 0) != elementAt(toHost(a), 0) || elementAt(c, 1) != elementAt(toHost(a), 1));
+  manual_seed(3);
+  Tensor d = rand({8}, kDouble, std::nullopt, kCuda);
+  manual_seed(3);
+  EXPECT_EQUAL(rand({8}, kDouble, std::nullopt, kCuda), toHost(d));
+  CHECK_THROWS_WITH(rand({2}, kLong, std::nullopt, kCuda), "rand: unsupported dtype Long");
+  CHECK(randn({0}, std::nullopt, std::nullopt, kCuda).numel() == 0);
+}
+
+// ---------------------------------------------------------------- pointwise
+
+using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+
+// op on CUDA copies of (a, b) against op on the CPU tensors.
+void checkBinary(const char* file, int line, const BinaryFn& op, const Tensor& a, const Tensor& b, double rtol) {
+  Tensor expected = op(a, b);
+  Tensor got = op(a.is_cpu() && a.dim() == 0 ? a : toCuda(a), b.is_cpu() && b.dim() == 0 ? b : toCuda(b));
+  expectClose(file, line, got, expected, rtol, rtol);
+}
+#define CHECK_BINARY(op, a, b, rtol) checkBinary(__FILE__, __LINE__, op, a, b, rtol)
+
+CUDA_TEST(binary_operators_match_cpu) {
+  const std::pair<const char*, BinaryFn> arithmetic[] = {
+      {"add", [](const Tensor& x, const Tensor& y) { return add(x, y, 2); }},
+      {"mul", [](const Tensor& x, const Tensor& y) { return mul(x, y); }},
+      {"maximum", [](const Tensor& x, const Tensor& y) { return maximum(x, y); }},
+      {"minimum", [](const Tensor& x, const Tensor& y) { return minimum(x, y); }},
+      {"eq", [](const Tensor& x, const Tensor& y) { return eq(x, y); }},
+      {"gt", [](const Tensor& x, const Tensor& y) { return gt(x, y); }},
+      {"lt", [](const Tensor& x, const Tensor& y) { return lt(x, y); }},
+  };
+  for (const auto& [name, op] : arithmetic) {
+    for (ScalarType dtype : kAllNine) {
+      CHECK_BINARY(op, hostData({3, 4}, dtype, 1), hostData({3, 4}, dtype, 2), rtolFor(dtype));
+    }
+    CHECK_BINARY(op, hostData({2, 1, 4}, kFloat), hostData({3, 1}, kDouble), 1e-12);        // broadcast, promote
+    CHECK_BINARY(op, hostData({5, 3}, kInt), hostData({}, kLong), 0);                        // 0-dim operand
+    CHECK_BINARY(op, hostData({5, 3}, kHalf), hostData({}, kFloat, 3), 2e-3);                // 0-dim CPU scalar
+    CHECK_BINARY(op, transposedView(hostData({4, 3}, kFloat)), hostData({3, 4}, kFloat), 1e-6);
+    CHECK_BINARY(op, hostData({0, 3}, kFloat), hostData({3}, kFloat), 0);
+  }
+  for (ScalarType dtype : {kByte, kChar, kInt, kLong, kHalf, kFloat, kDouble, kBFloat16}) {
+    CHECK_BINARY([](const Tensor& x, const Tensor& y) { return sub(x, y, 3); }, hostData({6}, dtype, 4),
+                 hostData({2, 6}, dtype, 5), rtolFor(dtype));
+    CHECK_BINARY([](const Tensor& x, const Tensor& y) { return div(x, y); }, hostData({6}, dtype, 4),
+                 hostData({2, 6}, kFloat, 5), 1e-5);
+  }
+  CHECK_BINARY([](const Tensor& x, const Tensor& y) { return div(x, y); }, hostData({7}, kLong, 4),
+               hostData({7}, kInt, 6), 1e-6);  // integers divide in float
+  // NaN propagates through maximum and minimum.
+  Tensor with_nan = full({3}, std::numeric_limits<double>::quiet_NaN(), kFloat, std::nullopt, kHost);
+  CHECK_BINARY([](const Tensor& x, const Tensor& y) { return maximum(x, y); }, with_nan, hostData({3}, kFloat), 0);
+  CHECK_BINARY([](const Tensor& x, const Tensor& y) { return minimum(x, y); }, hostData({3}, kFloat), with_nan, 0);
+  // eq with a Scalar.
+  Tensor ints = hostData({10}, kInt);
+  EXPECT_EQUAL(eq(toCuda(ints), Scalar(2)), eq(ints, Scalar(2)));
+  EXPECT_EQUAL(eq(toCuda(ints), Scalar(2.5)), eq(ints, Scalar(2.5)));
+
+  Tensor cpu_vector = hostData({4}, kFloat);
+  CHECK_THROWS_WITH(add(toCuda(hostData({4}, kFloat)), cpu_vector),
+                    "dk::add: expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+                    "(argument 'self') and cpu (argument 'other')");
+  CHECK_THROWS_WITH(sub(toCuda(hostData({2}, kBool)), toCuda(hostData({2}, kBool))),
+                    "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                    "`logical_xor()` operator instead.");
+}
+
+CUDA_TEST(inplace_and_out_variants) {
+  for (ScalarType dtype : {kInt, kLong, kHalf, kFloat, kDouble, kBFloat16}) {
+    Tensor self_host = hostData({3, 4}, dtype, 1);
+    Tensor self = toCuda(self_host);
+    Tensor returned = ops::add__Tensor::call(self, toCuda(hostData({4}, dtype, 2)), 2);
+    CHECK(returned.is_same(self));
+    ops::add__Tensor::call(self_host, hostData({4}, dtype, 2), 2);
+    EXPECT_CLOSE(self, self_host, rtolFor(dtype), rtolFor(dtype));
+    ops::mul__Tensor::call(self, toCuda(hostData({3, 1}, dtype, 3)));
+    ops::mul__Tensor::call(self_host, hostData({3, 1}, dtype, 3));
+    EXPECT_CLOSE(self, self_host, rtolFor(dtype), rtolFor(dtype));
+  }
+  // In place into a non-contiguous self, with an operand of a wider dtype.
+  Tensor base_host = hostData({4, 3}, kFloat);
+  Tensor base = toCuda(base_host);
+  ops::add__Tensor::call(transposedView(base), toCuda(hostData({3, 4}, kDouble, 9)), 1);
+  ops::add__Tensor::call(transposedView(base_host), hostData({3, 4}, kDouble, 9), 1);
+  EXPECT_CLOSE(base, base_host, 1e-6, 1e-6);
+  Tensor relu_self = toCuda(hostData({5}, kFloat));
+  relu_(relu_self);
+  EXPECT_EQUAL(relu_self, relu(hostData({5}, kFloat)));
+  CHECK_THROWS_WITH(ops::add__Tensor::call(toCuda(hostData({3}, kLong)), toCuda(hostData({3}, kFloat)), 1),
+                    "result type Float can't be cast to the desired output type Long");
+
+  // out=: resized when empty, converted when wider, strided when given so.
+  Tensor out = empty({0}, kDouble, std::nullopt, kCuda);
+  add(toCuda(hostData({2, 3}, kFloat)), toCuda(hostData({3}, kFloat, 2)), 1, out);
+  Tensor out_host = detail::empty_contiguous({0}, kDouble, kHost);
+  add(hostData({2, 3}, kFloat), hostData({3}, kFloat, 2), 1, out_host);
+  EXPECT_EQUAL(out, out_host);
+  Tensor strided_out = transposedView(empty({3, 2}, kFloat, std::nullopt, kCuda));
+  add(toCuda(hostData({2, 3}, kFloat)), toCuda(hostData({2, 3}, kFloat, 2)), 1, strided_out);
+  CHECK(strided_out.strides() == Sizes({1, 2}));
+  EXPECT_CLOSE(strided_out, add(hostData({2, 3}, kFloat), hostData({2, 3}, kFloat, 2)), 1e-6, 1e-6);
+}
+
+using UnaryFn = std::function<Tensor(const Tensor&)>;
+
+CUDA_TEST(unary_operators_match_cpu) {
+  const std::pair<const char*, UnaryFn> floating_ops[] = {
+      {"exp", [](const Tensor& x) { return dk::exp(x); }},
+      {"log", [](const Tensor& x) { return dk::log(dk::abs(x)); }},
+      {"sqrt", [](const Tensor& x) { return dk::sqrt(dk::abs(x)); }},
+      {"rsqrt", [](const Tensor& x) { return dk::rsqrt(dk::abs(x)); }},
+      {"sin", [](const Tensor& x) { return dk::sin(x); }},
+      {"cos", [](const Tensor& x) { return dk::cos(x); }},
+      {"tanh", [](const Tensor& x) { return dk::tanh(x); }},
+      {"sigmoid", [](const Tensor& x) { return dk::sigmoid(x); }},
+      {"gelu", [](const Tensor& x) { return dk::gelu(x); }},
+      {"gelu_tanh", [](const Tensor& x) { return dk::gelu(x, "tanh"); }},
+  };
+  for (const auto& [name, op] : floating_ops) {
+    for (ScalarType dtype : kFloating) {
+      Tensor x = hostData({4, 5}, dtype);
+      EXPECT_CLOSE(op(toCuda(x)), op(x), std::max(rtolFor(dtype), 1e-5), std::max(rtolFor(dtype), 1e-6));
+      Tensor xt = transposedView(hostData({5, 4}, dtype));
+      EXPECT_CLOSE(op(transposedView(toCuda(hostData({5, 4}, dtype)))), op(xt), std::max(rtolFor(dtype), 1e-5),
+                   std::max(rtolFor(dtype), 1e-6));
+    }
+  }
+  // Integral inputs become Float.
+  Tensor ints = hostData({6}, kInt);
+  EXPECT_CLOSE(dk::exp(toCuda(ints)), dk::exp(ints), 1e-5, 1e-6);
+  EXPECT_CLOSE(dk::sigmoid(toCuda(hostData({6}, kBool))), dk::sigmoid(hostData({6}, kBool)), 1e-6, 1e-6);
+  for (ScalarType dtype : {kByte, kChar, kInt, kLong, kHalf, kFloat, kDouble, kBFloat16}) {
+    Tensor x = hostData({3, 3}, dtype);
+    EXPECT_EQUAL(neg(toCuda(x)), neg(x));
+    EXPECT_EQUAL(dk::abs(toCuda(x)), dk::abs(x));
+    EXPECT_EQUAL(relu(toCuda(x)), relu(x));
+    EXPECT_EQUAL(clamp(toCuda(x), -1, 1), clamp(x, -1, 1));
+    EXPECT_EQUAL(clamp(toCuda(x), std::nullopt, 0), clamp(x, std::nullopt, 0));
+    EXPECT_CLOSE(dk::pow(toCuda(x), 2), dk::pow(x, 2), rtolFor(dtype), rtolFor(dtype));
+    EXPECT_CLOSE(dk::pow(toCuda(x), 3), dk::pow(x, 3), rtolFor(dtype), rtolFor(dtype));
+  }
+  EXPECT_CLOSE(clamp(toCuda(hostData({8}, kInt)), 0.5, std::nullopt), clamp(hostData({8}, kInt), 0.5, std::nullopt),
+               0, 0);
+  Tensor positive = dk::abs(hostData({10}, kFloat));
+  EXPECT_CLOSE(dk::pow(toCuda(positive), 0.5), dk::pow(positive, 0.5), 1e-6, 1e-6);
+  EXPECT_CLOSE(dk::pow(toCuda(positive), -1.5), dk::pow(positive, -1.5), 1e-5, 1e-6);
+  EXPECT_CLOSE(dk::pow(toCuda(hostData({10}, kInt)), 2.5), dk::pow(hostData({10}, kInt), 2.5), 1e-5, 1e-6);
+  CHECK_THROWS_WITH(neg(toCuda(hostData({2}, kBool))),
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+                    "mask, use the `~` or `logical_not()` operator instead.");
+}
+
+CUDA_TEST(where_matches_cpu) {
+  for (ScalarType dtype : kAllNine) {
+    Tensor cond = hostData({3, 1}, kBool), a = hostData({3, 4}, dtype, 2), b = hostData({4}, dtype, 3);
+    EXPECT_EQUAL(where(toCuda(cond), toCuda(a), toCuda(b)), where(cond, a, b));
+  }
+  Tensor cond = hostData({5}, kBool);
+  EXPECT_EQUAL(where(toCuda(cond), toCuda(hostData({5}, kInt)), hostData({}, kDouble)),
+               where(cond, hostData({5}, kInt), hostData({}, kDouble)));
+}
+
+// ---------------------------------------------------------------- reductions
+
+CUDA_TEST(reductions_match_cpu) {
+  for (ScalarType dtype : kAllNine) {
+    Tensor x = hostData({4, 5, 6}, dtype);
+    Tensor xc = toCuda(x);
+    // The CPU accumulates in double, the GPU in float for the float dtypes (as PyTorch's).
+    double tol = dtype == kHalf || dtype == kBFloat16 ? 2e-2 : dtype == kFloat ? 1e-4 : 1e-9;
+    EXPECT_CLOSE(sum(xc), sum(x), tol, tol);
+    EXPECT_CLOSE(sum(xc, {1}), sum(x, {1}), tol, tol);
+    EXPECT_CLOSE(sum(xc, {0, -1}, true), sum(x, {0, -1}, true), tol, tol);
+    EXPECT_CLOSE(sum(xc, {2}, false, kDouble), sum(x, {2}, false, kDouble), 1e-12, 1e-12);
+    auto [values, indices] = dk::max(xc, 1);
+    auto [cpu_values, cpu_indices] = dk::max(x, 1);
+    EXPECT_EQUAL(values, cpu_values);
+    EXPECT_EQUAL(indices, cpu_indices);
+    auto [kept_values, kept_indices] = dk::max(xc, -1, true);
+    auto [cpu_kept_values, cpu_kept_indices] = dk::max(x, -1, true);
+    EXPECT_EQUAL(kept_values, cpu_kept_values);
+    EXPECT_EQUAL(kept_indices, cpu_kept_indices);
+    if (dtype != kBool) {
+      EXPECT_EQUAL(argmax(xc), argmax(x));
+      EXPECT_EQUAL(argmax(xc, 2), argmax(x, 2));
+      EXPECT_EQUAL(argmax(xc, 0, true), argmax(x, 0, true));
+    }
+  }
+  for (ScalarType dtype : kFloating) {
+    Tensor x = hostData({3, 7}, dtype);
+    double tol = dtype == kHalf || dtype == kBFloat16 ? 2e-2 : 1e-5;
+    EXPECT_CLOSE(mean(toCuda(x), {1}), mean(x, {1}), tol, tol);
+    EXPECT_CLOSE(mean(toCuda(x), {}, true), mean(x, {}, true), tol, tol);
+  }
+  EXPECT_CLOSE(mean(toCuda(hostData({3, 7}, kInt)), {0}, false, kDouble),
+               mean(hostData({3, 7}, kInt), {0}, false, kDouble), 1e-12, 1e-12);
+  // Non-contiguous input, a large reduction, empty reductions.
+  Tensor xt = transposedView(hostData({50, 40}, kFloat));
+  EXPECT_CLOSE(sum(transposedView(toCuda(hostData({50, 40}, kFloat))), {1}), sum(xt, {1}), 1e-5, 1e-5);
+  Tensor big = hostData({1 << 20}, kFloat);
+  EXPECT_CLOSE(sum(toCuda(big)), sum(big), 1e-4, 1e-2);
+  EXPECT_EQUAL(sum(zeros({0, 3}, std::nullopt, std::nullopt, kCuda), {0}), sum(zeros({0, 3}, std::nullopt, std::nullopt, kHost), {0}));
+  EXPECT_CLOSE(mean(zeros({0, 3}, std::nullopt, std::nullopt, kCuda), {0}), mean(zeros({0, 3}, std::nullopt, std::nullopt, kHost), {0}), 0, 0);
+  // Ties go to the first index; NaN wins.
+  Tensor ties = full({2, 5}, 1.0, kFloat, std::nullopt, kHost);
+  EXPECT_EQUAL(argmax(toCuda(ties), 1), argmax(ties, 1));
+  Tensor with_nan = hostData({6}, kFloat);
+  static_cast<float*>(with_nan.data_ptr())[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQUAL(argmax(toCuda(with_nan)), argmax(with_nan));
+  auto [nan_value, nan_index] = dk::max(toCuda(with_nan), 0);
+  CHECK(std::isnan(ops::item::call(nan_value).toDouble()) && ops::item::call(nan_index).toLong() == 3);
+  CHECK_THROWS_WITH(dk::max(empty({2, 0}, kFloat, std::nullopt, kCuda), 1),
+                    "max(): Expected reduction dim 1 to have non-zero size.");
+}
+
+// ---------------------------------------------------------------- linear algebra
+
+CUDA_TEST(matrix_products_match_cpu) {
+  for (ScalarType dtype : kFloating) {
+    double tol = dtype == kHalf ? 1e-2 : dtype == kBFloat16 ? 5e-2 : dtype == kFloat ? 1e-5 : 1e-12;
+    Tensor a = hostData({5, 7}, dtype, 1), b = hostData({7, 3}, dtype, 2);
+    EXPECT_CLOSE(mm(toCuda(a), toCuda(b)), mm(a, b), tol, tol);
+    // Every combination of row- and column-major operands.
+    Tensor at = transposedView(hostData({7, 5}, dtype, 3)), bt = transposedView(hostData({3, 7}, dtype, 4));
+    Tensor atc = transposedView(toCuda(hostData({7, 5}, dtype, 3))), btc = transposedView(toCuda(hostData({3, 7}, dtype, 4)));
+    EXPECT_CLOSE(mm(atc, toCuda(b)), mm(at, b), tol, tol);
+    EXPECT_CLOSE(mm(toCuda(a), btc), mm(a, bt), tol, tol);
+    EXPECT_CLOSE(mm(atc, btc), mm(at, bt), tol, tol);
+    // Vectors and empty inner dims.
+    EXPECT_CLOSE(mm(toCuda(hostData({1, 7}, dtype)), toCuda(hostData({7, 1}, dtype))),
+                 mm(hostData({1, 7}, dtype), hostData({7, 1}, dtype)), tol, tol);
+    EXPECT_EQUAL(mm(toCuda(hostData({3, 0}, dtype)), toCuda(hostData({0, 4}, dtype))),
+                 mm(hostData({3, 0}, dtype), hostData({0, 4}, dtype)));
+    Tensor x = hostData({4, 2, 6}, dtype, 5), y = hostData({4, 6, 3}, dtype, 6);
+    EXPECT_CLOSE(bmm(toCuda(x), toCuda(y)), bmm(x, y), tol, tol);
+    Tensor bias = hostData({3}, dtype, 7);
+    EXPECT_CLOSE(addmm(toCuda(bias), toCuda(a), toCuda(b)), addmm(bias, a, b), tol, tol);
+    EXPECT_CLOSE(addmm(toCuda(bias), toCuda(a), toCuda(b), 0.5, 2), addmm(bias, a, b, 0.5, 2), tol, tol);
+    EXPECT_CLOSE(addmm(toCuda(hostData({5, 1}, dtype)), atc, toCuda(b), 1, -1),
+                 addmm(hostData({5, 1}, dtype), at, b, 1, -1), tol, tol);
+    EXPECT_CLOSE(addmm(toCuda(bias), toCuda(hostData({5, 0}, dtype)), toCuda(hostData({0, 3}, dtype)), 2, 1),
+                 addmm(bias, hostData({5, 0}, dtype), hostData({0, 3}, dtype), 2, 1), tol, tol);
+  }
+  // beta = 0 ignores self, NaNs included.
+  Tensor nan_bias = full({3}, std::numeric_limits<double>::quiet_NaN(), kFloat, std::nullopt, kHost);
+  Tensor a = hostData({2, 4}, kFloat), b = hostData({4, 3}, kFloat);
+  EXPECT_CLOSE(addmm(toCuda(nan_bias), toCuda(a), toCuda(b), 0, 1), mm(a, b), 1e-5, 1e-5);
+  // mm.out into an empty out and into a strided one.
+  Tensor out = empty({0}, kFloat, std::nullopt, kCuda);
+  mm(toCuda(a), toCuda(b), out);
+  EXPECT_CLOSE(out, mm(a, b), 1e-5, 1e-5);
+  Tensor strided_out = transposedView(empty({3, 2}, kFloat, std::nullopt, kCuda));
+  mm(toCuda(a), toCuda(b), strided_out);
+  EXPECT_CLOSE(strided_out, mm(a, b), 1e-5, 1e-5);
+  CHECK_THROWS_WITH(mm(toCuda(hostData({2, 2}, kLong)), toCuda(hostData({2, 2}, kLong))), "mm: unsupported dtype Long");
+  CHECK_THROWS_WITH(mm(toCuda(hostData({2, 3}, kFloat)), toCuda(hostData({2, 3}, kFloat))),
+                    "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
+}
+
+// ---------------------------------------------------------------- cat
+
+CUDA_TEST(cat_matches_cpu) {
+  Tensor a = hostData({2, 3}, kFloat, 1), b = hostData({4, 3}, kDouble, 2), c = hostData({0}, kInt, 3);
+  EXPECT_EQUAL(cat({toCuda(a), toCuda(b), toCuda(c)}), cat({a, b, c}));
+  Tensor d = transposedView(hostData({5, 2}, kLong, 4));
+  EXPECT_EQUAL(cat({toCuda(a), transposedView(toCuda(hostData({5, 2}, kLong, 4)))}, 1), cat({a, d}, 1));
+  EXPECT_EQUAL(cat({toCuda(hostData({0}, kHalf)), toCuda(hostData({0}, kHalf))}), cat({hostData({0}, kHalf), hostData({0}, kHalf)}));
+  EXPECT_EQUAL(cat({toCuda(hostData({2, 0}, kBool)), toCuda(hostData({2, 2}, kBool))}, -1),
+               cat({hostData({2, 0}, kBool), hostData({2, 2}, kBool)}, -1));
+}
+
+// ---------------------------------------------------------------- neural networks
+
+CUDA_TEST(softmax_matches_cpu) {
+  for (ScalarType dtype : {kFloat, kDouble, kBFloat16}) {
+    double tol = dtype == kBFloat16 ? 2e-2 : 1e-5;
+    for (int64_t dim : {0, 1, -1}) {
+      Tensor x = hostData({4, 5, 6}, dtype);
+      EXPECT_CLOSE(_softmax(toCuda(x), dim, false), _softmax(x, dim, false), tol, tol);
+      EXPECT_CLOSE(_log_softmax(toCuda(x), dim, false), _log_softmax(x, dim, false), tol, tol);
+    }
+    Tensor xt = transposedView(hostData({7, 3}, dtype));
+    EXPECT_CLOSE(_log_softmax(transposedView(toCuda(hostData({7, 3}, dtype))), 1, false), _log_softmax(xt, 1, false),
+                 tol, tol);
+    EXPECT_CLOSE(_softmax(toCuda(hostData({}, dtype)), 0, false), _softmax(hostData({}, dtype), 0, false), tol, tol);
+  }
+  // half_to_float on CUDA: Half in, Float out, against the Float computation on the CPU.
+  Tensor h = hostData({3, 8}, kHalf);
+  Tensor as_float = detail::empty_contiguous({3, 8}, kFloat, kHost);
+  ops::copy_::call(as_float, h, false);
+  EXPECT_CLOSE(_softmax(toCuda(h), 1, true), _softmax(as_float, 1, false), 1e-5, 1e-6);
+  EXPECT_CLOSE(_log_softmax(toCuda(h), 1, true), _log_softmax(as_float, 1, false), 1e-5, 1e-6);
+}
+
+CUDA_TEST(losses_and_embedding_match_cpu) {
+  for (ScalarType dtype : {kFloat, kDouble}) {
+    Tensor x = hostData({6, 4}, dtype, 1), y = hostData({6, 4}, dtype, 2);
+    for (int64_t reduction : {0, 1, 2}) {
+      EXPECT_CLOSE(mse_loss(toCuda(x), toCuda(y), reduction), mse_loss(x, y, reduction), 1e-5, 1e-5);
+      EXPECT_CLOSE(mse_loss(toCuda(x), toCuda(hostData({4}, dtype, 3)), reduction),
+                   mse_loss(x, hostData({4}, dtype, 3), reduction), 1e-5, 1e-5);
+    }
+    Tensor log_probs = _log_softmax(hostData({5, 3}, dtype), 1, false);
+    Tensor target = detail::empty_contiguous({5}, kLong, kHost);
+    int64_t labels[] = {0, 2, 1, 2, 0};
+    for (int i = 0; i < 5; ++i) target.data_ptr<int64_t>()[i] = labels[i];
+    Tensor weight = dk::abs(hostData({3}, dtype, 8));
+    for (int64_t reduction : {0, 1, 2}) {
+      EXPECT_CLOSE(nll_loss(toCuda(log_probs), toCuda(target), std::nullopt, reduction),
+                   nll_loss(log_probs, target, std::nullopt, reduction), 1e-5, 1e-6);
+      EXPECT_CLOSE(nll_loss(toCuda(log_probs), toCuda(target), toCuda(weight), reduction),
+                   nll_loss(log_probs, target, weight, reduction), 1e-5, 1e-6);
+      EXPECT_CLOSE(nll_loss(toCuda(log_probs), toCuda(target), std::nullopt, reduction, 2),
+                   nll_loss(log_probs, target, std::nullopt, reduction, 2), 1e-5, 1e-6);
+    }
+    Tensor one = _log_softmax(hostData({3}, dtype), 0, false);
+    Tensor label = full({}, 1, kLong, std::nullopt, kHost);
+    EXPECT_CLOSE(nll_loss(toCuda(one), toCuda(label)), nll_loss(one, label), 1e-6, 1e-6);
+  }
+  Tensor bad_target = full({2}, 7, kLong, std::nullopt, kHost);
+  CHECK_THROWS_WITH(nll_loss(toCuda(hostData({2, 3}, kFloat)), toCuda(bad_target)), "Target 7 is out of bounds.");
+
+  for (ScalarType dtype : kAllNine) {
+    Tensor weight = hostData({10, 4}, dtype);
+    Tensor indices = dk::abs(hostData({2, 3}, kLong));  // 0..5
+    EXPECT_EQUAL(embedding(toCuda(weight), toCuda(indices)), embedding(weight, indices));
+  }
+  Tensor weight_t = transposedView(hostData({4, 10}, kFloat));
+  Tensor int_indices = dk::abs(hostData({7}, kInt));
+  EXPECT_EQUAL(embedding(transposedView(toCuda(hostData({4, 10}, kFloat))), toCuda(int_indices)),
+               embedding(weight_t, int_indices));
+  CHECK_THROWS_WITH(embedding(toCuda(hostData({3, 2}, kFloat)), toCuda(full({1}, 3, kLong, std::nullopt, kHost))),
+                    "index out of range in self");
+}
+
+CUDA_TEST(mlp_forward_matches_cpu) {
+  Tensor x = hostData({16, 32}, kFloat, 1);
+  Tensor w1 = hostData({32, 24}, kFloat, 2), b1 = hostData({24}, kFloat, 3);
+  Tensor w2 = hostData({24, 10}, kFloat, 4), b2 = hostData({10}, kFloat, 5);
+  Tensor target = dk::abs(hostData({16}, kLong, 6));  // 0..5
+  auto forward = [&](const Tensor& in, const Tensor& l1w, const Tensor& l1b, const Tensor& l2w, const Tensor& l2b,
+                     const Tensor& t) {
+    Tensor h = relu(addmm(l1b, in, l1w));
+    Tensor logits = add(mm(h, l2w), l2b);
+    return nll_loss(_log_softmax(logits, 1, false), t);
+  };
+  Tensor expected = forward(x, w1, b1, w2, b2, target);
+  Tensor got = forward(toCuda(x), toCuda(w1), toCuda(b1), toCuda(w2), toCuda(b2), toCuda(target));
+  EXPECT_CLOSE(got, expected, 1e-4, 1e-5);
+}
+
+}  // namespace
+
+int main() {
+  // Host-only checks first: they need no device.
+  CHECK(cuda::roundToSizeClass(1) == 512);
+  CHECK(cuda::roundToSizeClass(512) == 512);
+  CHECK(cuda::roundToSizeClass(513) == 1024);
+  CHECK(cuda::roundToSizeClass(size_t{1} << 20) == size_t{1} << 20);
+  CHECK(cuda::roundToSizeClass((size_t{1} << 20) + 1) == (size_t{1} << 20) + (size_t{1} << 17));
+  CHECK(cuda::roundToSizeClass((size_t{3} << 30) - 7) == size_t{3} << 30);
+  if (failures != 0) return 1;
+
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    std::printf("test_kernels_cuda: no CUDA device (%s): skipped\n",
+                status != cudaSuccess ? cudaGetErrorString(status) : "0 devices");
+    return 77;
+  }
+  for (const TestCase& test : registry()) {
+    current_test = test.name;
+    int before = failures;
+    try {
+      test.fn();
+    } catch (const std::exception& e) {
+      fail(__FILE__, __LINE__, std::string("unexpected exception: ") + e.what());
+    }
+    std::printf("%s %s\n", failures == before ? "ok    " : "FAILED", test.name);
+  }
+  std::printf("%zu tests, %d checks, %d failures\n", registry().size(), checks, failures);
+  return failures == 0 ? 0 : 1;
+}
