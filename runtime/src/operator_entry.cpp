@@ -107,6 +107,8 @@ bool OperatorEntry::hasBackendKernelFor(DispatchKey k) const {
 
 OperatorEntry::SlotInfo OperatorEntry::computeDispatchTableEntry(DispatchKey k,
                                                                  const AnnotatedKernel* backend_fallback) const {
+  // An operator with no kernels (a fresh def) only has the backend fallbacks: skip the rules.
+  if (kernels_.empty()) return backend_fallback ? SlotInfo{SlotSource::BackendFallback, backend_fallback} : SlotInfo{};
   // 1. a kernel registered directly at k
   if (const AnnotatedKernel* direct = firstKernelAt(k)) return {SlotSource::Kernel, direct};
   auto covered = [&](DispatchKey alias) { return k == DispatchKey::Undefined || keyCovers(alias, k); };

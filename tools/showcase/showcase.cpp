@@ -65,6 +65,24 @@ void mlpShowcase() {
   Tensor target = dk::tensor({0, 1, 1, 0});
   std::cout << "nll loss: " << dk::nll_loss(y, target).item().toDouble() << "\n";
 
+  std::cout << "\n== the same forward under dispatch modes: OpCounter and GraphRecorder\n";
+  auto counter = std::make_shared<OpCounter>();
+  auto recorder = std::make_shared<GraphRecorder>();
+  {
+    DispatchModeGuard count(counter);
+    DispatchModeGuard record(recorder);
+    mlp(x, w1, b1, w2, b2);
+  }
+  std::cout << counter->str() << "\n" << recorder->str();
+
+  std::cout << "\n== and under the profiler (100 forwards)\n";
+  {
+    profiler::Profiler prof;
+    for (int i = 0; i < 100; ++i) mlp(x, w1, b1, w2, b2);
+    prof.stop();
+    std::cout << prof.table();
+  }
+
   std::cout << "\n== the same model on meta tensors: shapes and dtypes, no data\n";
   auto meta = TensorOptions().device(DeviceType::Meta);
   Tensor mx = dk::empty({1024, 3}, meta), mw1 = dk::empty({5, 3}, meta), mb1 = dk::empty({5}, meta);
