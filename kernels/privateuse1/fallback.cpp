@@ -1,0 +1,108 @@
+// The PrivateUse1 example backend: one boxed fallback for every operator (Note [Fallback
+// backend] in dk/privateuse1_backend.h).
+#include "dk/privateuse1_backend.h"
+
+#include <vector>
+
+#include "dk/empty_tensor.h"
+#include "dk/generated/Functions.h"
+#include "dk/local_dispatch_key_set.h"
+
+namespace dk::privateuse1 {
+
+namespace {
+std::atomic<int64_t> g_fallback_calls{0};
+
+bool onBackend(const Tensor& t) { return t.defined() && t.device().type == DeviceType::PrivateUse1; }
+
+// A CPU tensor over the same host memory as `t` (PrivateUse1 keeps its data in host memory):
+// lets the CPU copy kernel move data in and out without dispatching on PrivateUse1.
+Tensor cpuAlias(const Tensor& t) {
+  return Tensor(make_intrusive<TensorImpl>(t.storage(), computeTensorKeySet(Device(DeviceType::CPU), true),
+                                           t.dtype(), Device(DeviceType::CPU), t.sizes(), t.strides(),
+                                           t.storage_offset()));
+}
+}  // namespace
+
+Tensor toCpu(const Tensor& t) {
+  Tensor out = detail::empty_contiguous(t.sizes(), t.dtype(), Device(DeviceType::CPU));
+  if (t.numel() > 0) out.copy_(cpuAlias(t));
+  return out;
+}
+
+Tensor fromCpu(const Tensor& cpu) {
+  Tensor out = detail::empty_contiguous(cpu.sizes(), cpu.dtype(), Device(DeviceType::PrivateUse1));
+  if (cpu.numel() > 0) cpuAlias(out).copy_(cpu);
+  return out;
+}
+
+namespace {
+void writeBack(const Tensor& original, const Tensor& cpu) {
+  if (original.numel() > 0) cpuAlias(original).copy_(cpu);
+}
+
+void fallback(const OperatorHandle& op, Stack* stack) {
+  g_fallback_calls.fetch_add(1, std::memory_order_relaxed);
+  const auto& args = op.schema().arguments();
+  const size_t n = args.size();
+  DK_CHECK(stack->size() >= n, "privateuseone fallback for ", op.operator_name(), ": ", n,
+           " arguments expected on the stack, found ", stack->size());
+  const size_t base = stack->size() - n;
+  // Originals and their CPU copies, per tensor argument (lists flattened).
+  std::vector<std::pair<Tensor, Tensor>> moved;
+  std::vector<std::pair<Tensor, Tensor>> written;  // mutable (a!) arguments
+  for (size_t i = 0; i < n; ++i) {
+    IValue& v = (*stack)[base + i];
+    bool mutable_arg = args[i].alias_info && args[i].alias_info->is_write;
+    auto convert = [&](const Tensor& t) {
+      Tensor cpu = toCpu(t);
+      moved.emplace_back(t, cpu);
+      if (mutable_arg) written.emplace_back(t, cpu);
+      return cpu;
+    };
+    if (v.isTensor()) {
+      Tensor t = v.toTensor();
+      if (onBackend(t)) v = IValue(convert(t));
+    } else if (v.isList()) {
+      std::vector<IValue> elements = v.toListElements();
+      bool any = false;
+      for (IValue& e : elements) {
+        if (e.isTensor() && onBackend(e.toTensor())) {
+          e = IValue(convert(e.toTensor()));
+          any = true;
+        }
+      }
+      if (any) v = IValue::makeList(v.listElementType(), std::move(elements));
+    }
+  }
+  op.callBoxed(stack);  // the arguments are CPU tensors now: the CPU kernels run
+  for (const auto& [original, cpu] : written) writeBack(original, cpu);
+  auto back = [&](const Tensor& r) -> Tensor {
+    for (const auto& [original, cpu] : moved) {
+      if (cpu.is_same(r)) return original;  // an in-place or out= result: the original, updated
+    }
+    return r.defined() && r.device().type == DeviceType::CPU ? fromCpu(r) : r;
+  };
+  for (size_t i = base; i < stack->size(); ++i) {
+    IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      v = IValue(back(v.toTensor()));
+    } else if (v.isList()) {
+      std::vector<IValue> elements = v.toListElements();
+      for (IValue& e : elements)
+        if (e.isTensor()) e = IValue(back(e.toTensor()));
+      v = IValue::makeList(v.listElementType(), std::move(elements));
+    }
+  }
+}
+}  // namespace
+
+std::unique_ptr<Library> installFallbackBackend() {
+  auto lib = std::make_unique<Library>(Library::IMPL, "_", DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  lib->fallback(CppFunction::makeFromBoxedFunction<&fallback>().debug("privateuse1_cpu_fallback"));
+  return lib;
+}
+
+int64_t fallbackCalls() { return g_fallback_calls.load(std::memory_order_relaxed); }
+
+}  // namespace dk::privateuse1
