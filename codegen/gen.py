@@ -35,6 +35,7 @@ if __package__ in (None, ""):  # run as a script: import the package, not codege
         sys.path.insert(0, _REPO_ROOT)
 
 from codegen.dest import (  # noqa: E402
+    autocast,
     backend_select,
     boxing_adapters,
     functions,
@@ -121,6 +122,7 @@ def generate(
     boxing_adapters.emit(ctx, files)
     register_backend.emit(ctx, files)
     backend_select.emit(ctx, files)
+    autocast.emit(ctx, files)
     manifest.emit(ctx, files)
 
 

@@ -196,6 +196,9 @@ Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
   backend_fallbacks_[tableIndexForRuntimeKey(DispatchKey::Python)] = std::move(python);
   install(DispatchKey::ADInplaceOrView, "ad_inplace_or_view_fallthrough (default)");
   for (DispatchKey k : autograd_dispatch_keyset) install(k, "autograd_fallback (default)");
+  // Operators without an autocast policy pass through the autocast keys (Note [Autocast]).
+  install(DispatchKey::AutocastCPU, "autocast_fallthrough (default)");
+  install(DispatchKey::AutocastCUDA, "autocast_fallthrough (default)");
 }
 
 Dispatcher::~Dispatcher() = default;

@@ -2,6 +2,7 @@
 // Tensor methods, a + b), modes, observers, the profiler and autograd.
 #pragma once
 
+#include "dk/autocast.h"
 #include "dk/autograd/autograd.h"
 #include "dk/dispatch.h"
 #include "dk/dispatch_mode.h"
