@@ -17,6 +17,7 @@
 #include "dk/tensor.h"
 #include "dk/tensor_geometry.h"
 #include "dk/type_promotion.h"
+#include "meta/shape_functions.h"
 
 namespace dk::native {
 
@@ -162,7 +163,7 @@ Tensor softmaxImpl(const Tensor& self, int64_t dim, bool half_to_float, const ch
 // ---------------------------------------------------------------- cat
 
 // A size-[0] 1-D tensor: the legacy "empty tensor", skipped by cat whatever its shape is.
-bool catSkips(const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
+bool catSkips(const Tensor& t) { return meta::catSkipsTensor(t); }
 
 // Copies `src` (any geometry) into the contiguous block of `out` starting at element `start`
 // whose rows are `out_row` elements apart: src is seen as (outer, src_row) with src_row the
@@ -324,37 +325,16 @@ Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t /*padd
 // skipped whatever the others' shapes (PyTorch's legacy rule); every other input must match the
 // first kept one except at `dim`.
 Tensor cat_cpu(ArrayRef<Tensor> tensors, int64_t dim) {
-  DK_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
-  for (size_t i = 0; i < tensors.size(); ++i)
-    DK_CHECK(tensors[i].dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
-  // The first kept tensor sets the rank `dim` wraps against and the shape the others match.
-  size_t ref = tensors.size();
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (!catSkips(tensors[i])) {
-      ref = i;
-      break;
-    }
-  }
-  ScalarType dtype = result_type(tensors);
+  // The checks, output shape, dtype and wrapped dim are the shared ones Meta and CUDA use.
+  meta::CatSpec spec = meta::cat(tensors, dim);
+  ScalarType dtype = spec.output.dtype;
+  size_t ref = 0;
+  while (ref < tensors.size() && catSkips(tensors[ref])) ++ref;
   if (ref == tensors.size()) return detail::empty_contiguous({0}, dtype, tensors[0].device());
   const Tensor& first = tensors[ref];
-  dim = maybe_wrap_dim(dim, first.dim());
-  int64_t total = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    if (catSkips(t)) continue;
-    DK_CHECK(t.dim() == first.dim(), "Tensors must have same number of dimensions: got ", first.dim(), " and ",
-             t.dim());
-    for (int64_t d = 0; d < first.dim(); ++d) {
-      if (d == dim) continue;
-      DK_CHECK(t.size(d) == first.size(d), "Sizes of tensors must match except in dimension ", dim,
-               ". Expected size ", first.size(d), " but got size ", t.size(d), " for tensor number ", i,
-               " in the list.");
-    }
-    total += t.size(dim);
-  }
-  std::vector<int64_t> out_size = first.sizes();
-  out_size[static_cast<size_t>(dim)] = total;
+  dim = spec.dim;
+  const std::vector<int64_t>& out_size = spec.output.sizes;
+  int64_t total = out_size[static_cast<size_t>(dim)];
   Tensor out = detail::empty_contiguous(out_size, dtype, first.device());
   if (out.numel() == 0) return out;
   // Each input fills a slab of out: rows of (its size at dim) * inner elements, out_row apart.
