@@ -100,12 +100,6 @@ class OperatorEntry {
     *ks_out = DispatchKeySet::fromRaw(ks);
     return *dispatch_table_[DispatchKeySet::tableIndexFor(ks, backend)].load(std::memory_order_acquire);
   }
-  template <class... Args>
-  DispatchKeySet getDispatchKeySetUnboxed(const Args&... args) const {
-    DispatchKeySet ks;
-    detail::accumulateKeySet(ks, args...);
-    return computeDispatchKeySet(ks);
-  }
   // Reads the stack positions the schema's dispatch-argument bitmap selects.
   DispatchKeySet getDispatchKeySetBoxed(const Stack& stack) const;
 
