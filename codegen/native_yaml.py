@@ -33,7 +33,7 @@ from codegen.model import (
     OperatorName,
     Precompute,
 )
-from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_name
+from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, one_line, yaml_type_name
 
 FOREIGN_KEY_MODES = ("error", "ignore")
 
@@ -413,9 +413,14 @@ def _check_entries(
 
 
 def _raise_sorted(errors: List[GenError]) -> None:
-    """Raise all ``errors`` as one, in line order (stable: an entry's stay in check order)."""
+    """Raise all ``errors`` as one, in line order (stable: an entry's stay in check order).
+
+    Messages quote the input (schemas, keys, values), which may hold line breaks: they are
+    escaped, so that each error stays one ``FILE:LINE: ...`` line.
+    """
     if errors:
-        raise GenError.combine(sorted(errors, key=lambda e: e.loc.line if e.loc else 0))
+        located = sorted(errors, key=lambda e: e.loc.line if e.loc else 0)
+        raise GenError.combine(GenError(one_line(m), loc=e.loc) for e in located for m in e.messages)
 
 
 def parse_native_functions(

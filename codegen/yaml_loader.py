@@ -10,6 +10,7 @@ is raised as a ``GenError`` reading ``FILE:LINE: ...``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List
 
 import yaml
@@ -18,6 +19,21 @@ from codegen.errors import GenError, Location
 
 # libyaml's parser when present (about ten times faster), the pure-Python one otherwise.
 _SafeLoaderBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# What str.splitlines() (and so a reader of the generator's stderr) takes for a line break.
+_LINE_BREAKS = re.compile("[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks escaped (``\\n``), so that one error stays one line."""
+    return _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _line_count(text: str) -> int:
+    """How many lines YAML sees in ``text``: line breaks plus one (the end of the input is on
+    the line after a final line break, where an editor puts it)."""
+    return len(re.findall("\r\n|[\r\n\x85\u2028\u2029]", text)) + 1
 
 
 class LocatedDict(dict):
@@ -73,11 +89,11 @@ class _LineKeepingLoader(_SafeLoaderBase):
             key_loc = Location(self.path, key_line)
             if not isinstance(key, str):
                 raise GenError.at(
-                    key_loc, f"mapping keys must be strings, got {yaml_type_name(key)} {key!r}"
+                    key_loc, one_line(f"mapping keys must be strings, got {yaml_type_name(key)} {key!r}")
                 )
             if key in result:
                 raise GenError.at(
-                    key_loc, f"duplicate key '{key}' (first given at line {result.key_lines[key]})"
+                    key_loc, one_line(f"duplicate key '{key}' (first given at line {result.key_lines[key]})")
                 )
             result[key] = self.construct_object(value_node, deep=True)
             result.key_lines[key] = key_line
@@ -120,11 +136,21 @@ def load_yaml_text(text: str, path: str) -> Any:
         return loader.get_single_data()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark is not None else 1
+        # libyaml puts errors at the end of the input one line past a last line without a
+        # line break: report the input's last line instead.
+        line = min(mark.line + 1, _line_count(text)) if mark is not None else 1
         problem = e.problem or e.context or "malformed YAML"
-        raise GenError.at(Location(path, line), f"invalid YAML: {problem}") from None
+        raise GenError.at(Location(path, line), one_line(f"invalid YAML: {problem}")) from None
+    except yaml.reader.ReaderError as e:
+        # A character YAML does not allow: its str() spans several lines; keep the reason and
+        # report the line the character is on.
+        line = min(_line_count(text[: e.position] + "x"), _line_count(text))
+        char = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "\0")
+        raise GenError.at(
+            Location(path, line), one_line(f"invalid YAML: unacceptable character #x{char:04x}: {e.reason}")
+        ) from None
     except yaml.YAMLError as e:
-        raise GenError.at(Location(path, 1), f"invalid YAML: {e}") from None
+        raise GenError.at(Location(path, 1), one_line(f"invalid YAML: {e}")) from None
     finally:
         loader.dispose()
 

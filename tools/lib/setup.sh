@@ -1,7 +1,7 @@
 # Shared set-up for tools/demo and tools/test (sourced, not run): installs the Debian
 # packages the build needs when they are missing, and configures a build directory.
 
-DK_PACKAGES=(meson ninja-build catch2 python3-jinja2 python3-yaml python3-pytest g++ pkg-config ccache)
+DK_PACKAGES=(meson ninja-build catch2 python3-jinja2 python3-yaml python3-pytest python3-hypothesis g++ pkg-config ccache)
 
 dk_install_missing_packages() {
   local missing=()
