@@ -363,6 +363,13 @@ class _EntryParser:
             self.error("'structured_inherits' needs 'structured: True'", "structured_inherits")
         if fields.get("precomputed") is not None and not fields.get("structured"):
             self.error("'precomputed' needs 'structured: True'", "precomputed")
+        # A return that aliases an input must name that input's alias set: the emitters look
+        # the aliased argument up by it.
+        argument_sets = {name for a in func.arguments if a.alias is not None for name in a.alias.before}
+        for r in func.returns:
+            for name in r.alias.before if r.alias is not None else ():
+                if name != "*" and name not in argument_sets:
+                    self.error(f"return alias set '{name}' is not the alias set of any argument", "func")
         if func.is_inplace:
             first = func.positional[0] if func.positional else None
             if first is None or first.name != "self" or not first.is_write:

@@ -11,6 +11,7 @@ import io
 import os
 import re
 import shutil
+import tempfile
 import unittest
 
 import yaml
@@ -24,8 +25,13 @@ from . import support
 try:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
+    from hypothesis.configuration import set_hypothesis_home_dir
 except ImportError:  # pragma: no cover - tools/lib/setup.sh installs python3-hypothesis
     raise unittest.SkipTest("python3-hypothesis is not installed")
+
+# Hypothesis caches data (a Unicode table) under ./.hypothesis by default: keep the source
+# tree clean.
+set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "dk-hypothesis"))
 
 FUZZ_SETTINGS = settings(
     max_examples=300,
@@ -234,6 +240,15 @@ class FuzzYamlTest(support.TempDirTestCase):
         self.assertEqual(caught.exception.messages, (
             f"{self.path}:1: relu(Tensor\\nself) -> Tensor: malformed schema at column 12: "
             "expected ' ' and an argument name, found '\\n'",))
+
+    def test_return_alias_without_argument(self):
+        """Found by the fuzz: a return aliasing no argument crashed an emitter (StopIteration)."""
+        self.write_text(schema_document("addlu(Tensor self) -> Tensor(a)"))
+        with self.assertRaises(GenError) as caught:
+            parse_native_functions(self.path, known_tags=support.TAGS)
+        self.assertEqual(caught.exception.messages, (
+            f"{self.path}:1: addlu(Tensor self) -> Tensor(a): return alias set 'a' is not the alias set "
+            "of any argument",))
 
     def test_known_bad_inputs(self):
         """Examples that pin the properties down (each is a located, one-line error)."""
