@@ -34,8 +34,10 @@ if __package__ in (None, ""):  # run as a script: import the package, not codege
     else:
         sys.path.insert(0, _REPO_ROOT)
 
+from codegen.derivatives import DerivativeInfo, autograd_plan, parse_derivatives  # noqa: E402
 from codegen.dest import (  # noqa: E402
     autocast,
+    autograd,
     backend_select,
     boxing_adapters,
     functions,
@@ -62,6 +64,8 @@ def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         help="parse, round-trip and validate every entry; print a summary")
     parser.add_argument("--tags", metavar="TAGS.yaml",
                         help="the tags entries may use (default: tags.yaml beside FILE.yaml)")
+    parser.add_argument("--derivatives", metavar="DERIVATIVES.yaml",
+                        help="the derivative formulas (default: derivatives.yaml beside FILE.yaml)")
     parser.add_argument("--pytorch-compat", action="store_true",
                         help="accept (and never generate) dispatch keys only PyTorch has")
     parser.add_argument("--list-outputs", action="store_true",
@@ -87,6 +91,19 @@ def _tags_path(args: argparse.Namespace) -> Optional[str]:
     return beside if os.path.isfile(beside) else None
 
 
+def _derivatives_path(args: argparse.Namespace) -> Optional[str]:
+    if args.derivatives is not None:
+        return args.derivatives
+    beside = os.path.join(os.path.dirname(args.native_functions), "derivatives.yaml")
+    return beside if os.path.isfile(beside) else None
+
+
+def load_derivatives(args: argparse.Namespace, native_functions: Sequence[NativeFunction]) -> List[DerivativeInfo]:
+    """The checked derivative entries (none without a derivatives file; raises GenError)."""
+    path = _derivatives_path(args)
+    return parse_derivatives(path, native_functions) if path is not None else []
+
+
 def load_model(args: argparse.Namespace) -> List[NativeFunction]:
     """The validated operators named on the command line (raises GenError)."""
     tags_path = _tags_path(args)
@@ -101,9 +118,9 @@ def load_model(args: argparse.Namespace) -> List[NativeFunction]:
 def input_names(args: argparse.Namespace) -> Tuple[str, ...]:
     """The inputs as generated banners name them (never absolute paths)."""
     names = [display_path(args.native_functions, _REPO_ROOT)]
-    tags_path = _tags_path(args)
-    if tags_path is not None:
-        names.append(display_path(tags_path, _REPO_ROOT))
+    for extra in (_tags_path(args), _derivatives_path(args)):
+        if extra is not None:
+            names.append(display_path(extra, _REPO_ROOT))
     return tuple(names)
 
 
@@ -111,9 +128,11 @@ def generate(
     native_functions: Sequence[NativeFunction],
     files: FileManager,
     inputs: Sequence[str] = ("native_functions.yaml",),
+    derivatives: Sequence[DerivativeInfo] = (),
 ) -> None:
     """Run every emitter into ``files``: the whole output for namespace ``dk``."""
     ctx = GenContext.build(native_functions, "dk", inputs)
+    autograd.emit(ctx, files, autograd_plan(native_functions, derivatives))
     operators.emit(ctx, files)
     functions.emit(ctx, files)
     tensor_methods.emit(ctx, files)
@@ -145,10 +164,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     files = FileManager()
     try:
         native_functions = load_model(args)
+        derivatives = load_derivatives(args, native_functions) if not args.pytorch_compat else []
         inputs = input_names(args)
         if args.out or args.list_outputs:
             with files:
-                generate(native_functions, files, inputs)
+                generate(native_functions, files, inputs, derivatives)
         scale_files = FileManager()
         if args.scale_out:
             with scale_files:
@@ -164,7 +184,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(message, file=sys.stderr)
         return 1
     if args.check:
-        print(f"{len(native_functions)} operators OK")
+        print(f"{len(native_functions)} operators OK" +
+              (f", {len(derivatives)} derivative entries OK" if derivatives else ""))
     if args.list_outputs:
         for name in files.names():
             print(name)

@@ -138,3 +138,41 @@ Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
 }
 
 }  // namespace dk::native
+
+namespace dk::native {
+
+// d gelu(x)/dx times grad_output. "none": Phi(x) + x phi(x) (phi the normal density); "tanh":
+// the derivative of the tanh approximation.
+Tensor gelu_backward_cpu(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
+  checkOnCpu("gelu_backward", grad_output);
+  checkOnCpu("gelu_backward", self);
+  DK_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
+  const bool tanh_form = approximate == "tanh";
+  TensorIterator iter = TensorIteratorConfig("gelu_backward")
+                            .add_output(Tensor())
+                            .add_input(grad_output)
+                            .add_input(self)
+                            .promote_inputs_to_common_dtype(true)
+                            .build();
+  DK_DISPATCH_FLOATING_TYPES(iter.common_dtype(), "gelu_backward", [&] {
+    using M = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [tanh_form](M g, M x) {
+      if (tanh_form) {
+        constexpr M kSqrt2OverPi = M(0.79788456080286535588);
+        constexpr M kKappa = M(0.044715);
+        M inner = kSqrt2OverPi * (x + kKappa * x * x * x);
+        M t = std::tanh(inner);
+        M d_inner = kSqrt2OverPi * (M(1) + M(3) * kKappa * x * x);
+        return g * (M(0.5) * (M(1) + t) + M(0.5) * x * (M(1) - t * t) * d_inner);
+      }
+      constexpr M kInvSqrt2 = M(0.70710678118654752440);
+      constexpr M kInvSqrt2Pi = M(0.39894228040143267794);
+      M cdf = M(0.5) * (M(1) + std::erf(x * kInvSqrt2));
+      M pdf = kInvSqrt2Pi * std::exp(M(-0.5) * x * x);
+      return g * (cdf + x * pdf);
+    });
+  });
+  return iter.output();
+}
+
+}  // namespace dk::native

@@ -115,6 +115,12 @@ Tensor gelu_meta(const Tensor& self, std::string_view approximate) {
   return emptyMeta(meta::unaryOp(self, UnaryKind::Gelu));
 }
 
+Tensor gelu_backward_meta(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
+  meta::parseGeluApproximation(approximate);
+  meta::unaryOp(self, UnaryKind::Gelu);
+  return emptyMeta(meta::binaryOp(grad_output, self, meta::BinaryKind::Arithmetic));
+}
+
 Tensor exp_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
 Tensor log_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
 Tensor sqrt_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }

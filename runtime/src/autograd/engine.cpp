@@ -358,8 +358,8 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs, co
   for (const Tensor& input : inputs) {
     DK_CHECK(input.requires_grad(), "One of the differentiated Tensors does not require grad");
     AutogradMeta* meta = get_autograd_meta(input);
-    if (meta->grad_fn_) {
-      output_edges.emplace_back(meta->grad_fn_, meta->output_nr_);
+    if (std::shared_ptr<Node> grad_fn = current_grad_fn(input)) {
+      output_edges.emplace_back(std::move(grad_fn), meta->output_nr_);
     } else {
       // A leaf no graph reaches has no accumulator: it gets no gradient (and none is made).
       std::lock_guard<std::mutex> lock(meta->mutex_);

@@ -1,12 +1,56 @@
-// Recording forward calls in the backward graph: gradient edges, grad accumulators, history.
+// Recording forward calls in the backward graph: gradient edges, grad accumulators, history,
+// and views (Note [Views and in-place] in dk/autograd/history.h).
 #include "dk/autograd/history.h"
 
 #include <mutex>
 
 #include "dk/autograd/accumulate_grad.h"
+#include "dk/autograd/views.h"
 #include "dk/error.h"
 
 namespace dk::autograd {
+
+namespace {
+
+// The tensor a view's memory belongs to.
+Tensor viewBase(const Tensor& view) { return Tensor(view.unsafeGetTensorImpl()->base()); }
+
+// Gives view `t` a grad_fn made from its base's current history (or leaves it without one
+// when the base does not require grad), and marks it current.
+void rebuildViewGradFn(const Tensor& t, AutogradMeta& meta) {
+  Tensor base = viewBase(t);
+  if (base.requires_grad()) {
+    auto node = std::make_shared<AsStridedBackward0>(base, t);
+    node->set_next_edges({gradient_edge(base)});
+    node->add_input_metadata(t);
+    meta.grad_fn_ = std::move(node);
+    meta.output_nr_ = 0;
+  }
+  meta.attr_version_ = t.unsafeGetTensorImpl()->version();
+}
+
+// set_history for a tensor an in-place call changed, when it is not a view.
+void rebaseNonView(const Tensor& self, const std::shared_ptr<Node>& node) {
+  AutogradMeta& meta = materialize_autograd_meta(self);
+  std::shared_ptr<RetainedGrad> retained = meta.retained_grad_;
+  if (meta.grad_fn_ && retained) meta.grad_fn_->pop_retains_grad_hook(meta.output_nr_);
+  // The hooks registered so far stay with the old grad_fn; new ones get a new list.
+  meta.hooks_.reset();
+  set_history(self, node);
+  if (retained) node->set_retains_grad_hook(meta.output_nr_, retained);
+}
+
+}  // namespace
+
+std::shared_ptr<Node> current_grad_fn(const Tensor& t) {
+  AutogradMeta* meta = t.defined() ? get_autograd_meta(t) : nullptr;
+  if (meta == nullptr) return nullptr;
+  if (meta->is_view_ && meta->attr_version_ != t.unsafeGetTensorImpl()->version()) {
+    std::lock_guard<std::mutex> lock(meta->mutex_);
+    if (meta->attr_version_ != t.unsafeGetTensorImpl()->version()) rebuildViewGradFn(t, *meta);
+  }
+  return meta->grad_fn_;
+}
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   AutogradMeta* meta = get_autograd_meta(leaf);
@@ -19,21 +63,25 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
 }
 
 Edge gradient_edge(const Tensor& t) {
-  AutogradMeta* meta = t.defined() ? get_autograd_meta(t) : nullptr;
-  if (meta == nullptr) return Edge();
-  if (meta->grad_fn_) return Edge(meta->grad_fn_, meta->output_nr_);
+  std::shared_ptr<Node> grad_fn = current_grad_fn(t);
+  if (grad_fn) return Edge(std::move(grad_fn), get_autograd_meta(t)->output_nr_);
+  if (!t.defined() || get_autograd_meta(t) == nullptr) return Edge();
   return Edge(grad_accumulator(t), 0);
 }
 
 void set_history(const Tensor& output, const std::shared_ptr<Node>& node) {
   DK_CHECK(node != nullptr, "set_history: null node");
+  // An output of a dtype that cannot carry gradients (x.to(Long)) keeps its place in the
+  // numbering but gets no history: it does not require grad, as in PyTorch.
+  if (!output.defined() || !is_differentiable_type(output.dtype())) {
+    node->add_input_metadata(Tensor());
+    return;
+  }
   uint32_t output_nr = node->add_input_metadata(output);
-  if (!output.defined()) return;
-  DK_CHECK(is_differentiable_type(output.dtype()), "set_history: an output of dtype ", output.dtype(),
-           " cannot require grad (only floating point outputs are differentiable)");
   AutogradMeta& meta = materialize_autograd_meta(output);
   meta.grad_fn_ = node;
   meta.output_nr_ = output_nr;
+  if (meta.is_view_) meta.attr_version_ = output.unsafeGetTensorImpl()->version();
 }
 
 void set_history(const std::vector<Tensor>& outputs, const std::shared_ptr<Node>& node) {
@@ -41,19 +89,38 @@ void set_history(const std::vector<Tensor>& outputs, const std::shared_ptr<Node>
 }
 
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
-  AutogradMeta& meta = materialize_autograd_meta(self);
-  std::shared_ptr<RetainedGrad> retained = meta.retained_grad_;
-  if (meta.grad_fn_ && retained) meta.grad_fn_->pop_retains_grad_hook(meta.output_nr_);
-  // The hooks registered so far stay with the old grad_fn; new ones get a new list.
-  meta.hooks_.reset();
-  set_history(self, node);
-  if (retained) node->set_retains_grad_hook(meta.output_nr_, retained);
+  AutogradMeta* meta = get_autograd_meta(self);
+  if (meta == nullptr || !meta->is_view_) {
+    rebaseNonView(self, node);
+    return;
+  }
+  // An in-place change of a view changes its base: the base gets the history
+  // (Note [Views and in-place]), the view a grad_fn rebuilt from it.
+  Tensor base = viewBase(self);
+  rebaseNonView(base, std::make_shared<CopySlices>(base, self, node));
+  std::lock_guard<std::mutex> lock(meta->mutex_);
+  rebuildViewGradFn(self, *meta);
 }
 
-void check_inplace(const Tensor& self) {
-  if (!GradMode::is_enabled()) return;
+void check_inplace(const Tensor& self, bool requires_grad) {
+  DK_CHECK(!self.is_inference() || InferenceMode::is_enabled(),
+           "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone to get a "
+           "normal tensor before doing inplace update.");
+  if (!requires_grad || !GradMode::is_enabled()) return;
   AutogradMeta* meta = get_autograd_meta(self);
-  DK_CHECK(meta == nullptr || !meta->is_leaf() || !meta->requires_grad_,
+  if (meta == nullptr) return;
+  if (meta->is_view_) {
+    DK_CHECK(!meta->multi_output_view_,
+             "Output ", meta->output_nr_, " of ", (meta->grad_fn_ ? meta->grad_fn_->name() : std::string("a function")),
+             " is a view and is being modified inplace. This view is the output of a function that returns multiple "
+             "views. Such functions do not allow the output views to be modified inplace. You should replace the "
+             "inplace operation by an out-of-place one.");
+    Tensor base = viewBase(self);
+    DK_CHECK(!(base.is_leaf() && base.requires_grad()),
+             "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+    return;
+  }
+  DK_CHECK(!meta->is_leaf() || !meta->requires_grad_,
            "a leaf Variable that requires grad is being used in an in-place operation.");
 }
 

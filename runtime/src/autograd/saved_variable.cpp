@@ -38,6 +38,9 @@ std::string describe_tensor(const Tensor& t) {
 
 SavedVariable::SavedVariable(const Tensor& variable, bool is_output) {
   if (!variable.defined()) return;  // unpacks to an undefined tensor
+  DK_CHECK(!variable.is_inference(),
+           "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal "
+           "tensor and use it in autograd.");
   was_default_constructed_ = false;
   saved_version_ = variable.unsafeGetTensorImpl()->version();
   output_nr_ = variable.output_nr();

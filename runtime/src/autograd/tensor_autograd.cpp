@@ -1,6 +1,7 @@
 // Tensor's autograd members (declared in dk/tensor.h; Note [Autograd metadata]).
 #include "dk/autograd/autograd_meta.h"
 #include "dk/autograd/engine.h"
+#include "dk/autograd/history.h"
 #include "dk/autograd/node.h"
 #include "dk/error.h"
 #include "dk/local_dispatch_key_set.h"
@@ -33,7 +34,8 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
 
 bool Tensor::requires_grad() const {
   AutogradMeta* meta = get_autograd_meta(*this);
-  return meta != nullptr && meta->requires_grad();
+  if (meta == nullptr) return false;
+  return meta->requires_grad_ || autograd::current_grad_fn(*this) != nullptr;
 }
 
 const Tensor& Tensor::grad() const {
@@ -48,15 +50,9 @@ Tensor& Tensor::mutable_grad() const {
   return meta.retained_grad_ ? meta.retained_grad_->grad : meta.grad_;
 }
 
-std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
-  AutogradMeta* meta = get_autograd_meta(*this);
-  return meta != nullptr ? meta->grad_fn_ : nullptr;
-}
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const { return autograd::current_grad_fn(*this); }
 
-bool Tensor::is_leaf() const {
-  AutogradMeta* meta = get_autograd_meta(*this);
-  return meta == nullptr || meta->is_leaf();
-}
+bool Tensor::is_leaf() const { return autograd::current_grad_fn(*this) == nullptr; }
 
 uint32_t Tensor::output_nr() const {
   AutogradMeta* meta = get_autograd_meta(*this);
@@ -65,6 +61,7 @@ uint32_t Tensor::output_nr() const {
 
 void Tensor::retain_grad() const {
   DK_CHECK(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+  autograd::current_grad_fn(*this);  // a view's grad_fn rebuilt first, if stale
   AutogradMeta& meta = *get_autograd_meta(*this);
   if (meta.is_leaf() || meta.retained_grad_) return;  // a leaf keeps its grad anyway
   meta.retained_grad_ = std::make_shared<autograd::RetainedGrad>();
@@ -78,6 +75,7 @@ bool Tensor::retains_grad() const {
 
 unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   DK_CHECK(requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
+  autograd::current_grad_fn(*this);  // a view's grad_fn rebuilt first, if stale
   AutogradMeta& meta = *get_autograd_meta(*this);
   if (!meta.hooks_) {
     meta.hooks_ = std::make_shared<autograd::TensorHookList>(meta.is_leaf() ? 0 : meta.output_nr_);

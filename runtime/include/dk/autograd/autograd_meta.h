@@ -71,6 +71,12 @@ class AutogradMeta final : public AutogradMetaInterface {
   uint32_t output_nr_ = 0;
   // The leaf flag; a non-leaf requires grad through its grad_fn whatever this says.
   bool requires_grad_ = false;
+  // Views (Note [Views and in-place] in dk/autograd/history.h), set by as_view: the tensor is
+  // a view of TensorImpl::base() for autograd; it came from an operator returning several
+  // views; the version counter's value when grad_fn_ was last set.
+  bool is_view_ = false;
+  bool multi_output_view_ = false;
+  uint32_t attr_version_ = 0;
   // Guards grad_accumulator_ creation and the accumulation into grad_.
   std::mutex mutex_;
 

@@ -12,7 +12,7 @@
 //   { AutoDispatchBelowADInplaceOrView guard; result = ops::mul_Tensor::redispatch(ks & after_autograd_keyset, ...); }
 //   if (node) set_history(result, node);                     // result becomes output 0 of node
 //
-// In-place kernels call check_inplace(self) first and rebase_history(self, node) last.
+// In-place kernels call check_inplace(self, requires_grad) first and rebase_history(self, node) last.
 #pragma once
 
 #include <memory>
@@ -85,8 +85,27 @@ void set_history(const std::vector<Tensor>& outputs, const std::shared_ptr<Node>
 // grad_fn, the retain_grad hook moves to `node` (Note [Tensor hooks]).
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node);
 
-// Refuses an in-place change of a leaf that requires grad while grad mode is on:
-// "a leaf Variable that requires grad is being used in an in-place operation."
-void check_inplace(const Tensor& self);
+// Refuses an in-place change that would lose history, while grad mode is on and the call
+// records (`requires_grad`): of a leaf that requires grad ("a leaf Variable that requires grad
+// is being used in an in-place operation."), of a view of one ("a view of a leaf Variable that
+// requires grad is being used in an in-place operation."), of an output of an operator that
+// returns several views. Always refuses an in-place change of an inference tensor outside
+// InferenceMode ("Inplace update to inference tensor outside InferenceMode is not allowed.").
+void check_inplace(const Tensor& self, bool requires_grad = true);
+
+// Note [Views and in-place]
+// A view (made by a view operator through its ADInplaceOrView kernel, as_view in
+// dk/autograd/functions.h) shares its base's storage and version counter. An in-place operation
+// on a view changes the base too, so rebase_history(view, node) gives the *base* a new grad_fn,
+// CopySlices: its backward takes the base's gradient, runs `node` on the slice the view covers,
+// writes the result back into that slice, and sends the whole to the base's previous history.
+// The view's own grad_fn is then rebuilt from the base's (AsStridedBackward0: the view's
+// gradient placed into zeros of the base's shape). The same rebuild happens lazily, through
+// current_grad_fn, to every other view of that base whose version counter moved since its
+// grad_fn was set: an in-place change of a base or of one view reaches all views.
+
+// The grad_fn of `t`, rebuilt first if `t` is a view whose base changed in place since
+// (Note [Views and in-place]). What Tensor::grad_fn and gradient_edge use.
+std::shared_ptr<Node> current_grad_fn(const Tensor& t);
 
 }  // namespace dk::autograd

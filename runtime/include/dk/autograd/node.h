@@ -12,7 +12,9 @@
 // chain of nodes cannot overflow the stack.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +52,28 @@ struct InputMetadata {
   bool defined = false;
 };
 
+// The outputs of a node that belong to one forward input, [begin, end): one per tensor, one per
+// element of a Tensor[] (Note [Generated autograd] in dk/autograd/functions.h).
+struct IndexRange {
+  size_t begin = 0;
+  size_t end = 0;
+  size_t size() const { return end - begin; }
+};
+
+// Hands out consecutive IndexRanges, one per differentiable input in argument order.
+class IndexRangeGenerator {
+ public:
+  IndexRange range(size_t count) {
+    IndexRange r{next_, next_ + count};
+    next_ += count;
+    return r;
+  }
+  size_t size() const { return next_; }
+
+ private:
+  size_t next_ = 0;
+};
+
 class Node : public std::enable_shared_from_this<Node> {
  public:
   // Takes the next sequence number of this thread (later nodes run first when several are
@@ -82,6 +106,15 @@ class Node : public std::enable_shared_from_this<Node> {
   void add_next_edge(Edge edge) { next_edges_.push_back(std::move(edge)); }
   // Whether output i is wanted: its edge is valid (the forward input requires grad).
   bool should_compute_output(size_t i) const { return i < next_edges_.size() && next_edges_[i].is_valid(); }
+  // Whether any output in these ranges is wanted.
+  bool should_compute_output(std::initializer_list<IndexRange> ranges) const {
+    for (const IndexRange& r : ranges) {
+      for (size_t i = r.begin; i < r.end; ++i) {
+        if (should_compute_output(i)) return true;
+      }
+    }
+    return false;
+  }
 
   // ---- inputs: one per forward output
   // Records a forward output (undefined for a missing one); returns its input number.

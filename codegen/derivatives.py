@@ -1,0 +1,438 @@
+"""Reading derivatives.yaml: which operators are differentiable, and how.
+
+``parse_derivatives(path, native_functions)`` returns one ``DerivativeInfo`` per entry,
+checked against the operators of native_functions.yaml, or raises one ``GenError`` with
+every problem of the file (``FILE:LINE: SCHEMA: what is wrong``): an entry for an unknown
+operator or with another schema, a formula for a name that is not an argument, a
+differentiable input without a formula and no ``non_differentiable`` mark, a bad
+``output_differentiability``.
+
+``autograd_plan(native_functions, infos)`` then says, for every operator, what its
+autograd kernel is (codegen/dest/autograd.py emits it): a derivative (the entry of the
+operator, or for an in-place operator the entry of its functional form), a refusal (out=),
+a "not implemented" node (tensor outputs, no entry), or nothing (composites, factories,
+operators without tensor outputs, entries without a differentiable output).
+
+A formula is rewritten for C++ once here (``Formula.cpp``): ``X.sizes()`` becomes the
+saved ``X_sizes_``, a used argument ``X`` is unpacked into a local of that name, and
+``SavedValue`` lists what the node stores, when, and for which inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from codegen.api.dispatcher import argument_name
+from codegen.errors import GenError, Location
+from codegen.model import (
+    Argument,
+    BaseType,
+    FunctionSchema,
+    ListType,
+    NativeFunction,
+    OperatorName,
+    OptionalType,
+    Type,
+)
+from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_name
+
+NON_DIFFERENTIABLE = "non_differentiable"
+ENTRY_KEYS_SPECIAL = ("name", "output_differentiability", "dispatch")
+
+# Tensor properties a formula may use without the node saving the tensor itself:
+# X.<property>() -> the saved X_<property>_ (C++ type, how it is taken from the tensor).
+PROPERTIES = {
+    "sizes": ("std::vector<int64_t>", "{}.sizes()"),
+    "scalar_type": ("ScalarType", "{}.scalar_type()"),
+    "dim": ("int64_t", "{}.dim()"),
+    "device": ("Device", "{}.device()"),
+}
+_PROPERTY_USE = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\.(" + "|".join(PROPERTIES) + r")\(\)")
+_ARGS_SIZES_USE = re.compile(r"\bto_args_sizes\(\s*([A-Za-z_]\w*)\s*\)")
+_IDENT = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\b")
+_RESULT_N = re.compile(r"result(\d+)$")
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+# ---------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class SavedValue:
+    """One member of a backward node: what the forward call stores for the formulas."""
+
+    member: str          # "self_", "self_sizes_", "alpha_", "result_"
+    cpp_type: str        # "SavedVariable", "std::vector<int64_t>", "Scalar", ...
+    kind: str            # "tensor", "optional_tensor", "tensor_list", "output", "property", "value"
+    source: str          # the argument (or "result", "result1") it comes from
+    init: str            # C++ expression computing it in the forward ({} = the source's C++ name)
+    local: str           # the formula-side name: "self", "self_sizes_", "alpha", "result"
+    users: FrozenSet[str]  # the differentiable inputs whose formulas use it
+
+    @property
+    def is_output(self) -> bool:
+        return self.kind == "output"
+
+
+@dataclass(frozen=True)
+class Formula:
+    """The gradient of one input, or a tuple of several ("a, b")."""
+
+    inputs: Tuple[str, ...]
+    text: str            # as written
+    cpp: str             # rewritten: properties become saved members
+    loc: Location
+    uses_grad_input_mask: bool
+
+
+@dataclass(frozen=True)
+class DerivativeInfo:
+    """One entry of derivatives.yaml, checked against its operator."""
+
+    nf: NativeFunction
+    loc: Location
+    node: str                                 # "MulBackward0"
+    formulas: Tuple[Formula, ...]
+    differentiable_inputs: Tuple[Argument, ...]   # argument order; with a formula
+    output_differentiability: Tuple[bool, ...]    # one per return
+    saved: Tuple[SavedValue, ...]
+    uses_grad: bool                           # a formula reads grad (grads[0])
+    uses_grads: bool                          # a formula reads the whole list
+
+    @property
+    def name(self) -> OperatorName:
+        return self.nf.func.name
+
+    @property
+    def has_differentiable_output(self) -> bool:
+        return any(self.output_differentiability)
+
+    @property
+    def saved_inputs(self) -> Tuple[SavedValue, ...]:
+        return tuple(s for s in self.saved if not s.is_output)
+
+    @property
+    def saved_outputs(self) -> Tuple[SavedValue, ...]:
+        return tuple(s for s in self.saved if s.is_output)
+
+    @property
+    def list_inputs(self) -> Tuple[Argument, ...]:
+        return tuple(a for a in self.differentiable_inputs if isinstance(a.type, ListType))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def is_tensor_argument(a: Argument) -> bool:
+    return a.type.is_tensor_like()
+
+
+def node_name(name: OperatorName, index: int) -> str:
+    """PyTorch's class naming: ``_log_softmax`` -> ``LogSoftmaxBackward0``."""
+    base = name.name.rstrip("_") if name.is_inplace else name.name
+    return "".join(part.title() for part in base.split("_")) + f"Backward{index}"
+
+
+def _value_type(t: Type) -> Tuple[str, str]:
+    """(owning C++ type, init expression) of a saved non-tensor argument."""
+    if isinstance(t, OptionalType):
+        inner, _ = _value_type(t.elem)
+        if isinstance(t.elem, ListType) or t.elem == BaseType("str"):
+            return f"std::optional<{inner}>", f"autograd::detail::owned({{}})"
+        return f"std::optional<{inner}>", "{}"
+    if isinstance(t, ListType):
+        elem = t.elem.name if isinstance(t.elem, BaseType) else None
+        if elem in ("int", "SymInt"):
+            return "std::vector<int64_t>", "{}.vec()"
+        if elem == "float":
+            return "std::vector<double>", "{}.vec()"
+        raise ValueError(f"cannot save a {t}")
+    simple = {
+        "int": "int64_t", "SymInt": "int64_t", "float": "double", "bool": "bool", "Scalar": "Scalar",
+        "str": "std::string", "ScalarType": "ScalarType", "Layout": "Layout", "Device": "Device",
+        "MemoryFormat": "MemoryFormat",
+    }
+    name = t.name if isinstance(t, BaseType) else None
+    if name not in simple:
+        raise ValueError(f"cannot save a {t}")
+    return simple[name], "std::string({})" if name == "str" else "{}"
+
+
+def _strip(text: str) -> str:
+    return _COMMENT.sub(" ", text)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+class _Parser:
+    def __init__(self, path: str, by_schema: Dict[str, NativeFunction], by_name: Dict[str, NativeFunction]):
+        self.path = path
+        self.by_schema = by_schema
+        self.by_name = by_name
+        self.errors: List[GenError] = []
+        self.node_counts: Dict[str, int] = {}
+
+    def error(self, loc: Location, detail: str, schema: Optional[str] = None) -> None:
+        self.errors.append(GenError.at(loc, detail, schema))
+
+    def entry(self, raw: LocatedDict) -> Optional[DerivativeInfo]:
+        loc = raw.key_loc("name")
+        if "name" not in raw:
+            self.error(raw.loc, "entry has no 'name:' (the forward schema)")
+            return None
+        text = raw["name"]
+        if not isinstance(text, str):
+            self.error(loc, f"'name' must be a schema string, not a {yaml_type_name(text)}")
+            return None
+        try:
+            func = FunctionSchema.parse(text)
+        except GenError as e:
+            self.error(loc, f"bad schema: {e}")
+            return None
+        nf = self.by_name.get(str(func.name))
+        if nf is None:
+            self.error(loc, f"entry for unknown operator '{func.name}' (not in native_functions.yaml)", text)
+            return None
+        if str(func) != str(nf.func):
+            self.error(loc, f"schema differs from native_functions.yaml ({nf.loc}): '{nf.func}'", text)
+            return None
+        if nf.func.is_out_fn:
+            self.error(loc, "out= operators are not differentiable: give the entry of the functional operator", text)
+            return None
+        if nf.has_composite_implicit_autograd_kernel:
+            self.error(loc, "a CompositeImplicitAutograd operator differentiates through its decomposition: "
+                            "it takes no derivative entry", text)
+            return None
+        schema = str(nf.func)
+        args = {a.name: a for a in nf.func.arguments}
+        formulas: List[Formula] = []
+        covered: Dict[str, Location] = {}
+        non_diff: List[str] = []
+        output_diff: Optional[Tuple[bool, ...]] = None
+        for key, value in raw.items():
+            kloc = raw.key_loc(key)
+            if key == "name" or key == "dispatch":
+                continue
+            if key == "output_differentiability":
+                output_diff = self.output_differentiability(value, kloc, nf, schema)
+                continue
+            names = tuple(n.strip() for n in key.split(","))
+            bad = False
+            for n in names:
+                if n not in args:
+                    self.error(kloc, f"formula for '{n}', which is not an argument of {nf.func.name}", schema)
+                    bad = True
+                elif not is_tensor_argument(args[n]):
+                    self.error(kloc, f"formula for '{n}', which is not a tensor argument ({args[n].type})", schema)
+                    bad = True
+                elif n in covered:
+                    self.error(kloc, f"second formula for '{n}' (the first is at line {covered[n].line})", schema)
+                    bad = True
+            if bad:
+                continue
+            if not isinstance(value, str) or not value.strip():
+                self.error(kloc, f"the formula for '{key}' must be a C++ expression string, not a "
+                                 f"{yaml_type_name(value)}", schema)
+                continue
+            for n in names:
+                covered[n] = kloc
+            if value.strip() == NON_DIFFERENTIABLE:
+                non_diff.extend(names)
+                continue
+            formulas.append(Formula(names, value.strip(), value.strip(), kloc, "grad_input_mask" in value))
+        for a in nf.func.arguments:
+            if is_tensor_argument(a) and a.name not in covered:
+                self.error(loc, f"missing formula for differentiable input '{a.name}' (give a formula or "
+                                f"'{a.name}: {NON_DIFFERENTIABLE}')", schema)
+        if output_diff is None:
+            output_diff = tuple(True for _ in nf.func.returns)
+        index = self.node_counts.get(nf.func.name.name, 0)
+        self.node_counts[nf.func.name.name] = index + 1
+        diff_names = {n for f in formulas for n in f.inputs}
+        diff_inputs = tuple(a for a in nf.func.arguments if a.name in diff_names)
+        try:
+            formulas, saved, uses_grad, uses_grads = self.analyse(nf, formulas, schema)
+        except GenError as e:
+            self.errors.append(e)
+            return None
+        return DerivativeInfo(nf, loc, node_name(nf.func.name, index), tuple(formulas), diff_inputs,
+                              output_diff, tuple(saved), uses_grad, uses_grads)
+
+    def output_differentiability(self, value, loc: Location, nf: NativeFunction, schema: str):
+        if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
+            self.error(loc, "output_differentiability must be a list of True/False", schema)
+            return None
+        if len(value) != len(nf.func.returns):
+            self.error(loc, f"output_differentiability has {len(value)} entries but the operator returns "
+                            f"{len(nf.func.returns)}", schema)
+            return None
+        return tuple(value)
+
+    def analyse(self, nf: NativeFunction, formulas: List[Formula], schema: str):
+        """Rewrite each formula and work out what the node saves."""
+        args = {a.name: a for a in nf.func.arguments}
+        saved: Dict[str, SavedValue] = {}
+        out: List[Formula] = []
+        uses_grad = uses_grads = False
+        n_returns = len(nf.func.returns)
+
+        def add(value: SavedValue, user: Tuple[str, ...]) -> None:
+            old = saved.get(value.member)
+            users = frozenset(user) | (old.users if old else frozenset())
+            saved[value.member] = SavedValue(value.member, value.cpp_type, value.kind, value.source, value.init,
+                                             value.local, users)
+
+        for f in formulas:
+            code = _strip(f.text)
+
+            def arg_sizes(m: re.Match) -> str:
+                name = m.group(1)
+                a = args.get(name)
+                if a is None or not isinstance(a.type, ListType):
+                    raise GenError.at(f.loc, f"to_args_sizes({name}): '{name}' is not a Tensor[] argument", schema)
+                member = f"{name}_args_sizes_"
+                add(SavedValue(member, "std::vector<std::vector<int64_t>>", "property", name,
+                               "autograd::detail::args_sizes({})", member, frozenset()), f.inputs)
+                return member
+
+            code = _ARGS_SIZES_USE.sub(arg_sizes, code)
+
+            def prop(m: re.Match) -> str:
+                name, what = m.group(1), m.group(2)
+                if name not in args and name != "result":
+                    return m.group(0)  # a local of the formula's own (grad.sizes(), ...)
+                if name == "result" or not is_tensor_argument(args[name]):
+                    return m.group(0)
+                member = f"{name}_{what}_"
+                cpp_type, init = PROPERTIES[what]
+                if isinstance(args[name].type, OptionalType):
+                    return m.group(0)  # Tensor?: save the tensor
+                add(SavedValue(member, cpp_type, "property", name, init, member, frozenset()), f.inputs)
+                return member
+
+            code = _PROPERTY_USE.sub(prop, code)
+            for ident in _IDENT.findall(code):
+                if ident == "grad":
+                    uses_grad = True
+                elif ident == "grads":
+                    uses_grads = True
+                elif ident == "result" or _RESULT_N.match(ident):
+                    index = 0 if ident == "result" else int(_RESULT_N.match(ident).group(1))
+                    if index >= n_returns or (ident == "result" and n_returns != 1):
+                        raise GenError.at(f.loc, f"'{ident}' in a formula, but the operator has {n_returns} "
+                                                 f"return(s) (use result for one, result0, result1, ... "
+                                                 f"for several)", schema)
+                    rtype = nf.func.returns[index].type
+                    if rtype != BaseType("Tensor"):
+                        raise GenError.at(f.loc, f"'{ident}' is a {rtype}: only Tensor results can be saved", schema)
+                    add(SavedValue(f"{ident}_", "SavedVariable", "output", ident, "", ident, frozenset()), f.inputs)
+                elif ident in args:
+                    a = args[ident]
+                    t = a.type
+                    cname = argument_name(ident)
+                    if t == BaseType("Tensor"):
+                        add(SavedValue(f"{ident}_", "SavedVariable", "tensor", ident, "", cname, frozenset()),
+                            f.inputs)
+                    elif t == OptionalType(BaseType("Tensor")):
+                        add(SavedValue(f"{ident}_", "SavedVariable", "optional_tensor", ident, "", cname,
+                                       frozenset()), f.inputs)
+                    elif isinstance(t, ListType) and t.elem == BaseType("Tensor"):
+                        add(SavedValue(f"{ident}_", "std::vector<SavedVariable>", "tensor_list", ident, "", cname,
+                                       frozenset()), f.inputs)
+                    else:
+                        try:
+                            cpp_type, init = _value_type(t)
+                        except ValueError as e:
+                            raise GenError.at(f.loc, f"argument '{ident}': {e}", schema) from None
+                        add(SavedValue(f"{ident}_", cpp_type, "value", ident, init, cname, frozenset()), f.inputs)
+            out.append(Formula(f.inputs, f.text, code, f.loc, f.uses_grad_input_mask))
+        ordered = sorted(saved.values(), key=lambda s: (s.is_output, s.member))
+        return out, ordered, uses_grad, uses_grads
+
+
+def parse_derivatives(path: str, native_functions: Sequence[NativeFunction]) -> List[DerivativeInfo]:
+    """Every entry of ``path``, checked (raises GenError with all problems)."""
+    data = load_yaml(path)
+    if data is None:
+        return []
+    if not isinstance(data, LocatedList):
+        raise GenError.at(Location(path, 1), f"the file must be a list of entries, not a {yaml_type_name(data)}")
+    by_name = {str(nf.func.name): nf for nf in native_functions}
+    parser = _Parser(path, {}, by_name)
+    infos: List[DerivativeInfo] = []
+    seen: Dict[str, Location] = {}
+    for i, raw in enumerate(data):
+        if not isinstance(raw, LocatedDict):
+            parser.error(data.item_loc(i), f"an entry must be a mapping, not a {yaml_type_name(raw)}")
+            continue
+        info = parser.entry(raw)
+        if info is None:
+            continue
+        key = str(info.name)
+        if key in seen:
+            parser.error(info.loc, f"second entry for '{key}' (the first is at line {seen[key].line})")
+            continue
+        seen[key] = info.loc
+        infos.append(info)
+    if parser.errors:
+        raise GenError.combine(sorted(parser.errors, key=lambda e: (e.loc.line if e.loc else 0)))
+    return infos
+
+
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class AutogradKernel:
+    """What the autograd kernel of one operator does."""
+
+    nf: NativeFunction
+    kind: str                         # "derivative", "out", "not_implemented"
+    info: Optional[DerivativeInfo]    # kind == "derivative": the entry used
+
+    @property
+    def is_inplace(self) -> bool:
+        return self.nf.func.kind == "inplace"
+
+    @property
+    def is_view(self) -> bool:
+        return is_view_operator(self.nf)
+
+
+def is_view_operator(nf: NativeFunction) -> bool:
+    """Returns alias an input without writing it: ``Tensor(a)``, ``Tensor(a)[]``."""
+    return any(r.alias is not None and not r.alias.is_write for r in nf.func.returns)
+
+
+def _has_tensor_output(nf: NativeFunction) -> bool:
+    return any(r.type.is_tensor_like() for r in nf.func.returns)
+
+
+def autograd_plan(native_functions: Sequence[NativeFunction],
+                  infos: Sequence[DerivativeInfo]) -> List[AutogradKernel]:
+    """The autograd kernel of every operator that gets one, in the order given."""
+    by_name = {str(i.name): i for i in infos}
+    plan: List[AutogradKernel] = []
+    for nf in native_functions:
+        if nf.manual_kernel_registration or nf.has_composite_implicit_autograd_kernel:
+            continue
+        if not nf.func.dispatch_arguments or not _has_tensor_output(nf):
+            continue
+        if nf.func.is_out_fn:
+            plan.append(AutogradKernel(nf, "out", None))
+            continue
+        info = by_name.get(str(nf.func.name))
+        if info is None and nf.func.is_inplace:
+            functional = OperatorName(nf.func.name.name.rstrip("_"), nf.func.name.overload_name)
+            candidate = by_name.get(str(functional))
+            if candidate is not None and candidate.nf.func.signature() == nf.func.signature():
+                info = candidate
+        if info is not None:
+            if info.has_differentiable_output:
+                plan.append(AutogradKernel(nf, "derivative", info))
+            continue
+        plan.append(AutogradKernel(nf, "not_implemented", None))
+    return plan

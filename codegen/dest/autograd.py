@@ -1,0 +1,330 @@
+"""The autograd layer (Note [Generated autograd] in dk/autograd/functions.h):
+
+- ``dk/generated/AutogradFunctions.h`` / ``AutogradFunctions.cpp``: one backward node class
+  per derivatives.yaml entry (``MulBackward0``): what it saves, and ``apply`` running the
+  formulas for the inputs that need a gradient;
+- ``RegisterAutograd.cpp``: the kernels at the Autograd alias key. A differentiable operator
+  decides whether to record (grad mode on and a differentiable input requiring grad), makes
+  the node and saves what the formulas need, redispatches with ``ks & after_autograd_keyset``
+  (below ADInplaceOrView for functional operators, only below autograd for in-place and view
+  operators, whose ADInplaceOrView kernels must run) and attaches the node to the outputs.
+  An operator with tensor outputs and no entry records a NotImplementedNode; an out= operator
+  refuses inputs that require grad;
+- ``RegisterADInplaceOrView.cpp``: in-place and out= operators bump the version counter of
+  what they wrote; view operators make their outputs views of their input for autograd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from codegen.api.dispatcher import argument_name
+from codegen.derivatives import AutogradKernel, DerivativeInfo, SavedValue, is_view_operator
+from codegen.dest.common import GenContext, Operator, forward_all, render
+from codegen.model import ListType
+
+
+def _cname(name: str) -> str:
+    return argument_name(name)
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    info: DerivativeInfo
+    members: Tuple[Tuple[str, str], ...]     # (C++ type, member name)
+    releases: Tuple[str, ...]                # member names to reset_data()
+    apply_lines: Tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.info.node
+
+    @property
+    def operator(self) -> str:
+        return str(self.info.name)
+
+
+def _range_lines(info: DerivativeInfo, count_of) -> List[str]:
+    lines = ["IndexRangeGenerator gen;"]
+    for a in info.differentiable_inputs:
+        lines.append(f"const IndexRange {_cname(a.name)}_ix = gen.range({count_of(a)});")
+    return lines
+
+
+def _list_size_member(name: str) -> str:
+    return f"{name}_size_"
+
+
+def node_class(info: DerivativeInfo) -> NodeClass:
+    members: List[Tuple[str, str]] = []
+    releases: List[str] = []
+    for s in info.saved:
+        members.append((s.cpp_type, s.member))
+        if s.cpp_type in ("SavedVariable", "std::vector<SavedVariable>"):
+            releases.append(s.member)
+    for a in info.list_inputs:
+        members.append(("size_t", _list_size_member(a.name)))
+
+    body: List[str] = _range_lines(
+        info, lambda a: _list_size_member(a.name) if isinstance(a.type, ListType) else "1")
+    body.append("variable_list grad_inputs(gen.size());")
+    if info.uses_grad:
+        body.append("const Tensor& grad = grads[0];")
+    for s in info.saved:
+        if s.kind == "tensor":
+            body.append(f"const Tensor {s.local} = {s.member}.unpack();")
+        elif s.kind == "optional_tensor":
+            body.append(f"const std::optional<Tensor> {s.local} = detail::unpack_optional({s.member});")
+        elif s.kind == "tensor_list":
+            body.append(f"const std::vector<Tensor> {s.local} = detail::unpack_list({s.member});")
+        elif s.kind == "output":
+            body.append(f"const Tensor {s.local} = {s.member}.unpack(shared_from_this());")
+        elif s.kind == "value":
+            body.append(f"const auto& {s.local} = {s.member};")
+    for f in info.formulas:
+        ranges = ", ".join(f"{_cname(n)}_ix" for n in f.inputs)
+        body.append(f"if (should_compute_output({{{ranges}}})) {{")
+        if f.uses_grad_input_mask:
+            mask = ", ".join(f"should_compute_output({_cname(n)}_ix)" for n in f.inputs)
+            body.append(f"  const std::array<bool, {len(f.inputs)}> grad_input_mask{{{mask}}};")
+        if len(f.inputs) == 1:
+            body.append(f"  copy_range(grad_inputs, {_cname(f.inputs[0])}_ix, {f.cpp});")
+        else:
+            body.append(f"  const auto grad_result = {f.cpp};")
+            for i, n in enumerate(f.inputs):
+                body.append(f"  if (should_compute_output({_cname(n)}_ix)) "
+                            f"copy_range(grad_inputs, {_cname(n)}_ix, std::get<{i}>(grad_result));")
+        body.append("}")
+    body.append("return grad_inputs;")
+    return NodeClass(info, tuple(members), tuple(releases), tuple(body))
+
+
+# ---------------------------------------------------------------- kernels
+
+
+@dataclass(frozen=True)
+class Kernel:
+    op: Operator
+    plan: AutogradKernel
+    lines: Tuple[str, ...]
+
+    @property
+    def function(self) -> str:
+        return f"{self.op.struct}_Autograd"
+
+    @property
+    def label(self) -> str:
+        if self.plan.kind == "derivative":
+            return self.plan.info.node
+        return {"out": "out=: refuses grad", "not_implemented": "no derivative"}[self.plan.kind]
+
+
+def _tensor_args(op: Operator, names: Optional[Sequence[str]] = None) -> List[str]:
+    """C++ names of the tensor arguments (restricted to ``names``), in argument order."""
+    out = []
+    for b in op.sig.bindings:
+        if b.type.dispatch is None:
+            continue
+        if names is not None and b.argument.name not in names:
+            continue
+        out.append(b.name)
+    return out
+
+
+def _returns_tuple(op: Operator) -> bool:
+    return len(op.nf.func.returns) > 1
+
+
+def _result_expr(op: Operator, index: int) -> str:
+    return f"std::get<{index}>(result)" if _returns_tuple(op) else "result"
+
+
+def _redispatch_lines(op: Operator, plan: AutogradKernel) -> List[str]:
+    guard = ("AutoDispatchBelowAutograd" if plan.is_inplace or plan.is_view or op.nf.func.is_out_fn
+             else "AutoDispatchBelowADInplaceOrView")
+    call = f"ops::{op.struct}::redispatch(ks & after_autograd_keyset, {forward_all(op.sig.bindings)})"
+    lines = []
+    if plan.is_inplace or op.nf.func.is_out_fn:
+        lines += ["{", f"  {guard} guard;", f"  {call};", "}"]
+    else:
+        lines += [f"{op.sig.returns} result;", "{", f"  {guard} guard;", f"  result = {call};", "}"]
+    return lines
+
+
+def _returned(op: Operator) -> str:
+    if op.nf.func.is_out_fn:
+        outs = [_cname(a.name) for a in op.nf.func.out]
+        return outs[0] if len(outs) == 1 else f"{op.sig.returns}({', '.join(outs)})"
+    if op.nf.func.is_inplace:
+        return "self"
+    return "result"
+
+
+def _save_line(s: SavedValue, condition: Optional[str]) -> str:
+    src = _cname(s.source)
+    if s.kind == "tensor":
+        value = f"SavedVariable({src}, false)"
+    elif s.kind == "optional_tensor":
+        value = f"SavedVariable({src}.value_or(Tensor()), false)"
+    elif s.kind == "tensor_list":
+        value = f"autograd::detail::save_list({src})"
+    else:
+        value = s.init.format(src)
+    line = f"grad_fn->{s.member} = {value};"
+    return f"if ({condition}) {line}" if condition else line
+
+
+def _conditions(info: DerivativeInfo) -> Optional[Dict[str, int]]:
+    """Static output index of each differentiable input, or None when a list input makes
+    them dynamic (then everything is saved)."""
+    if info.list_inputs:
+        return None
+    return {a.name: i for i, a in enumerate(info.differentiable_inputs)}
+
+
+def _condition(s: SavedValue, indices: Optional[Dict[str, int]], info: DerivativeInfo) -> Optional[str]:
+    if indices is None or set(s.users) >= {a.name for a in info.differentiable_inputs}:
+        return None
+    checks = [f"grad_fn->should_compute_output({indices[u]})" for u in sorted(s.users, key=lambda u: indices[u])]
+    return " || ".join(checks)
+
+
+def derivative_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
+    info = plan.info
+    inputs = _tensor_args(op, [a.name for a in info.differentiable_inputs])
+    requires = f"compute_requires_grad({', '.join(inputs)})"
+    lines: List[str] = []
+    lines.append(f"const bool requires_grad = {requires};")
+    if plan.is_inplace:
+        lines.append("check_inplace(self, requires_grad);")
+    lines.append(f"std::shared_ptr<{info.node}> grad_fn;")
+    lines.append("if (requires_grad) {")
+    lines.append(f"  grad_fn = std::make_shared<{info.node}>();")
+    lines.append(f"  grad_fn->set_next_edges(collect_next_edges({', '.join(inputs)}));")
+    for a in info.list_inputs:
+        lines.append(f"  grad_fn->{_list_size_member(a.name)} = {_cname(a.name)}.size();")
+    indices = _conditions(info)
+    mutated = {a.name for a in op.nf.func.arguments if a.is_write}
+    clones = []
+    for s in info.saved_inputs:
+        condition = _condition(s, indices, info)
+        if s.kind == "tensor" and s.source in mutated:
+            clones.append((s, condition))  # the value before the call: copied below
+            continue
+        lines.append("  " + _save_line(s, condition))
+    for s, condition in clones:
+        copy = f"grad_fn->{s.member} = SavedVariable(autograd::detail::clone_for_backward({_cname(s.source)}), false);"
+        lines.append(f"  {copy}" if not condition else f"  if ({condition}) {copy}")
+    lines.append("}")
+    lines += _redispatch_lines(op, plan)
+    lines.append("if (grad_fn) {")
+    if plan.is_inplace:
+        lines.append("  rebase_history(self, grad_fn);")
+    else:
+        for i, r in enumerate(op.nf.func.returns):
+            if not info.output_differentiability[i]:
+                continue
+            lines.append(f"  set_history({_result_expr(op, i)}, grad_fn);")
+    for s in info.saved_outputs:
+        index = 0 if s.source == "result" else int(s.source[len("result"):])
+        value = "self" if plan.is_inplace else _result_expr(op, index)
+        lines.append(f"  grad_fn->{s.member} = SavedVariable({value}, true);")
+    lines.append("}")
+    lines.append(f"return {_returned(op)};")
+    return lines
+
+
+def not_implemented_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
+    inputs = _tensor_args(op)
+    lines = [f"const bool requires_grad = compute_requires_grad({', '.join(inputs)});"]
+    if plan.is_inplace:
+        lines.append("check_inplace(self, requires_grad);")
+    lines += [
+        "std::shared_ptr<NotImplementedNode> grad_fn;",
+        "if (requires_grad) {",
+        f"  grad_fn = std::make_shared<NotImplementedNode>(\"{op.nf.func.name}\");",
+        f"  grad_fn->set_next_edges(collect_next_edges({', '.join(inputs)}));",
+        "}",
+    ]
+    lines += _redispatch_lines(op, plan)
+    lines.append("if (grad_fn) {")
+    if plan.is_inplace:
+        lines.append("  rebase_history(self, grad_fn);")
+    else:
+        for i, r in enumerate(op.nf.func.returns):
+            if r.type.is_tensor_like():
+                lines.append(f"  set_history({_result_expr(op, i)}, grad_fn);")
+    lines.append("}")
+    lines.append(f"return {_returned(op)};")
+    return lines
+
+
+def out_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
+    inputs = _tensor_args(op)
+    lines = [f"autograd::detail::check_out_not_requiring_grad(\"{op.nf.func.name}\", "
+             f"compute_requires_grad({', '.join(inputs)}));"]
+    lines += _redispatch_lines(op, plan)
+    lines.append(f"return {_returned(op)};")
+    return lines
+
+
+def autograd_kernel(op: Operator, plan: AutogradKernel) -> Kernel:
+    make = {"derivative": derivative_kernel, "not_implemented": not_implemented_kernel, "out": out_kernel}
+    return Kernel(op, plan, tuple(make[plan.kind](op, plan)))
+
+
+# ---------------------------------------------------------------- ADInplaceOrView
+
+
+@dataclass(frozen=True)
+class InplaceOrViewKernel:
+    op: Operator
+    lines: Tuple[str, ...]
+    what: str   # "in-place", "out=", "view"
+
+    @property
+    def function(self) -> str:
+        return f"{self.op.struct}_ADInplaceOrView"
+
+
+def inplace_or_view_kernel(op: Operator) -> Optional[InplaceOrViewKernel]:
+    func = op.nf.func
+    if op.nf.manual_kernel_registration or op.nf.has_composite_implicit_autograd_kernel:
+        return None
+    call = f"ops::{op.struct}::redispatch(ks & after_ADInplaceOrView_keyset, {forward_all(op.sig.bindings)})"
+    if func.is_mutable:
+        written = [_cname(a.name) for a in func.arguments if a.is_write]
+        lines = ["{", "  AutoDispatchBelowADInplaceOrView guard;", f"  {call};", "}"]
+        lines += [f"increment_version({w});" for w in written]
+        lines.append(f"return {_returned(op)};")
+        return InplaceOrViewKernel(op, tuple(lines), "out=" if func.is_out_fn else "in-place")
+    if is_view_operator(op.nf):
+        self_arg = next(a for a in func.arguments if a.alias is not None)
+        multi = isinstance(func.returns[0].type, ListType)
+        lines = [f"{op.sig.returns} result;", "{", "  AutoDispatchBelowADInplaceOrView guard;",
+                 f"  result = {call};", "}",
+                 f"as_view({_cname(self_arg.name)}, result{', /*multi_output=*/true' if multi else ''});",
+                 "return result;"]
+        return InplaceOrViewKernel(op, tuple(lines), "view")
+    return None
+
+
+# ---------------------------------------------------------------- emit
+
+
+def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel]) -> None:
+    by_nf = {id(p.nf): p for p in plan}
+    infos: Dict[str, DerivativeInfo] = {}
+    for p in plan:
+        if p.info is not None:
+            infos.setdefault(p.info.node, p.info)
+    nodes = [node_class(infos[name]) for name in sorted(infos)]
+    kernels = [autograd_kernel(op, by_nf[id(op.nf)]) for op in ctx.operators if id(op.nf) in by_nf]
+    adinplace = [k for k in (inplace_or_view_kernel(op) for op in ctx.operators) if k is not None]
+    files.write(ctx.header("AutogradFunctions.h"), render(ctx, "AutogradFunctions.h.j2", nodes=nodes))
+    files.write("AutogradFunctions.cpp", render(ctx, "AutogradFunctions.cpp.j2", nodes=nodes))
+    files.write("RegisterAutograd.cpp", render(ctx, "RegisterAutograd.cpp.j2", kernels=kernels))
+    files.write("RegisterADInplaceOrView.cpp",
+                render(ctx, "RegisterADInplaceOrView.cpp.j2", kernels=adinplace))
+

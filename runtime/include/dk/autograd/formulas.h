@@ -1,0 +1,83 @@
+// dk/autograd/formulas.h: the helper functions derivatives.yaml formulas call (the generated
+// AutogradFunctions.cpp has this namespace in scope). Each is written with dk operators, so it
+// works on every backend that has them and is itself differentiable (create_graph).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "dk/autograd/node.h"
+#include "dk/scalar.h"
+#include "dk/tensor.h"
+
+namespace dk::autograd::formulas {
+
+// t * s, or t itself when s is 1 (no extra operator in the graph).
+Tensor maybe_multiply(const Tensor& t, const Scalar& s);
+
+// -1, 0 or 1 by the sign of each element.
+Tensor sgn(const Tensor& self);
+
+// d/dx x^e = e x^(e-1) (zero for e = 0).
+Tensor pow_backward(const Tensor& grad, const Tensor& self, const Scalar& exponent);
+
+// maximum/minimum: the gradient goes to the winning input, half to each on a tie.
+Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool is_max, bool for_self);
+
+// grad where x > threshold, else 0 (relu: x is the result).
+Tensor threshold_backward(const Tensor& grad, const Tensor& x, const Scalar& threshold);
+
+// grad where min <= self <= max, else 0.
+Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
+                      const std::optional<Scalar>& max);
+
+// The gradient of a sum over `dim` (every dim when none or empty): grad broadcast back to `sizes`.
+Tensor sum_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
+                    const std::optional<std::vector<int64_t>>& dim, bool keepdim);
+// The same, divided by the number of elements each mean took.
+Tensor mean_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
+                     const std::optional<std::vector<int64_t>>& dim, bool keepdim);
+
+// max.dim and the like: grad goes to the element `indices` selected along `dim`.
+Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
+                                          const std::vector<int64_t>& sizes, bool keepdim);
+
+// grad summed down to `sizes` (the shape that was broadcast or expanded to grad's).
+Tensor sum_to(const Tensor& grad, const std::vector<int64_t>& sizes);
+
+// permute by the inverse permutation.
+Tensor permute_backwards(const Tensor& grad, const std::vector<int64_t>& dims);
+
+// squeeze.dim: put the dim back if it was squeezed (size 1).
+Tensor unsqueeze_to(const Tensor& grad, int64_t dim, const std::vector<int64_t>& sizes);
+
+// zeros of `sizes` with grad written where the view was.
+Tensor select_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim, int64_t index);
+Tensor slice_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim,
+                      std::optional<int64_t> start, std::optional<int64_t> end, int64_t step);
+
+// The outputs' gradients put back together; missing ones (outputs not used) count as zeros.
+Tensor split_backward(const variable_list& grads, int64_t split_size, int64_t dim, const std::vector<int64_t>& sizes,
+                      ScalarType dtype, Device device);
+Tensor unbind_backward(const variable_list& grads, int64_t dim, const std::vector<int64_t>& sizes, ScalarType dtype,
+                       Device device);
+
+// cat: each input's slice of grad.
+std::vector<Tensor> cat_tensors_backward(const Tensor& grad, const std::vector<std::vector<int64_t>>& sizes,
+                                         int64_t dim);
+
+// _softmax / _log_softmax from their output, in the input's dtype.
+Tensor softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype);
+Tensor log_softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype);
+
+// Losses (reduction: 0 none, 1 mean, 2 sum).
+Tensor mse_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction);
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                         const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index);
+
+// The weight's gradient: each row the sum of the gradients of the lookups that read it.
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, const std::vector<int64_t>& weight_sizes,
+                          int64_t padding_idx, bool scale_grad_by_freq);
+
+}  // namespace dk::autograd::formulas

@@ -1,0 +1,266 @@
+// Helpers of the derivatives.yaml formulas (dk/autograd/formulas.h), written with dk operators.
+#include "dk/autograd/formulas.h"
+
+#include <algorithm>
+
+#include "dk/error.h"
+#include "dk/generated/Functions.h"
+#include "dk/tensor_geometry.h"
+
+namespace dk::autograd::formulas {
+
+namespace {
+
+constexpr int64_t kReductionNone = 0;
+constexpr int64_t kReductionMean = 1;
+
+Tensor zerosOf(const std::vector<int64_t>& sizes, ScalarType dtype, Device device) {
+  return dk::zeros(sizes, dtype, std::nullopt, device);
+}
+
+Tensor filledLike(const Tensor& t, const Scalar& value) {
+  return dk::full(t.sizes(), value, t.scalar_type(), std::nullopt, t.device());
+}
+
+// [0, 1, ..., n) shaped to broadcast along `dim` of an `ndim`-dim tensor.
+Tensor positionsAlong(int64_t n, int64_t dim, int64_t ndim, Device device) {
+  std::vector<int64_t> shape(static_cast<size_t>(ndim), 1);
+  shape[static_cast<size_t>(dim)] = n;
+  return dk::reshape(dk::arange(0, n, 1, ScalarType::Long, std::nullopt, device), shape);
+}
+
+// The reduced dims, wrapped and sorted; every dim when `dim` is none or empty.
+std::vector<int64_t> reducedDims(const std::optional<std::vector<int64_t>>& dim, int64_t ndim) {
+  std::vector<int64_t> dims;
+  if (!dim || dim->empty()) {
+    for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
+  } else {
+    for (int64_t d : *dim) dims.push_back(maybe_wrap_dim(d, ndim));
+    std::sort(dims.begin(), dims.end());
+  }
+  return dims;
+}
+
+}  // namespace
+
+Tensor maybe_multiply(const Tensor& t, const Scalar& s) {
+  if (s == Scalar(1)) return t;
+  return dk::mul(t, s);
+}
+
+Tensor sgn(const Tensor& self) {
+  Tensor zero = dk::zeros_like(self);
+  Tensor one = dk::ones_like(self);
+  return dk::where(dk::gt(self, zero), one, dk::where(dk::lt(self, zero), dk::neg(one), zero));
+}
+
+Tensor pow_backward(const Tensor& grad, const Tensor& self, const Scalar& exponent) {
+  if (exponent.toDouble() == 0.0) return dk::zeros_like(self);
+  Scalar reduced = exponent.isIntegral() ? Scalar(exponent.toLong() - 1) : Scalar(exponent.toDouble() - 1.0);
+  return dk::mul(dk::mul(grad, dk::pow(self, reduced)), exponent);
+}
+
+Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool is_max, bool for_self) {
+  const Tensor& mine = for_self ? self : other;
+  const Tensor& theirs = for_self ? other : self;
+  Tensor wins = is_max ? dk::gt(mine, theirs) : dk::lt(mine, theirs);
+  Tensor zero = dk::zeros_like(grad);
+  return dk::where(wins, grad, dk::where(dk::eq(mine, theirs), dk::div(grad, 2), zero));
+}
+
+Tensor threshold_backward(const Tensor& grad, const Tensor& x, const Scalar& threshold) {
+  return dk::where(dk::gt(x, filledLike(x, threshold)), grad, dk::zeros_like(grad));
+}
+
+Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
+                      const std::optional<Scalar>& max) {
+  Tensor zero = dk::zeros_like(grad);
+  Tensor out = grad;
+  if (min) out = dk::where(dk::lt(self, filledLike(self, *min)), zero, out);
+  if (max) out = dk::where(dk::gt(self, filledLike(self, *max)), zero, out);
+  return out;
+}
+
+Tensor sum_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
+                    const std::optional<std::vector<int64_t>>& dim, bool keepdim) {
+  Tensor g = grad;
+  const auto ndim = static_cast<int64_t>(sizes.size());
+  if (!keepdim && ndim > 0) {
+    for (int64_t d : reducedDims(dim, ndim)) g = dk::unsqueeze(g, d);
+  }
+  return g.expand(sizes);
+}
+
+Tensor mean_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
+                     const std::optional<std::vector<int64_t>>& dim, bool keepdim) {
+  int64_t count = 1;
+  for (int64_t d : reducedDims(dim, static_cast<int64_t>(sizes.size()))) count *= sizes[static_cast<size_t>(d)];
+  return dk::div(sum_backward(grad, sizes, dim, keepdim), static_cast<double>(count));
+}
+
+Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
+                                          const std::vector<int64_t>& sizes, bool keepdim) {
+  const auto ndim = static_cast<int64_t>(sizes.size());
+  if (ndim == 0) return grad;
+  int64_t d = maybe_wrap_dim(dim, ndim);
+  Tensor g = keepdim ? grad : dk::unsqueeze(grad, d);
+  Tensor index = keepdim ? indices : dk::unsqueeze(indices, d);
+  Tensor chosen = dk::eq(positionsAlong(sizes[static_cast<size_t>(d)], d, ndim, grad.device()), index);
+  return dk::where(chosen, g, zerosOf(sizes, grad.scalar_type(), grad.device()));
+}
+
+Tensor sum_to(const Tensor& grad, const std::vector<int64_t>& sizes) {
+  if (grad.sizes() == sizes) return grad;
+  const int64_t leading = grad.dim() - static_cast<int64_t>(sizes.size());
+  DK_CHECK(leading >= 0, "sum_to: cannot sum a gradient of ", grad.dim(), " dims to ", sizes.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < leading; ++d) dims.push_back(d);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    int64_t d = leading + static_cast<int64_t>(i);
+    if (sizes[i] == 1 && grad.size(d) != 1) dims.push_back(d);
+  }
+  Tensor out = dims.empty() ? grad : dk::sum(grad, IntArrayRef(dims), /*keepdim=*/true);
+  return dk::reshape(out, sizes);
+}
+
+Tensor permute_backwards(const Tensor& grad, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> inverse(dims.size());
+  const auto ndim = static_cast<int64_t>(dims.size());
+  for (int64_t i = 0; i < ndim; ++i) inverse[static_cast<size_t>(maybe_wrap_dim(dims[static_cast<size_t>(i)], ndim))] = i;
+  return dk::permute(grad, inverse);
+}
+
+Tensor unsqueeze_to(const Tensor& grad, int64_t dim, const std::vector<int64_t>& sizes) {
+  if (sizes.empty()) return dk::reshape(grad, sizes);
+  int64_t d = maybe_wrap_dim(dim, static_cast<int64_t>(sizes.size()));
+  return sizes[static_cast<size_t>(d)] == 1 ? dk::unsqueeze(grad, d) : grad;
+}
+
+Tensor select_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim, int64_t index) {
+  Tensor out = zerosOf(sizes, grad.scalar_type(), grad.device());
+  dk::select(out, dim, index).copy_(grad);
+  return out;
+}
+
+Tensor slice_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim,
+                      std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  Tensor out = zerosOf(sizes, grad.scalar_type(), grad.device());
+  dk::slice(out, dim, start, end, step).copy_(grad);
+  return out;
+}
+
+Tensor split_backward(const variable_list& grads, int64_t split_size, int64_t dim, const std::vector<int64_t>& sizes,
+                      ScalarType dtype, Device device) {
+  int64_t d = maybe_wrap_dim(dim, static_cast<int64_t>(sizes.size()));
+  const int64_t length = sizes[static_cast<size_t>(d)];
+  std::vector<Tensor> parts;
+  parts.reserve(grads.size());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined()) {
+      parts.push_back(grads[i]);
+      continue;
+    }
+    std::vector<int64_t> part = sizes;
+    part[static_cast<size_t>(d)] = std::min(split_size, length - static_cast<int64_t>(i) * split_size);
+    parts.push_back(zerosOf(part, dtype, device));
+  }
+  return dk::cat(parts, d);
+}
+
+Tensor unbind_backward(const variable_list& grads, int64_t dim, const std::vector<int64_t>& sizes, ScalarType dtype,
+                       Device device) {
+  int64_t d = maybe_wrap_dim(dim, static_cast<int64_t>(sizes.size()));
+  std::vector<int64_t> part = sizes;
+  part.erase(part.begin() + d);
+  std::vector<Tensor> parts;
+  parts.reserve(grads.size());
+  for (const Tensor& g : grads) parts.push_back(g.defined() ? g : zerosOf(part, dtype, device));
+  return dk::stack(parts, d);
+}
+
+std::vector<Tensor> cat_tensors_backward(const Tensor& grad, const std::vector<std::vector<int64_t>>& sizes,
+                                         int64_t dim) {
+  int64_t d = maybe_wrap_dim(dim, grad.dim());
+  std::vector<Tensor> out;
+  out.reserve(sizes.size());
+  int64_t offset = 0;
+  for (const std::vector<int64_t>& s : sizes) {
+    // A 1-d empty input is skipped by cat (PyTorch's legacy rule): its gradient is empty too.
+    if (s.size() == 1 && s[0] == 0) {
+      out.push_back(zerosOf({0}, grad.scalar_type(), grad.device()));
+      continue;
+    }
+    int64_t length = s[static_cast<size_t>(d)];
+    out.push_back(dk::slice(grad, d, offset, offset + length, 1));
+    offset += length;
+  }
+  return out;
+}
+
+Tensor softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype) {
+  Tensor g = dk::mul(output, dk::sub(grad, dk::sum(dk::mul(grad, output), {dim}, /*keepdim=*/true)));
+  return g.scalar_type() == input_dtype ? g : dk::_to_copy(g, input_dtype);
+}
+
+Tensor log_softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype) {
+  Tensor g = dk::sub(grad, dk::mul(dk::exp(output), dk::sum(grad, {dim}, /*keepdim=*/true)));
+  return g.scalar_type() == input_dtype ? g : dk::_to_copy(g, input_dtype);
+}
+
+Tensor mse_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
+  Tensor diff = dk::sub(self, target);
+  double scale = reduction == kReductionMean ? 2.0 / static_cast<double>(diff.numel()) : 2.0;
+  return dk::mul(dk::mul(diff, grad), scale);
+}
+
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                         const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
+  const bool batched = self.dim() == 2;
+  const int64_t classes = self.size(batched ? 1 : 0);
+  const int64_t n = batched ? self.size(0) : 1;
+  const ScalarType dtype = self.scalar_type();
+  Tensor tgt = dk::reshape(target, {n});
+  // [n, C]: true at each row's target class.
+  Tensor chosen = dk::eq(dk::unsqueeze(tgt, 1), positionsAlong(classes, 1, 2, self.device()));
+  Tensor zeros_n = zerosOf({n}, dtype, self.device());
+  Tensor row_weight = dk::where(dk::eq(tgt, ignore_index), zeros_n, dk::ones_like(zeros_n));
+  if (weight && weight->defined()) {
+    Tensor w = dk::reshape(*weight, {1, classes});
+    row_weight = dk::mul(row_weight, dk::sum(dk::where(chosen, w, zerosOf({1, classes}, dtype, self.device())), {1}));
+  }
+  Tensor coef = dk::neg(row_weight);  // d(-w x[target]) / dx[target]
+  if (reduction == kReductionNone) {
+    coef = dk::mul(coef, dk::reshape(grad, {n}));
+  } else {
+    coef = dk::mul(coef, grad);
+    if (reduction == kReductionMean) coef = dk::div(coef, dk::sum(row_weight));
+  }
+  Tensor out = dk::where(chosen, dk::unsqueeze(coef, 1), zerosOf({n, classes}, dtype, self.device()));
+  return batched ? out : dk::reshape(out, self.sizes());
+}
+
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, const std::vector<int64_t>& weight_sizes,
+                          int64_t padding_idx, bool scale_grad_by_freq) {
+  DK_CHECK(weight_sizes.size() == 2, "embedding_backward: the weight must be 2-d");
+  const int64_t rows = weight_sizes[0];
+  const int64_t width = weight_sizes[1];
+  const int64_t n = indices.numel();
+  const ScalarType dtype = grad.scalar_type();
+  Tensor index = dk::reshape(indices, {n});
+  Tensor g = dk::reshape(grad, {n, width});
+  // [n, rows]: lookup i read row index[i].
+  Tensor reads = dk::_to_copy(dk::eq(dk::unsqueeze(index, 1), positionsAlong(rows, 1, 2, grad.device())), dtype);
+  if (padding_idx >= 0) {
+    Tensor zeros_n = zerosOf({n}, dtype, grad.device());
+    Tensor keep = dk::where(dk::eq(index, padding_idx), zeros_n, dk::ones_like(zeros_n));
+    reads = dk::mul(reads, dk::unsqueeze(keep, 1));
+  }
+  if (scale_grad_by_freq) {
+    Tensor counts = dk::sum(reads, {0}, /*keepdim=*/true);              // [1, rows]
+    Tensor freq = dk::sum(dk::mul(reads, counts), {1}, /*keepdim=*/true);  // [n, 1]: count of each lookup's row
+    g = dk::div(g, dk::where(dk::gt(freq, dk::zeros_like(freq)), freq, dk::ones_like(freq)));
+  }
+  return dk::mm(dk::t(reads), g);
+}
+
+}  // namespace dk::autograd::formulas
