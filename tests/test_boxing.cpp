@@ -162,7 +162,7 @@ TEST_CASE("boxing: wrong boxed stacks raise dk::Error, never crash") {
   CHECK_THROWS_WITH(op.callBoxed(&wrong_kind), "expected an IValue of kind Int but got String");
   Stack too_short;
   push(too_short, 1);
-  CHECK_THROWS_WITH(op.callBoxed(&too_short), "boxed call needs 4 arguments on the stack but the stack has 1");
+  CHECK_THROWS_WITH(op.callBoxed(&too_short), "t_box::mixed: a boxed call needs 4 arguments on the stack but the stack has 1");
   Stack none_for_tensor{IValue()};
   CHECK_THROWS_AS(opNamed("t_box::keyset").callBoxed(&none_for_tensor), Error);
   Stack empty;

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "dispatch_test_util.h"
+#include "dk/autograd/node.h"
+#include "dk/generated/Functions.h"
 
 using namespace dk;
 using namespace dk::testing;
@@ -57,4 +59,26 @@ TEST_CASE("trace: an autograd kernel's call and its redispatch, indented by dept
   text = captureStderr([&] { (*handle)->call(t); });
   CHECK(text.empty());
   setDispatchTraceEnabled(true);
+}
+
+TEST_CASE("trace: a generated autograd kernel records, then redispatches below autograd to the CPU kernel") {
+  REQUIRE(isDispatchTraceEnabled());
+  Tensor a = dk::full({2}, 1.5, ScalarType::Float);
+  Tensor b = dk::full({2}, 2.0, ScalarType::Float);
+  a.requires_grad_();
+  Tensor out;
+  std::string text = captureStderr([&] { out = dk::mul(a, b); });
+  CHECK(text == "[call] op=[dk::mul.Tensor], key=[AutogradCPU]\n  [redispatch] op=[dk::mul.Tensor], key=[CPU]\n");
+  REQUIRE(out.grad_fn() != nullptr);
+  CHECK(out.grad_fn()->name() == "MulBackward0");
+
+  // In place: the autograd kernel redispatches to ADInplaceOrView (which bumps the version),
+  // which redispatches to the CPU kernel.
+  Tensor c = dk::full({2}, 3.0, ScalarType::Float);
+  text = captureStderr([&] { c.add_(b); });
+  CHECK(text ==
+        "[call] op=[dk::add_.Tensor], key=[AutogradCPU]\n"
+        "  [redispatch] op=[dk::add_.Tensor], key=[ADInplaceOrView]\n"
+        "    [redispatch] op=[dk::add_.Tensor], key=[CPU]\n");
+  CHECK(c._version() == 1);
 }

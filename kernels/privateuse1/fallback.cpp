@@ -32,13 +32,19 @@ Tensor toCpu(const Tensor& t) {
 
 Tensor fromCpu(const Tensor& cpu) {
   Tensor out = detail::empty_contiguous(cpu.sizes(), cpu.dtype(), Device(DeviceType::PrivateUse1));
-  if (cpu.numel() > 0) cpuAlias(out).copy_(cpu);
+  if (cpu.numel() > 0) {
+    AutoDispatchBelowADInplaceOrView below;  // a data move: nothing for autograd to record
+    cpuAlias(out).copy_(cpu);
+  }
   return out;
 }
 
 namespace {
 void writeBack(const Tensor& original, const Tensor& cpu) {
-  if (original.numel() > 0) cpuAlias(original).copy_(cpu);
+  if (original.numel() > 0) {
+    AutoDispatchBelowADInplaceOrView below;  // a data move: nothing for autograd to record
+    cpuAlias(original).copy_(cpu);
+  }
 }
 
 void fallback(const OperatorHandle& op, Stack* stack) {

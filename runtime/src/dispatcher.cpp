@@ -536,4 +536,10 @@ std::string OperatorHandle::dumpComputedTable() const {
   return entry_->dumpComputedTable();
 }
 
+namespace detail {
+void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have) {
+  DK_ERROR(op.operator_name(), ": a boxed call needs ", needed, " arguments on the stack but the stack has ", have);
+}
+}  // namespace detail
+
 }  // namespace dk

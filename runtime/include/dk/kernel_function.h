@@ -239,12 +239,17 @@ struct CompileTimeUnboxedAdapter<fn, TakesKeySet, R(Args...)> {
   }
 };
 
+// "dk::add.Tensor: a boxed call needs 3 arguments on the stack but the stack has 2" (the
+// generated adapters' wording; defined in dispatcher.cpp, where OperatorHandle is complete).
+[[noreturn]] void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have);
+
 // The boxed entry of a C++ kernel: unbox the top sizeof...(Args) values, call, push returns.
 template <class Functor, bool TakesKeySet, class Sig>
 struct BoxedAdapter;
 template <class Functor, bool TakesKeySet, class R, class... Args>
 struct BoxedAdapter<Functor, TakesKeySet, R(Args...)> {
-  static void call(OperatorKernel* functor, const OperatorHandle&, DispatchKeySet ks, Stack* stack) {
+  static void call(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+    if (stack->size() < sizeof...(Args)) throwBoxedArityError(op, sizeof...(Args), stack->size());
     callWithIndices(functor, ks, stack, std::index_sequence_for<Args...>{});
   }
 
@@ -252,8 +257,6 @@ struct BoxedAdapter<Functor, TakesKeySet, R(Args...)> {
   template <size_t... I>
   static void callWithIndices(OperatorKernel* functor, DispatchKeySet ks, Stack* stack, std::index_sequence<I...>) {
     constexpr size_t n = sizeof...(Args);
-    DK_CHECK(stack->size() >= n, "boxed call needs ", n, " arguments on the stack but the stack has ",
-             stack->size());
     IValue* base = stack->data() + (stack->size() - n);
     (void)base;
     std::tuple<typename BoxingTraitsFor<Args>::Holder...> holders(
