@@ -383,12 +383,16 @@ TEST_CASE("in-place on a view with an operand that requires grad makes the base 
 TEST_CASE("in-place ops on non-leaves rebase their history") {
   Tensor x = leaf({3}, {-1, 2, -3});
   Tensor y = dk::mul(x, Scalar(2.0));
-  y.relu_();
-  CHECK(nameOf(y) == "ReluBackward0");
-  y.add_(x, 3.0);
+  int64_t version = y._version();
+  y.add_(x, 3.0);  // 5x
   CHECK(nameOf(y) == "AddBackward0");
+  CHECK(y._version() == version + 1);
+  y.relu_();  // relu(5x); relu_ saves its result, so it comes last (see the error test below)
+  CHECK(nameOf(y) == "ReluBackward0");
+  CHECK(y._version() == version + 2);
+  CHECK_FALSE(y.is_leaf());
   y.sum().backward();
-  checkValues(x.grad(), {3, 5, 3});  // relu(2x)' = 2 where x > 0, plus 3
+  checkValues(x.grad(), {0, 5, 0});
 }
 
 // ===================================================================== version counters
@@ -460,6 +464,13 @@ TEST_CASE("error: a saved tensor modified in place before backward") {
   Tensor f = dk::mul(e, Scalar(1.0));
   e.add_(constant({}, {1.0}));
   CHECK_THROWS_WITH(f.sum().backward(), Catch::Contains("modified by an inplace operation"));
+
+  // relu_ saves its result; changing it in place afterwards invalidates that (as in PyTorch).
+  Tensor r = dk::mul(x, Scalar(2.0));
+  r.relu_();
+  r.add_(x, 3.0);
+  CHECK_THROWS_WITH(r.sum().backward(), Catch::Contains("modified by an inplace operation") &&
+                                            Catch::Contains("which is output 0 of ReluBackward0"));
 }
 
 TEST_CASE("error: backward through a graph that was freed") {
