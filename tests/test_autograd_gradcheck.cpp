@@ -772,6 +772,47 @@ TEST_CASE("gradcheck: add_.Tensor, mul_.Tensor, relu_ on a non-leaf") {
       {leaf({2, 3}, 320)});
 }
 
+TEST_CASE("gradcheck: copy_, fill_.Scalar, zero_ on non-leaves") {
+  // copy_: self's old value is overwritten (zero gradient), src's gradient passes through.
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(1.0);
+        y.copy_(in[1]);
+        return y.mul(in[0]);  // in[0] still matters through the multiplication
+      },
+      {leaf({2, 3}, 321), leaf({2, 3}, 322)});
+  // A broadcast src: its gradient is summed over the broadcast dim.
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].clone();
+        y.copy_(in[1]);
+        return y;
+      },
+      {leaf({2, 3}, 323), leaf({3}, 324)});
+  // A src that requires grad copied into a tensor that does not.
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = dk::zeros({2, 3}, kDouble);
+        y.copy_(in[0]);
+        return y;
+      },
+      {transposedLeaf(2, 3, 325)});
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].clone();
+        y.fill_(2.5);
+        return dk::add(y, in[0]);
+      },
+      {leaf({2, 3}, 326)});
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(2.0);
+        dk::zero_(y);
+        return dk::add(y, in[0].mul(in[0]));
+      },
+      {leaf({2, 3}, 327)});
+}
+
 TEST_CASE("gradcheck: in-place ops on views of a non-leaf (CopySlices)") {
   GRADCHECK(
       [](const Inputs& in) {
@@ -794,6 +835,22 @@ TEST_CASE("gradcheck: in-place ops on views of a non-leaf (CopySlices)") {
         return dk::sum(y, {0});
       },
       {leafFrom({2, 3}, awayFromZero(6, 334))});
+  // copy_ into a row of a non-leaf: the row's old values get no gradient, src gets it.
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(3.0);
+        y.select(0, 0).copy_(in[1]);
+        return y;
+      },
+      {leaf({2, 3}, 335), leaf({3}, 336)});
+  // fill_ on a strided slice.
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].clone();
+        y.slice(1, 1, 3, 1).fill_(-1.0);
+        return y.mul(y);
+      },
+      {leaf({3, 3}, 337)});
 }
 
 // ===================================================================== composites

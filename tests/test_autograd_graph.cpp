@@ -101,6 +101,32 @@ TEST_CASE("operators record PyTorch-named grad_fns when an input requires grad")
   CHECK_FALSE(indices.requires_grad());
 }
 
+TEST_CASE("comparison and argmax results are not differentiable") {
+  Tensor x = leaf({3}, {1, 5, 3});
+  Tensor y = leaf({3}, {2, 5, 1});
+  for (const Tensor& t : {dk::eq(x, y), dk::eq(x, Scalar(5.0)), dk::gt(x, y), dk::lt(x, y), dk::argmax(x)}) {
+    CHECK_FALSE(t.requires_grad());
+    CHECK_FALSE(t.grad_fn());
+  }
+  // ... and where's condition stays outside the graph: only the values get gradients.
+  Tensor w = dk::where(dk::gt(x, y), x, y);
+  w.sum().backward();
+  checkValues(x.grad(), {0, 0, 1});
+  checkValues(y.grad(), {1, 1, 0});
+}
+
+TEST_CASE("an operator without a derivative formula records a node whose backward raises") {
+  // gelu_backward (gelu's backward kernel) has no entry in derivatives.yaml.
+  Tensor g = leaf({3}, {1, 1, 1});
+  Tensor x = leaf({3}, {-1, 0.5, 2});
+  Tensor out = dk::gelu_backward(g, x);
+  CHECK(out.requires_grad());
+  REQUIRE(out.grad_fn());
+  CHECK(out.grad_fn()->name() == "NotImplemented");
+  CHECK_THROWS_WITH(out.sum().backward(), Catch::Contains("derivative for gelu_backward is not implemented"));
+  CHECK_THROWS_AS(out.sum().backward(), dk::NotImplementedError);
+}
+
 TEST_CASE("only inputs that require grad receive a gradient") {
   Tensor x = leaf({3}, {1, 2, 3});
   Tensor c = constant({3}, {4, 5, 6});
