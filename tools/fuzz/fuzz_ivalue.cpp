@@ -77,6 +77,23 @@ Type randomType(FuzzInput& in, int depth = 0) {
   return Type::list(std::move(elem), in.small(0, 2));
 }
 
+// Lists and tuples of copies of registers share structure, so a program of n steps can build
+// a value of 4^n leaves (reading it is then exponential, which libFuzzer reports as a hang).
+// Values are kept under this many nodes; `budget` counts down while walking.
+constexpr int64_t kMaxNodes = 4096;
+bool fitsBudget(const IValue& v, int64_t& budget) {
+  if (--budget < 0) return false;
+  const std::vector<IValue>* children = v.isList() ? &v.toListElements() : v.isTuple() ? &v.toTupleElements() : nullptr;
+  if (children)
+    for (const IValue& c : *children)
+      if (!fitsBudget(c, budget)) return false;
+  return true;
+}
+IValue bounded(IValue v) {
+  int64_t budget = kMaxNodes;
+  return fitsBudget(v, budget) ? v : IValue();
+}
+
 IValue makeValue(FuzzInput& in, const std::vector<IValue>& regs, int depth = 0) {
   switch (in.pick(15)) {
     case 0: return IValue();
@@ -99,9 +116,9 @@ IValue makeValue(FuzzInput& in, const std::vector<IValue>& regs, int depth = 0) 
       // A list or tuple of copies of registers (and of fresh values, one level down).
       std::vector<IValue> elements(in.small(0, 3));
       for (IValue& e : elements) e = depth < 2 && in.flag() ? makeValue(in, regs, depth + 1) : regs[in.pick(regs.size())];
-      if (in.pick(2) == 0) return IValue::makeTuple(std::move(elements));
+      if (in.pick(2) == 0) return bounded(IValue::makeTuple(std::move(elements)));
       Type any = Type::base(TypeKind::Any);
-      return IValue::makeList(any, std::move(elements));
+      return bounded(IValue::makeList(any, std::move(elements)));
     }
     default: return regs[in.pick(regs.size())];
   }
@@ -235,7 +252,7 @@ void run(FuzzInput& in) {
         if (!threw) {
           FUZZ_CHECK(list.matchesType(Type::list(elem)));
           FUZZ_CHECK(list.toListElements().size() == elements.size());
-          a = std::move(list);
+          a = bounded(std::move(list));
         }
         break;
       }
@@ -243,7 +260,7 @@ void run(FuzzInput& in) {
         std::vector<IValue> elements(regs.begin(), regs.begin() + static_cast<ptrdiff_t>(in.pick(regs.size() + 1)));
         IValue tuple = IValue::makeTuple(elements);
         FUZZ_CHECK(tuple.toTupleElements().size() == elements.size());
-        b = std::move(tuple);
+        b = bounded(std::move(tuple));
         break;
       }
       case 9: {
