@@ -853,6 +853,77 @@ TEST_CASE("gradcheck: in-place ops on views of a non-leaf (CopySlices)") {
       {leaf({3, 3}, 337)});
 }
 
+// ===================================================================== second order
+
+namespace {
+
+// The gradient of sum(fn(inputs) * v) (v fixed, not all ones, so every output element weighs
+// differently) with respect to the inputs that require grad, computed with create_graph so that
+// it is itself differentiable: gradcheck of this function checks the second derivatives, i.e.
+// that the derivative formulas are differentiable dk operators. Grad mode is forced on inside,
+// since gradcheck evaluates it under NoGradGuard for the finite differences.
+dk::test::GradcheckMultiFn firstGradient(dk::test::GradcheckFn fn) {
+  return [fn](const Inputs& in) {
+    autograd::AutoGradMode grad_mode(true);
+    Tensor out = fn(in);
+    std::vector<double> v(static_cast<size_t>(out.numel()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5 + 0.25 * static_cast<double>(i % 5);
+    Tensor weighted = dk::sum(dk::mul(out, double_tensor(out.sizes(), v)));
+    std::vector<Tensor> wrt;
+    for (const Tensor& t : in) {
+      if (t.defined() && t.requires_grad()) wrt.push_back(t);
+    }
+    return autograd::grad({weighted}, wrt, {}, std::nullopt, /*create_graph=*/true, /*allow_unused=*/true);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are differentiable") {
+  // Operators with a non-zero second derivative (piecewise-linear ones, whose first derivative
+  // does not depend on the input, are left out; so is gelu, whose formula calls gelu_backward,
+  // which has no derivative of its own). Additive terms (a bias) do not require grad here: their
+  // gradient is a constant, which gradcheck would report as an output without history.
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mul(in[0], in[1]); }), {leaf({2, 3}, 400), leaf({3}, 401)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::div(in[0], in[1]); }),
+                  {leaf({2, 3}, 402), leafFrom({3}, positive(3, 403))});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::exp(in[0]); }), {leaf({2, 3}, 404)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::log(in[0]); }), {leafFrom({2, 3}, positive(6, 405))});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::sqrt(in[0]); }), {leafFrom({2, 3}, positive(6, 406))});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::rsqrt(in[0]); }), {leafFrom({2, 3}, positive(6, 407))});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::sin(in[0]); }), {leaf({2, 3}, 408)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::cos(in[0]); }), {leaf({2, 3}, 409)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::tanh(in[0]); }), {leaf({2, 3}, 410)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::sigmoid(in[0]); }), {leaf({2, 3}, 411)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::pow(in[0], Scalar(3.0)); }), {leaf({2, 3}, 412)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::pow(in[0], Scalar(-0.5)); }),
+                  {leafFrom({2, 3}, positive(6, 413))});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mm(in[0], in[1]); }), {leaf({2, 3}, 414), leaf({3, 2}, 415)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::bmm(in[0], in[1]); }),
+                  {leaf({2, 2, 3}, 416), leaf({2, 3, 2}, 417)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::addmm(in[0], in[1], in[2], 0.5, 2.0); }),
+                  {double_tensor({2}, normal(2, 418)), leaf({3, 2}, 419), leaf({2, 2}, 420)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mul(dk::sum(in[0], {1}), dk::mean(in[0], {1})); }),
+                  {leaf({2, 3}, 421)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::softmax(in[0], 1); }), {leaf({2, 3}, 422)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::log_softmax(in[0], 1); }), {leaf({2, 3}, 423)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mse_loss(in[0], in[1]); }), {leaf({2, 3}, 424), leaf({2, 3}, 425)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::cross_entropy_loss(in[0], longs({3}, {0, 2, 1})); }),
+                  {leaf({3, 3}, 426)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::linear(dk::tanh(in[0]), in[1], in[2]); }),
+                  {leaf({3, 4}, 427), leaf({2, 4}, 428), double_tensor({2}, normal(2, 429))});
+  // Views and shape operators inside a non-linear function.
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) {
+                    Tensor x = in[0];
+                    return dk::mul(dk::select(x, 0, 1), dk::t(x).slice(0, 0, 3, 1).sum({1}));
+                  }),
+                  {leaf({3, 3}, 430)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) {
+                    return dk::mul(dk::cat(std::vector<Tensor>{in[0], in[1]}, 0), dk::stack(std::vector<Tensor>{in[1], in[0]}, 0).view({4, 3}));
+                  }),
+                  {leaf({2, 3}, 431), leaf({2, 3}, 432)});
+}
+
 // ===================================================================== composites
 
 TEST_CASE("composite operators differentiate through their decomposition") {
