@@ -70,7 +70,7 @@ bool close(double actual, double expected, const GradcheckOptions& o) {
 
 // What one run of the check (on one layout of the inputs) computed.
 struct Run {
-  std::vector<size_t> diff_outputs;               // indices of the floating outputs of fn
+  std::vector<size_t> diff_outputs;                // indices of the floating outputs of fn
   std::vector<std::vector<int64_t>> output_sizes;  // their sizes
   std::vector<std::vector<double>> output_values;  // their values
   std::vector<size_t> wrt;                         // indices of the inputs requiring grad
@@ -203,8 +203,8 @@ Run checkOnce(const GradcheckMultiFn& fn, const std::vector<Tensor>& inputs, con
         if (!g.defined()) continue;
         const Tensor& x = inputs[run.wrt[w]];
         if (g.dtype() != ScalarType::Double || g.sizes() != x.sizes())
-          fail(prefix, "the gradient of input ", run.wrt[w], " (", describe(x), ") is ", describe(g),
-               " (from ", describeRow(run, row), ")");
+          fail(prefix, "the gradient of input ", run.wrt[w], " (", describe(x), ") is ", describe(g), " (from ",
+               describeRow(run, row), ")");
         std::vector<double> v = to_doubles(g);
         std::memcpy(run.analytical[w].data() + row * cols[w], v.data(), v.size() * sizeof(double));
       }
@@ -296,8 +296,8 @@ Run checkOnce(const GradcheckMultiFn& fn, const std::vector<Tensor>& inputs, con
       }
       for (size_t c = 0; c < expected.size(); ++c) {
         if (!close(got[c], expected[c], opts))
-          fail(prefix, "after backward() with all-ones gradients, input ", run.wrt[w], " (", describe(x),
-               ") element ", index_string(x.sizes(), static_cast<int64_t>(c)), " has .grad ",
+          fail(prefix, "after backward() with all-ones gradients, input ", run.wrt[w], " (", describe(x), ") element ",
+               index_string(x.sizes(), static_cast<int64_t>(c)), " has .grad ",
                g.defined() ? std::to_string(got[c]) : std::string("undefined"),
                ", but the analytical Jacobian's column sum is ", expected[c]);
       }
@@ -356,20 +356,31 @@ std::vector<double> to_doubles(const Tensor& t) {
     for (int64_t off : offsets) out.push_back(static_cast<double>(data[off]));
   };
   switch (t.dtype()) {
-    case ScalarType::Double: read(t.data_ptr<double>()); break;
-    case ScalarType::Float: read(t.data_ptr<float>()); break;
-    case ScalarType::Long: read(t.data_ptr<int64_t>()); break;
-    case ScalarType::Int: read(t.data_ptr<int32_t>()); break;
-    case ScalarType::Bool: read(t.data_ptr<bool>()); break;
-    default: DK_ERROR("to_doubles: unsupported dtype ", t.dtype());
+    case ScalarType::Double:
+      read(t.data_ptr<double>());
+      break;
+    case ScalarType::Float:
+      read(t.data_ptr<float>());
+      break;
+    case ScalarType::Long:
+      read(t.data_ptr<int64_t>());
+      break;
+    case ScalarType::Int:
+      read(t.data_ptr<int32_t>());
+      break;
+    case ScalarType::Bool:
+      read(t.data_ptr<bool>());
+      break;
+    default:
+      DK_ERROR("to_doubles: unsupported dtype ", t.dtype());
   }
   return out;
 }
 
 Tensor double_tensor(const std::vector<int64_t>& sizes, const std::vector<double>& values) {
   Tensor t = detail::empty_contiguous(sizes, ScalarType::Double, Device(DeviceType::CPU));
-  DK_CHECK(static_cast<size_t>(t.numel()) == values.size(), "double_tensor: ", values.size(),
-           " values for sizes ", sizesString(sizes));
+  DK_CHECK(static_cast<size_t>(t.numel()) == values.size(), "double_tensor: ", values.size(), " values for sizes ",
+           sizesString(sizes));
   if (!values.empty()) std::memcpy(t.data_ptr<double>(), values.data(), values.size() * sizeof(double));
   return t;
 }

@@ -65,7 +65,8 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 using GradcheckMultiFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 // One output.
-GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options = {});
 // Several outputs (a tuple or list return); non-floating outputs (max's indices) are skipped.
 GradcheckResult gradcheck_multi(const GradcheckMultiFn& fn, const std::vector<Tensor>& inputs,
                                 const GradcheckOptions& options = {});

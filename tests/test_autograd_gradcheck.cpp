@@ -37,24 +37,24 @@ using dk::test::to_doubles;
 using Inputs = std::vector<Tensor>;
 
 // A failed gradcheck reports its message at the caller's line and the test case goes on.
-#define GRADCHECK(...)                                      \
-  do {                                                      \
+#define GRADCHECK(...)                                           \
+  do {                                                           \
     auto gradcheck_result_ = ::dk::test::gradcheck(__VA_ARGS__); \
-    if (!gradcheck_result_.ok) {                            \
-      FAIL_CHECK(gradcheck_result_.message);                \
-    } else {                                                \
-      SUCCEED();                                            \
-    }                                                       \
+    if (!gradcheck_result_.ok) {                                 \
+      FAIL_CHECK(gradcheck_result_.message);                     \
+    } else {                                                     \
+      SUCCEED();                                                 \
+    }                                                            \
   } while (0)
 
-#define GRADCHECK_MULTI(...)                                      \
-  do {                                                            \
+#define GRADCHECK_MULTI(...)                                           \
+  do {                                                                 \
     auto gradcheck_result_ = ::dk::test::gradcheck_multi(__VA_ARGS__); \
-    if (!gradcheck_result_.ok) {                                  \
-      FAIL_CHECK(gradcheck_result_.message);                      \
-    } else {                                                      \
-      SUCCEED();                                                  \
-    }                                                             \
+    if (!gradcheck_result_.ok) {                                       \
+      FAIL_CHECK(gradcheck_result_.message);                           \
+    } else {                                                           \
+      SUCCEED();                                                       \
+    }                                                                  \
   } while (0)
 
 namespace {
@@ -242,8 +242,9 @@ TEST_CASE("gradcheck passes a correct derivative and reports a wrong one with bo
   auto wrong = dk::test::gradcheck([](const Inputs& in) { return tripled(in[0], 2.0); }, {x});
   CHECK_FALSE(wrong.ok);
   CHECK_THAT(wrong.message, Catch::Contains("Jacobian mismatch: 6 entries differ"));
-  CHECK_THAT(wrong.message, Catch::Contains("input 0 (Double [2, 3]) element [0, 0], output 0 (Double [2, 3]) element [0, 0]: "
-                                            "analytical 2, numerical 3"));
+  CHECK_THAT(wrong.message,
+             Catch::Contains("input 0 (Double [2, 3]) element [0, 0], output 0 (Double [2, 3]) element [0, 0]: "
+                             "analytical 2, numerical 3"));
   CHECK_THAT(wrong.message, Catch::Contains("element [1, 2]"));  // the last entry, not only the first
 
   // Elements off the diagonal of the Jacobian are compared too: a node that returns the right
@@ -330,8 +331,9 @@ TEST_CASE("gradcheck: mul.Tensor and div.Tensor with broadcasting") {
   checkBinary([](const Tensor& a, const Tensor& b) { return dk::div(a, b); },
               [](int which, int64_t n, uint64_t seed) { return which == 1 ? positive(n, seed) : normal(n, seed); });
   // A negative divisor too (the formula's sign).
-  checkBinary([](const Tensor& a, const Tensor& b) { return dk::div(a, b); },
-              [](int which, int64_t n, uint64_t seed) { return which == 1 ? awayFromZero(n, seed, 0.5) : normal(n, seed); });
+  checkBinary(
+      [](const Tensor& a, const Tensor& b) { return dk::div(a, b); },
+      [](int which, int64_t n, uint64_t seed) { return which == 1 ? awayFromZero(n, seed, 0.5) : normal(n, seed); });
   // The same tensor on both sides: both gradients arrive at one leaf and add up.
   GRADCHECK([](const Inputs& in) { return dk::mul(in[0], in[0]); }, {leaf({2, 3}, 11)});
 }
@@ -467,9 +469,11 @@ TEST_CASE("gradcheck: max.dim values (indices are not differentiable)") {
 
 TEST_CASE("gradcheck: mm and bmm") {
   GRADCHECK([](const Inputs& in) { return dk::mm(in[0], in[1]); }, {leaf({3, 4}, 60), leaf({4, 2}, 61)});
-  GRADCHECK([](const Inputs& in) { return dk::mm(in[0], in[1]); }, {transposedLeaf(3, 4, 62), transposedLeaf(4, 2, 63)});
+  GRADCHECK([](const Inputs& in) { return dk::mm(in[0], in[1]); },
+            {transposedLeaf(3, 4, 62), transposedLeaf(4, 2, 63)});
   GRADCHECK([](const Inputs& in) { return dk::mm(in[0], in[1]); }, {leaf({1, 3}, 64), leaf({3, 1}, 65)});
-  GRADCHECK([](const Inputs& in) { return dk::mm(in[0], in[1]); }, {double_tensor({2, 3}, normal(6, 66)), leaf({3, 2}, 67)});
+  GRADCHECK([](const Inputs& in) { return dk::mm(in[0], in[1]); },
+            {double_tensor({2, 3}, normal(6, 66)), leaf({3, 2}, 67)});
   GRADCHECK([](const Inputs& in) { return dk::bmm(in[0], in[1]); }, {leaf({2, 3, 4}, 68), leaf({2, 4, 2}, 69)});
   GRADCHECK([](const Inputs& in) { return dk::bmm(in[0], in[1]); }, {leaf({1, 2, 2}, 70), leaf({1, 2, 3}, 71)});
 }
@@ -490,9 +494,9 @@ TEST_CASE("gradcheck: matmul, 1-D, 2-D and batched (through its decomposition)")
     Sizes a, b;
   };
   std::vector<Case> cases = {
-      {{4}, {4}},          {{3, 4}, {4}},        {{4}, {4, 2}},          {{3, 4}, {4, 2}},
-      {{2, 3, 4}, {4, 2}}, {{2, 3, 4}, {4}},     {{4}, {2, 4, 3}},       {{2, 3, 4}, {2, 4, 2}},
-      {{1, 3, 4}, {2, 4, 2}}, {{2, 1, 3, 4}, {3, 4, 2}}, {{3, 4}, {2, 4, 2}},
+      {{4}, {4}},          {{3, 4}, {4}},    {{4}, {4, 2}},          {{3, 4}, {4, 2}},       {{2, 3, 4}, {4, 2}},
+      {{2, 3, 4}, {4}},    {{4}, {2, 4, 3}}, {{2, 3, 4}, {2, 4, 2}}, {{1, 3, 4}, {2, 4, 2}}, {{2, 1, 3, 4}, {3, 4, 2}},
+      {{3, 4}, {2, 4, 2}},
   };
   uint64_t seed = 90;
   for (const Case& c : cases) {
@@ -504,7 +508,8 @@ TEST_CASE("gradcheck: matmul, 1-D, 2-D and batched (through its decomposition)")
 }
 
 TEST_CASE("gradcheck: linear with and without bias (through its decomposition)") {
-  GRADCHECK([](const Inputs& in) { return dk::linear(in[0], in[1], in[2]); }, {leaf({3, 4}, 130), leaf({2, 4}, 131), leaf({2}, 132)});
+  GRADCHECK([](const Inputs& in) { return dk::linear(in[0], in[1], in[2]); },
+            {leaf({3, 4}, 130), leaf({2, 4}, 131), leaf({2}, 132)});
   GRADCHECK([](const Inputs& in) { return dk::linear(in[0], in[1]); }, {leaf({3, 4}, 133), leaf({2, 4}, 134)});
   GRADCHECK([](const Inputs& in) { return dk::linear(in[0], in[1]); }, {leaf({4}, 135), leaf({2, 4}, 136)});
   // 3-D input: the contiguous run takes the view + addmm path, the non-contiguous one matmul
@@ -582,7 +587,8 @@ TEST_CASE("gradcheck: select.int and slice.Tensor (with step)") {
   GRADCHECK([](const Inputs& in) { return dk::slice(in[0], 1, 0, 5, 2); }, {leaf({3, 5}, 205)});
   GRADCHECK([](const Inputs& in) { return dk::slice(in[0], 0, 1); }, {leaf({3, 5}, 206)});
   GRADCHECK([](const Inputs& in) { return dk::slice(in[0], -1, 1, 5, 3); }, {leaf({2, 6}, 207)});
-  GRADCHECK([](const Inputs& in) { return dk::slice(in[0], 0, std::nullopt, std::nullopt, 2); }, {transposedLeaf(5, 2, 208)});
+  GRADCHECK([](const Inputs& in) { return dk::slice(in[0], 0, std::nullopt, std::nullopt, 2); },
+            {transposedLeaf(5, 2, 208)});
   GRADCHECK([](const Inputs& in) { return dk::slice(in[0], 0, 1, 3); }, {leaf({6}, 209)});
 }
 
@@ -595,19 +601,34 @@ TEST_CASE("gradcheck: flatten.using_ints (through reshape)") {
 }
 
 TEST_CASE("gradcheck: cat and stack") {
-  GRADCHECK([](const Inputs& in) { return dk::cat(std::vector<Tensor>{in[0], in[1], in[2]}, 0); },
-            {leaf({2, 3}, 220), leaf({1, 3}, 221), leaf({3, 3}, 222)});
-  GRADCHECK([](const Inputs& in) { return dk::cat(std::vector<Tensor>{in[0], in[1]}, 1); },
-            {leaf({2, 1}, 223), transposedLeaf(2, 3, 224)});
-  GRADCHECK([](const Inputs& in) { return dk::cat(std::vector<Tensor>{in[0], in[1]}, -1); },
-            {leaf({4}, 225), leaf({2}, 226)});
+  GRADCHECK(
+      [](const Inputs& in) {
+        return dk::cat(std::vector<Tensor>{in[0], in[1], in[2]}, 0);
+      },
+      {leaf({2, 3}, 220), leaf({1, 3}, 221), leaf({3, 3}, 222)});
+  GRADCHECK(
+      [](const Inputs& in) {
+        return dk::cat(std::vector<Tensor>{in[0], in[1]}, 1);
+      },
+      {leaf({2, 1}, 223), transposedLeaf(2, 3, 224)});
+  GRADCHECK(
+      [](const Inputs& in) {
+        return dk::cat(std::vector<Tensor>{in[0], in[1]}, -1);
+      },
+      {leaf({4}, 225), leaf({2}, 226)});
   // The middle input does not require grad: it gets no gradient, the others do.
-  GRADCHECK([](const Inputs& in) { return dk::cat(std::vector<Tensor>{in[0], in[1], in[2]}, 0); },
-            {leaf({2, 2}, 227), double_tensor({1, 2}, normal(2, 228)), leaf({1, 2}, 229)});
+  GRADCHECK(
+      [](const Inputs& in) {
+        return dk::cat(std::vector<Tensor>{in[0], in[1], in[2]}, 0);
+      },
+      {leaf({2, 2}, 227), double_tensor({1, 2}, normal(2, 228)), leaf({1, 2}, 229)});
   for (int64_t dim : {0, 1, 2, -1}) {
     INFO("stack dim " << dim);
-    GRADCHECK([&](const Inputs& in) { return dk::stack(std::vector<Tensor>{in[0], in[1], in[2]}, dim); },
-              {leaf({2, 3}, 230), leaf({2, 3}, 231), transposedLeaf(2, 3, 232)});
+    GRADCHECK(
+        [&](const Inputs& in) {
+          return dk::stack(std::vector<Tensor>{in[0], in[1], in[2]}, dim);
+        },
+        {leaf({2, 3}, 230), leaf({2, 3}, 231), transposedLeaf(2, 3, 232)});
   }
 }
 
@@ -646,10 +667,12 @@ TEST_CASE("gradcheck: _softmax, softmax.int, log_softmax.int, _log_softmax") {
 TEST_CASE("gradcheck: mse_loss, reductions none, mean, sum") {
   for (int64_t reduction : {0, 1, 2}) {
     INFO("reduction " << reduction);
-    GRADCHECK([&](const Inputs& in) { return dk::mse_loss(in[0], in[1], reduction); }, {leaf({2, 3}, 260), leaf({2, 3}, 261)});
+    GRADCHECK([&](const Inputs& in) { return dk::mse_loss(in[0], in[1], reduction); },
+              {leaf({2, 3}, 260), leaf({2, 3}, 261)});
     GRADCHECK([&](const Inputs& in) { return dk::mse_loss(in[0], in[1], reduction); },
               {transposedLeaf(2, 3, 262), double_tensor({2, 3}, normal(6, 263))});
-    GRADCHECK([&](const Inputs& in) { return dk::mse_loss(in[0], in[1], reduction); }, {leaf({4}, 264), leaf({4}, 265)});
+    GRADCHECK([&](const Inputs& in) { return dk::mse_loss(in[0], in[1], reduction); },
+              {leaf({4}, 264), leaf({4}, 265)});
   }
 }
 
@@ -658,15 +681,20 @@ TEST_CASE("gradcheck: nll_loss with weight, ignore_index and every reduction") {
   Tensor weight = double_tensor({3}, {0.5, 1.0, 2.0});
   for (int64_t reduction : {0, 1, 2}) {
     INFO("reduction " << reduction);
-    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], target, std::nullopt, reduction); }, {leaf({4, 3}, 270)});
-    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], target, in[1], reduction); }, {leaf({4, 3}, 271), weight});
+    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], target, std::nullopt, reduction); },
+              {leaf({4, 3}, 270)});
+    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], target, in[1], reduction); },
+              {leaf({4, 3}, 271), weight});
     // Targets equal to ignore_index contribute nothing (and do not count in the mean).
-    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], target, std::nullopt, reduction, 2); }, {leaf({4, 3}, 272)});
-    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], target, in[1], reduction, 1); }, {leaf({4, 3}, 273), weight});
+    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], target, std::nullopt, reduction, 2); },
+              {leaf({4, 3}, 272)});
+    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], target, in[1], reduction, 1); },
+              {leaf({4, 3}, 273), weight});
     GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], in[1], std::nullopt, reduction); },
               {transposedLeaf(4, 3, 274), target});
     // One sample: a (C) input and a 0-dim target.
-    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], longs({}, {1}), std::nullopt, reduction); }, {leaf({3}, 275)});
+    GRADCHECK([&](const Inputs& in) { return dk::nll_loss(in[0], longs({}, {1}), std::nullopt, reduction); },
+              {leaf({3}, 275)});
   }
 }
 
@@ -677,20 +705,25 @@ TEST_CASE("gradcheck: cross_entropy_loss (through log_softmax and nll_loss)") {
     INFO("reduction " << reduction);
     GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], target, std::nullopt, reduction); },
               {leaf({4, 3}, 280)});
-    GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], target, weight, reduction); }, {leaf({4, 3}, 281)});
+    GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], target, weight, reduction); },
+              {leaf({4, 3}, 281)});
     GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], target, weight, reduction, 1); },
               {leaf({4, 3}, 282)});
-    GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], target, std::nullopt, reduction, -100, 0.2); },
-              {leaf({4, 3}, 283)});
+    GRADCHECK(
+        [&](const Inputs& in) { return dk::cross_entropy_loss(in[0], target, std::nullopt, reduction, -100, 0.2); },
+        {leaf({4, 3}, 283)});
     GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], target, weight, reduction, 2, 0.1); },
               {leaf({4, 3}, 284)});
     // Class-probability targets; the target requires grad too.
-    GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], dk::softmax(in[1], 1), std::nullopt, reduction); },
-              {leaf({4, 3}, 285), leaf({4, 3}, 286)});
+    GRADCHECK(
+        [&](const Inputs& in) { return dk::cross_entropy_loss(in[0], dk::softmax(in[1], 1), std::nullopt, reduction); },
+        {leaf({4, 3}, 285), leaf({4, 3}, 286)});
     // (N, C, d) input with (N, d) targets.
-    GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], longs({2, 4}, {0, 1, 2, 1, 2, 2, 0, 1}),
-                                                                     std::nullopt, reduction); },
-              {leaf({2, 3, 4}, 287)});
+    GRADCHECK(
+        [&](const Inputs& in) {
+          return dk::cross_entropy_loss(in[0], longs({2, 4}, {0, 1, 2, 1, 2, 2, 0, 1}), std::nullopt, reduction);
+        },
+        {leaf({2, 3, 4}, 287)});
     GRADCHECK([&](const Inputs& in) { return dk::cross_entropy_loss(in[0], target, std::nullopt, reduction); },
               {transposedLeaf(4, 3, 288)});
   }
@@ -705,7 +738,11 @@ TEST_CASE("gradcheck: dropout in eval mode and with p = 0") {
 TEST_CASE("gradcheck: embedding (weight gradient, padding_idx)") {
   Tensor indices = longs({2, 3}, {0, 2, 4, 2, 2, 1});
   GRADCHECK([&](const Inputs& in) { return dk::embedding(in[0], indices); }, {leaf({5, 3}, 300)});
-  GRADCHECK([&](const Inputs& in) { return dk::embedding(in[0], longs({4}, {3, 3, 0, 1})); }, {transposedLeaf(5, 2, 301)});
+  GRADCHECK(
+      [&](const Inputs& in) {
+        return dk::embedding(in[0], longs({4}, {3, 3, 0, 1}));
+      },
+      {transposedLeaf(5, 2, 301)});
   // padding_idx 3 with indices that do not use row 3: no effect on the gradient.
   GRADCHECK([&](const Inputs& in) { return dk::embedding(in[0], indices, 3); }, {leaf({5, 3}, 302)});
 
@@ -884,13 +921,16 @@ TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are diffe
   // does not depend on the input, are left out; so is gelu, whose formula calls gelu_backward,
   // which has no derivative of its own). Additive terms (a bias) do not require grad here: their
   // gradient is a constant, which gradcheck would report as an output without history.
-  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mul(in[0], in[1]); }), {leaf({2, 3}, 400), leaf({3}, 401)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mul(in[0], in[1]); }),
+                  {leaf({2, 3}, 400), leaf({3}, 401)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::div(in[0], in[1]); }),
                   {leaf({2, 3}, 402), leafFrom({3}, positive(3, 403))});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::exp(in[0]); }), {leaf({2, 3}, 404)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::log(in[0]); }), {leafFrom({2, 3}, positive(6, 405))});
-  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::sqrt(in[0]); }), {leafFrom({2, 3}, positive(6, 406))});
-  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::rsqrt(in[0]); }), {leafFrom({2, 3}, positive(6, 407))});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::sqrt(in[0]); }),
+                  {leafFrom({2, 3}, positive(6, 406))});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::rsqrt(in[0]); }),
+                  {leafFrom({2, 3}, positive(6, 407))});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::sin(in[0]); }), {leaf({2, 3}, 408)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::cos(in[0]); }), {leaf({2, 3}, 409)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::tanh(in[0]); }), {leaf({2, 3}, 410)});
@@ -898,7 +938,8 @@ TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are diffe
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::pow(in[0], Scalar(3.0)); }), {leaf({2, 3}, 412)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::pow(in[0], Scalar(-0.5)); }),
                   {leafFrom({2, 3}, positive(6, 413))});
-  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mm(in[0], in[1]); }), {leaf({2, 3}, 414), leaf({3, 2}, 415)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mm(in[0], in[1]); }),
+                  {leaf({2, 3}, 414), leaf({3, 2}, 415)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::bmm(in[0], in[1]); }),
                   {leaf({2, 2, 3}, 416), leaf({2, 3, 2}, 417)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::addmm(in[0], in[1], in[2], 0.5, 2.0); }),
@@ -907,8 +948,11 @@ TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are diffe
                   {leaf({2, 3}, 421)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::softmax(in[0], 1); }), {leaf({2, 3}, 422)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::log_softmax(in[0], 1); }), {leaf({2, 3}, 423)});
-  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mse_loss(in[0], in[1]); }), {leaf({2, 3}, 424), leaf({2, 3}, 425)});
-  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::cross_entropy_loss(in[0], longs({3}, {0, 2, 1})); }),
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mse_loss(in[0], in[1]); }),
+                  {leaf({2, 3}, 424), leaf({2, 3}, 425)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) {
+                    return dk::cross_entropy_loss(in[0], longs({3}, {0, 2, 1}));
+                  }),
                   {leaf({3, 3}, 426)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::linear(dk::tanh(in[0]), in[1], in[2]); }),
                   {leaf({3, 4}, 427), leaf({2, 4}, 428), double_tensor({2}, normal(2, 429))});
@@ -919,7 +963,8 @@ TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are diffe
                   }),
                   {leaf({3, 3}, 430)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) {
-                    return dk::mul(dk::cat(std::vector<Tensor>{in[0], in[1]}, 0), dk::stack(std::vector<Tensor>{in[1], in[0]}, 0).view({4, 3}));
+                    return dk::mul(dk::cat(std::vector<Tensor>{in[0], in[1]}, 0),
+                                   dk::stack(std::vector<Tensor>{in[1], in[0]}, 0).view({4, 3}));
                   }),
                   {leaf({2, 3}, 431), leaf({2, 3}, 432)});
 }
@@ -929,9 +974,13 @@ TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are diffe
 TEST_CASE("composite operators differentiate through their decomposition") {
   // No autograd kernel of their own: the Autograd slots of matmul & co. hold the composite
   // (math) kernel, while mm has a generated autograd kernel.
-  for (auto [name, overload] : std::vector<std::pair<const char*, const char*>>{
-           {"dk::matmul", ""}, {"dk::linear", ""}, {"dk::softmax", "int"}, {"dk::log_softmax", "int"},
-           {"dk::cross_entropy_loss", ""}, {"dk::reshape", ""}, {"dk::flatten", "using_ints"}}) {
+  for (auto [name, overload] : std::vector<std::pair<const char*, const char*>>{{"dk::matmul", ""},
+                                                                                {"dk::linear", ""},
+                                                                                {"dk::softmax", "int"},
+                                                                                {"dk::log_softmax", "int"},
+                                                                                {"dk::cross_entropy_loss", ""},
+                                                                                {"dk::reshape", ""},
+                                                                                {"dk::flatten", "using_ints"}}) {
     INFO(name << "." << overload);
     OperatorHandle h = op(name, overload);
     CHECK_FALSE(h.hasKernelForDispatchKey(DispatchKey::Autograd));
@@ -945,11 +994,11 @@ TEST_CASE("composite operators differentiate through their decomposition") {
   auto name_of = [](const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : std::string("(no grad_fn)"); };
   Tensor a = leaf({3, 4}, 340), b = leaf({4, 2}, 341), bias = leaf({2}, 342), w = leaf({2, 4}, 343);
   CHECK(name_of(dk::matmul(a, b)) == "MmBackward0");
-  CHECK(name_of(dk::matmul(leaf({4}, 344), leaf({4}, 345))) == "ViewBackward0");  // reshape of mm to 0-dim
+  CHECK(name_of(dk::matmul(leaf({4}, 344), leaf({4}, 345))) == "ViewBackward0");              // reshape of mm to 0-dim
   CHECK(name_of(dk::matmul(leaf({2, 3, 4}, 346), leaf({2, 4, 2}, 347))) == "ViewBackward0");  // reshape of bmm
   CHECK(name_of(dk::linear(a, w, bias)) == "AddmmBackward0");
   CHECK(name_of(dk::linear(a, w)) == "MmBackward0");
-  CHECK(name_of(dk::softmax(a, 1)) == "SoftmaxBackward0");        // _softmax
+  CHECK(name_of(dk::softmax(a, 1)) == "SoftmaxBackward0");         // _softmax
   CHECK(name_of(dk::log_softmax(a, 1)) == "LogSoftmaxBackward0");  // _log_softmax
   CHECK(name_of(dk::cross_entropy_loss(a, longs({3}, {0, 3, 1}))) == "NllLossBackward0");
   CHECK(name_of(dk::reshape(a, {12})) == "ViewBackward0");

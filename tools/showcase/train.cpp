@@ -145,8 +145,8 @@ int main(int argc, char** argv) {
       NoGradGuard no_grad;
       acc = accuracy(model.forward(data.x), data.y);
     }
-    std::cout << "  final loss " << final_loss << " (initial " << initial_loss << "), accuracy "
-              << std::setprecision(1) << 100 * acc << "%\n";
+    std::cout << "  final loss " << final_loss << " (initial " << initial_loss << "), accuracy " << std::setprecision(1)
+              << 100 * acc << "%\n";
 
     if (check) {
       bool ok = final_loss < 0.5 * initial_loss && acc >= 0.9;
