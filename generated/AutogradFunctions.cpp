@@ -242,6 +242,25 @@ variable_list GeluBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// gelu_backward
+variable_list GeluBackwardBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange grad_output_ix = gen.range(1);
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& approximate = approximate_;
+  const Tensor grad_output = grad_output_.unpack();
+  const Tensor self = self_.unpack();
+  if (should_compute_output({grad_output_ix})) {
+    copy_range(grad_inputs, grad_output_ix, gelu_backward(grad, self, approximate));
+  }
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, grad * grad_output * gelu_second_derivative(self, approximate));
+  }
+  return grad_inputs;
+}
+
 // log
 variable_list LogBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;

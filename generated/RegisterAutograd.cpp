@@ -429,13 +429,16 @@ Tensor gelu_Autograd(DispatchKeySet ks, const Tensor& self, std::string_view app
   return result;
 }
 
-// ===== dk::gelu_backward @ Autograd (no derivative) =====
+// ===== dk::gelu_backward @ Autograd (GeluBackwardBackward0) =====
 Tensor gelu_backward_Autograd(DispatchKeySet ks, const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
   const bool requires_grad = compute_requires_grad(grad_output, self);
-  std::shared_ptr<NotImplementedNode> grad_fn;
+  std::shared_ptr<GeluBackwardBackward0> grad_fn;
   if (requires_grad) {
-    grad_fn = std::make_shared<NotImplementedNode>("gelu_backward");
+    grad_fn = std::make_shared<GeluBackwardBackward0>();
     grad_fn->set_next_edges(collect_next_edges(grad_output, self));
+    grad_fn->approximate_ = std::string(approximate);
+    if (grad_fn->should_compute_output(1)) grad_fn->grad_output_ = SavedVariable(grad_output, false);
+    grad_fn->self_ = SavedVariable(self, false);
   }
   Tensor result;
   {
@@ -1196,7 +1199,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("expand", DK_FN(autograd::generated::expand_Autograd));  // ExpandBackward0
   m.impl("fill_.Scalar", DK_FN(autograd::generated::fill__Scalar_Autograd));  // FillBackward0
   m.impl("gelu", DK_FN(autograd::generated::gelu_Autograd));  // GeluBackward0
-  m.impl("gelu_backward", DK_FN(autograd::generated::gelu_backward_Autograd));  // no derivative
+  m.impl("gelu_backward", DK_FN(autograd::generated::gelu_backward_Autograd));  // GeluBackwardBackward0
   m.impl("log", DK_FN(autograd::generated::log_Autograd));  // LogBackward0
   m.impl("max.dim", DK_FN(autograd::generated::max_dim_Autograd));  // MaxBackward0
   m.impl("maximum", DK_FN(autograd::generated::maximum_Autograd));  // MaximumBackward0

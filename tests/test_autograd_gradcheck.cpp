@@ -918,8 +918,7 @@ dk::test::GradcheckMultiFn firstGradient(dk::test::GradcheckFn fn) {
 
 TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are differentiable") {
   // Operators with a non-zero second derivative (piecewise-linear ones, whose first derivative
-  // does not depend on the input, are left out; so is gelu, whose formula calls gelu_backward,
-  // which has no derivative of its own). Additive terms (a bias) do not require grad here: their
+  // does not depend on the input, are left out). Additive terms (a bias) do not require grad here: their
   // gradient is a constant, which gradcheck would report as an output without history.
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::mul(in[0], in[1]); }),
                   {leaf({2, 3}, 400), leaf({3}, 401)});
@@ -933,6 +932,9 @@ TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are diffe
                   {leafFrom({2, 3}, positive(6, 407))});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::sin(in[0]); }), {leaf({2, 3}, 408)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::cos(in[0]); }), {leaf({2, 3}, 409)});
+  // gelu's formula calls gelu_backward, whose own formula (GeluBackwardBackward0) this checks.
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::gelu(in[0]); }), {leaf({2, 3}, 440)});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::gelu(in[0], "tanh"); }), {leaf({2, 3}, 441)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::tanh(in[0]); }), {leaf({2, 3}, 410)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::sigmoid(in[0]); }), {leaf({2, 3}, 411)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::pow(in[0], Scalar(3.0)); }), {leaf({2, 3}, 412)});

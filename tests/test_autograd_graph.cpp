@@ -115,16 +115,17 @@ TEST_CASE("comparison and argmax results are not differentiable") {
   checkValues(y.grad(), {1, 1, 0});
 }
 
-TEST_CASE("an operator without a derivative formula records a node whose backward raises") {
-  // gelu_backward (gelu's backward kernel) has no entry in derivatives.yaml.
-  Tensor g = leaf({3}, {1, 1, 1});
+TEST_CASE("double backward through gelu: gelu_backward has a derivative of its own") {
   Tensor x = leaf({3}, {-1, 0.5, 2});
-  Tensor out = dk::gelu_backward(g, x);
-  CHECK(out.requires_grad());
-  REQUIRE(out.grad_fn());
-  CHECK(out.grad_fn()->name() == "NotImplemented");
-  CHECK_THROWS_WITH(out.sum().backward(), Catch::Contains("derivative for gelu_backward is not implemented"));
-  CHECK_THROWS_AS(out.sum().backward(), dk::NotImplementedError);
+  Tensor g = autograd::grad({dk::gelu(x).sum()}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  REQUIRE(g.grad_fn());
+  CHECK(g.grad_fn()->name() == "GeluBackwardBackward0");
+  Tensor gg = autograd::grad({g.sum()}, {x})[0];
+  // gelu''(x) = phi(x) (2 - x^2)
+  const double v[] = {-1, 0.5, 2};
+  std::vector<double> expected;
+  for (double xi : v) expected.push_back(std::exp(-0.5 * xi * xi) / std::sqrt(2 * M_PI) * (2 - xi * xi));
+  checkValues(gg, expected);
 }
 
 TEST_CASE("only inputs that require grad receive a gradient") {
@@ -551,4 +552,28 @@ TEST_CASE("error: out= with an input that requires grad") {
 TEST_CASE("error: backward of a tensor that does not require grad") {
   Tensor c = dk::sum(constant({2}, {1, 2}));
   CHECK_THROWS_WITH(c.backward(), Catch::Contains("does not require grad and does not have a grad_fn"));
+}
+
+TEST_CASE("error: in-place on an output of a multi-view operator, or on an inference tensor outside InferenceMode") {
+  Tensor x = leaf({2, 3}, {1, 2, 3, 4, 5, 6});
+  std::vector<Tensor> rows = dk::unbind(dk::mul(x, Scalar(2.0)), 0);
+  REQUIRE(nameOf(rows[0]) == "UnbindBackward0");
+  CHECK_THROWS_WITH(rows[0].mul_(constant({3}, {1, 1, 1})),
+                    "Output 0 of UnbindBackward0 is a view and is being modified inplace. This view is the output of a "
+                    "function that returns multiple views. Such functions do not allow the output views to be modified "
+                    "inplace. You should replace the inplace operation by an out-of-place one.");
+  {
+    NoGradGuard no_grad;  // nothing is recorded, so nothing can go wrong
+    CHECK_NOTHROW(rows[1].zero_());
+  }
+
+  Tensor made_inside;
+  {
+    InferenceMode guard;
+    made_inside = constant({3}, {1, 2, 3});
+  }
+  CHECK_THROWS_WITH(made_inside.add_(leaf({3}, {1, 1, 1})),
+                    "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone to "
+                    "get a normal tensor before doing inplace update.");
+  checkValues(made_inside, {1, 2, 3});  // unchanged
 }

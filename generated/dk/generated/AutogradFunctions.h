@@ -179,6 +179,20 @@ struct GeluBackward0 final : public Node {
   SavedVariable self_;
 };
 
+// gelu_backward
+struct GeluBackwardBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "GeluBackwardBackward0"; }
+  void release_variables() override {
+    detail::release(grad_output_);
+    detail::release(self_);
+  }
+
+  std::string approximate_;
+  SavedVariable grad_output_;
+  SavedVariable self_;
+};
+
 // log
 struct LogBackward0 final : public Node {
   variable_list apply(variable_list grads) override;

@@ -72,6 +72,27 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& x, const Scalar& thr
   return dk::where(dk::gt(x, filledLike(x, threshold)), grad, dk::zeros_like(grad));
 }
 
+Tensor gelu_second_derivative(const Tensor& x, std::string_view approximate) {
+  if (approximate == "tanh") {
+    // gelu = x/2 (1 + tanh u), u = k (x + c x^3): gelu'' = (1 - t^2) (u' - x t u'^2 + x u''/2).
+    constexpr double k = 0.79788456080286535588;  // sqrt(2 / pi)
+    constexpr double c = 0.044715;
+    Tensor x2 = dk::mul(x, x);
+    Tensor t = dk::tanh(dk::mul(dk::add(x, dk::mul(dk::mul(x2, x), c)), k));
+    Tensor du = dk::mul(dk::add(dk::mul(x2, 3 * c), 1.0), k);
+    Tensor d2u = dk::mul(x, 6 * c * k);
+    Tensor sech2 = dk::sub(dk::ones_like(t), dk::mul(t, t));
+    Tensor inner = dk::add(dk::sub(du, dk::mul(dk::mul(x, t), dk::mul(du, du))), dk::mul(dk::mul(x, d2u), 0.5));
+    return dk::mul(sech2, inner);
+  }
+  DK_CHECK(approximate == "none", "approximate argument must be either none or tanh.");
+  // gelu = x Phi(x): gelu'' = phi(x) (2 - x^2), phi the standard normal density.
+  constexpr double inv_sqrt_2pi = 0.39894228040143267794;
+  Tensor x2 = dk::mul(x, x);
+  Tensor pdf = dk::mul(dk::exp(dk::mul(x2, -0.5)), inv_sqrt_2pi);
+  return dk::mul(pdf, dk::sub(dk::full(x.sizes(), 2.0, x.scalar_type(), std::nullopt, x.device()), x2));
+}
+
 Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
                       const std::optional<Scalar>& max) {
   Tensor zero = dk::zeros_like(grad);

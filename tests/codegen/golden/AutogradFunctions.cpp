@@ -34,17 +34,4 @@ variable_list AddBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
-// cat
-variable_list CatBackward0::apply(variable_list grads) {
-  IndexRangeGenerator gen;
-  const IndexRange tensors_ix = gen.range(tensors_size_);
-  variable_list grad_inputs(gen.size());
-  const Tensor& grad = grads[0];
-  const auto& dim = dim_;
-  if (should_compute_output({tensors_ix})) {
-    copy_range(grad_inputs, tensors_ix, cat_tensors_backward(grad, tensors_args_sizes_, dim));
-  }
-  return grad_inputs;
-}
-
 }  // namespace dk::autograd::generated

@@ -52,16 +52,13 @@ Tensor add_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& oth
   return out;
 }
 
-// ===== dk::cat @ Autograd (CatBackward0) =====
+// ===== dk::cat @ Autograd (no derivative) =====
 Tensor cat_Autograd(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
   const bool requires_grad = compute_requires_grad(tensors);
-  std::shared_ptr<CatBackward0> grad_fn;
+  std::shared_ptr<NotImplementedNode> grad_fn;
   if (requires_grad) {
-    grad_fn = std::make_shared<CatBackward0>();
+    grad_fn = std::make_shared<NotImplementedNode>("cat");
     grad_fn->set_next_edges(collect_next_edges(tensors));
-    grad_fn->tensors_size_ = tensors.size();
-    grad_fn->dim_ = dim;
-    grad_fn->tensors_args_sizes_ = autograd::detail::args_sizes(tensors);
   }
   Tensor result;
   {
@@ -83,7 +80,7 @@ namespace dk {
 DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("add.Tensor", DK_FN(autograd::generated::add_Tensor_Autograd));  // AddBackward0
   m.impl("add.out", DK_FN(autograd::generated::add_out_Autograd));  // out=: refuses grad
-  m.impl("cat", DK_FN(autograd::generated::cat_Autograd));  // CatBackward0
+  m.impl("cat", DK_FN(autograd::generated::cat_Autograd));  // no derivative
 }
 
 }  // namespace dk

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "dk/autograd/node.h"
@@ -27,6 +28,9 @@ Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& ot
 
 // grad where x > threshold, else 0 (relu: x is the result).
 Tensor threshold_backward(const Tensor& grad, const Tensor& x, const Scalar& threshold);
+
+// d^2 gelu(x)/dx^2 (gelu_backward's derivative in x), for approximate "none" and "tanh".
+Tensor gelu_second_derivative(const Tensor& self, std::string_view approximate);
 
 // grad where min <= self <= max, else 0.
 Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,

@@ -27,14 +27,4 @@ struct AddBackward0 final : public Node {
   Scalar alpha_;
 };
 
-// cat
-struct CatBackward0 final : public Node {
-  variable_list apply(variable_list grads) override;
-  std::string name() const override { return "CatBackward0"; }
-
-  int64_t dim_{};
-  std::vector<std::vector<int64_t>> tensors_args_sizes_;
-  size_t tensors_size_{};
-};
-
 }  // namespace dk::autograd::generated
