@@ -1,7 +1,13 @@
 // Benchmark operators and cases; see dispatch_cases.h.
 #include "dispatch_cases.h"
 
+#include <atomic>
+#include <cmath>
+#include <thread>
+
 namespace dk::bench {
+
+using benchcase::Case;
 
 __attribute__((noinline)) int64_t twoTensorKernel(const Tensor& a, const Tensor& b) {
   asm volatile("");
@@ -27,13 +33,15 @@ int64_t adInplaceOrViewLayer(DispatchKeySet ks, const Tensor& a, const Tensor& b
   static const TwoTensorOp op = registry().chain5;
   return op.redispatch(ks & after_ADInplaceOrView_keyset, a, b);
 }
+// dk::mul.Tensor at TESTING_ONLY_GenericWrapper (only reached while that key is included):
+// returns its first argument, so the generated dk::ops::mul_Tensor::call can be timed
+// without the cost of a multiplication.
+Tensor mulAtWrapper(const Tensor& a, const Tensor&) { return a; }
+
 TwoTensorOp typedOp(const char* name) {
   return Dispatcher::singleton().findSchemaOrThrow(name, "").typed<int64_t(const Tensor&, const Tensor&)>();
 }
-std::vector<std::unique_ptr<Library>> defineBenchOperators();
-}  // namespace
 
-namespace {
 std::vector<std::unique_ptr<Library>> defineBenchOperators() {
   std::vector<std::unique_ptr<Library>> libs;
   libs.push_back(std::make_unique<Library>(Library::DEF, "bench"));
@@ -44,6 +52,101 @@ std::vector<std::unique_ptr<Library>> defineBenchOperators() {
   }
   return libs;
 }
+
+// TypedOperatorHandle::call without the slow-path check (Note [Dispatch slow path]): the
+// difference to unboxed_typed_call is what idle observers and an unset trace cost.
+inline int64_t callWithoutSlowPathCheck(const TwoTensorOp& op, const Tensor& a, const Tensor& b) {
+  DispatchKeySet ks;
+  const KernelFunction& k = op.entry().lookupForArguments(a.key_set() | b.key_set(), &ks);
+  return k.call<int64_t, const Tensor&, const Tensor&>(op, ks, a, b);
+}
+
+// A dispatch mode that only forwards to the kernels below it.
+struct ForwardingMode : DispatchMode {
+  void dispatch(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) override { op.redispatchBoxed(ks, stack); }
+};
+
+// The MLP of case 6: x [4, 8] -> linear 8x16 -> relu -> linear 16x4 -> sum; parameters require
+// grad. Loss = sum(out), so d loss / d b2 = 4 (the batch) everywhere and d loss / d w2[k][j]
+// = sum_i h[i][j] with h the hidden activations: what check() compares.
+struct Mlp {
+  Tensor x, w1, b1, w2, b2;
+  Mlp() {
+    Generator gen(7);
+    x = dk::randn({4, 8}, gen);
+    w1 = dk::randn({16, 8}, gen);
+    b1 = dk::randn({16}, gen);
+    w2 = dk::randn({4, 16}, gen);
+    b2 = dk::randn({4}, gen);
+    for (const Tensor& p : {w1, b1, w2, b2}) p.requires_grad_();
+  }
+  // One forward and backward step; clears the gradients it made unless `keep`. Returns
+  // d loss / d b2[0] (4).
+  int64_t step(bool keep = false) const {
+    Tensor loss = dk::sum(dk::linear(dk::relu(dk::linear(x, w1, b1)), w2, b2));
+    loss.backward();
+    int64_t r = std::lround(b2.grad().data_ptr<float>()[0]);
+    if (!keep)
+      for (const Tensor& p : {w1, b1, w2, b2}) p.mutable_grad() = Tensor();
+    return r;
+  }
+};
+Mlp& mlp() {
+  static Mlp* m = new Mlp();
+  return *m;
+}
+
+std::string checkMlp() {
+  const Mlp& m = mlp();
+  m.step(/*keep=*/true);
+  Tensor h;
+  {
+    NoGradGuard g;
+    h = dk::sum(dk::relu(dk::linear(m.x, m.w1, m.b1)), {0});  // [16]
+  }
+  Tensor gw2_c = m.w2.grad().contiguous(), gb2_c = m.b2.grad().contiguous();
+  const float* gw2 = gw2_c.data_ptr<float>();
+  const float* gb2 = gb2_c.data_ptr<float>();
+  const float* hs = h.data_ptr<float>();
+  std::string why;
+  for (int k = 0; k < 4; ++k) {
+    if (gb2[k] != 4.0f) why = "grad of b2 is not 4";
+    for (int j = 0; j < 16; ++j)
+      if (std::fabs(gw2[k * 16 + j] - hs[j]) > 1e-4f * (1.0f + std::fabs(hs[j]))) why = "grad of w2 is not the column sums of h";
+  }
+  if (!m.w1.grad().defined() || m.w1.grad().sizes() != std::vector<int64_t>{16, 8}) why = "no grad of w1";
+  for (const Tensor& p : {m.w1, m.b1, m.w2, m.b2}) p.mutable_grad() = Tensor();
+  return why;
+}
+
+// Operator calls (not redispatches) one MLP step dispatches, counted by an observer.
+int64_t countMlpOps() {
+  std::atomic<int64_t> calls{0};
+  Observer o;
+  o.on_enter = [&calls](const ObservedCall& c) {
+    if (c.kind == detail::CallKind::Call || c.kind == detail::CallKind::CallBoxed) calls.fetch_add(1);
+  };
+  ScopedObserver scope(std::move(o));
+  mlp().step();
+  return calls.load();
+}
+
+// Case 8's third thread: registers and deregisters a kernel of bench::plain (at PrivateUse2,
+// so the CPU slot the callers use keeps its kernel) until stopped; every change recomputes
+// the operator's table while the two callers read it.
+std::function<void()> startRegistrationChurn() {
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  auto thread = std::make_shared<std::thread>([stop] {
+    while (!stop->load(std::memory_order_relaxed)) {
+      Library lib(Library::IMPL, "bench", DispatchKey::PrivateUse2);
+      lib.impl("plain", DK_FN(twoTensorKernel));
+    }
+  });
+  return [stop, thread] {
+    stop->store(true);
+    thread->join();
+  };
+}
 }  // namespace
 
 Registry::Registry()
@@ -52,8 +155,8 @@ Registry::Registry()
       chain2(typedOp("bench::chain2")),
       chain5(typedOp("bench::chain5")),
       plain_handle(Dispatcher::singleton().findSchemaOrThrow("bench::plain", "")) {
-  auto impl = [&](DispatchKey k) -> Library& {
-    libraries.push_back(std::make_unique<Library>(Library::IMPL, "bench", k));
+  auto impl = [&](DispatchKey k, const char* ns = "bench") -> Library& {
+    libraries.push_back(std::make_unique<Library>(Library::IMPL, ns, k));
     return *libraries.back();
   };
   impl(DispatchKey::Autograd).impl("chain2", DK_FN(autogradLayer2)).impl("chain5", DK_FN(autogradLayer5));
@@ -61,6 +164,7 @@ Registry::Registry()
   impl(DispatchKey::TESTING_ONLY_GenericWrapper)
       .impl("chain5", DK_FN(forwardingLayer<DispatchKey::TESTING_ONLY_GenericWrapper>));
   impl(DispatchKey::TESTING_ONLY_GenericMode).impl("chain5", DK_FN(forwardingLayer<DispatchKey::TESTING_ONLY_GenericMode>));
+  impl(DispatchKey::TESTING_ONLY_GenericWrapper, "dk").impl("mul.Tensor", DK_FN(mulAtWrapper));
 }
 
 Registry& registry() {
@@ -73,8 +177,19 @@ std::vector<Case> allCases() {
   static Tensor b = make_tensor({4});
   static Tensor ia = [] { InferenceMode g; return make_tensor({2, 3}); }();
   static Tensor ib = [] { InferenceMode g; return make_tensor({4}); }();
+  static Tensor one = dk::ones({1});
+  static Tensor two = dk::full({1}, Scalar(2.0));
+  static Tensor one_rg = [] { Tensor t = dk::ones({1}); t.requires_grad_(); return t; }();
   Registry& r = registry();
+  static const TypedOperatorHandle<Tensor(const Tensor&, const Tensor&)> mul_typed =
+      Dispatcher::singleton().findSchemaOrThrow("dk::mul", "Tensor").typed<Tensor(const Tensor&, const Tensor&)>();
+  auto unboxed = [&r](int64_t n) {
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += r.plain.call(a, b);
+    return s;
+  };
   std::vector<Case> cases;
+  // ---- 1. baselines
   cases.push_back({"baseline_empty_loop", [](int64_t n) {
                      int64_t s = 0;
                      for (int64_t i = 0; i < n; ++i) {
@@ -94,16 +209,29 @@ std::vector<Case> allCases() {
                      for (int64_t i = 0; i < n; ++i) s += fp(a, b);
                      return s;
                    }, 3});
-  cases.push_back({"unboxed_typed_call", [&r](int64_t n) {
-                     int64_t s = 0;
-                     for (int64_t i = 0; i < n; ++i) s += r.plain.call(a, b);
-                     return s;
-                   }, 3});
+  // ---- 2. unboxed dispatch
+  cases.push_back({"unboxed_typed_call", unboxed, 3});
   cases.push_back({"unboxed_typed_call_inference_tensors", [&r](int64_t n) {
                      int64_t s = 0;
                      for (int64_t i = 0; i < n; ++i) s += r.plain.call(ia, ib);
                      return s;
                    }, 3});
+  // dk::mul.Tensor through the generated call and through a typed handle, both reaching the
+  // kernel at TESTING_ONLY_GenericWrapper that returns its first argument (a Tensor: one
+  // reference count up and down per call in both).
+  cases.push_back({"unboxed_generated_ops_call", [](int64_t n) {
+                     IncludeDispatchKeyGuard g(DispatchKeySet(DispatchKey::TESTING_ONLY_GenericWrapper));
+                     int64_t s = 0;
+                     for (int64_t i = 0; i < n; ++i) s += ops::mul_Tensor::call(a, b).dim();
+                     return s;
+                   }, 2});
+  cases.push_back({"unboxed_typed_call_returning_tensor", [](int64_t n) {
+                     IncludeDispatchKeyGuard g(DispatchKeySet(DispatchKey::TESTING_ONLY_GenericWrapper));
+                     int64_t s = 0;
+                     for (int64_t i = 0; i < n; ++i) s += mul_typed.call(a, b).dim();
+                     return s;
+                   }, 2});
+  // ---- 3. boxed dispatch
   cases.push_back({"boxed_call", [&r](int64_t n) {
                      int64_t s = 0;
                      for (int64_t i = 0; i < n; ++i) {
@@ -116,6 +244,7 @@ std::vector<Case> allCases() {
                      }
                      return s;
                    }, 3});
+  // ---- 4. redispatch chains
   cases.push_back({"redispatch_chain_2_layers", [&r](int64_t n) {
                      int64_t s = 0;
                      for (int64_t i = 0; i < n; ++i) s += r.chain2.call(a, b);
@@ -128,16 +257,93 @@ std::vector<Case> allCases() {
                      for (int64_t i = 0; i < n; ++i) s += r.chain5.call(a, b);
                      return s;
                    }, 3});
-  cases.push_back({"register_deregister_one_operator", [](int64_t n) {
+  // ---- 5. idle features. unboxed_typed_call is the call with no observer, the trace unset
+  // and no mode pushed; these say what each costs when idle and when active.
+  cases.push_back({"idle_unboxed_call_without_slow_path_check", [&r](int64_t n) {
                      int64_t s = 0;
-                     for (int64_t i = 0; i < n; ++i) {
-                       Library lib(Library::FRAGMENT, "bench_reg");
-                       lib.def("op(Tensor a, Tensor b) -> int");
-                       lib.impl("op", DispatchKey::CPU, DK_FN(twoTensorKernel));
-                       s += 3;
-                     }
+                     for (int64_t i = 0; i < n; ++i) s += callWithoutSlowPathCheck(r.plain, a, b);
                      return s;
                    }, 3});
+  cases.push_back({"observer_registered_empty", [](int64_t n) {
+                     ScopedObserver scope(Observer{});
+                     int64_t s = 0;
+                     for (int64_t i = 0; i < n; ++i) s += registry().plain.call(a, b);
+                     return s;
+                   }, 3});
+  cases.push_back({"observer_thread_local_on_other_thread", [](int64_t n) {
+                     ObserverHandle h = 0;
+                     std::thread([&h] { h = addThreadLocalObserver(Observer{}); }).join();
+                     int64_t s = 0;
+                     for (int64_t i = 0; i < n; ++i) s += registry().plain.call(a, b);
+                     removeObserver(h);
+                     return s;
+                   }, 3});
+  cases.push_back({"dispatch_mode_forwarding", [](int64_t n) {
+                     DispatchModeGuard g(std::make_shared<ForwardingMode>());
+                     int64_t s = 0;
+                     for (int64_t i = 0; i < n; ++i) s += registry().plain.call(a, b);
+                     return s;
+                   }, 3});
+  // ---- 6. end to end
+  Case add{"add_float_1_element", [](int64_t n) {
+             int64_t s = 0;
+             for (int64_t i = 0; i < n; ++i) s += std::lround(dk::add(one, two).data_ptr<float>()[0]);
+             return s;
+           }, 3};
+  add.check = [] {
+    Tensor out = dk::add(one, two);
+    return out.numel() == 1 && out.dtype() == ScalarType::Float && !out.requires_grad() && !out.grad_fn()
+               ? std::string()
+               : std::string("not a 1-element float tensor without history");
+  };
+  add.callgrind_n = 2000;
+  cases.push_back(add);
+  Case add_rg{"add_float_1_element_requires_grad", [](int64_t n) {
+                int64_t s = 0;
+                for (int64_t i = 0; i < n; ++i) s += std::lround(dk::add(one_rg, two).data_ptr<float>()[0]);
+                return s;
+              }, 3};
+  add_rg.check = [] {
+    Tensor out = dk::add(one_rg, two);
+    return out.requires_grad() && out.grad_fn() && out.grad_fn()->name() == "AddBackward0"
+               ? std::string()
+               : std::string("the result has no AddBackward0");
+  };
+  add_rg.callgrind_n = 2000;
+  cases.push_back(add_rg);
+  Case step{"mlp_forward_backward_step", [](int64_t n) {
+              int64_t s = 0;
+              for (int64_t i = 0; i < n; ++i) s += mlp().step();
+              return s;
+            }, 4};
+  step.check = checkMlp;
+  step.batch = 1;
+  step.callgrind_n = 20;
+  step.ops_per_call = countMlpOps();
+  cases.push_back(step);
+  // ---- 7. registration
+  Case reg{"register_deregister_one_operator", [](int64_t n) {
+             int64_t s = 0;
+             for (int64_t i = 0; i < n; ++i) {
+               Library lib(Library::FRAGMENT, "bench_reg");
+               lib.def("op(Tensor a, Tensor b) -> int");
+               lib.impl("op", DispatchKey::CPU, DK_FN(twoTensorKernel));
+               s += 3;
+             }
+             return s;
+           }, 3};
+  reg.batch = 10;
+  reg.callgrind_n = 200;
+  cases.push_back(reg);
+  // ---- 8. concurrency (timed only: callgrind runs one thread at a time)
+  Case two_threads{"concurrent_unboxed_2_threads", unboxed, 3};
+  two_threads.threads = 2;
+  two_threads.callgrind_n = 0;
+  cases.push_back(two_threads);
+  Case churn = two_threads;
+  churn.name = "concurrent_unboxed_2_threads_with_registration_churn";
+  churn.background = startRegistrationChurn;
+  cases.push_back(churn);
   return cases;
 }
 

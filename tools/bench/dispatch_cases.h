@@ -1,14 +1,15 @@
-// The dispatch benchmark cases (issue: benchmarks), shared by the Google Benchmark program
-// and the callgrind driver. Each case verifies its answer before it is timed.
+// The dispatchkit benchmark cases (issue 7), shared by the Google Benchmark program
+// (bench_dispatch.cpp) and the callgrind driver (callgrind_driver.cpp). The c10 programs in
+// torch/ define the cases they have in common under the same names.
 #pragma once
 
-#include <dk/dispatch.h>
+#include <dk/dk.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <string>
 #include <vector>
+
+#include "bench_case.h"
 
 namespace dk::bench {
 
@@ -28,12 +29,8 @@ struct Registry {
 };
 Registry& registry();
 
-// A case: `run(n)` performs n calls and returns a checksum; `expected(n)` is what it must be.
-struct Case {
-  std::string name;
-  std::function<int64_t(int64_t)> run;
-  int64_t per_call_result;  // every call returns this; the checksum is n * per_call_result
-};
-std::vector<Case> allCases();
+// Every case, in report order: 1 baselines, 2 unboxed, 3 boxed, 4 redispatch chains, 5 idle
+// features, 6 end to end, 7 registration, 8 concurrency.
+std::vector<benchcase::Case> allCases();
 
 }  // namespace dk::bench
