@@ -7,18 +7,22 @@
 // special doubles) or of a random kind, and sometimes too few or too many values. The call
 // must return or raise dk::Error (or a subclass); any other exception, a crash, a leak or a
 // sanitizer report is a finding. A call that returns must leave exactly the schema's returns,
-// of the schema's types, in place of its arguments.
+// of the schema's types, in place of its arguments; and backward through its outputs that
+// require grad must return or raise dk::Error too.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "dk/dispatcher.h"
 #include "dk/empty_tensor.h"
 #include "dk/error.h"
+#include "dk/generated/Functions.h"
 #include "dk/generator.h"
 #include "dk/ivalue.h"
 #include "fuzz_input.h"
@@ -215,6 +219,25 @@ bool hitsKnownIssue(const OperatorHandle& op, const Stack& stack) {
       if (args[i].isTensor() && args[i].toTensor().defined() && args[i].toTensor().dim() >= 3 &&
           args[i].toTensor().numel() == 0)
         return true;
+  // runtime/src/autograd (history.cpp, check_inplace/rebase_history): an in-place operator on
+  // a view that is itself a leaf requiring grad (view.requires_grad_() on a view of a tensor
+  // that does not) is not refused as PyTorch refuses it ("a leaf Variable that requires grad
+  // is being used in an in-place operation."); it rebases the base's history onto CopySlices,
+  // and through a boxed call the graph leaks (a reference cycle; LeakSanitizer reports it).
+  // Reproducer: corpus/boxed_calls/leak-zero_-leaf-view (dk::zero_ of a transposed [2, 0, 0]
+  // meta double view that requires grad).
+  for (size_t i = 0; i < n; ++i) {
+    const auto& alias = op.schema().arguments()[i].alias_info;
+    if (alias && alias->is_write && args[i].isTensor()) {
+      const Tensor t = args[i].toTensor();
+      if (t.defined() && t.is_view() && t.requires_grad()) return true;
+    }
+  }
+  // runtime/src/autograd/formulas.cpp pow_backward: `exponent - 1` overflows int64 for the
+  // exponent INT64_MIN (UB) in backward. Fix: compute exponent - 1 in double for an integer
+  // exponent (the gradient is exponent * self^(exponent - 1) in floating point anyway).
+  if (name == "dk::pow" && n == 2 && args[1].isInt() && args[1].toInt() == std::numeric_limits<int64_t>::min())
+    return true;
   // runtime/include/dk/scalar.h Scalar::toLong: static_cast<int64_t> of a double that int64
   // cannot hold (inf, NaN, 1e300) is UB, reached by kernels converting a Scalar argument to
   // an integer type (arange's length check, fill_/full of integer tensors, ...). Fix: check
@@ -266,6 +289,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     stack.push_back(i < args.size() ? valueOf(args[i].type, in, 0) : anyValue(in, 0));
   }
 
+  // DK_FUZZ_PRINT=1: show each call (to read what a reproducer does).
+  static const bool print = std::getenv("DK_FUZZ_PRINT") != nullptr;
+  if (print) {
+    std::ostringstream out;
+    out << schema.str() << "\n  stack:";
+    for (const IValue& v : stack) {
+      out << " [" << IValue::kindName(v.tagKind());
+      if (v.isTensor() && v.toTensor().defined()) {
+        const Tensor t = v.toTensor();
+        out << " " << t.dtype() << " " << t.device() << " sizes " << t.sizes().size() << "d"
+            << (t.requires_grad() ? " requires_grad" : "") << (t.is_view() ? " view" : "");
+      } else if (!v.isTensor()) {
+        out << " " << v;
+      }
+      out << "]";
+    }
+    std::fprintf(stderr, "%s\n", out.str().c_str());
+  }
   if (hitsKnownIssue(op, stack)) return 0;
   const size_t before = stack.size();
   try {
@@ -290,6 +331,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!v.matchesType(rets[i].type)) {
         finding(op, "return " + std::to_string(i) + " is of kind " + std::string(IValue::kindName(v.tagKind())) +
                         ", expected " + rets[i].type.str());
+      }
+    }
+  }
+  // Half the time, run backward through what the call recorded: the generated autograd
+  // kernels' nodes must also only ever raise dk::Error.
+  if (shape & 8) {
+    for (size_t i = before - std::min(before, args.size()); i < stack.size(); ++i) {
+      if (!stack[i].isTensor()) continue;
+      const Tensor out = stack[i].toTensor();
+      if (!out.defined() || !out.requires_grad()) continue;
+      try {
+        dk::sum(out).backward();
+      } catch (const Error&) {
+      } catch (const std::exception& e) {
+        finding(op, std::string("backward raised a non-dk::Error exception: ") + e.what());
       }
     }
   }
