@@ -19,6 +19,9 @@
 namespace benchcase {
 
 inline void runCase(benchmark::State& state, const Case& c, std::shared_ptr<std::atomic<bool>> failed) {
+  // Every run, failed ones too, must have the same counters (the CSV reporter requires it).
+  state.counters["calls_per_iteration"] = benchmark::Counter(static_cast<double>(c.batch), benchmark::Counter::kAvgThreads);
+  state.counters["ops_per_call"] = benchmark::Counter(static_cast<double>(c.ops_per_call), benchmark::Counter::kAvgThreads);
   std::function<void()> stop;
   if (state.thread_index() == 0) {
     std::string why = verify(c);
@@ -40,10 +43,6 @@ inline void runCase(benchmark::State& state, const Case& c, std::shared_ptr<std:
     failed->store(true);
     state.SkipWithError(("wrong answer from " + c.name).c_str());
     return;
-  }
-  state.counters["calls_per_iteration"] = benchmark::Counter(static_cast<double>(c.batch), benchmark::Counter::kAvgThreads);
-  if (c.ops_per_call > 0) {
-    state.counters["ops_per_call"] = benchmark::Counter(static_cast<double>(c.ops_per_call), benchmark::Counter::kAvgThreads);
   }
 }
 
