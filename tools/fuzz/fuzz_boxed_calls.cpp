@@ -238,6 +238,12 @@ bool hitsKnownIssue(const OperatorHandle& op, const Stack& stack) {
   // exponent (the gradient is exponent * self^(exponent - 1) in floating point anyway).
   if (name == "dk::pow" && n == 2 && args[1].isInt() && args[1].toInt() == std::numeric_limits<int64_t>::min())
     return true;
+  // runtime/src/autograd/formulas.cpp mean_backward: for a 0-d self, mean.dim accepts dim
+  // [0] (or [-1]) like PyTorch, but the backward reads sizes[0] of the empty size list (out of
+  // bounds). Fix: wrap the dims against max(ndim, 1) and treat a 0-d self as one element.
+  if (name == "dk::mean" && n >= 1 && args[0].isTensor() && args[0].toTensor().defined() &&
+      args[0].toTensor().dim() == 0 && args[0].toTensor().requires_grad())
+    return true;
   // runtime/include/dk/scalar.h Scalar::toLong: static_cast<int64_t> of a double that int64
   // cannot hold (inf, NaN, 1e300) is UB, reached by kernels converting a Scalar argument to
   // an integer type (arange's length check, fill_/full of integer tensors, ...). Fix: check
