@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -576,4 +577,21 @@ TEST_CASE("error: in-place on an output of a multi-view operator, or on an infer
                     "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone to "
                     "get a normal tensor before doing inplace update.");
   checkValues(made_inside, {1, 2, 3});  // unchanged
+}
+
+TEST_CASE("error: in-place on a view that is itself a leaf requiring grad") {
+  // A view of a tensor that does not require grad can be made a leaf of its own; writing into
+  // it in place would lose that leaf's gradient, as for any leaf.
+  Tensor base = constant({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor view = dk::transpose(base, 0, 1);
+  view.requires_grad_();
+  CHECK_THROWS_WITH(view.zero_(), "a leaf Variable that requires grad is being used in an in-place operation.");
+  checkValues(base, {1, 2, 3, 4, 5, 6});
+}
+
+TEST_CASE("pow's derivative for an extreme integer exponent stays defined") {
+  Tensor x = leaf({2}, {1.0, 2.0});
+  Tensor y = dk::pow(x, Scalar(std::numeric_limits<int64_t>::min()));
+  CHECK_NOTHROW(y.sum().backward());
+  CHECK(x.grad().defined());
 }

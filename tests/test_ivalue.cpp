@@ -1,6 +1,10 @@
 // Boxed values: every kind, checked accessors, ownership, and the Stack helpers.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdint>
+
+#include "dk/error.h"
 #include "dk/ivalue.h"
 
 using namespace dk;
@@ -122,4 +126,14 @@ TEST_CASE("ivalue: stack helpers push left to right and pop from the top") {
   CHECK_THROWS_WITH(peek(stack, 1, 2), "cannot peek at value 1 of the top 2 of a stack of 1");
   drop(stack, 1);
   CHECK(stack.empty());
+}
+
+// Found by the boxed-calls fuzz target (tools/fuzz): a double int64 cannot hold is an error,
+// not an undefined cast.
+TEST_CASE("ivalue: Scalar::toLong refuses doubles outside int64") {
+  CHECK(Scalar(-2.5).toLong() == -2);
+  CHECK(Scalar(9.2e18).toLong() == int64_t{9200000000000000000});
+  CHECK_THROWS_WITH(Scalar(1e300).toLong(), Catch::Contains("value cannot be converted to type int64_t without overflow"));
+  CHECK_THROWS_AS(Scalar(std::nan("")).toLong(), Error);
+  CHECK_THROWS_AS(Scalar(9.3e18).to<int32_t>(), Error);
 }

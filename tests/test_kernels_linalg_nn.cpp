@@ -637,3 +637,17 @@ TEST_CASE("cpu-structural: cat joins along a dim", "[cpu-structural][nn]") {
                       "(argument 'tensors[0]') and meta (argument 'tensors[1]')");
   }
 }
+
+// Found by the boxed-calls fuzz target (tools/fuzz): empty operands must not be read.
+TEST_CASE("cpu-structural: bmm with an empty inner dim gives zeros; embedding of zero-width rows is empty",
+          "[cpu-structural][linalg]") {
+  Tensor a = dk::zeros({2, 3, 0});
+  Tensor b = dk::zeros({2, 0, 4});
+  Tensor out = dk::bmm(a, b);
+  CHECK(out.sizes() == Sizes{2, 3, 4});
+  CHECK(dk::sum(dk::abs(out)).item().toDouble() == 0.0);
+  Tensor weight = dk::zeros({5, 0});
+  Tensor rows = dk::embedding(weight, make({1, 4}, {2}, kLong));
+  CHECK(rows.sizes() == Sizes{2, 0});
+  CHECK_THROWS_WITH(dk::embedding(weight, make({7}, {1}, kLong)), "index out of range in self");
+}

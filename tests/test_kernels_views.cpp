@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "dk/dtype_dispatch.h"
@@ -375,4 +377,16 @@ TEST_CASE("cpu-structural: unbind returns every index along a dim", "[cpu-struct
   CHECK(dk::unbind(iota({4}), 0)[3].dim() == 0);
   CHECK_THROWS_WITH(dk::unbind(iota({}), 0), "Dimension specified as 0 but tensor has no dimensions");
   CHECK_THROWS_WITH(dk::unbind(a, -3), "Dimension out of range (expected to be in range of [-2, 1], but got -3)");
+}
+
+// Found by the boxed-calls fuzz target (tools/fuzz): huge steps and split sizes must not
+// overflow int64.
+TEST_CASE("cpu-structural: slice with a huge step and split with a huge size", "[cpu-structural][views]") {
+  Tensor t = dk::arange(0, 6, 1, kFloat);
+  Tensor s = dk::slice(t, 0, 1, std::nullopt, std::numeric_limits<int64_t>::max());
+  CHECK(s.sizes() == Sizes{1});
+  CHECK(s.item().toDouble() == 1.0);
+  std::vector<Tensor> parts = dk::split(t, std::numeric_limits<int64_t>::max());
+  REQUIRE(parts.size() == 1);
+  CHECK(parts[0].sizes() == Sizes{6});
 }

@@ -180,6 +180,9 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std:
   std::vector<int64_t> sizes = self.sizes();
   std::vector<int64_t> strides = self.strides();
   int64_t offset = self.storage_offset() + first * strides[at];
+  // A step past the end selects at most the first element: clamping it keeps the arithmetic
+  // below inside int64 for any step.
+  if (step > size) step = std::max<int64_t>(size, 1);
   sizes[at] = (last - first + step - 1) / step;
   strides[at] *= step;
   return detail::make_view(self, sizes, strides, offset);
@@ -193,7 +196,8 @@ std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim) {
   DK_CHECK(split_size > 0 || dim_size == 0,
            "split_size can only be 0 if dimension size is 0, but got dimension size of ", dim_size);
   // At least one piece, even when split_size exceeds the dim (or both are 0).
-  int64_t num_splits = split_size == 0 ? 1 : std::max<int64_t>((dim_size + split_size - 1) / split_size, 1);
+  int64_t num_splits =
+      split_size == 0 ? 1 : std::max<int64_t>(dim_size / split_size + (dim_size % split_size != 0), 1);
   int64_t last_size = dim_size - split_size * (num_splits - 1);
   std::vector<Tensor> pieces;
   pieces.reserve(static_cast<size_t>(num_splits));

@@ -236,6 +236,11 @@ Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
   checkSameDtype(self, mat2);
   Tensor out = detail::empty_contiguous({batches, m, n}, self.dtype(), self.device());
   if (out.numel() == 0) return out;
+  if (k == 0) {
+    // Empty sums: zeros (and the empty inputs have no memory to point into).
+    std::memset(out.data_ptr(), 0, static_cast<size_t>(out.numel()) * out.element_size());
+    return out;
+  }
   DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(self.dtype(), "bmm", [&] {
     auto* out_data = static_cast<scalar_t*>(out.data_ptr());
     for (int64_t b = 0; b < batches; ++b) {

@@ -298,6 +298,8 @@ Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t /*padd
   std::vector<int64_t> out_size = indices.sizes();
   out_size.push_back(width);
   Tensor out = detail::empty_contiguous(out_size, weight.dtype(), weight.device());
+  // Nothing to copy (and an empty output has no memory to copy into); indices are still checked.
+  const bool copies = out.numel() > 0;
   size_t itemsize = weight.element_size();
   const auto* src = static_cast<const char*>(weight.data_ptr());
   auto* dst = static_cast<char*>(out.data_ptr());
@@ -307,6 +309,7 @@ Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t /*padd
   forEachOffset(indices.sizes(), indices.strides(), [&](int64_t offset) {
     auto row = static_cast<int64_t>(load_index(indices.data_ptr(), offset));
     if (row < 0 || row >= rows) DK_ERROR("index out of range in self");
+    if (!copies) return;
     const char* from = src + static_cast<size_t>(row * weight.stride(0)) * itemsize;
     char* to = dst + static_cast<size_t>(n * width) * itemsize;
     ++n;

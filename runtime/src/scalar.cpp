@@ -2,6 +2,8 @@
 #include "dk/generator.h"
 #include "dk/scalar.h"
 
+#include "dk/error.h"
+
 namespace dk {
 
 std::ostream& operator<<(std::ostream& out, const Scalar& s) {
@@ -32,5 +34,9 @@ Generator& defaultGenerator() {
   return generator;
 }
 void manual_seed(uint64_t seed) { defaultGenerator()->set_current_seed(seed); }
+
+void Scalar::throwLongOverflow(double value) {
+  DK_ERROR("value cannot be converted to type int64_t without overflow: ", value);
+}
 
 }  // namespace dk

@@ -29,13 +29,21 @@ class Scalar {
   Scalar(Half v) : Scalar(static_cast<double>(static_cast<float>(v))) {}      // NOLINT: implicit
   Scalar(BFloat16 v) : Scalar(static_cast<double>(static_cast<float>(v))) {}  // NOLINT: implicit
 
+  [[noreturn]] static void throwLongOverflow(double value);
+
   Kind kind() const { return kind_; }
   bool isIntegral() const { return kind_ == Kind::Int; }
   bool isFloatingPoint() const { return kind_ == Kind::Double; }
   bool isBoolean() const { return kind_ == Kind::Bool; }
 
   double toDouble() const { return kind_ == Kind::Double ? value_.d : static_cast<double>(value_.i); }
-  int64_t toLong() const { return kind_ == Kind::Double ? static_cast<int64_t>(value_.d) : value_.i; }
+  // A double outside int64's range (or NaN) raises "value cannot be converted to type int64_t
+  // without overflow" (the cast would be undefined behaviour).
+  int64_t toLong() const {
+    if (kind_ != Kind::Double) return value_.i;
+    if (!(value_.d >= -9223372036854775808.0 && value_.d < 9223372036854775808.0)) throwLongOverflow(value_.d);
+    return static_cast<int64_t>(value_.d);
+  }
   bool toBool() const { return kind_ == Kind::Double ? value_.d != 0.0 : value_.i != 0; }
   template <class T>
   T to() const {

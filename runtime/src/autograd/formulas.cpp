@@ -56,7 +56,9 @@ Tensor sgn(const Tensor& self) {
 
 Tensor pow_backward(const Tensor& grad, const Tensor& self, const Scalar& exponent) {
   if (exponent.toDouble() == 0.0) return dk::zeros_like(self);
-  Scalar reduced = exponent.isIntegral() ? Scalar(exponent.toLong() - 1) : Scalar(exponent.toDouble() - 1.0);
+  // exponent - 1 in double: an integer exponent may be INT64_MIN, and the power is taken in
+  // floating point anyway (self is floating when it has a gradient).
+  Scalar reduced = exponent.toDouble() - 1.0;
   return dk::mul(dk::mul(grad, dk::pow(self, reduced)), exponent);
 }
 

@@ -109,6 +109,8 @@ void check_inplace(const Tensor& self, bool requires_grad) {
   if (!requires_grad || !GradMode::is_enabled()) return;
   AutogradMeta* meta = get_autograd_meta(self);
   if (meta == nullptr) return;
+  DK_CHECK(!meta->is_leaf() || !meta->requires_grad_,
+           "a leaf Variable that requires grad is being used in an in-place operation.");
   if (meta->is_view_) {
     DK_CHECK(!meta->multi_output_view_,
              "Output ", meta->output_nr_, " of ", (meta->grad_fn_ ? meta->grad_fn_->name() : std::string("a function")),
@@ -118,10 +120,7 @@ void check_inplace(const Tensor& self, bool requires_grad) {
     Tensor base = viewBase(self);
     DK_CHECK(!(base.is_leaf() && base.requires_grad()),
              "a view of a leaf Variable that requires grad is being used in an in-place operation.");
-    return;
   }
-  DK_CHECK(!meta->is_leaf() || !meta->requires_grad_,
-           "a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
 }  // namespace dk::autograd
