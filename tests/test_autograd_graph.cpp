@@ -595,3 +595,12 @@ TEST_CASE("pow's derivative for an extreme integer exponent stays defined") {
   CHECK_NOTHROW(y.sum().backward());
   CHECK(x.grad().defined());
 }
+
+TEST_CASE("mean and sum over dim 0 of a 0-dim tensor differentiate to the tensor itself") {
+  Tensor x = leaf({}, {3.0});
+  Tensor m = dk::mean(x, {0});
+  m.backward();
+  checkValues(x.grad(), {1.0});
+  Tensor s = dk::sum(x, {-1}, /*keepdim=*/true);
+  CHECK(autograd::grad({s}, {x})[0].dim() == 0);
+}

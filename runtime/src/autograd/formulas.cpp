@@ -29,9 +29,11 @@ Tensor positionsAlong(int64_t n, int64_t dim, int64_t ndim, Device device) {
   return dk::reshape(dk::arange(0, n, 1, ScalarType::Long, std::nullopt, device), shape);
 }
 
-// The reduced dims, wrapped and sorted; every dim when `dim` is none or empty.
+// The reduced dims, wrapped and sorted; every dim when `dim` is none or empty; none of a 0-dim
+// tensor (whose dim 0 / -1 names the tensor itself).
 std::vector<int64_t> reducedDims(const std::optional<std::vector<int64_t>>& dim, int64_t ndim) {
   std::vector<int64_t> dims;
+  if (ndim == 0) return dims;
   if (!dim || dim->empty()) {
     for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
   } else {
