@@ -99,52 +99,57 @@ def main():
     add("generate_project_schemas", times, "s",
         f"{len(listed)} files" + ("" if not differ else f"; {len(differ)} differ from generated/ (schemas changed since tools/regen)"))
 
-    pt_yaml = os.path.join(PYTORCH, "native_functions.yaml")
-    pt_tags = os.path.join(PYTORCH, "tags.yaml")
-    times = []
-    for i in range(args.reps):
-        out = os.path.join(work, f"scale{i}")
-        times.append(timed(GEN + ["--pytorch-compat", "--tags", pt_tags, "--scale-out", out, pt_yaml], stdout=subprocess.DEVNULL))
-    scale = out
-    shards = sorted(f for f in os.listdir(scale) if f.endswith(".cpp"))
-    defs = sum(open(os.path.join(scale, f)).read().count("m.def(") for f in shards if f.startswith("RegisterSchema_"))
-    if defs != 2493:
-        fail(f"the scale output registers {defs} schemas, not 2493")
-    add("generate_pytorch_2493", times, "s", f"{len(shards)} source files, {defs} schemas")
-
     # ---- case 9: compile time of generated code (one compilation each; a busy machine)
     argv, project_source, cwd = compile_command(build)
     t = timed(argv + ["-c", project_source, "-o", "/dev/null"], cwd=cwd)
     add("compile_project_Operators_0", [t], "s", "generated/Operators_0.cpp, library flags (-O2 -g)")
-    scale_argv = argv + ["-I", scale]
-    total = 0.0
-    for family in ("Operators", "BoxingAdapters", "RegisterSchema"):
-        n = sum(1 for f in shards if f.startswith(family + "_"))
-        t = timed(scale_argv + ["-c", os.path.join(scale, f"{family}_0.cpp"), "-o", "/dev/null"], cwd=cwd)
-        total += n * t
-        add(f"compile_scale_{family}_0", [t], "s", f"shard 0 of {n}")
-    rows.append({"case": "compile_scale_all_estimated", "median": f"{total:.4g}", "min": "", "max": "", "unit": "s",
-                 "note": "sum over families of shards x shard-0 time, one core"})
-    print(f"compile_scale_all_estimated: {total:.4g} s", flush=True)
 
-    # ---- case 7: startup registration of the 2,493 schemas
-    objs = []
-    for f in shards:
-        if f.startswith("RegisterSchema_"):
-            o = os.path.join(work, f + ".o")
-            subprocess.run(argv + ["-c", os.path.join(scale, f), "-o", o], check=True, cwd=cwd)
-            objs.append(o)
-    lib = os.path.join(work, "libdk_bench_scale_schemas.so")
-    subprocess.run(["c++", "-shared", "-o", lib] + objs + ["-L" + build, "-ldispatchkit", "-Wl,-rpath," + build], check=True)
-    startup = os.path.join(build, "tools", "bench", "dk-bench-startup")
-    times = []
-    for _ in range(args.reps):
-        out = subprocess.run([startup, lib, "2493"], capture_output=True, text=True)
-        vals = dict(line.split(",") for line in out.stdout.split())
-        if out.returncode != 0:
-            fail(f"startup: {vals.get('operators')} aten schemas registered, not 2493 {out.stderr}")
-        times.append(float(vals["startup_ms"]))
-    add("startup_registration_2493", times, "ms", "dlopen of the 8 RegisterSchema shards, one process each")
+    # ---- PyTorch 1.13.1's 2,493 operators (../shared/third_party, as the pytorch_scale option)
+    pt_yaml = os.path.join(PYTORCH, "native_functions.yaml")
+    if not os.path.exists(pt_yaml):
+        print(f"skipped the PyTorch-scale cases: no {pt_yaml}", flush=True)
+    else:
+        pt_tags = os.path.join(PYTORCH, "tags.yaml")
+        times = []
+        for i in range(args.reps):
+            out = os.path.join(work, f"scale{i}")
+            times.append(timed(GEN + ["--pytorch-compat", "--tags", pt_tags, "--scale-out", out, pt_yaml], stdout=subprocess.DEVNULL))
+        scale = out
+        shards = sorted(f for f in os.listdir(scale) if f.endswith(".cpp"))
+        defs = sum(open(os.path.join(scale, f)).read().count("m.def(") for f in shards if f.startswith("RegisterSchema_"))
+        if defs != 2493:
+            fail(f"the scale output registers {defs} schemas, not 2493")
+        add("generate_pytorch_2493", times, "s", f"{len(shards)} source files, {defs} schemas")
+
+        scale_argv = argv + ["-I", scale]
+        total = 0.0
+        for family in ("Operators", "BoxingAdapters", "RegisterSchema"):
+            n = sum(1 for f in shards if f.startswith(family + "_"))
+            t = timed(scale_argv + ["-c", os.path.join(scale, f"{family}_0.cpp"), "-o", "/dev/null"], cwd=cwd)
+            total += n * t
+            add(f"compile_scale_{family}_0", [t], "s", f"shard 0 of {n}")
+        rows.append({"case": "compile_scale_all_estimated", "median": f"{total:.4g}", "min": "", "max": "", "unit": "s",
+                     "note": "sum over families of shards x shard-0 time, one core"})
+        print(f"compile_scale_all_estimated: {total:.4g} s", flush=True)
+
+        # ---- case 7: startup registration of the 2,493 schemas
+        objs = []
+        for f in shards:
+            if f.startswith("RegisterSchema_"):
+                o = os.path.join(work, f + ".o")
+                subprocess.run(argv + ["-c", os.path.join(scale, f), "-o", o], check=True, cwd=cwd)
+                objs.append(o)
+        lib = os.path.join(work, "libdk_bench_scale_schemas.so")
+        subprocess.run(["c++", "-shared", "-o", lib] + objs + ["-L" + build, "-ldispatchkit", "-Wl,-rpath," + build], check=True)
+        startup = os.path.join(build, "tools", "bench", "dk-bench-startup")
+        times = []
+        for _ in range(args.reps):
+            out = subprocess.run([startup, lib, "2493"], capture_output=True, text=True)
+            vals = dict(line.split(",") for line in out.stdout.split())
+            if out.returncode != 0:
+                fail(f"startup: {vals.get('operators')} aten schemas registered, not 2493 {out.stderr}")
+            times.append(float(vals["startup_ms"]))
+        add("startup_registration_2493", times, "ms", "dlopen of the 8 RegisterSchema shards, one process each")
 
     # ---- case 7: memory per operator entry
     for side, path in (("dk", os.path.join(build, "tools", "bench", "dk-bench-memory")),
