@@ -214,6 +214,17 @@ Tensor wrapper_CUDA_gelu(const Tensor& self, std::string_view approximate) {
   return native::gelu_cuda(self, approximate);
 }
 
+// ===== dk::gelu_backward @ CUDA =====
+Tensor wrapper_CUDA_gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
+  detail::DeviceCheck device_check("dk::gelu_backward");
+  device_check.check(grad_output, "grad_output");
+  device_check.check(self, "self");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(grad_output.device());
+#endif
+  return native::gelu_backward_cuda(grad_output, self, approximate);
+}
+
 // ===== dk::gt.Tensor @ CUDA =====
 Tensor wrapper_CUDA_gt_Tensor(const Tensor& self, const Tensor& other) {
 #ifdef DK_WITH_CUDA
@@ -433,14 +444,6 @@ Tensor wrapper_CUDA_sin(const Tensor& self) {
   return native::sin_cuda(self);
 }
 
-// ===== dk::sqrt @ CUDA =====
-Tensor wrapper_CUDA_sqrt(const Tensor& self) {
-#ifdef DK_WITH_CUDA
-  const cuda::DeviceGuard device_guard(self.device());
-#endif
-  return native::sqrt_cuda(self);
-}
-
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CUDA, m) {
@@ -467,33 +470,33 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   /* 20 */ m.impl("fill_.Scalar", boxing::kernelFor<ops::fill__Scalar>(boxing::make_kernel_sig_12<&wrapper_CUDA_fill__Scalar>(), "wrapper_CUDA_fill__Scalar"));  // fill_.Scalar @ CUDA -> native::fill_inplace_cuda
   /* 21 */ m.impl("full", boxing::kernelFor<ops::full>(boxing::make_kernel_sig_2<&wrapper_CUDA_full>(), "wrapper_CUDA_full"));  // full @ CUDA -> native::full_cuda
   /* 22 */ m.impl("gelu", boxing::kernelFor<ops::gelu>(boxing::make_kernel_sig_39<&wrapper_CUDA_gelu>(), "wrapper_CUDA_gelu"));  // gelu @ CUDA -> native::gelu_cuda
-  /* 23 */ m.impl("gt.Tensor", boxing::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_14<&wrapper_CUDA_gt_Tensor>(), "wrapper_CUDA_gt_Tensor"));  // gt.Tensor @ CUDA -> native::gt_cuda
-  /* 24 */ m.impl("item", boxing::kernelFor<ops::item>(boxing::make_kernel_sig_0<&wrapper_CUDA_item>(), "wrapper_CUDA_item"));  // item @ CUDA -> native::item_cuda
-  /* 25 */ m.impl("log", boxing::kernelFor<ops::log>(boxing::make_kernel_sig_7<&wrapper_CUDA_log>(), "wrapper_CUDA_log"));  // log @ CUDA -> native::log_cuda
-  /* 26 */ m.impl("lt.Tensor", boxing::kernelFor<ops::lt_Tensor>(boxing::make_kernel_sig_14<&wrapper_CUDA_lt_Tensor>(), "wrapper_CUDA_lt_Tensor"));  // lt.Tensor @ CUDA -> native::lt_cuda
-  /* 27 */ m.impl("max.dim", boxing::kernelFor<ops::max_dim>(boxing::make_kernel_sig_40<&wrapper_CUDA_max_dim>(), "wrapper_CUDA_max_dim"));  // max.dim @ CUDA -> native::max_cuda
-  /* 28 */ m.impl("maximum", boxing::kernelFor<ops::maximum>(boxing::make_kernel_sig_14<&wrapper_CUDA_maximum>(), "wrapper_CUDA_maximum"));  // maximum @ CUDA -> native::maximum_cuda
-  /* 29 */ m.impl("mean.dim", boxing::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_33<&wrapper_CUDA_mean_dim>(), "wrapper_CUDA_mean_dim"));  // mean.dim @ CUDA -> native::mean_cuda
-  /* 30 */ m.impl("minimum", boxing::kernelFor<ops::minimum>(boxing::make_kernel_sig_14<&wrapper_CUDA_minimum>(), "wrapper_CUDA_minimum"));  // minimum @ CUDA -> native::minimum_cuda
-  /* 31 */ m.impl("mm", boxing::kernelFor<ops::mm>(boxing::make_kernel_sig_14<&wrapper_CUDA_mm>(), "wrapper_CUDA_mm"));  // mm @ CUDA -> native::mm_cuda
-  /* 32 */ m.impl("mm.out", boxing::kernelFor<ops::mm_out>(boxing::make_kernel_sig_18<&wrapper_CUDA_mm_out>(), "wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::mm_out_cuda
-  /* 33 */ m.impl("mse_loss", boxing::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_23<&wrapper_CUDA_mse_loss>(), "wrapper_CUDA_mse_loss"));  // mse_loss @ CUDA -> native::mse_loss_cuda
-  /* 34 */ m.impl("mul.Tensor", boxing::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_14<&wrapper_CUDA_mul_Tensor>(), "wrapper_CUDA_mul_Tensor"));  // mul.Tensor @ CUDA -> native::mul_cuda
-  /* 35 */ m.impl("mul_.Tensor", boxing::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_14<&wrapper_CUDA_mul__Tensor>(), "wrapper_CUDA_mul__Tensor"));  // mul_.Tensor @ CUDA -> native::mul_inplace_cuda
-  /* 36 */ m.impl("neg", boxing::kernelFor<ops::neg>(boxing::make_kernel_sig_7<&wrapper_CUDA_neg>(), "wrapper_CUDA_neg"));  // neg @ CUDA -> native::neg_cuda
-  /* 37 */ m.impl("nll_loss", boxing::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_21<&wrapper_CUDA_nll_loss>(), "wrapper_CUDA_nll_loss"));  // nll_loss @ CUDA -> native::nll_loss_cuda
-  /* 38 */ m.impl("ones", boxing::kernelFor<ops::ones>(boxing::make_kernel_sig_4<&wrapper_CUDA_ones>(), "wrapper_CUDA_ones"));  // ones @ CUDA -> native::ones_cuda
-  /* 39 */ m.impl("pow.Tensor_Scalar", boxing::kernelFor<ops::pow_Tensor_Scalar>(boxing::make_kernel_sig_12<&wrapper_CUDA_pow_Tensor_Scalar>(), "wrapper_CUDA_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CUDA -> native::pow_cuda
-  /* 40 */ m.impl("rand", boxing::kernelFor<ops::rand>(boxing::make_kernel_sig_4<&wrapper_CUDA_rand>(), "wrapper_CUDA_rand"));  // rand @ CUDA -> native::rand_cuda
-  /* 41 */ m.impl("rand.generator", boxing::kernelFor<ops::rand_generator>(boxing::make_kernel_sig_3<&wrapper_CUDA_rand_generator>(), "wrapper_CUDA_rand_generator"));  // rand.generator @ CUDA -> native::rand_cuda
-  /* 42 */ m.impl("randn", boxing::kernelFor<ops::randn>(boxing::make_kernel_sig_4<&wrapper_CUDA_randn>(), "wrapper_CUDA_randn"));  // randn @ CUDA -> native::randn_cuda
-  /* 43 */ m.impl("randn.generator", boxing::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_3<&wrapper_CUDA_randn_generator>(), "wrapper_CUDA_randn_generator"));  // randn.generator @ CUDA -> native::randn_cuda
-  /* 44 */ m.impl("relu", boxing::kernelFor<ops::relu>(boxing::make_kernel_sig_7<&wrapper_CUDA_relu>(), "wrapper_CUDA_relu"));  // relu @ CUDA -> native::relu_cuda
-  /* 45 */ m.impl("relu_", boxing::kernelFor<ops::relu_>(boxing::make_kernel_sig_7<&wrapper_CUDA_relu_>(), "wrapper_CUDA_relu_"));  // relu_ @ CUDA -> native::relu_inplace_cuda
-  /* 46 */ m.impl("rsqrt", boxing::kernelFor<ops::rsqrt>(boxing::make_kernel_sig_7<&wrapper_CUDA_rsqrt>(), "wrapper_CUDA_rsqrt"));  // rsqrt @ CUDA -> native::rsqrt_cuda
-  /* 47 */ m.impl("sigmoid", boxing::kernelFor<ops::sigmoid>(boxing::make_kernel_sig_7<&wrapper_CUDA_sigmoid>(), "wrapper_CUDA_sigmoid"));  // sigmoid @ CUDA -> native::sigmoid_cuda
-  /* 48 */ m.impl("sin", boxing::kernelFor<ops::sin>(boxing::make_kernel_sig_7<&wrapper_CUDA_sin>(), "wrapper_CUDA_sin"));  // sin @ CUDA -> native::sin_cuda
-  /* 49 */ m.impl("sqrt", boxing::kernelFor<ops::sqrt>(boxing::make_kernel_sig_7<&wrapper_CUDA_sqrt>(), "wrapper_CUDA_sqrt"));  // sqrt @ CUDA -> native::sqrt_cuda
+  /* 23 */ m.impl("gelu_backward", boxing::kernelFor<ops::gelu_backward>(boxing::make_kernel_sig_25<&wrapper_CUDA_gelu_backward>(), "wrapper_CUDA_gelu_backward"));  // gelu_backward @ CUDA -> native::gelu_backward_cuda
+  /* 24 */ m.impl("gt.Tensor", boxing::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_14<&wrapper_CUDA_gt_Tensor>(), "wrapper_CUDA_gt_Tensor"));  // gt.Tensor @ CUDA -> native::gt_cuda
+  /* 25 */ m.impl("item", boxing::kernelFor<ops::item>(boxing::make_kernel_sig_0<&wrapper_CUDA_item>(), "wrapper_CUDA_item"));  // item @ CUDA -> native::item_cuda
+  /* 26 */ m.impl("log", boxing::kernelFor<ops::log>(boxing::make_kernel_sig_7<&wrapper_CUDA_log>(), "wrapper_CUDA_log"));  // log @ CUDA -> native::log_cuda
+  /* 27 */ m.impl("lt.Tensor", boxing::kernelFor<ops::lt_Tensor>(boxing::make_kernel_sig_14<&wrapper_CUDA_lt_Tensor>(), "wrapper_CUDA_lt_Tensor"));  // lt.Tensor @ CUDA -> native::lt_cuda
+  /* 28 */ m.impl("max.dim", boxing::kernelFor<ops::max_dim>(boxing::make_kernel_sig_40<&wrapper_CUDA_max_dim>(), "wrapper_CUDA_max_dim"));  // max.dim @ CUDA -> native::max_cuda
+  /* 29 */ m.impl("maximum", boxing::kernelFor<ops::maximum>(boxing::make_kernel_sig_14<&wrapper_CUDA_maximum>(), "wrapper_CUDA_maximum"));  // maximum @ CUDA -> native::maximum_cuda
+  /* 30 */ m.impl("mean.dim", boxing::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_33<&wrapper_CUDA_mean_dim>(), "wrapper_CUDA_mean_dim"));  // mean.dim @ CUDA -> native::mean_cuda
+  /* 31 */ m.impl("minimum", boxing::kernelFor<ops::minimum>(boxing::make_kernel_sig_14<&wrapper_CUDA_minimum>(), "wrapper_CUDA_minimum"));  // minimum @ CUDA -> native::minimum_cuda
+  /* 32 */ m.impl("mm", boxing::kernelFor<ops::mm>(boxing::make_kernel_sig_14<&wrapper_CUDA_mm>(), "wrapper_CUDA_mm"));  // mm @ CUDA -> native::mm_cuda
+  /* 33 */ m.impl("mm.out", boxing::kernelFor<ops::mm_out>(boxing::make_kernel_sig_18<&wrapper_CUDA_mm_out>(), "wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::mm_out_cuda
+  /* 34 */ m.impl("mse_loss", boxing::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_23<&wrapper_CUDA_mse_loss>(), "wrapper_CUDA_mse_loss"));  // mse_loss @ CUDA -> native::mse_loss_cuda
+  /* 35 */ m.impl("mul.Tensor", boxing::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_14<&wrapper_CUDA_mul_Tensor>(), "wrapper_CUDA_mul_Tensor"));  // mul.Tensor @ CUDA -> native::mul_cuda
+  /* 36 */ m.impl("mul_.Tensor", boxing::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_14<&wrapper_CUDA_mul__Tensor>(), "wrapper_CUDA_mul__Tensor"));  // mul_.Tensor @ CUDA -> native::mul_inplace_cuda
+  /* 37 */ m.impl("neg", boxing::kernelFor<ops::neg>(boxing::make_kernel_sig_7<&wrapper_CUDA_neg>(), "wrapper_CUDA_neg"));  // neg @ CUDA -> native::neg_cuda
+  /* 38 */ m.impl("nll_loss", boxing::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_21<&wrapper_CUDA_nll_loss>(), "wrapper_CUDA_nll_loss"));  // nll_loss @ CUDA -> native::nll_loss_cuda
+  /* 39 */ m.impl("ones", boxing::kernelFor<ops::ones>(boxing::make_kernel_sig_4<&wrapper_CUDA_ones>(), "wrapper_CUDA_ones"));  // ones @ CUDA -> native::ones_cuda
+  /* 40 */ m.impl("pow.Tensor_Scalar", boxing::kernelFor<ops::pow_Tensor_Scalar>(boxing::make_kernel_sig_12<&wrapper_CUDA_pow_Tensor_Scalar>(), "wrapper_CUDA_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CUDA -> native::pow_cuda
+  /* 41 */ m.impl("rand", boxing::kernelFor<ops::rand>(boxing::make_kernel_sig_4<&wrapper_CUDA_rand>(), "wrapper_CUDA_rand"));  // rand @ CUDA -> native::rand_cuda
+  /* 42 */ m.impl("rand.generator", boxing::kernelFor<ops::rand_generator>(boxing::make_kernel_sig_3<&wrapper_CUDA_rand_generator>(), "wrapper_CUDA_rand_generator"));  // rand.generator @ CUDA -> native::rand_cuda
+  /* 43 */ m.impl("randn", boxing::kernelFor<ops::randn>(boxing::make_kernel_sig_4<&wrapper_CUDA_randn>(), "wrapper_CUDA_randn"));  // randn @ CUDA -> native::randn_cuda
+  /* 44 */ m.impl("randn.generator", boxing::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_3<&wrapper_CUDA_randn_generator>(), "wrapper_CUDA_randn_generator"));  // randn.generator @ CUDA -> native::randn_cuda
+  /* 45 */ m.impl("relu", boxing::kernelFor<ops::relu>(boxing::make_kernel_sig_7<&wrapper_CUDA_relu>(), "wrapper_CUDA_relu"));  // relu @ CUDA -> native::relu_cuda
+  /* 46 */ m.impl("relu_", boxing::kernelFor<ops::relu_>(boxing::make_kernel_sig_7<&wrapper_CUDA_relu_>(), "wrapper_CUDA_relu_"));  // relu_ @ CUDA -> native::relu_inplace_cuda
+  /* 47 */ m.impl("rsqrt", boxing::kernelFor<ops::rsqrt>(boxing::make_kernel_sig_7<&wrapper_CUDA_rsqrt>(), "wrapper_CUDA_rsqrt"));  // rsqrt @ CUDA -> native::rsqrt_cuda
+  /* 48 */ m.impl("sigmoid", boxing::kernelFor<ops::sigmoid>(boxing::make_kernel_sig_7<&wrapper_CUDA_sigmoid>(), "wrapper_CUDA_sigmoid"));  // sigmoid @ CUDA -> native::sigmoid_cuda
+  /* 49 */ m.impl("sin", boxing::kernelFor<ops::sin>(boxing::make_kernel_sig_7<&wrapper_CUDA_sin>(), "wrapper_CUDA_sin"));  // sin @ CUDA -> native::sin_cuda
 }
 
 }  // namespace dk

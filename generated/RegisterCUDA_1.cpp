@@ -21,6 +21,14 @@ namespace dk {
 
 namespace {
 
+// ===== dk::sqrt @ CUDA =====
+Tensor wrapper_CUDA_sqrt(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  return native::sqrt_cuda(self);
+}
+
 // ===== dk::sub.Tensor @ CUDA =====
 Tensor wrapper_CUDA_sub_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
 #ifdef DK_WITH_CUDA
@@ -80,13 +88,14 @@ Tensor wrapper_CUDA_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CUDA, m) {
-  /* 50 */ m.impl("sub.Tensor", boxing::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_16<&wrapper_CUDA_sub_Tensor>(), "wrapper_CUDA_sub_Tensor"));  // sub.Tensor @ CUDA -> native::sub_cuda
-  /* 51 */ m.impl("sum", boxing::kernelFor<ops::sum>(boxing::make_kernel_sig_35<&wrapper_CUDA_sum>(), "wrapper_CUDA_sum"));  // sum @ CUDA -> native::sum_cuda
-  /* 52 */ m.impl("sum.dim_IntList", boxing::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_33<&wrapper_CUDA_sum_dim_IntList>(), "wrapper_CUDA_sum_dim_IntList"));  // sum.dim_IntList @ CUDA -> native::sum_cuda
-  /* 53 */ m.impl("tanh", boxing::kernelFor<ops::tanh>(boxing::make_kernel_sig_7<&wrapper_CUDA_tanh>(), "wrapper_CUDA_tanh"));  // tanh @ CUDA -> native::tanh_cuda
-  /* 54 */ m.impl("where.self", boxing::kernelFor<ops::where_self>(boxing::make_kernel_sig_18<&wrapper_CUDA_where_self>(), "wrapper_CUDA_where_self"));  // where.self @ CUDA -> native::where_cuda
-  /* 55 */ m.impl("zero_", boxing::kernelFor<ops::zero_>(boxing::make_kernel_sig_7<&wrapper_CUDA_zero_>(), "wrapper_CUDA_zero_"));  // zero_ @ CUDA -> native::zero_inplace_cuda
-  /* 56 */ m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_4<&wrapper_CUDA_zeros>(), "wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
+  /* 50 */ m.impl("sqrt", boxing::kernelFor<ops::sqrt>(boxing::make_kernel_sig_7<&wrapper_CUDA_sqrt>(), "wrapper_CUDA_sqrt"));  // sqrt @ CUDA -> native::sqrt_cuda
+  /* 51 */ m.impl("sub.Tensor", boxing::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_16<&wrapper_CUDA_sub_Tensor>(), "wrapper_CUDA_sub_Tensor"));  // sub.Tensor @ CUDA -> native::sub_cuda
+  /* 52 */ m.impl("sum", boxing::kernelFor<ops::sum>(boxing::make_kernel_sig_35<&wrapper_CUDA_sum>(), "wrapper_CUDA_sum"));  // sum @ CUDA -> native::sum_cuda
+  /* 53 */ m.impl("sum.dim_IntList", boxing::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_33<&wrapper_CUDA_sum_dim_IntList>(), "wrapper_CUDA_sum_dim_IntList"));  // sum.dim_IntList @ CUDA -> native::sum_cuda
+  /* 54 */ m.impl("tanh", boxing::kernelFor<ops::tanh>(boxing::make_kernel_sig_7<&wrapper_CUDA_tanh>(), "wrapper_CUDA_tanh"));  // tanh @ CUDA -> native::tanh_cuda
+  /* 55 */ m.impl("where.self", boxing::kernelFor<ops::where_self>(boxing::make_kernel_sig_18<&wrapper_CUDA_where_self>(), "wrapper_CUDA_where_self"));  // where.self @ CUDA -> native::where_cuda
+  /* 56 */ m.impl("zero_", boxing::kernelFor<ops::zero_>(boxing::make_kernel_sig_7<&wrapper_CUDA_zero_>(), "wrapper_CUDA_zero_"));  // zero_ @ CUDA -> native::zero_inplace_cuda
+  /* 57 */ m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_4<&wrapper_CUDA_zeros>(), "wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
 }
 
 }  // namespace dk

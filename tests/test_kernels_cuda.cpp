@@ -507,6 +507,28 @@ CUDA_TEST(unary_operators_match_cpu) {
                     "mask, use the `~` or `logical_not()` operator instead.");
 }
 
+// gelu's derivative kernel, and autograd through CUDA tensors: the generated Autograd kernels
+// redispatch to the CUDA kernels and the formulas run there.
+CUDA_TEST(gelu_backward_and_autograd_match_cpu) {
+  for (ScalarType dtype : kFloating) {
+    for (const char* approximate : {"none", "tanh"}) {
+      Tensor g = hostData({4, 5}, dtype, 2), x = hostData({4, 5}, dtype, 3);
+      EXPECT_CLOSE(gelu_backward(toCuda(g), toCuda(x), approximate), gelu_backward(g, x, approximate),
+                   std::max(rtolFor(dtype), 1e-5), std::max(rtolFor(dtype), 1e-6));
+    }
+  }
+  Tensor x_host = hostData({3, 4}, kDouble, 4);
+  Tensor w_host = hostData({4, 2}, kDouble, 5);
+  auto loss_of = [](const Tensor& x, const Tensor& w) { return dk::sum(dk::gelu(dk::mm(x, w))); };
+  Tensor x = toCuda(x_host), w = toCuda(w_host);
+  w.requires_grad_();
+  w_host.requires_grad_();
+  loss_of(x, w).backward();
+  loss_of(x_host, w_host).backward();
+  CHECK(w.grad().device().type == DeviceType::CUDA);
+  EXPECT_CLOSE(w.grad(), w_host.grad(), 1e-9, 1e-9);
+}
+
 CUDA_TEST(where_matches_cpu) {
   for (ScalarType dtype : kAllNine) {
     Tensor cond = hostData({3, 1}, kBool), a = hostData({3, 4}, dtype, 2), b = hostData({4}, dtype, 3);

@@ -90,6 +90,8 @@ enum class BinaryOp : int8_t {
   Eq,           // comparisons write Bool
   Gt,
   Lt,
+  GeluBackwardErf,   // a * gelu'(b): a the incoming gradient, b gelu's input (floating dtypes)
+  GeluBackwardTanh,  // the same for gelu's tanh approximation
 };
 // out = op(a, b); a and b have `dtype`, and so does out except for comparisons (Bool).
 // Operands: 0 out, 1 a, 2 b.

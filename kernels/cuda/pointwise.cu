@@ -101,6 +101,27 @@ struct LtOp {
   __device__ bool operator()(A a, A b) const { return a < b; }
 };
 
+// grad * d gelu(x) / dx: Phi(x) + x phi(x) for the erf form; the derivative of
+// x/2 (1 + tanh(k (x + c x^3))) for the tanh form.
+template <class A>
+struct GeluBackwardErfOp {
+  __device__ A operator()(A grad, A x) const {
+    A cdf = A(0.5) * (A(1) + mathErf(x * A(0.70710678118654752440)));
+    A pdf = A(0.39894228040143267794) * mathExp(A(-0.5) * x * x);
+    return grad * (cdf + x * pdf);
+  }
+};
+template <class A>
+struct GeluBackwardTanhOp {
+  __device__ A operator()(A grad, A x) const {
+    const A kBeta = A(0.79788456080286535588);  // sqrt(2 / pi)
+    const A kKappa = A(0.044715);
+    A t = mathTanh(kBeta * (x + kKappa * x * x * x));
+    A d_inner = kBeta * (A(1) + A(3) * kKappa * x * x);
+    return grad * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * d_inner);
+  }
+};
+
 template <class T, class Out, class F>
 __global__ void binaryKernel(Geometry g, Out* out, const T* a, const T* b, F f) {
   DK_CUDA_KERNEL_LOOP(i, g.numel) {
@@ -236,6 +257,12 @@ void binary(BinaryOp op, Dtype dtype, const Geometry& g, void* out, const void* 
       case BinaryOp::Eq: launchBinary<T, bool>(g, out, a, b, EqOp<A>{}); return;
       case BinaryOp::Gt: launchBinary<T, bool>(g, out, a, b, GtOp<A>{}); return;
       case BinaryOp::Lt: launchBinary<T, bool>(g, out, a, b, LtOp<A>{}); return;
+      case BinaryOp::GeluBackwardErf:
+        if constexpr (kFloat) { launchBinary<T, T>(g, out, a, b, GeluBackwardErfOp<A>{}); return; }
+        break;
+      case BinaryOp::GeluBackwardTanh:
+        if constexpr (kFloat) { launchBinary<T, T>(g, out, a, b, GeluBackwardTanhOp<A>{}); return; }
+        break;
     }
     unsupported("binary: operator not defined for this dtype");
   });

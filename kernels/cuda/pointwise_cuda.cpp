@@ -220,6 +220,15 @@ Tensor gelu_cuda(const Tensor& self, std::string_view approximate) {
                   meta::unaryOp(self, meta::UnaryKind::Gelu));
 }
 
+Tensor gelu_backward_cuda(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
+  meta::GeluApproximation kind = meta::parseGeluApproximation(approximate);
+  meta::checkDevicesAllowingCpuScalars("dk::gelu_backward", {{"grad_output", grad_output}, {"self", self}});
+  meta::unaryOp(self, meta::UnaryKind::Gelu);  // gelu's dtype check
+  meta::OutputSpec spec = meta::binaryOp(grad_output, self, BinaryKind::Arithmetic);
+  return runBinary(kind == meta::GeluApproximation::Tanh ? Binary::GeluBackwardTanh : Binary::GeluBackwardErf,
+                   grad_output, self, spec, spec.dtype);
+}
+
 Tensor exp_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Exp, self); }
 Tensor log_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Log, self); }
 Tensor sqrt_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Sqrt, self); }

@@ -99,6 +99,7 @@ Tensor full_cpu(IntArrayRef size, const Scalar& fill_value, std::optional<Scalar
 Tensor full_cuda(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory);  // full @ CUDA
 Tensor full_meta(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory);  // full @ Meta
 Tensor gelu_backward_cpu(const Tensor& grad_output, const Tensor& self, std::string_view approximate);  // gelu_backward @ CPU
+Tensor gelu_backward_cuda(const Tensor& grad_output, const Tensor& self, std::string_view approximate);  // gelu_backward @ CUDA
 Tensor gelu_backward_meta(const Tensor& grad_output, const Tensor& self, std::string_view approximate);  // gelu_backward @ Meta
 Tensor gelu_cpu(const Tensor& self, std::string_view approximate);  // gelu @ CPU
 Tensor gelu_cuda(const Tensor& self, std::string_view approximate);  // gelu @ CUDA
