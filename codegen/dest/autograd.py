@@ -190,6 +190,14 @@ def _condition(s: SavedValue, indices: Optional[Dict[str, int]], info: Derivativ
     return " || ".join(checks)
 
 
+def _history_lines(op: Operator, plan: AutogradKernel, differentiable: Sequence[bool]) -> List[str]:
+    """Attach grad_fn: rebase self's history (in-place), or make it the history of each
+    differentiable output."""
+    if plan.is_inplace:
+        return ["  rebase_history(self, grad_fn);"]
+    return [f"  set_history({_result_expr(op, i)}, grad_fn);" for i, d in enumerate(differentiable) if d]
+
+
 def derivative_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
     info = plan.info
     inputs = _tensor_args(op, [a.name for a in info.differentiable_inputs])
@@ -219,13 +227,7 @@ def derivative_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
     lines.append("}")
     lines += _redispatch_lines(op, plan)
     lines.append("if (grad_fn) {")
-    if plan.is_inplace:
-        lines.append("  rebase_history(self, grad_fn);")
-    else:
-        for i, r in enumerate(op.nf.func.returns):
-            if not info.output_differentiability[i]:
-                continue
-            lines.append(f"  set_history({_result_expr(op, i)}, grad_fn);")
+    lines += _history_lines(op, plan, info.output_differentiability)
     for s in info.saved_outputs:
         index = 0 if s.source == "result" else int(s.source[len("result"):])
         value = "self" if plan.is_inplace else _result_expr(op, index)
@@ -249,12 +251,7 @@ def not_implemented_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
     ]
     lines += _redispatch_lines(op, plan)
     lines.append("if (grad_fn) {")
-    if plan.is_inplace:
-        lines.append("  rebase_history(self, grad_fn);")
-    else:
-        for i, r in enumerate(op.nf.func.returns):
-            if r.type.is_tensor_like():
-                lines.append(f"  set_history({_result_expr(op, i)}, grad_fn);")
+    lines += _history_lines(op, plan, tuple(r.type.is_tensor_like() for r in op.nf.func.returns))
     lines.append("}")
     lines.append(f"return {_returned(op)};")
     return lines
