@@ -200,3 +200,13 @@ TEST_CASE("cpu-elementwise: randn is standard normal and seeded", "[cpu-elementw
   CHECK(read(dk::randn({6})) == first);
   CHECK_THROWS_WITH(native::randn_cpu({2}, kInt, none, none, none), "randn: unsupported dtype Int");
 }
+
+// Found by the boxed-calls fuzz target (tools/fuzz): a floating Scalar beyond int64 given to an
+// integer computation is an error, not an undefined cast.
+TEST_CASE("cpu-factory: arange and full refuse floating bounds int64 cannot hold for integer dtypes") {
+  CHECK_THROWS_WITH(dk::arange(0, 9.3e18, 1, ScalarType::Long),
+                    Catch::Contains("value cannot be converted to type int64_t without overflow"));
+  CHECK_THROWS_WITH(dk::full({2}, 1e300, ScalarType::Int),
+                    Catch::Contains("value cannot be converted to type int without overflow"));
+  CHECK(dk::full({1}, 2.7, ScalarType::Long).item().toLong() == 2);
+}

@@ -116,10 +116,15 @@ inline To convertValue(From value) {
   }
 }
 
-// A Scalar converted to T (unchecked, like convertValue).
+// A Scalar converted to T, like convertValue, except that a floating Scalar going to an integer
+// type passes through Scalar::toLong, which refuses values int64 cannot hold (a plain cast of
+// those is undefined behaviour).
 template <class T>
 inline T scalarTo(const Scalar& s) {
-  if (s.isFloatingPoint()) return convertValue<T>(s.toDouble());
+  if (s.isFloatingPoint()) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return convertValue<T>(s.toLong());
+    else return convertValue<T>(s.toDouble());
+  }
   if (s.isBoolean()) return convertValue<T>(s.toBool());
   return convertValue<T>(s.toLong());
 }
