@@ -39,7 +39,6 @@ from codegen.model import (
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_name
 
 NON_DIFFERENTIABLE = "non_differentiable"
-ENTRY_KEYS_SPECIAL = ("name", "output_differentiability", "dispatch")
 
 # Tensor properties a formula may use without the node saving the tensor itself:
 # X.<property>() -> the saved X_<property>_ (C++ type, how it is taken from the tensor).
@@ -168,9 +167,7 @@ def _strip(text: str) -> str:
 
 
 class _Parser:
-    def __init__(self, path: str, by_schema: Dict[str, NativeFunction], by_name: Dict[str, NativeFunction]):
-        self.path = path
-        self.by_schema = by_schema
+    def __init__(self, by_name: Dict[str, NativeFunction]):
         self.by_name = by_name
         self.errors: List[GenError] = []
         self.node_counts: Dict[str, int] = {}
@@ -361,7 +358,7 @@ def parse_derivatives(path: str, native_functions: Sequence[NativeFunction]) -> 
     if not isinstance(data, LocatedList):
         raise GenError.at(Location(path, 1), f"the file must be a list of entries, not a {yaml_type_name(data)}")
     by_name = {str(nf.func.name): nf for nf in native_functions}
-    parser = _Parser(path, {}, by_name)
+    parser = _Parser(by_name)
     infos: List[DerivativeInfo] = []
     seen: Dict[str, Location] = {}
     for i, raw in enumerate(data):

@@ -29,6 +29,13 @@ Tensor positionsAlong(int64_t n, int64_t dim, int64_t ndim, Device device) {
   return dk::reshape(dk::arange(0, n, 1, ScalarType::Long, std::nullopt, device), shape);
 }
 
+// 1 where `index` differs from `value`, 0 where it equals it, in `dtype` (masks out ignored
+// targets and padding rows).
+Tensor zeroWhereEqual(const Tensor& index, int64_t value, ScalarType dtype) {
+  Tensor zeros = zerosOf(index.sizes(), dtype, index.device());
+  return dk::where(dk::eq(index, value), zeros, dk::ones_like(zeros));
+}
+
 // The reduced dims, wrapped and sorted; every dim when `dim` is none or empty; none of a 0-dim
 // tensor (whose dim 0 / -1 names the tensor itself).
 std::vector<int64_t> reducedDims(const std::optional<std::vector<int64_t>>& dim, int64_t ndim) {
@@ -247,8 +254,7 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& t
   Tensor tgt = dk::reshape(target, {n});
   // [n, C]: true at each row's target class.
   Tensor chosen = dk::eq(dk::unsqueeze(tgt, 1), positionsAlong(classes, 1, 2, self.device()));
-  Tensor zeros_n = zerosOf({n}, dtype, self.device());
-  Tensor row_weight = dk::where(dk::eq(tgt, ignore_index), zeros_n, dk::ones_like(zeros_n));
+  Tensor row_weight = zeroWhereEqual(tgt, ignore_index, dtype);
   if (weight && weight->defined()) {
     Tensor w = dk::reshape(*weight, {1, classes});
     row_weight = dk::mul(row_weight, dk::sum(dk::where(chosen, w, zerosOf({1, classes}, dtype, self.device())), {1}));
@@ -276,8 +282,7 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, const std::
   // [n, rows]: lookup i read row index[i].
   Tensor reads = dk::_to_copy(dk::eq(dk::unsqueeze(index, 1), positionsAlong(rows, 1, 2, grad.device())), dtype);
   if (padding_idx >= 0) {
-    Tensor zeros_n = zerosOf({n}, dtype, grad.device());
-    Tensor keep = dk::where(dk::eq(index, padding_idx), zeros_n, dk::ones_like(zeros_n));
+    Tensor keep = zeroWhereEqual(index, padding_idx, dtype);
     reads = dk::mul(reads, dk::unsqueeze(keep, 1));
   }
   if (scale_grad_by_freq) {

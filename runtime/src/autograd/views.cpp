@@ -8,30 +8,20 @@
 #include "dk/autograd/history.h"
 #include "dk/error.h"
 #include "dk/generated/Functions.h"
+#include "dk/tensor_geometry.h"
 
 namespace dk::autograd {
 
 namespace {
 
-bool isContiguous(const TensorGeometry& g) {
-  int64_t expected = 1;
-  for (size_t i = g.sizes.size(); i-- > 0;) {
-    if (g.sizes[i] != 1 && g.strides[i] != expected) return false;
-    expected *= g.sizes[i];
-  }
-  return true;
-}
-
 // An uninitialised tensor with `base`'s sizes and strides, in new storage (a tensor of its own
 // when base is contiguous, so that views of it record it as their base).
 Tensor emptyLike(const TensorGeometry& base, const Tensor& like) {
-  if (isContiguous(base)) return dk::empty(base.sizes, like.dtype(), std::nullopt, like.device());
-  int64_t extent = 1;
-  for (size_t i = 0; i < base.sizes.size(); ++i) {
-    if (base.sizes[i] == 0) return dk::empty(base.sizes, like.dtype(), std::nullopt, like.device());
-    extent += (base.sizes[i] - 1) * base.strides[i];
+  if (isContiguousLayout(base.sizes, base.strides)) {
+    return dk::empty(base.sizes, like.dtype(), std::nullopt, like.device());
   }
-  Tensor storage = dk::empty({extent}, like.dtype(), std::nullopt, like.device());
+  Tensor storage = dk::empty({storageElementsFor(base.sizes, base.strides, 0)}, like.dtype(), std::nullopt,
+                             like.device());
   return dk::detail::make_view(storage, base.sizes, base.strides, 0);
 }
 
