@@ -5,7 +5,7 @@
 // (operators are assigned to shards by a stable hash of their name).
 //
 // Note [Generated slow path]
-// When the dispatch slow path is on (trace, observers: Note [Dispatch slow path]), call and
+// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
 // around it; otherwise they invoke the kernel through the generated adapters directly.
 #include "dk/generated/Operators.h"
@@ -202,7 +202,7 @@ const TypedOperatorHandle<zeros_like::signature>& zeros_like_handle() {
 // ===== dk::_to_copy =====
 Tensor _to_copy::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = _to_copy_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1000000 (self).
@@ -214,7 +214,7 @@ Tensor _to_copy::call(const Tensor& self, std::optional<ScalarType> dtype, std::
 
 Tensor _to_copy::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = _to_copy_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -224,7 +224,7 @@ Tensor _to_copy::redispatch(DispatchKeySet ks, const Tensor& self, std::optional
 // ===== dk::cos =====
 Tensor cos::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = cos_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -236,7 +236,7 @@ Tensor cos::call(const Tensor& self) {
 
 Tensor cos::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = cos_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -246,7 +246,7 @@ Tensor cos::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::eq.Tensor =====
 Tensor eq_Tensor::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = eq_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -258,7 +258,7 @@ Tensor eq_Tensor::call(const Tensor& self, const Tensor& other) {
 
 Tensor eq_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = eq_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -268,7 +268,7 @@ Tensor eq_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
 // ===== dk::expand =====
 Tensor expand::call(const Tensor& self, IntArrayRef size, bool implicit) {
   const TypedOperatorHandle<signature>& op = expand_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, size, implicit);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -280,7 +280,7 @@ Tensor expand::call(const Tensor& self, IntArrayRef size, bool implicit) {
 
 Tensor expand::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size, bool implicit) {
   const TypedOperatorHandle<signature>& op = expand_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, size, implicit);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -290,7 +290,7 @@ Tensor expand::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef siz
 // ===== dk::gelu_backward =====
 Tensor gelu_backward::call(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
   const TypedOperatorHandle<signature>& op = gelu_backward_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(grad_output, self, approximate);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b110 (grad_output, self).
@@ -302,7 +302,7 @@ Tensor gelu_backward::call(const Tensor& grad_output, const Tensor& self, std::s
 
 Tensor gelu_backward::redispatch(DispatchKeySet ks, const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
   const TypedOperatorHandle<signature>& op = gelu_backward_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, grad_output, self, approximate);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -312,7 +312,7 @@ Tensor gelu_backward::redispatch(DispatchKeySet ks, const Tensor& grad_output, c
 // ===== dk::linear =====
 Tensor linear::call(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   const TypedOperatorHandle<signature>& op = linear_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(input, weight, bias);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b111 (input, weight, bias).
@@ -325,7 +325,7 @@ Tensor linear::call(const Tensor& input, const Tensor& weight, const std::option
 
 Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   const TypedOperatorHandle<signature>& op = linear_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, input, weight, bias);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -335,7 +335,7 @@ Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& 
 // ===== dk::log =====
 Tensor log::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = log_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -347,7 +347,7 @@ Tensor log::call(const Tensor& self) {
 
 Tensor log::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = log_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -357,7 +357,7 @@ Tensor log::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::log_softmax.int =====
 Tensor log_softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = log_softmax_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, dtype);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -369,7 +369,7 @@ Tensor log_softmax_int::call(const Tensor& self, int64_t dim, std::optional<Scal
 
 Tensor log_softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = log_softmax_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -379,7 +379,7 @@ Tensor log_softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_
 // ===== dk::maximum =====
 Tensor maximum::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = maximum_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -391,7 +391,7 @@ Tensor maximum::call(const Tensor& self, const Tensor& other) {
 
 Tensor maximum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = maximum_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -401,7 +401,7 @@ Tensor maximum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
 // ===== dk::mean.dim =====
 Tensor mean_dim::call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = mean_dim_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1000 (self).
@@ -413,7 +413,7 @@ Tensor mean_dim::call(const Tensor& self, std::optional<IntArrayRef> dim, bool k
 
 Tensor mean_dim::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = mean_dim_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -423,7 +423,7 @@ Tensor mean_dim::redispatch(DispatchKeySet ks, const Tensor& self, std::optional
 // ===== dk::neg =====
 Tensor neg::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = neg_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -435,7 +435,7 @@ Tensor neg::call(const Tensor& self) {
 
 Tensor neg::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = neg_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -445,7 +445,7 @@ Tensor neg::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::ones =====
 Tensor ones::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = ones_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
@@ -457,7 +457,7 @@ Tensor ones::call(IntArrayRef size, std::optional<ScalarType> dtype, std::option
 
 Tensor ones::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = ones_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -467,7 +467,7 @@ Tensor ones::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scala
 // ===== dk::relu_ =====
 Tensor relu_::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = relu__handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -479,7 +479,7 @@ Tensor relu_::call(const Tensor& self) {
 
 Tensor relu_::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = relu__handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -489,7 +489,7 @@ Tensor relu_::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::squeeze.dim =====
 Tensor squeeze_dim::call(const Tensor& self, int64_t dim) {
   const TypedOperatorHandle<signature>& op = squeeze_dim_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -501,7 +501,7 @@ Tensor squeeze_dim::call(const Tensor& self, int64_t dim) {
 
 Tensor squeeze_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
   const TypedOperatorHandle<signature>& op = squeeze_dim_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -511,7 +511,7 @@ Tensor squeeze_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t di
 // ===== dk::sum =====
 Tensor sum::call(const Tensor& self, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = sum_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -523,7 +523,7 @@ Tensor sum::call(const Tensor& self, std::optional<ScalarType> dtype) {
 
 Tensor sum::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = sum_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -533,7 +533,7 @@ Tensor sum::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<Scal
 // ===== dk::t =====
 Tensor t::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = t_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -545,7 +545,7 @@ Tensor t::call(const Tensor& self) {
 
 Tensor t::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = t_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -555,7 +555,7 @@ Tensor t::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::tanh =====
 Tensor tanh::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = tanh_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -567,7 +567,7 @@ Tensor tanh::call(const Tensor& self) {
 
 Tensor tanh::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = tanh_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -577,7 +577,7 @@ Tensor tanh::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::transpose.int =====
 Tensor transpose_int::call(const Tensor& self, int64_t dim0, int64_t dim1) {
   const TypedOperatorHandle<signature>& op = transpose_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim0, dim1);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -589,7 +589,7 @@ Tensor transpose_int::call(const Tensor& self, int64_t dim0, int64_t dim1) {
 
 Tensor transpose_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim0, int64_t dim1) {
   const TypedOperatorHandle<signature>& op = transpose_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim0, dim1);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -599,7 +599,7 @@ Tensor transpose_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t 
 // ===== dk::zero_ =====
 Tensor zero_::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = zero__handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -611,7 +611,7 @@ Tensor zero_::call(const Tensor& self) {
 
 Tensor zero_::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = zero__handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -621,7 +621,7 @@ Tensor zero_::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::zeros_like =====
 Tensor zeros_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = zeros_like_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100000 (self).
@@ -633,7 +633,7 @@ Tensor zeros_like::call(const Tensor& self, std::optional<ScalarType> dtype, std
 
 Tensor zeros_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = zeros_like_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);

@@ -5,7 +5,7 @@
 // (operators are assigned to shards by a stable hash of their name).
 //
 // Note [Generated slow path]
-// When the dispatch slow path is on (trace, observers: Note [Dispatch slow path]), call and
+// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
 // around it; otherwise they invoke the kernel through the generated adapters directly.
 #include "dk/generated/Operators.h"
@@ -166,7 +166,7 @@ const TypedOperatorHandle<view::signature>& view_handle() {
 // ===== dk::argmax =====
 Tensor argmax::call(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   const TypedOperatorHandle<signature>& op = argmax_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, keepdim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -178,7 +178,7 @@ Tensor argmax::call(const Tensor& self, std::optional<int64_t> dim, bool keepdim
 
 Tensor argmax::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   const TypedOperatorHandle<signature>& op = argmax_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, keepdim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -188,7 +188,7 @@ Tensor argmax::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<i
 // ===== dk::cat =====
 Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
   const TypedOperatorHandle<signature>& op = cat_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(tensors, dim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (tensors).
@@ -201,7 +201,7 @@ Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
 
 Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
   const TypedOperatorHandle<signature>& op = cat_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -211,7 +211,7 @@ Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim)
 // ===== dk::clone =====
 Tensor clone::call(const Tensor& self, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = clone_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, memory_format);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -223,7 +223,7 @@ Tensor clone::call(const Tensor& self, std::optional<MemoryFormat> memory_format
 
 Tensor clone::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = clone_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -233,7 +233,7 @@ Tensor clone::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<Me
 // ===== dk::embedding =====
 Tensor embedding::call(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse) {
   const TypedOperatorHandle<signature>& op = embedding_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(weight, indices, padding_idx, scale_grad_by_freq, sparse);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11000 (weight, indices).
@@ -245,7 +245,7 @@ Tensor embedding::call(const Tensor& weight, const Tensor& indices, int64_t padd
 
 Tensor embedding::redispatch(DispatchKeySet ks, const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse) {
   const TypedOperatorHandle<signature>& op = embedding_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -255,7 +255,7 @@ Tensor embedding::redispatch(DispatchKeySet ks, const Tensor& weight, const Tens
 // ===== dk::eq.Scalar =====
 Tensor eq_Scalar::call(const Tensor& self, const Scalar& other) {
   const TypedOperatorHandle<signature>& op = eq_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -267,7 +267,7 @@ Tensor eq_Scalar::call(const Tensor& self, const Scalar& other) {
 
 Tensor eq_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
   const TypedOperatorHandle<signature>& op = eq_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -277,7 +277,7 @@ Tensor eq_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar
 // ===== dk::item =====
 Scalar item::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = item_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -289,7 +289,7 @@ Scalar item::call(const Tensor& self) {
 
 Scalar item::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = item_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -299,7 +299,7 @@ Scalar item::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::matmul =====
 Tensor matmul::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = matmul_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -311,7 +311,7 @@ Tensor matmul::call(const Tensor& self, const Tensor& other) {
 
 Tensor matmul::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = matmul_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -321,7 +321,7 @@ Tensor matmul::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& o
 // ===== dk::ones_like =====
 Tensor ones_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = ones_like_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100000 (self).
@@ -333,7 +333,7 @@ Tensor ones_like::call(const Tensor& self, std::optional<ScalarType> dtype, std:
 
 Tensor ones_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = ones_like_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -343,7 +343,7 @@ Tensor ones_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optiona
 // ===== dk::permute =====
 Tensor permute::call(const Tensor& self, IntArrayRef dims) {
   const TypedOperatorHandle<signature>& op = permute_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dims);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -355,7 +355,7 @@ Tensor permute::call(const Tensor& self, IntArrayRef dims) {
 
 Tensor permute::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef dims) {
   const TypedOperatorHandle<signature>& op = permute_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dims);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -365,7 +365,7 @@ Tensor permute::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef di
 // ===== dk::pow.Tensor_Scalar =====
 Tensor pow_Tensor_Scalar::call(const Tensor& self, const Scalar& exponent) {
   const TypedOperatorHandle<signature>& op = pow_Tensor_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, exponent);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -377,7 +377,7 @@ Tensor pow_Tensor_Scalar::call(const Tensor& self, const Scalar& exponent) {
 
 Tensor pow_Tensor_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
   const TypedOperatorHandle<signature>& op = pow_Tensor_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, exponent);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -387,7 +387,7 @@ Tensor pow_Tensor_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, cons
 // ===== dk::rand.generator =====
 Tensor rand_generator::call(IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = rand_generator_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
@@ -399,7 +399,7 @@ Tensor rand_generator::call(IntArrayRef size, std::optional<Generator> generator
 
 Tensor rand_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = rand_generator_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -409,7 +409,7 @@ Tensor rand_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::opti
 // ===== dk::sigmoid =====
 Tensor sigmoid::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = sigmoid_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -421,7 +421,7 @@ Tensor sigmoid::call(const Tensor& self) {
 
 Tensor sigmoid::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = sigmoid_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -431,7 +431,7 @@ Tensor sigmoid::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::slice.Tensor =====
 Tensor slice_Tensor::call(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   const TypedOperatorHandle<signature>& op = slice_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, start, end, step);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10000 (self).
@@ -443,7 +443,7 @@ Tensor slice_Tensor::call(const Tensor& self, int64_t dim, std::optional<int64_t
 
 Tensor slice_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   const TypedOperatorHandle<signature>& op = slice_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, start, end, step);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -453,7 +453,7 @@ Tensor slice_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t d
 // ===== dk::sum.dim_IntList =====
 Tensor sum_dim_IntList::call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = sum_dim_IntList_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1000 (self).
@@ -465,7 +465,7 @@ Tensor sum_dim_IntList::call(const Tensor& self, std::optional<IntArrayRef> dim,
 
 Tensor sum_dim_IntList::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = sum_dim_IntList_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -475,7 +475,7 @@ Tensor sum_dim_IntList::redispatch(DispatchKeySet ks, const Tensor& self, std::o
 // ===== dk::to.dtype =====
 Tensor to_dtype::call(const Tensor& self, ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = to_dtype_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, non_blocking, copy, memory_format);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10000 (self).
@@ -487,7 +487,7 @@ Tensor to_dtype::call(const Tensor& self, ScalarType dtype, bool non_blocking, b
 
 Tensor to_dtype::redispatch(DispatchKeySet ks, const Tensor& self, ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = to_dtype_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, non_blocking, copy, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -497,7 +497,7 @@ Tensor to_dtype::redispatch(DispatchKeySet ks, const Tensor& self, ScalarType dt
 // ===== dk::view =====
 Tensor view::call(const Tensor& self, IntArrayRef size) {
   const TypedOperatorHandle<signature>& op = view_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, size);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -509,7 +509,7 @@ Tensor view::call(const Tensor& self, IntArrayRef size) {
 
 Tensor view::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size) {
   const TypedOperatorHandle<signature>& op = view_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, size);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);

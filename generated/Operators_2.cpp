@@ -5,7 +5,7 @@
 // (operators are assigned to shards by a stable hash of their name).
 //
 // Note [Generated slow path]
-// When the dispatch slow path is on (trace, observers: Note [Dispatch slow path]), call and
+// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
 // around it; otherwise they invoke the kernel through the generated adapters directly.
 #include "dk/generated/Operators.h"
@@ -256,7 +256,7 @@ const TypedOperatorHandle<where_self::signature>& where_self_handle() {
 // ===== dk::_log_softmax =====
 Tensor _log_softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
   const TypedOperatorHandle<signature>& op = _log_softmax_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, half_to_float);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -268,7 +268,7 @@ Tensor _log_softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
 
 Tensor _log_softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool half_to_float) {
   const TypedOperatorHandle<signature>& op = _log_softmax_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, half_to_float);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -278,7 +278,7 @@ Tensor _log_softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t d
 // ===== dk::add.Tensor =====
 Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = add_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, other).
@@ -290,7 +290,7 @@ Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
 
 Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = add_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -300,7 +300,7 @@ Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 // ===== dk::add.out =====
 Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
   const TypedOperatorHandle<signature>& op = add_out_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha, out);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1101 (self, other, out).
@@ -312,7 +312,7 @@ Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alph
 
 Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
   const TypedOperatorHandle<signature>& op = add_out_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha, out);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -322,7 +322,7 @@ Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
 // ===== dk::addmm =====
 Tensor addmm::call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = addmm_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, mat1, mat2, beta, alpha);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11100 (self, mat1, mat2).
@@ -334,7 +334,7 @@ Tensor addmm::call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, c
 
 Tensor addmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = addmm_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, mat1, mat2, beta, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -344,7 +344,7 @@ Tensor addmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& ma
 // ===== dk::bmm =====
 Tensor bmm::call(const Tensor& self, const Tensor& mat2) {
   const TypedOperatorHandle<signature>& op = bmm_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, mat2);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, mat2).
@@ -356,7 +356,7 @@ Tensor bmm::call(const Tensor& self, const Tensor& mat2) {
 
 Tensor bmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
   const TypedOperatorHandle<signature>& op = bmm_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, mat2);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -366,7 +366,7 @@ Tensor bmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2
 // ===== dk::copy_ =====
 Tensor copy_::call(const Tensor& self, const Tensor& src, bool non_blocking) {
   const TypedOperatorHandle<signature>& op = copy__handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, src, non_blocking);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, src).
@@ -378,7 +378,7 @@ Tensor copy_::call(const Tensor& self, const Tensor& src, bool non_blocking) {
 
 Tensor copy_::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
   const TypedOperatorHandle<signature>& op = copy__handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, src, non_blocking);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -388,7 +388,7 @@ Tensor copy_::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& sr
 // ===== dk::div.Scalar =====
 Tensor div_Scalar::call(const Tensor& self, const Scalar& other) {
   const TypedOperatorHandle<signature>& op = div_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -400,7 +400,7 @@ Tensor div_Scalar::call(const Tensor& self, const Scalar& other) {
 
 Tensor div_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
   const TypedOperatorHandle<signature>& op = div_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -410,7 +410,7 @@ Tensor div_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
 // ===== dk::empty_like =====
 Tensor empty_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = empty_like_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100000 (self).
@@ -422,7 +422,7 @@ Tensor empty_like::call(const Tensor& self, std::optional<ScalarType> dtype, std
 
 Tensor empty_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = empty_like_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -432,7 +432,7 @@ Tensor empty_like::redispatch(DispatchKeySet ks, const Tensor& self, std::option
 // ===== dk::exp =====
 Tensor exp::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = exp_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -444,7 +444,7 @@ Tensor exp::call(const Tensor& self) {
 
 Tensor exp::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = exp_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -454,7 +454,7 @@ Tensor exp::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::fill_.Scalar =====
 Tensor fill__Scalar::call(const Tensor& self, const Scalar& value) {
   const TypedOperatorHandle<signature>& op = fill__Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, value);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -466,7 +466,7 @@ Tensor fill__Scalar::call(const Tensor& self, const Scalar& value) {
 
 Tensor fill__Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
   const TypedOperatorHandle<signature>& op = fill__Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, value);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -476,7 +476,7 @@ Tensor fill__Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Sca
 // ===== dk::flatten.using_ints =====
 Tensor flatten_using_ints::call(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   const TypedOperatorHandle<signature>& op = flatten_using_ints_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, start_dim, end_dim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -488,7 +488,7 @@ Tensor flatten_using_ints::call(const Tensor& self, int64_t start_dim, int64_t e
 
 Tensor flatten_using_ints::redispatch(DispatchKeySet ks, const Tensor& self, int64_t start_dim, int64_t end_dim) {
   const TypedOperatorHandle<signature>& op = flatten_using_ints_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, start_dim, end_dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -498,7 +498,7 @@ Tensor flatten_using_ints::redispatch(DispatchKeySet ks, const Tensor& self, int
 // ===== dk::gelu =====
 Tensor gelu::call(const Tensor& self, std::string_view approximate) {
   const TypedOperatorHandle<signature>& op = gelu_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, approximate);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -510,7 +510,7 @@ Tensor gelu::call(const Tensor& self, std::string_view approximate) {
 
 Tensor gelu::redispatch(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
   const TypedOperatorHandle<signature>& op = gelu_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, approximate);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -520,7 +520,7 @@ Tensor gelu::redispatch(DispatchKeySet ks, const Tensor& self, std::string_view 
 // ===== dk::gt.Tensor =====
 Tensor gt_Tensor::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = gt_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -532,7 +532,7 @@ Tensor gt_Tensor::call(const Tensor& self, const Tensor& other) {
 
 Tensor gt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = gt_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -542,7 +542,7 @@ Tensor gt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
 // ===== dk::max.dim =====
 std::tuple<Tensor, Tensor> max_dim::call(const Tensor& self, int64_t dim, bool keepdim) {
   const TypedOperatorHandle<signature>& op = max_dim_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, keepdim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -554,7 +554,7 @@ std::tuple<Tensor, Tensor> max_dim::call(const Tensor& self, int64_t dim, bool k
 
 std::tuple<Tensor, Tensor> max_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
   const TypedOperatorHandle<signature>& op = max_dim_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, keepdim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -564,7 +564,7 @@ std::tuple<Tensor, Tensor> max_dim::redispatch(DispatchKeySet ks, const Tensor& 
 // ===== dk::mm.out =====
 Tensor mm_out::call(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   const TypedOperatorHandle<signature>& op = mm_out_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, mat2, out);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b111 (self, mat2, out).
@@ -576,7 +576,7 @@ Tensor mm_out::call(const Tensor& self, const Tensor& mat2, const Tensor& out) {
 
 Tensor mm_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
   const TypedOperatorHandle<signature>& op = mm_out_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, mat2, out);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -586,7 +586,7 @@ Tensor mm_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& m
 // ===== dk::mul.Scalar =====
 Tensor mul_Scalar::call(const Tensor& self, const Scalar& other) {
   const TypedOperatorHandle<signature>& op = mul_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -598,7 +598,7 @@ Tensor mul_Scalar::call(const Tensor& self, const Scalar& other) {
 
 Tensor mul_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
   const TypedOperatorHandle<signature>& op = mul_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -608,7 +608,7 @@ Tensor mul_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
 // ===== dk::mul_.Tensor =====
 Tensor mul__Tensor::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = mul__Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -620,7 +620,7 @@ Tensor mul__Tensor::call(const Tensor& self, const Tensor& other) {
 
 Tensor mul__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = mul__Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -630,7 +630,7 @@ Tensor mul__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tens
 // ===== dk::randn.generator =====
 Tensor randn_generator::call(IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = randn_generator_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
@@ -642,7 +642,7 @@ Tensor randn_generator::call(IntArrayRef size, std::optional<Generator> generato
 
 Tensor randn_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = randn_generator_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -652,7 +652,7 @@ Tensor randn_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::opt
 // ===== dk::reshape =====
 Tensor reshape::call(const Tensor& self, IntArrayRef shape) {
   const TypedOperatorHandle<signature>& op = reshape_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, shape);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -664,7 +664,7 @@ Tensor reshape::call(const Tensor& self, IntArrayRef shape) {
 
 Tensor reshape::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef shape) {
   const TypedOperatorHandle<signature>& op = reshape_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, shape);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -674,7 +674,7 @@ Tensor reshape::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef sh
 // ===== dk::select.int =====
 Tensor select_int::call(const Tensor& self, int64_t dim, int64_t index) {
   const TypedOperatorHandle<signature>& op = select_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, index);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -686,7 +686,7 @@ Tensor select_int::call(const Tensor& self, int64_t dim, int64_t index) {
 
 Tensor select_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
   const TypedOperatorHandle<signature>& op = select_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, index);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -696,7 +696,7 @@ Tensor select_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim
 // ===== dk::softmax.int =====
 Tensor softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = softmax_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, dtype);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -708,7 +708,7 @@ Tensor softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarTy
 
 Tensor softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   const TypedOperatorHandle<signature>& op = softmax_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -718,7 +718,7 @@ Tensor softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t di
 // ===== dk::split.Tensor =====
 std::vector<Tensor> split_Tensor::call(const Tensor& self, int64_t split_size, int64_t dim) {
   const TypedOperatorHandle<signature>& op = split_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, split_size, dim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -730,7 +730,7 @@ std::vector<Tensor> split_Tensor::call(const Tensor& self, int64_t split_size, i
 
 std::vector<Tensor> split_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t split_size, int64_t dim) {
   const TypedOperatorHandle<signature>& op = split_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, split_size, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -740,7 +740,7 @@ std::vector<Tensor> split_Tensor::redispatch(DispatchKeySet ks, const Tensor& se
 // ===== dk::sub.Tensor =====
 Tensor sub_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = sub_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, other).
@@ -752,7 +752,7 @@ Tensor sub_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
 
 Tensor sub_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = sub_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -762,7 +762,7 @@ Tensor sub_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 // ===== dk::unbind.int =====
 std::vector<Tensor> unbind_int::call(const Tensor& self, int64_t dim) {
   const TypedOperatorHandle<signature>& op = unbind_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -774,7 +774,7 @@ std::vector<Tensor> unbind_int::call(const Tensor& self, int64_t dim) {
 
 std::vector<Tensor> unbind_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
   const TypedOperatorHandle<signature>& op = unbind_int_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -784,7 +784,7 @@ std::vector<Tensor> unbind_int::redispatch(DispatchKeySet ks, const Tensor& self
 // ===== dk::unsqueeze =====
 Tensor unsqueeze::call(const Tensor& self, int64_t dim) {
   const TypedOperatorHandle<signature>& op = unsqueeze_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -796,7 +796,7 @@ Tensor unsqueeze::call(const Tensor& self, int64_t dim) {
 
 Tensor unsqueeze::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
   const TypedOperatorHandle<signature>& op = unsqueeze_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -806,7 +806,7 @@ Tensor unsqueeze::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim)
 // ===== dk::where.self =====
 Tensor where_self::call(const Tensor& condition, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = where_self_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(condition, self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b111 (condition, self, other).
@@ -818,7 +818,7 @@ Tensor where_self::call(const Tensor& condition, const Tensor& self, const Tenso
 
 Tensor where_self::redispatch(DispatchKeySet ks, const Tensor& condition, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = where_self_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, condition, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);

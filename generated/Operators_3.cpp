@@ -5,7 +5,7 @@
 // (operators are assigned to shards by a stable hash of their name).
 //
 // Note [Generated slow path]
-// When the dispatch slow path is on (trace, observers: Note [Dispatch slow path]), call and
+// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
 // around it; otherwise they invoke the kernel through the generated adapters directly.
 #include "dk/generated/Operators.h"
@@ -265,7 +265,7 @@ const TypedOperatorHandle<zeros::signature>& zeros_handle() {
 // ===== dk::_softmax =====
 Tensor _softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
   const TypedOperatorHandle<signature>& op = _softmax_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, half_to_float);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -277,7 +277,7 @@ Tensor _softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
 
 Tensor _softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool half_to_float) {
   const TypedOperatorHandle<signature>& op = _softmax_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, half_to_float);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -287,7 +287,7 @@ Tensor _softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, 
 // ===== dk::abs =====
 Tensor abs::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = abs_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -299,7 +299,7 @@ Tensor abs::call(const Tensor& self) {
 
 Tensor abs::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = abs_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -309,7 +309,7 @@ Tensor abs::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::add.Scalar =====
 Tensor add_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = add_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -321,7 +321,7 @@ Tensor add_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& a
 
 Tensor add_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = add_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -331,7 +331,7 @@ Tensor add_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
 // ===== dk::add_.Tensor =====
 Tensor add__Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = add__Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, other).
@@ -343,7 +343,7 @@ Tensor add__Tensor::call(const Tensor& self, const Tensor& other, const Scalar& 
 
 Tensor add__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = add__Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -353,7 +353,7 @@ Tensor add__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tens
 // ===== dk::arange.start_step =====
 Tensor arange_start_step::call(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = arange_start_step_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(start, end, step, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b0000000 (no dispatch arguments).
@@ -365,7 +365,7 @@ Tensor arange_start_step::call(const Scalar& start, const Scalar& end, const Sca
 
 Tensor arange_start_step::redispatch(DispatchKeySet ks, const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = arange_start_step_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, start, end, step, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -375,7 +375,7 @@ Tensor arange_start_step::redispatch(DispatchKeySet ks, const Scalar& start, con
 // ===== dk::clamp =====
 Tensor clamp::call(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   const TypedOperatorHandle<signature>& op = clamp_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, min, max);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -387,7 +387,7 @@ Tensor clamp::call(const Tensor& self, const std::optional<Scalar>& min, const s
 
 Tensor clamp::redispatch(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   const TypedOperatorHandle<signature>& op = clamp_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, min, max);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -397,7 +397,7 @@ Tensor clamp::redispatch(DispatchKeySet ks, const Tensor& self, const std::optio
 // ===== dk::contiguous =====
 Tensor contiguous::call(const Tensor& self, MemoryFormat memory_format) {
   const TypedOperatorHandle<signature>& op = contiguous_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, memory_format);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
@@ -409,7 +409,7 @@ Tensor contiguous::call(const Tensor& self, MemoryFormat memory_format) {
 
 Tensor contiguous::redispatch(DispatchKeySet ks, const Tensor& self, MemoryFormat memory_format) {
   const TypedOperatorHandle<signature>& op = contiguous_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -419,7 +419,7 @@ Tensor contiguous::redispatch(DispatchKeySet ks, const Tensor& self, MemoryForma
 // ===== dk::cross_entropy_loss =====
 Tensor cross_entropy_loss::call(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
   const TypedOperatorHandle<signature>& op = cross_entropy_loss_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, target, weight, reduction, ignore_index, label_smoothing);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b111000 (self, target, weight).
@@ -432,7 +432,7 @@ Tensor cross_entropy_loss::call(const Tensor& self, const Tensor& target, const 
 
 Tensor cross_entropy_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
   const TypedOperatorHandle<signature>& op = cross_entropy_loss_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, target, weight, reduction, ignore_index, label_smoothing);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -442,7 +442,7 @@ Tensor cross_entropy_loss::redispatch(DispatchKeySet ks, const Tensor& self, con
 // ===== dk::div.Tensor =====
 Tensor div_Tensor::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = div_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -454,7 +454,7 @@ Tensor div_Tensor::call(const Tensor& self, const Tensor& other) {
 
 Tensor div_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = div_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -464,7 +464,7 @@ Tensor div_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 // ===== dk::dropout =====
 Tensor dropout::call(const Tensor& input, double p, bool train) {
   const TypedOperatorHandle<signature>& op = dropout_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(input, p, train);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (input).
@@ -476,7 +476,7 @@ Tensor dropout::call(const Tensor& input, double p, bool train) {
 
 Tensor dropout::redispatch(DispatchKeySet ks, const Tensor& input, double p, bool train) {
   const TypedOperatorHandle<signature>& op = dropout_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, input, p, train);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -486,7 +486,7 @@ Tensor dropout::redispatch(DispatchKeySet ks, const Tensor& input, double p, boo
 // ===== dk::empty.memory_format =====
 Tensor empty_memory_format::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = empty_memory_format_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
@@ -498,7 +498,7 @@ Tensor empty_memory_format::call(IntArrayRef size, std::optional<ScalarType> dty
 
 Tensor empty_memory_format::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   const TypedOperatorHandle<signature>& op = empty_memory_format_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -508,7 +508,7 @@ Tensor empty_memory_format::redispatch(DispatchKeySet ks, IntArrayRef size, std:
 // ===== dk::full =====
 Tensor full::call(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = full_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, fill_value, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
@@ -520,7 +520,7 @@ Tensor full::call(IntArrayRef size, const Scalar& fill_value, std::optional<Scal
 
 Tensor full::redispatch(DispatchKeySet ks, IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = full_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, fill_value, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -530,7 +530,7 @@ Tensor full::redispatch(DispatchKeySet ks, IntArrayRef size, const Scalar& fill_
 // ===== dk::lt.Tensor =====
 Tensor lt_Tensor::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = lt_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -542,7 +542,7 @@ Tensor lt_Tensor::call(const Tensor& self, const Tensor& other) {
 
 Tensor lt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = lt_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -552,7 +552,7 @@ Tensor lt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
 // ===== dk::minimum =====
 Tensor minimum::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = minimum_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -564,7 +564,7 @@ Tensor minimum::call(const Tensor& self, const Tensor& other) {
 
 Tensor minimum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = minimum_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -574,7 +574,7 @@ Tensor minimum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
 // ===== dk::mm =====
 Tensor mm::call(const Tensor& self, const Tensor& mat2) {
   const TypedOperatorHandle<signature>& op = mm_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, mat2);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, mat2).
@@ -586,7 +586,7 @@ Tensor mm::call(const Tensor& self, const Tensor& mat2) {
 
 Tensor mm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
   const TypedOperatorHandle<signature>& op = mm_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, mat2);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -596,7 +596,7 @@ Tensor mm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2)
 // ===== dk::mse_loss =====
 Tensor mse_loss::call(const Tensor& self, const Tensor& target, int64_t reduction) {
   const TypedOperatorHandle<signature>& op = mse_loss_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, target, reduction);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, target).
@@ -608,7 +608,7 @@ Tensor mse_loss::call(const Tensor& self, const Tensor& target, int64_t reductio
 
 Tensor mse_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, int64_t reduction) {
   const TypedOperatorHandle<signature>& op = mse_loss_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, target, reduction);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -618,7 +618,7 @@ Tensor mse_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor&
 // ===== dk::mul.Tensor =====
 Tensor mul_Tensor::call(const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = mul_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
@@ -630,7 +630,7 @@ Tensor mul_Tensor::call(const Tensor& self, const Tensor& other) {
 
 Tensor mul_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const TypedOperatorHandle<signature>& op = mul_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -640,7 +640,7 @@ Tensor mul_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 // ===== dk::nll_loss =====
 Tensor nll_loss::call(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   const TypedOperatorHandle<signature>& op = nll_loss_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, target, weight, reduction, ignore_index);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b11100 (self, target, weight).
@@ -653,7 +653,7 @@ Tensor nll_loss::call(const Tensor& self, const Tensor& target, const std::optio
 
 Tensor nll_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   const TypedOperatorHandle<signature>& op = nll_loss_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, target, weight, reduction, ignore_index);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -663,7 +663,7 @@ Tensor nll_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor&
 // ===== dk::rand =====
 Tensor rand::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = rand_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
@@ -675,7 +675,7 @@ Tensor rand::call(IntArrayRef size, std::optional<ScalarType> dtype, std::option
 
 Tensor rand::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = rand_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -685,7 +685,7 @@ Tensor rand::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scala
 // ===== dk::randn =====
 Tensor randn::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = randn_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
@@ -697,7 +697,7 @@ Tensor randn::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
 
 Tensor randn::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = randn_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -707,7 +707,7 @@ Tensor randn::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scal
 // ===== dk::relu =====
 Tensor relu::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = relu_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -719,7 +719,7 @@ Tensor relu::call(const Tensor& self) {
 
 Tensor relu::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = relu_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -729,7 +729,7 @@ Tensor relu::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::rsqrt =====
 Tensor rsqrt::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = rsqrt_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -741,7 +741,7 @@ Tensor rsqrt::call(const Tensor& self) {
 
 Tensor rsqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = rsqrt_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -751,7 +751,7 @@ Tensor rsqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::sin =====
 Tensor sin::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = sin_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -763,7 +763,7 @@ Tensor sin::call(const Tensor& self) {
 
 Tensor sin::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = sin_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -773,7 +773,7 @@ Tensor sin::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::sqrt =====
 Tensor sqrt::call(const Tensor& self) {
   const TypedOperatorHandle<signature>& op = sqrt_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
@@ -785,7 +785,7 @@ Tensor sqrt::call(const Tensor& self) {
 
 Tensor sqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
   const TypedOperatorHandle<signature>& op = sqrt_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -795,7 +795,7 @@ Tensor sqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
 // ===== dk::stack =====
 Tensor stack::call(ArrayRef<Tensor> tensors, int64_t dim) {
   const TypedOperatorHandle<signature>& op = stack_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(tensors, dim);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b10 (tensors).
@@ -808,7 +808,7 @@ Tensor stack::call(ArrayRef<Tensor> tensors, int64_t dim) {
 
 Tensor stack::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
   const TypedOperatorHandle<signature>& op = stack_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -818,7 +818,7 @@ Tensor stack::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t di
 // ===== dk::sub.Scalar =====
 Tensor sub_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = sub_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
@@ -830,7 +830,7 @@ Tensor sub_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& a
 
 Tensor sub_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = sub_Scalar_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -840,7 +840,7 @@ Tensor sub_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
 // ===== dk::zeros =====
 Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = zeros_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
@@ -852,7 +852,7 @@ Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
 
 Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = zeros_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);

@@ -71,6 +71,34 @@ TEST_CASE("observers: entry and exit callbacks see name, key set, nesting and bo
   CHECK_FALSE(detail::dispatchSlowPathEnabled());
 }
 
+TEST_CASE("observers: every operator follows the slow-path flag, including ones defined while it is on") {
+  // Note [Per-operator slow-path flag]: each entry keeps its own copy of the flag.
+  Fixture f;
+  int seen = 0;
+  Observer observer;
+  observer.on_enter = [&](const ObservedCall&) { ++seen; };
+  {
+    ScopedObserver scoped(observer);
+    Library late(Library::DEF, "t_obs_late");  // defined after the observer was registered
+    late.def("op(Tensor x) -> int");
+    late.impl("op", DispatchKey::CPU, [](const Tensor& x) -> int64_t { return x.dim(); });
+    CHECK(unaryIntOp("t_obs_late", "op").call(make_tensor({2})) == 1);
+    CHECK(seen == 1);
+    CHECK(unaryIntOp("t_obs", "op").call(make_tensor({2})) == 101);
+    CHECK(seen == 3);  // the call and its redispatch
+    CHECK(Dispatcher::singleton().findSchemaOrThrow("t_obs_late::op", "").entry().slowPathEnabled());
+  }
+  // Off again for both, and for an operator defined after the observer went away.
+  Library later(Library::DEF, "t_obs_later");
+  later.def("op(Tensor x) -> int");
+  later.impl("op", DispatchKey::CPU, [](const Tensor& x) -> int64_t { return x.dim(); });
+  CHECK(unaryIntOp("t_obs_later", "op").call(make_tensor({2})) == 1);
+  CHECK(unaryIntOp("t_obs", "op").call(make_tensor({2})) == 101);
+  CHECK(seen == 3);
+  CHECK_FALSE(Dispatcher::singleton().findSchemaOrThrow("t_obs::op", "").entry().slowPathEnabled());
+  CHECK_FALSE(Dispatcher::singleton().findSchemaOrThrow("t_obs_later::op", "").entry().slowPathEnabled());
+}
+
 TEST_CASE("observers: boxed calls, sequence numbers, and kernels that raise") {
   Fixture f;
   std::vector<uint64_t> sequence;

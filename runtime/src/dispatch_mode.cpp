@@ -10,7 +10,7 @@ thread_local std::vector<std::shared_ptr<DispatchMode>> tls_modes;
 
 // The Python key is included exactly while this thread has modes.
 void syncPythonKey() {
-  auto& included = detail::tls_local_dispatch_key_set.included;
+  auto& included = detail::tls_dispatch_keys.included;
   included = tls_modes.empty() ? included.remove(DispatchKey::Python) : included.add(DispatchKey::Python);
 }
 }  // namespace

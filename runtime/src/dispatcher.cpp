@@ -209,6 +209,9 @@ OperatorEntry& Dispatcher::findOrCreateEntry(const OperatorName& name) {
   if (OperatorEntry* e = registry_->find(name)) return *e;
   OperatorEntry& e = registry_->insert(name);
   e.updateDispatchTable(fallbackPointers());
+  // The process-wide flag is stored before the entries are walked under mutex_, which this
+  // caller holds: a new entry cannot miss a change (Note [Per-operator slow-path flag]).
+  e.setSlowPath(detail::dispatch_slow_path_enabled.load());
   return e;
 }
 
@@ -275,6 +278,12 @@ std::array<const AnnotatedKernel*, kDispatchTableSize> Dispatcher::fallbackPoint
   return out;
 }
 
+void Dispatcher::setSlowPathEnabled(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  detail::dispatch_slow_path_enabled.store(on);
+  for (const auto& e : registry_->entries()) e->setSlowPath(on);
+}
+
 void Dispatcher::updateAllTables() {
   auto fallbacks = fallbackPointers();
   for (const auto& e : registry_->entries()) e->updateDispatchTable(fallbacks);
@@ -312,11 +321,12 @@ RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std:
   uint64_t bitmap = OperatorEntry::computeDispatchArgumentBitmap(schema);
   if (existing) {
     for (const AnnotatedKernel& a : existing->kernels_) {
-      if (!a.inferred_schema) continue;
-      if (auto why = findSchemaDifference(*a.inferred_schema, schema)) {
+      if (!a.infer_schema) continue;
+      FunctionSchema inferred = a.infer_schema();
+      if (auto why = findSchemaDifference(inferred, schema)) {
         DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
                  "  operator: ", name, "\n  expected schema: ", schema, "\n    ", debug,
-                 "\n  inferred schema: ", *a.inferred_schema, "\n    ", a.debug, "\n  reason: ", *why);
+                 "\n  inferred schema: ", inferred, "\n    ", a.debug, "\n  reason: ", *why);
       }
     }
   }
@@ -336,18 +346,19 @@ void Dispatcher::deregisterDef(OperatorEntry& entry) {
 
 RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
                                                 std::optional<CppSignature> cpp_signature,
-                                                std::optional<FunctionSchema> inferred_schema, std::string debug) {
+                                                SchemaInferenceFn infer_schema, std::string debug) {
   std::lock_guard<std::mutex> lock(mutex_);
   DK_CHECK(key != DispatchKey::Undefined && (isRuntimeDispatchKey(key) || isAliasDispatchKey(key)),
            "cannot register a kernel for '", name, "' at ", key,
            ": kernels go at a runtime key (CPU, AutogradCUDA, ...) or an alias key (Autograd, "
            "CompositeImplicitAutograd, ...)");
   OperatorEntry* existing = lookupEntry(name);
-  if (existing && existing->schema_ && inferred_schema) {
-    if (auto why = findSchemaDifference(*inferred_schema, existing->schema_->schema)) {
+  if (existing && existing->schema_ && infer_schema) {
+    FunctionSchema inferred = infer_schema();
+    if (auto why = findSchemaDifference(inferred, existing->schema_->schema)) {
       DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
                "  operator: ", name, "\n  expected schema: ", existing->schema_->schema, "\n    ",
-               existing->schema_->debug, "\n  inferred schema: ", *inferred_schema, "\n    ", debug,
+               existing->schema_->debug, "\n  inferred schema: ", inferred, "\n    ", debug,
                "\n  reason: ", *why);
     }
   }
@@ -371,7 +382,7 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
   a.key = key;
   a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
   a.cpp_signature = cpp_signature;
-  a.inferred_schema = std::move(inferred_schema);
+  a.infer_schema = infer_schema;
   a.debug = std::move(debug);
   a.id = next_registration_id_++;
   uint64_t id = a.id;
@@ -446,7 +457,8 @@ std::string Dispatcher::missingKernelMessage(const OperatorHandle& op, DispatchK
   std::ostringstream keys;
   keys << "[";
   bool first = true;
-  for (DispatchKey k : e.keysWithValidSlot()) {
+  const auto fallbacks = fallbackPointers();
+  for (DispatchKey k : e.keysWithValidSlot(fallbacks)) {
     keys << (first ? "" : ", ") << toString(k);
     first = false;
   }
@@ -466,7 +478,7 @@ std::string Dispatcher::missingKernelMessage(const OperatorHandle& op, DispatchK
         << "' backend. '" << e.operator_name() << "' is only available for these backends: " << keys.str()
         << ".\n\n";
   }
-  out << e.dumpComputedTable();
+  out << e.dumpComputedTable(fallbacks);
   return out.str();
 }
 
@@ -502,21 +514,19 @@ __attribute__((noinline)) void callBoxedObserved(const OperatorHandle& op, const
 
 void OperatorHandle::callBoxed(Stack* stack) const {
   DispatchKeySet ks = entry_->getDispatchKeySetBoxed(*stack);
-  const KernelFunction& kernel = entry_->lookup(ks);
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
-    callBoxedObserved(*this, kernel, ks, detail::CallKind::CallBoxed, stack);
+  if (__builtin_expect(entry_->slowPathEnabled(), 0)) {
+    callBoxedObserved(*this, entry_->lookup(ks), ks, detail::CallKind::CallBoxed, stack);
     return;
   }
-  kernel.callBoxed(*this, ks, stack);
+  entry_->lookup(ks).callBoxed(*this, ks, stack);
 }
 
 void OperatorHandle::redispatchBoxed(DispatchKeySet ks, Stack* stack) const {
-  const KernelFunction& kernel = entry_->lookup(ks);
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
-    callBoxedObserved(*this, kernel, ks, detail::CallKind::RedispatchBoxed, stack);
+  if (__builtin_expect(entry_->slowPathEnabled(), 0)) {
+    callBoxedObserved(*this, entry_->lookup(ks), ks, detail::CallKind::RedispatchBoxed, stack);
     return;
   }
-  kernel.callBoxed(*this, ks, stack);
+  entry_->lookup(ks).callBoxed(*this, ks, stack);
 }
 
 bool OperatorHandle::hasKernelForDispatchKey(DispatchKey k) const {
@@ -532,8 +542,9 @@ std::string OperatorHandle::dumpState() const {
   return entry_->dumpState();
 }
 std::string OperatorHandle::dumpComputedTable() const {
-  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
-  return entry_->dumpComputedTable();
+  Dispatcher& d = Dispatcher::singleton();
+  std::lock_guard<std::mutex> lock(d.mutex_);
+  return entry_->dumpComputedTable(d.fallbackPointers());
 }
 
 namespace detail {

@@ -57,6 +57,11 @@ OperatorName Library::qualify(std::string_view name, const char* what) const {
 }
 
 Library& Library::def(std::string_view schema_text) & {
+  defSchema(schema_text);
+  return *this;
+}
+
+OperatorName Library::defSchema(std::string_view schema_text) {
   DK_CHECK(kind_ != IMPL, "def() is not allowed in ", kindName(kind_), " ", site(),
            ": define operators in DK_LIBRARY or DK_LIBRARY_FRAGMENT");
   auto parsed = parseSchemaOrName(schema_text);
@@ -64,15 +69,14 @@ Library& Library::def(std::string_view schema_text) & {
            ": needs a full schema, e.g. \"foo(Tensor x) -> Tensor\"");
   FunctionSchema schema = std::get<FunctionSchema>(std::move(parsed));
   OperatorName name = qualify(schema.operator_name().toString(), "define");
-  FunctionSchema qualified(name, schema.arguments(), schema.returns(), schema.is_vararg(), schema.is_varret());
-  registrations_.push_back(Dispatcher::singleton().registerDef(std::move(qualified), site()));
-  return *this;
+  schema.set_operator_name(name);
+  registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site()));
+  return name;
 }
 
 Library& Library::def(std::string_view schema_text, CppFunction fn) & {
-  def(schema_text);
-  auto parsed = parseSchema(schema_text);
-  return implAt(parsed.operator_name().toString(), key_.value_or(DispatchKey::CompositeImplicitAutograd), std::move(fn));
+  OperatorName name = defSchema(schema_text);
+  return implAt(name.toString(), key_.value_or(DispatchKey::CompositeImplicitAutograd), std::move(fn));
 }
 
 Library& Library::impl(std::string_view name, CppFunction fn) & { return implAt(name, std::nullopt, std::move(fn)); }
@@ -91,7 +95,7 @@ Library& Library::implAt(std::string_view name, std::optional<DispatchKey> key, 
   DispatchKey k = key ? *key : key_.value_or(DispatchKey::CompositeImplicitAutograd);
   std::string debug = fn.debug_ ? *fn.debug_ : site();
   registrations_.push_back(Dispatcher::singleton().registerImpl(op, k, std::move(fn.kernel_), fn.cpp_signature_,
-                                                                std::move(fn.inferred_schema_), std::move(debug)));
+                                                                fn.infer_schema_, std::move(debug)));
   return *this;
 }
 

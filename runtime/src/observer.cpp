@@ -50,7 +50,7 @@ thread_local int tls_depth = 0;
 
 void refreshSlowPathFlag() {
   bool observers = g_snapshot && !g_snapshot->observers.empty();
-  detail::dispatch_slow_path_enabled.store(g_trace_enabled.load() || observers);
+  Dispatcher::singleton().setSlowPathEnabled(g_trace_enabled.load() || observers);
 }
 
 const bool g_trace_from_env = [] {

@@ -136,13 +136,12 @@ OperatorEntry::SlotInfo OperatorEntry::computeDispatchTableEntry(DispatchKey k,
   return {SlotSource::Missing, nullptr};
 }
 
-void OperatorEntry::updateDispatchTable(const std::array<const AnnotatedKernel*, kDispatchTableSize>& fallbacks) {
+void OperatorEntry::updateDispatchTable(const Fallbacks& fallbacks) {
   std::array<uint64_t, kNumBackends> masks;
   masks.fill(~uint64_t{0});
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
     DispatchKey k = runtimeKeyForTableIndex(slot);
     SlotInfo info = computeDispatchTableEntry(k, fallbacks[slot]);
-    slot_info_[slot] = info;
     const KernelFunction* kernel = info.source == SlotSource::AmbiguousAutogradOther ? &ambiguousAutogradOtherKernel()
                                    : info.from                                     ? info.from->kernel.get()
                                                                                    : &missingKernel();
@@ -175,14 +174,14 @@ bool OperatorEntry::hasKernelForDispatchKey(DispatchKey k) const { return firstK
 
 bool OperatorEntry::hasComputedKernelForDispatchKey(DispatchKey k) const {
   DK_CHECK(!isAliasDispatchKey(k), "hasComputedKernelForDispatchKey takes a runtime key, not the alias key ", k);
-  const KernelFunction& kernel = *dispatch_table_[tableIndexForRuntimeKey(k)].load(std::memory_order_acquire);
-  return slot_info_[tableIndexForRuntimeKey(k)].source != SlotSource::Missing && kernel.isValid();
+  const KernelFunction* kernel = dispatch_table_[tableIndexForRuntimeKey(k)].load(std::memory_order_acquire);
+  return kernel != &missingKernel() && kernel->isValid();
 }
 
-std::vector<DispatchKey> OperatorEntry::keysWithValidSlot() const {
+std::vector<DispatchKey> OperatorEntry::keysWithValidSlot(const Fallbacks& fallbacks) const {
   std::vector<DispatchKey> keys;
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
-    const SlotInfo& info = slot_info_[slot];
+    const SlotInfo info = computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]);
     if (info.source == SlotSource::Missing) continue;
     if (info.from && (info.from->kernel->isFallthrough() || info.from->is_default)) continue;
     keys.push_back(runtimeKeyForTableIndex(slot));
@@ -206,7 +205,7 @@ std::string OperatorEntry::dumpState() const {
     for (const AnnotatedKernel& a : kernels_) {
       if (a.key != key) continue;
       out << toString(key) << (isAliasDispatchKey(key) ? "[alias]" : "") << (first ? "" : " (inactive)") << ": "
-          << a.debug << " :: " << (a.inferred_schema ? a.inferred_schema->str() : std::string("(none)")) << " [ "
+          << a.debug << " :: " << (a.infer_schema ? a.infer_schema().str() : std::string("(none)")) << " [ "
           << (a.kernel->isFallthrough() ? "fallthrough " : "boxed ") << (a.kernel->hasUnboxed() ? "unboxed " : "")
           << "]\n";
       first = false;
@@ -215,10 +214,10 @@ std::string OperatorEntry::dumpState() const {
   return out.str();
 }
 
-std::string OperatorEntry::dumpComputedTable() const {
+std::string OperatorEntry::dumpComputedTable(const Fallbacks& fallbacks) const {
   std::ostringstream out;
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
-    const SlotInfo& info = slot_info_[slot];
+    const SlotInfo info = computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]);
     if (info.source == SlotSource::Missing) continue;
     out << toString(runtimeKeyForTableIndex(slot)) << ": ";
     if (info.source == SlotSource::AmbiguousAutogradOther) {

@@ -15,23 +15,24 @@ __attribute__((noinline)) int64_t twoTensorKernel(const Tensor& a, const Tensor&
 }
 
 namespace {
+// The layers reach their operator through the registry, published once it is built (before
+// any call): a global load, where a function-local static would add a guard check and,
+// for its first-call path, a stack frame to every layer. The c10 side does the same.
+const Registry* g_layers = nullptr;
+
 // A layer at `key` that does nothing but redispatch below itself.
 template <DispatchKey Key>
 int64_t forwardingLayer(DispatchKeySet ks, const Tensor& a, const Tensor& b) {
-  static const TwoTensorOp op = registry().chain5;
-  return op.redispatch(ks.remove(Key), a, b);
+  return g_layers->chain5.redispatch(ks.remove(Key), a, b);
 }
 int64_t autogradLayer2(DispatchKeySet ks, const Tensor& a, const Tensor& b) {
-  static const TwoTensorOp op = registry().chain2;
-  return op.redispatch(ks & after_autograd_keyset, a, b);
+  return g_layers->chain2.redispatch(ks & after_autograd_keyset, a, b);
 }
 int64_t autogradLayer5(DispatchKeySet ks, const Tensor& a, const Tensor& b) {
-  static const TwoTensorOp op = registry().chain5;
-  return op.redispatch(ks & after_autograd_keyset, a, b);
+  return g_layers->chain5.redispatch(ks & after_autograd_keyset, a, b);
 }
 int64_t adInplaceOrViewLayer(DispatchKeySet ks, const Tensor& a, const Tensor& b) {
-  static const TwoTensorOp op = registry().chain5;
-  return op.redispatch(ks & after_ADInplaceOrView_keyset, a, b);
+  return g_layers->chain5.redispatch(ks & after_ADInplaceOrView_keyset, a, b);
 }
 // dk::mul.Tensor at TESTING_ONLY_GenericWrapper (only reached while that key is included):
 // returns its first argument, so the generated dk::ops::mul_Tensor::call can be timed
@@ -165,6 +166,7 @@ Registry::Registry()
       .impl("chain5", DK_FN(forwardingLayer<DispatchKey::TESTING_ONLY_GenericWrapper>));
   impl(DispatchKey::TESTING_ONLY_GenericMode).impl("chain5", DK_FN(forwardingLayer<DispatchKey::TESTING_ONLY_GenericMode>));
   impl(DispatchKey::TESTING_ONLY_GenericWrapper, "dk").impl("mul.Tensor", DK_FN(mulAtWrapper));
+  g_layers = this;
 }
 
 Registry& registry() {

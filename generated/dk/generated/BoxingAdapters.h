@@ -44,7 +44,7 @@ template <class Op>
 CppFunction kernelFor(KernelFunction kernel, const char* debug) {
   using Sig = typename Op::signature;
   return CppFunction::makeFromKernelFunction(std::move(kernel), CppSignature::make<Sig>(),
-                                             detail::SchemaInferrer<Sig>::infer())
+                                             &detail::SchemaInferrer<Sig>::infer)
       .debug(debug);
 }
 

@@ -33,7 +33,7 @@ class AutocastGuard {
   DeviceType device_type_;
   ScalarType previous_dtype_;
   bool previous_enabled_;
-  LocalDispatchKeySet previous_keys_;
+  detail::ThreadDispatchKeys previous_keys_;
 };
 
 namespace autocast {

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <ostream>
 #include <string>
+#include <type_traits>
 
 #include "dk/dispatch_key.h"
 
@@ -28,23 +29,47 @@ inline constexpr int kDispatchTableSize =
     kNumPerBackendFunctionalities * kNumBackends;
 
 namespace detail {
-struct FunctionalityOffsetAndMask {
-  uint16_t offset;        // first slot of this functionality
-  uint16_t backend_mask;  // 0 for a single-slot functionality, all ones for per-backend ones
-};
-constexpr std::array<FunctionalityOffsetAndMask, kNumFunctionalityKeys> computeFunctionalityOffsets() {
-  std::array<FunctionalityOffsetAndMask, kNumFunctionalityKeys> table{};
-  table[0] = {0, 0};  // Undefined: slot 0
-  uint16_t next = 1;
+// Note [Slot index table]
+// The table slot of a key set depends on two bit scans: the highest set bit of the whole set
+// (its highest functionality, since functionality bits sit above backend bits) and the highest
+// backend bit. kSlotIndex maps that pair straight to a slot, so the hot path does one byte
+// load instead of decoding an offset and a per-backend mask: rows are bit positions (a row
+// below kNumBackends means "no functionality bit": slot 0, Undefined), columns backends
+// (padded to 8 so the address is one lea).
+inline constexpr int kSlotIndexColumns = 8;
+static_assert(kNumBackends <= kSlotIndexColumns);
+constexpr std::array<std::array<uint8_t, kSlotIndexColumns>, 64> computeSlotIndex() {
+  std::array<uint8_t, kNumFunctionalityKeys> first_slot{};  // first slot of each functionality
+  int next = 1;                                              // slot 0 is Undefined
   for (int f = 1; f < kNumFunctionalityKeys; ++f) {
+    first_slot[f] = static_cast<uint8_t>(next);
+    next += isPerBackendFunctionality(static_cast<DispatchKey>(f)) ? kNumBackends : 1;
+  }
+  std::array<std::array<uint8_t, kSlotIndexColumns>, 64> table{};
+  for (int bit = kNumBackends; bit < kNumBackends + kNumFunctionalityKeys - 1; ++bit) {
+    int f = bit - kNumBackends + 1;
     bool per_backend = isPerBackendFunctionality(static_cast<DispatchKey>(f));
-    table[f] = {next, static_cast<uint16_t>(per_backend ? 0xFFFF : 0)};
-    next = static_cast<uint16_t>(next + (per_backend ? kNumBackends : 1));
+    for (int b = 0; b < kSlotIndexColumns; ++b)
+      table[bit][b] = static_cast<uint8_t>(first_slot[f] + (per_backend && b < kNumBackends ? b : 0));
   }
   return table;
 }
-inline constexpr auto kFunctionalityOffsets = computeFunctionalityOffsets();
-static_assert(kFunctionalityOffsets[kNumFunctionalityKeys - 1].offset + 1 == kDispatchTableSize);
+inline constexpr auto kSlotIndex = computeSlotIndex();
+static_assert(kSlotIndex[kNumBackends + kNumFunctionalityKeys - 2][0] + 1 == kDispatchTableSize);
+static_assert(kDispatchTableSize <= 256, "slot numbers are bytes");
+
+// Index of the highest set bit of x (x != 0). One bsr: written in asm because GCC's
+// 63 ^ clz leaves a sign extension behind when the result indexes memory.
+constexpr uint64_t highestBitIndex(uint64_t x) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!std::is_constant_evaluated()) {
+    uint64_t r;
+    asm("bsr %1, %0" : "=r"(r) : "rm"(x) : "cc");
+    return r;
+  }
+#endif
+  return static_cast<uint64_t>(63 ^ std::countl_zero(x));
+}
 }  // namespace detail
 
 class DispatchKeySet {
@@ -103,21 +128,20 @@ class DispatchKeySet {
   }
 
   // Note [Dispatch table index]
-  // Fast: two branch-free bit scans (highest functionality, highest backend), one
-  // small-table load, one add. Sets with no functionality bit land on slot 0 (Undefined).
+  // Fast: two branch-free bit scans (the highest bit, the highest backend bit) and one byte
+  // load from a 512-byte constant table (Note [Slot index table]). Sets with no functionality
+  // bit land on slot 0 (Undefined).
   constexpr int getDispatchTableIndex() const {
-    return static_cast<int>(tableIndexFor(repr_, static_cast<unsigned>(highestBackendIndex(repr_))));
+    return static_cast<int>(tableIndexFor(repr_, highestBackendIndex(repr_)));
   }
-  static constexpr unsigned tableIndexFor(uint64_t repr, unsigned backend) {
-    const auto& entry = detail::kFunctionalityOffsets[static_cast<unsigned>(highestFunctionalityIndex(repr))];
-    return entry.offset + (backend & entry.backend_mask);
+  static constexpr uint64_t tableIndexFor(uint64_t repr, uint64_t backend) {
+    return detail::kSlotIndex[detail::highestBitIndex(repr | 1)][backend];
   }
 
   // Index of the highest backend bit, 0 when there is none. Branch-free: OR-ing in bit 0
   // makes the scan's input non-zero and leaves the answer unchanged (bit 0 is backend 0).
-  static constexpr int highestBackendIndex(uint64_t repr) {
-    // 63 ^ clz == 63 - clz for clz in [0, 63]; written as xor it folds into one bsr.
-    return 63 ^ std::countl_zero((repr & kBackendMask) | 1);
+  static constexpr uint64_t highestBackendIndex(uint64_t repr) {
+    return detail::highestBitIndex((repr & kBackendMask) | 1);
   }
   // Index of the highest functionality bit (its DispatchKey value), 0 when there is none:
   // shifting so functionality f lands on bit f, with bit 0 forced on, gives bit_width of the

@@ -43,8 +43,10 @@ class RegistrationHandleRAII {
 
 namespace detail {
 // Note [Dispatch slow path]
-// One flag gates every optional per-call feature (the dispatch trace, observers): when it
-// is clear a call pays one relaxed load and one well-predicted branch.
+// One flag gates every optional per-call feature (the dispatch trace, observers). Calls read
+// the operator's own copy (Note [Per-operator slow-path flag]): when it is clear a call pays
+// one compare and one well-predicted branch. This is the process-wide value the copies follow;
+// Dispatcher::setSlowPathEnabled changes both.
 extern std::atomic<bool> dispatch_slow_path_enabled;
 inline bool dispatchSlowPathEnabled() { return dispatch_slow_path_enabled.load(std::memory_order_relaxed); }
 }  // namespace detail
@@ -85,27 +87,33 @@ class OperatorHandle {
 template <class R, class... Args>
 class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
  public:
-  // Extract keys from the tensor arguments and TLS, index the table, call.
+  // Extract keys from the tensor arguments and TLS, index the table, call. The slow-path
+  // flag is tested first: after the table's acquire load the compiler would have to reload
+  // the entry pointer to test it.
   R call(Args... args) const {
+    if (__builtin_expect(entry_->slowPathEnabled(), 0)) return callSlow(std::forward<Args>(args)...);
     DispatchKeySet argument_keys;
     detail::accumulateKeySet(argument_keys, args...);
     DispatchKeySet ks;
     const KernelFunction& kernel = entry_->lookupForArguments(argument_keys, &ks);
-    if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
-      return callTraced(kernel, ks, detail::CallKind::Call, std::forward<Args>(args)...);
-    }
     return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
   }
   // Index the table with the caller's key set (a layer's own key already removed).
   R redispatch(DispatchKeySet ks, Args... args) const {
-    const KernelFunction& kernel = entry_->lookup(ks);
-    if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
-      return callTraced(kernel, ks, detail::CallKind::Redispatch, std::forward<Args>(args)...);
+    if (__builtin_expect(entry_->slowPathEnabled(), 0)) {
+      return callTraced(entry_->lookup(ks), ks, detail::CallKind::Redispatch, std::forward<Args>(args)...);
     }
-    return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+    return entry_->lookup(ks).template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
   }
 
  private:
+  __attribute__((noinline)) R callSlow(Args... args) const {
+    DispatchKeySet argument_keys;
+    detail::accumulateKeySet(argument_keys, args...);
+    DispatchKeySet ks;
+    const KernelFunction& kernel = entry_->lookupForArguments(argument_keys, &ks);
+    return callTraced(kernel, ks, detail::CallKind::Call, std::forward<Args>(args)...);
+  }
   // Out of line, so the fast path needs no stack frame for it (Note [Dispatch slow path]).
   // Boxes inputs and outputs only when an observer asked for them (Note [Observers]).
   __attribute__((noinline)) R callTraced(const KernelFunction& kernel, DispatchKeySet ks, detail::CallKind kind,
@@ -158,7 +166,7 @@ class Dispatcher {
   RegistrationHandleRAII registerDef(FunctionSchema schema, const std::string& debug);
   RegistrationHandleRAII registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
                                       std::optional<CppSignature> cpp_signature,
-                                      std::optional<FunctionSchema> inferred_schema, std::string debug);
+                                      SchemaInferenceFn infer_schema, std::string debug);
   RegistrationHandleRAII registerFallback(DispatchKey key, KernelFunction kernel, std::string debug);
 
   // Checks a typed handle's C++ signature against the operator's; throws on mismatch.
@@ -166,6 +174,10 @@ class Dispatcher {
 
   // The text of the "Could not run" / "no tensor arguments" errors for a call at `ks`.
   std::string missingKernelMessage(const OperatorHandle& op, DispatchKeySet ks) const;
+
+  // Turns the slow path (Note [Dispatch slow path]) on or off for every operator, present and
+  // future; observer.cpp calls it when the trace or the set of observers changes.
+  void setSlowPathEnabled(bool on);
 
   // Number of kernel objects kept alive after deregistration (Note [Retired kernels]).
   size_t retiredKernelCount() const;

@@ -139,6 +139,7 @@ class FunctionSchema {
                  bool is_vararg = false, bool is_varret = false);
 
   const OperatorName& operator_name() const { return name_; }
+  void set_operator_name(OperatorName name) { name_ = std::move(name); }  // Library qualifies names
   const std::vector<Argument>& arguments() const { return arguments_; }
   const std::vector<Argument>& returns() const { return returns_; }
   bool is_vararg() const { return is_vararg_; }

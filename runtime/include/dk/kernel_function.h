@@ -84,6 +84,9 @@ struct SchemaInferrer<R(Args...)> {
 };
 }  // namespace detail
 
+// Makes the schema a kernel's C++ type implies (detail::SchemaInferrer<Sig>::infer).
+using SchemaInferenceFn = FunctionSchema (*)();
+
 // Why two schemas differ for calling purposes (argument/return counts and types; names,
 // defaults and alias annotations do not matter; int and SymInt are the same to C++), or
 // nullopt when they agree.

@@ -21,7 +21,7 @@ class CppFunction {
   explicit CppFunction(F* fn)
       : kernel_(KernelFunction::makeFromUnboxedRuntimeFunction(fn)),
         cpp_signature_(CppSignature::make<typename detail::function_traits<F>::dispatcher_signature>()),
-        inferred_schema_(detail::SchemaInferrer<typename detail::function_traits<F>::dispatcher_signature>::infer()) {}
+        infer_schema_(&detail::SchemaInferrer<typename detail::function_traits<F>::dispatcher_signature>::infer) {}
 
   // A lambda or other functor, stateless or stateful.
   template <class Lambda, std::enable_if_t<std::is_class_v<std::decay_t<Lambda>> &&
@@ -32,27 +32,28 @@ class CppFunction {
                                                        detail::functor_traits<std::decay_t<Lambda>>>(
             std::make_unique<detail::LambdaFunctor<std::decay_t<Lambda>>>(std::forward<Lambda>(lambda)))),
         cpp_signature_(CppSignature::make<typename detail::functor_traits<std::decay_t<Lambda>>::dispatcher_signature>()),
-        inferred_schema_(
-            detail::SchemaInferrer<typename detail::functor_traits<std::decay_t<Lambda>>::dispatcher_signature>::infer()) {}
+        infer_schema_(
+            &detail::SchemaInferrer<typename detail::functor_traits<std::decay_t<Lambda>>::dispatcher_signature>::infer) {}
 
   // A function known at compile time (see DK_FN): called directly from the adapter.
   template <auto* fn>
   static CppFunction makeFromFunction() {
     using Sig = typename detail::function_traits<std::remove_pointer_t<decltype(fn)>>::dispatcher_signature;
     return CppFunction(KernelFunction::makeFromUnboxedFunction<fn>(), CppSignature::make<Sig>(),
-                       detail::SchemaInferrer<Sig>::infer());
+                       &detail::SchemaInferrer<Sig>::infer);
   }
   // Never called: calls skip its key and go on below it (Note [Fallthrough mask]).
-  static CppFunction makeFallthrough() { return CppFunction(KernelFunction::makeFallthrough(), std::nullopt, std::nullopt); }
+  static CppFunction makeFallthrough() { return CppFunction(KernelFunction::makeFallthrough(), std::nullopt, nullptr); }
   // boxed_fn: void(const OperatorHandle&, Stack*) or void(const OperatorHandle&, DispatchKeySet, Stack*).
   template <auto* boxed_fn>
   static CppFunction makeFromBoxedFunction() {
-    return CppFunction(KernelFunction::makeFromBoxedFunction<boxed_fn>(), std::nullopt, std::nullopt);
+    return CppFunction(KernelFunction::makeFromBoxedFunction<boxed_fn>(), std::nullopt, nullptr);
   }
-  // A kernel built elsewhere (the generator attaches its own adapters this way).
+  // A kernel built elsewhere (the generator attaches its own adapters this way); `infer`
+  // gives the schema its C++ signature implies (null: nothing to check).
   static CppFunction makeFromKernelFunction(KernelFunction kernel, std::optional<CppSignature> sig,
-                                            std::optional<FunctionSchema> inferred) {
-    return CppFunction(std::move(kernel), sig, std::move(inferred));
+                                            SchemaInferenceFn infer) {
+    return CppFunction(std::move(kernel), sig, infer);
   }
 
   // The name shown in dumps and errors instead of "registered at file:line".
@@ -63,12 +64,12 @@ class CppFunction {
 
  private:
   friend class Library;
-  CppFunction(KernelFunction kernel, std::optional<CppSignature> sig, std::optional<FunctionSchema> inferred)
-      : kernel_(std::move(kernel)), cpp_signature_(sig), inferred_schema_(std::move(inferred)) {}
+  CppFunction(KernelFunction kernel, std::optional<CppSignature> sig, SchemaInferenceFn infer)
+      : kernel_(std::move(kernel)), cpp_signature_(sig), infer_schema_(infer) {}
 
   KernelFunction kernel_;
   std::optional<CppSignature> cpp_signature_;
-  std::optional<FunctionSchema> inferred_schema_;
+  SchemaInferenceFn infer_schema_ = nullptr;
   std::optional<std::string> debug_;
 };
 
@@ -130,6 +131,7 @@ class Library {
   std::string site() const;
   OperatorName qualify(std::string_view name, const char* what) const;
   Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn);
+  OperatorName defSchema(std::string_view schema_text);  // parses once; returns the qualified name
 
   Kind kind_;
   std::string ns_;

@@ -7,26 +7,36 @@ namespace dk {
 
 // Note [Thread-local key sets]
 // Every call computes ((args' keys | included) - excluded). Both sets live in one
-// constant-initialized thread_local with the initial-exec TLS model: reading them is two
-// loads at a fixed offset from the thread pointer, with no init guard and no call.
-// `excluded` holds functionality bits only (operator- ignores backend bits anyway).
+// constant-initialized thread_local with the initial-exec TLS model, and excluded is stored
+// as its complement ("allowed"), so the whole computation is one OR and one AND, each with the
+// thread-local word as a memory operand at a fixed offset from the thread pointer: no init
+// guard, no call, no NOT. `excluded` holds functionality bits only (operator- ignores backend
+// bits anyway), so `allowed` always has every backend bit.
 struct LocalDispatchKeySet {
   DispatchKeySet included;
   DispatchKeySet excluded;
 };
 
 namespace detail {
-extern constinit thread_local LocalDispatchKeySet tls_local_dispatch_key_set
-    __attribute__((tls_model("initial-exec")));
+struct ThreadDispatchKeys {
+  DispatchKeySet included;
+  uint64_t allowed;  // ~excluded
+
+  DispatchKeySet excluded() const { return DispatchKeySet::fromRaw(~allowed); }
+  void set_excluded(DispatchKeySet excluded) { allowed = ~excluded.raw_repr(); }
+};
+extern constinit thread_local ThreadDispatchKeys tls_dispatch_keys __attribute__((tls_model("initial-exec")));
 }  // namespace detail
 
-inline LocalDispatchKeySet tls_local_dispatch_key_set() { return detail::tls_local_dispatch_key_set; }
+inline LocalDispatchKeySet tls_local_dispatch_key_set() {
+  return {detail::tls_dispatch_keys.included, detail::tls_dispatch_keys.excluded()};
+}
 // Per-backend keys are judged by their functionality bit (the TLS sets hold no backend bits).
 inline bool tls_is_dispatch_key_included(DispatchKey k) {
-  return detail::tls_local_dispatch_key_set.included.has(toFunctionalityKey(k));
+  return detail::tls_dispatch_keys.included.has(toFunctionalityKey(k));
 }
 inline bool tls_is_dispatch_key_excluded(DispatchKey k) {
-  return detail::tls_local_dispatch_key_set.excluded.has(toFunctionalityKey(k));
+  return detail::tls_dispatch_keys.excluded().has(toFunctionalityKey(k));
 }
 
 // Adds the keys of `ks` to the included set; on exit removes only the keys it added.
@@ -106,7 +116,7 @@ class InferenceMode {
  private:
   bool prev_enabled_;
   bool prev_grad_mode_;
-  LocalDispatchKeySet prev_keys_;
+  detail::ThreadDispatchKeys prev_keys_;
 };
 
 }  // namespace dk

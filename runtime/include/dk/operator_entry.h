@@ -27,7 +27,10 @@ struct AnnotatedKernel {
   // a cold path; each deregistration retires one small object.
   std::shared_ptr<const KernelFunction> kernel;
   std::optional<CppSignature> cpp_signature;
-  std::optional<FunctionSchema> inferred_schema;
+  // Builds the schema the kernel's C++ type implies, for the checks against the def'd schema
+  // and for dumps; a function pointer rather than a stored schema, which would cost each
+  // registration an allocation-heavy FunctionSchema it rarely needs. Null for boxed kernels.
+  SchemaInferenceFn infer_schema = nullptr;
   std::string debug;
   uint64_t id = 0;  // identifies the registration for its RAII handle
   bool is_default = false;  // one of the fallbacks a fresh process has (not listed as a backend)
@@ -82,20 +85,20 @@ class OperatorEntry {
   // ---- hot path ----
 
   // ((argument keys | tls.included) - tls.excluded) & non-fallthrough keys.
-  // Fast: two TLS loads at a fixed offset, one mask load chosen by the highest backend bit
-  // (Note [Fallthrough mask]), a few ALU ops.
+  // Fast: one OR and one AND with thread-local operands (Note [Thread-local key sets]), one
+  // mask load chosen by the highest backend bit (Note [Fallthrough mask]).
   DispatchKeySet computeDispatchKeySet(DispatchKeySet argument_keys) const {
-    const LocalDispatchKeySet& tls = detail::tls_local_dispatch_key_set;
-    uint64_t ks = (argument_keys.raw_repr() | tls.included.raw_repr()) & ~tls.excluded.raw_repr();
-    int backend = DispatchKeySet::highestBackendIndex(ks);
-    return DispatchKeySet::fromRaw(ks & non_fallthrough_keys_[backend].load(std::memory_order_relaxed));
+    const detail::ThreadDispatchKeys& tls = detail::tls_dispatch_keys;
+    uint64_t ks = (argument_keys.raw_repr() | tls.included.raw_repr()) & tls.allowed;
+    return DispatchKeySet::fromRaw(
+        ks & non_fallthrough_keys_[DispatchKeySet::highestBackendIndex(ks)].load(std::memory_order_relaxed));
   }
 
-  // computeDispatchKeySet and lookup fused, so the backend index is scanned once.
+  // computeDispatchKeySet and lookup fused, so the backend bit is scanned once.
   const KernelFunction& lookupForArguments(DispatchKeySet argument_keys, DispatchKeySet* ks_out) const {
-    const LocalDispatchKeySet& tls = detail::tls_local_dispatch_key_set;
-    uint64_t ks = (argument_keys.raw_repr() | tls.included.raw_repr()) & ~tls.excluded.raw_repr();
-    unsigned backend = static_cast<unsigned>(DispatchKeySet::highestBackendIndex(ks));
+    const detail::ThreadDispatchKeys& tls = detail::tls_dispatch_keys;
+    uint64_t ks = (argument_keys.raw_repr() | tls.included.raw_repr()) & tls.allowed;
+    const uint64_t backend = DispatchKeySet::highestBackendIndex(ks);
     ks &= non_fallthrough_keys_[backend].load(std::memory_order_relaxed);
     *ks_out = DispatchKeySet::fromRaw(ks);
     return *dispatch_table_[DispatchKeySet::tableIndexFor(ks, backend)].load(std::memory_order_acquire);
@@ -109,14 +112,32 @@ class OperatorEntry {
     return *dispatch_table_[ks.getDispatchTableIndex()].load(std::memory_order_acquire);
   }
 
+  // Note [Per-operator slow-path flag]
+  // Whether calls of this operator take the slow path (trace, observers: Note [Dispatch slow
+  // path]). Every entry keeps its own copy of the process-wide flag, next to its table, so the
+  // check needs no other cache line and no address load: on x86 it is one cmpb with the entry
+  // register as base and one branch (GCC does not fold an atomic load into a compare, so the
+  // relaxed byte load is written as the compare itself; a byte load is atomic on x86).
+  bool slowPathEnabled() const {
+#if defined(__x86_64__) && defined(__GNUC__)
+    bool on;
+    asm("cmpb $0, %1" : "=@ccne"(on) : "m"(*reinterpret_cast<const volatile uint8_t*>(&slow_path_)));
+    return on;
+#else
+    return slow_path_.load(std::memory_order_relaxed) != 0;
+#endif
+  }
+
   // Bit (nargs-1-i) set when argument i is a Tensor, Tensor?, Tensor[] or Tensor?[].
   uint64_t dispatchArgumentBitmap() const { return dispatch_arg_bitmap_.load(std::memory_order_relaxed); }
   static uint64_t computeDispatchArgumentBitmap(const FunctionSchema& schema);
 
   // ---- cold path: introspection (callers hold the dispatcher's mutex) ----
+  using Fallbacks = std::array<const AnnotatedKernel*, kDispatchTableSize>;  // by table slot
   std::string dumpState() const;
-  std::string dumpComputedTable() const;
-  std::vector<DispatchKey> keysWithValidSlot() const;  // runtime keys, not fallthrough
+  // How each slot was filled is recomputed from the registrations (Note [Slot sources]).
+  std::string dumpComputedTable(const Fallbacks& fallbacks) const;
+  std::vector<DispatchKey> keysWithValidSlot(const Fallbacks& fallbacks) const;  // runtime keys, not fallthrough
   bool hasKernelForDispatchKey(DispatchKey k) const;
   bool hasComputedKernelForDispatchKey(DispatchKey k) const;
   const std::list<AnnotatedKernel>& kernels() const { return kernels_; }
@@ -141,21 +162,29 @@ class OperatorEntry {
   bool hasQuantizedOrSparseKernel() const;
   SlotInfo computeDispatchTableEntry(DispatchKey k, const AnnotatedKernel* backend_fallback) const;
   // Recomputes every slot and the fallthrough masks from the registrations.
-  void updateDispatchTable(const std::array<const AnnotatedKernel*, kDispatchTableSize>& fallbacks);
+  void updateDispatchTable(const Fallbacks& fallbacks);
+  void setSlowPath(bool on) { slow_path_.store(on ? 1 : 0, std::memory_order_relaxed); }
 
-  OperatorName name_;
-  std::optional<SchemaRegistration> schema_;
-  std::list<AnnotatedKernel> kernels_;  // newest first; nodes never move while listed
-  uint64_t warned_override_keys_ = 0;    // keys whose override warning was given (one bit per DispatchKey)
-
-  std::atomic<uint64_t> dispatch_arg_bitmap_{0};
+  // Read by every call: first, so the table sits at offset 0 and the masks and the slow-path
+  // flag on the cache lines right after it.
+  std::array<std::atomic<const KernelFunction*>, kDispatchTableSize> dispatch_table_;
   // Note [Fallthrough mask]
   // Keys whose slot is a fallthrough are dropped from the call's key set before the lookup.
   // The autograd functionality is shared by all backends, so the mask is kept per backend:
   // a fallthrough at AutogradCPU clears AutogradFunctionality only in mask[CPU].
   std::array<std::atomic<uint64_t>, kNumBackends> non_fallthrough_keys_;
-  std::array<std::atomic<const KernelFunction*>, kDispatchTableSize> dispatch_table_;
-  std::array<SlotInfo, kDispatchTableSize> slot_info_{};
+  std::atomic<uint8_t> slow_path_{0};  // Note [Per-operator slow-path flag]
+  std::atomic<uint64_t> dispatch_arg_bitmap_{0};
+
+  // Note [Slot sources]
+  // Written only under the dispatcher's mutex. How a slot was filled (kernel, math kernel,
+  // fallback, ...) is not stored: the dumps recompute it with computeDispatchTableEntry, which
+  // gives what the table holds because every change recomputes the table under the same mutex.
+  // Keeping it would cost every operator 16 bytes per slot.
+  OperatorName name_;
+  std::optional<SchemaRegistration> schema_;
+  std::list<AnnotatedKernel> kernels_;  // newest first; nodes never move while listed
+  uint64_t warned_override_keys_ = 0;    // keys whose override warning was given (one bit per DispatchKey)
 };
 
 }  // namespace dk

@@ -5,7 +5,7 @@
 // (operators are assigned to shards by a stable hash of their name).
 //
 // Note [Generated slow path]
-// When the dispatch slow path is on (trace, observers: Note [Dispatch slow path]), call and
+// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
 // around it; otherwise they invoke the kernel through the generated adapters directly.
 #include "dk/generated/Operators.h"
@@ -31,7 +31,7 @@ const TypedOperatorHandle<linear::signature>& linear_handle() {
 // ===== dk::linear =====
 Tensor linear::call(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   const TypedOperatorHandle<signature>& op = linear_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(input, weight, bias);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b111 (input, weight, bias).
@@ -44,7 +44,7 @@ Tensor linear::call(const Tensor& input, const Tensor& weight, const std::option
 
 Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   const TypedOperatorHandle<signature>& op = linear_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, input, weight, bias);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);

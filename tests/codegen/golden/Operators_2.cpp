@@ -5,7 +5,7 @@
 // (operators are assigned to shards by a stable hash of their name).
 //
 // Note [Generated slow path]
-// When the dispatch slow path is on (trace, observers: Note [Dispatch slow path]), call and
+// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
 // around it; otherwise they invoke the kernel through the generated adapters directly.
 #include "dk/generated/Operators.h"
@@ -40,7 +40,7 @@ const TypedOperatorHandle<add_out::signature>& add_out_handle() {
 // ===== dk::add.Tensor =====
 Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = add_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, other).
@@ -52,7 +52,7 @@ Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
 
 Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const TypedOperatorHandle<signature>& op = add_Tensor_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
@@ -62,7 +62,7 @@ Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 // ===== dk::add.out =====
 Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
   const TypedOperatorHandle<signature>& op = add_out_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha, out);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b1101 (self, other, out).
@@ -74,7 +74,7 @@ Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alph
 
 Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
   const TypedOperatorHandle<signature>& op = add_out_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha, out);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);

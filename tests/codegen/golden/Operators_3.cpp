@@ -5,7 +5,7 @@
 // (operators are assigned to shards by a stable hash of their name).
 //
 // Note [Generated slow path]
-// When the dispatch slow path is on (trace, observers: Note [Dispatch slow path]), call and
+// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
 // around it; otherwise they invoke the kernel through the generated adapters directly.
 #include "dk/generated/Operators.h"
@@ -31,7 +31,7 @@ const TypedOperatorHandle<zeros::signature>& zeros_handle() {
 // ===== dk::zeros =====
 Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = zeros_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
@@ -43,7 +43,7 @@ Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
 
 Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   const TypedOperatorHandle<signature>& op = zeros_handle();
-  if (__builtin_expect(detail::dispatchSlowPathEnabled(), 0)) {
+  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);

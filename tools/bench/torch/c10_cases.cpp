@@ -39,22 +39,23 @@ struct Registry {
 };
 Registry& registry();
 
+// The layers reach their operator through the registry, published once it is built (before
+// any call): a global load, where a function-local static would add a guard check and,
+// for its first-call path, a stack frame to every layer. The c10 side does the same.
+const Registry* g_layers = nullptr;
+
 template <DispatchKey Key>
 int64_t forwardingLayer(DispatchKeySet ks, const Tensor& a, const Tensor& b) {
-  static const TwoTensorOp op = registry().chain5;
-  return op.redispatch(ks.remove(Key), a, b);
+  return g_layers->chain5.redispatch(ks.remove(Key), a, b);
 }
 int64_t autogradLayer2(DispatchKeySet ks, const Tensor& a, const Tensor& b) {
-  static const TwoTensorOp op = registry().chain2;
-  return op.redispatch(ks & c10::after_autograd_keyset, a, b);
+  return g_layers->chain2.redispatch(ks & c10::after_autograd_keyset, a, b);
 }
 int64_t autogradLayer5(DispatchKeySet ks, const Tensor& a, const Tensor& b) {
-  static const TwoTensorOp op = registry().chain5;
-  return op.redispatch(ks & c10::after_autograd_keyset, a, b);
+  return g_layers->chain5.redispatch(ks & c10::after_autograd_keyset, a, b);
 }
 int64_t adInplaceOrViewLayer(DispatchKeySet ks, const Tensor& a, const Tensor& b) {
-  static const TwoTensorOp op = registry().chain5;
-  return op.redispatch(ks & c10::after_ADInplaceOrView_keyset, a, b);
+  return g_layers->chain5.redispatch(ks & c10::after_ADInplaceOrView_keyset, a, b);
 }
 Tensor mulAtWrapper(const Tensor& a, const Tensor&) { return a; }
 
@@ -85,6 +86,7 @@ Registry::Registry()
       .impl("chain5", TORCH_FN(forwardingLayer<DispatchKey::TESTING_ONLY_GenericWrapper>));
   impl(DispatchKey::TESTING_ONLY_GenericMode).impl("chain5", TORCH_FN(forwardingLayer<DispatchKey::TESTING_ONLY_GenericMode>));
   impl(DispatchKey::TESTING_ONLY_GenericWrapper, "aten").impl("mul.Tensor", TORCH_FN(mulAtWrapper));
+  g_layers = this;
 }
 
 Registry& registry() {
