@@ -7,7 +7,9 @@
 // Note [Generated slow path]
 // When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly.
+// around it; otherwise they invoke the kernel through the generated adapters directly. The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
 #include "dk/dispatcher.h"
@@ -15,193 +17,10 @@
 
 namespace dk::ops {
 
-namespace {
-
-// dk::_to_copy: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<_to_copy::signature>& _to_copy_handle() {
-  static const TypedOperatorHandle<_to_copy::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(_to_copy::name, _to_copy::overload_name)
-          .typed<_to_copy::signature>();
-  return op;
-}
-
-// dk::cos: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<cos::signature>& cos_handle() {
-  static const TypedOperatorHandle<cos::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(cos::name, cos::overload_name)
-          .typed<cos::signature>();
-  return op;
-}
-
-// dk::eq.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<eq_Tensor::signature>& eq_Tensor_handle() {
-  static const TypedOperatorHandle<eq_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(eq_Tensor::name, eq_Tensor::overload_name)
-          .typed<eq_Tensor::signature>();
-  return op;
-}
-
-// dk::expand: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<expand::signature>& expand_handle() {
-  static const TypedOperatorHandle<expand::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(expand::name, expand::overload_name)
-          .typed<expand::signature>();
-  return op;
-}
-
-// dk::gelu_backward: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<gelu_backward::signature>& gelu_backward_handle() {
-  static const TypedOperatorHandle<gelu_backward::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(gelu_backward::name, gelu_backward::overload_name)
-          .typed<gelu_backward::signature>();
-  return op;
-}
-
-// dk::linear: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<linear::signature>& linear_handle() {
-  static const TypedOperatorHandle<linear::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(linear::name, linear::overload_name)
-          .typed<linear::signature>();
-  return op;
-}
-
-// dk::log: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<log::signature>& log_handle() {
-  static const TypedOperatorHandle<log::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(log::name, log::overload_name)
-          .typed<log::signature>();
-  return op;
-}
-
-// dk::log_softmax.int: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<log_softmax_int::signature>& log_softmax_int_handle() {
-  static const TypedOperatorHandle<log_softmax_int::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(log_softmax_int::name, log_softmax_int::overload_name)
-          .typed<log_softmax_int::signature>();
-  return op;
-}
-
-// dk::maximum: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<maximum::signature>& maximum_handle() {
-  static const TypedOperatorHandle<maximum::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(maximum::name, maximum::overload_name)
-          .typed<maximum::signature>();
-  return op;
-}
-
-// dk::mean.dim: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<mean_dim::signature>& mean_dim_handle() {
-  static const TypedOperatorHandle<mean_dim::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(mean_dim::name, mean_dim::overload_name)
-          .typed<mean_dim::signature>();
-  return op;
-}
-
-// dk::neg: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<neg::signature>& neg_handle() {
-  static const TypedOperatorHandle<neg::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(neg::name, neg::overload_name)
-          .typed<neg::signature>();
-  return op;
-}
-
-// dk::ones: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<ones::signature>& ones_handle() {
-  static const TypedOperatorHandle<ones::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(ones::name, ones::overload_name)
-          .typed<ones::signature>();
-  return op;
-}
-
-// dk::relu_: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<relu_::signature>& relu__handle() {
-  static const TypedOperatorHandle<relu_::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(relu_::name, relu_::overload_name)
-          .typed<relu_::signature>();
-  return op;
-}
-
-// dk::squeeze.dim: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<squeeze_dim::signature>& squeeze_dim_handle() {
-  static const TypedOperatorHandle<squeeze_dim::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(squeeze_dim::name, squeeze_dim::overload_name)
-          .typed<squeeze_dim::signature>();
-  return op;
-}
-
-// dk::sum: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<sum::signature>& sum_handle() {
-  static const TypedOperatorHandle<sum::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(sum::name, sum::overload_name)
-          .typed<sum::signature>();
-  return op;
-}
-
-// dk::t: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<t::signature>& t_handle() {
-  static const TypedOperatorHandle<t::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(t::name, t::overload_name)
-          .typed<t::signature>();
-  return op;
-}
-
-// dk::tanh: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<tanh::signature>& tanh_handle() {
-  static const TypedOperatorHandle<tanh::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(tanh::name, tanh::overload_name)
-          .typed<tanh::signature>();
-  return op;
-}
-
-// dk::transpose.int: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<transpose_int::signature>& transpose_int_handle() {
-  static const TypedOperatorHandle<transpose_int::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(transpose_int::name, transpose_int::overload_name)
-          .typed<transpose_int::signature>();
-  return op;
-}
-
-// dk::zero_: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<zero_::signature>& zero__handle() {
-  static const TypedOperatorHandle<zero_::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(zero_::name, zero_::overload_name)
-          .typed<zero_::signature>();
-  return op;
-}
-
-// dk::zeros_like: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<zeros_like::signature>& zeros_like_handle() {
-  static const TypedOperatorHandle<zeros_like::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(zeros_like::name, zeros_like::overload_name)
-          .typed<zeros_like::signature>();
-  return op;
-}
-
-}  // namespace
 
 // ===== dk::_to_copy =====
 Tensor _to_copy::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = _to_copy_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_to_copy>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);  // Note [Generated slow path]
   }
@@ -213,7 +32,7 @@ Tensor _to_copy::call(const Tensor& self, std::optional<ScalarType> dtype, std::
 }
 
 Tensor _to_copy::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = _to_copy_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_to_copy>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);  // Note [Generated slow path]
   }
@@ -223,7 +42,7 @@ Tensor _to_copy::redispatch(DispatchKeySet ks, const Tensor& self, std::optional
 
 // ===== dk::cos =====
 Tensor cos::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = cos_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cos>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -235,7 +54,7 @@ Tensor cos::call(const Tensor& self) {
 }
 
 Tensor cos::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = cos_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cos>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -245,7 +64,7 @@ Tensor cos::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::eq.Tensor =====
 Tensor eq_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = eq_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<eq_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -257,7 +76,7 @@ Tensor eq_Tensor::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor eq_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = eq_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<eq_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -267,7 +86,7 @@ Tensor eq_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
 
 // ===== dk::expand =====
 Tensor expand::call(const Tensor& self, IntArrayRef size, bool implicit) {
-  const TypedOperatorHandle<signature>& op = expand_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<expand>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, size, implicit);  // Note [Generated slow path]
   }
@@ -279,7 +98,7 @@ Tensor expand::call(const Tensor& self, IntArrayRef size, bool implicit) {
 }
 
 Tensor expand::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size, bool implicit) {
-  const TypedOperatorHandle<signature>& op = expand_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<expand>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, size, implicit);  // Note [Generated slow path]
   }
@@ -289,7 +108,7 @@ Tensor expand::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef siz
 
 // ===== dk::gelu_backward =====
 Tensor gelu_backward::call(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
-  const TypedOperatorHandle<signature>& op = gelu_backward_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gelu_backward>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(grad_output, self, approximate);  // Note [Generated slow path]
   }
@@ -301,7 +120,7 @@ Tensor gelu_backward::call(const Tensor& grad_output, const Tensor& self, std::s
 }
 
 Tensor gelu_backward::redispatch(DispatchKeySet ks, const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
-  const TypedOperatorHandle<signature>& op = gelu_backward_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gelu_backward>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, grad_output, self, approximate);  // Note [Generated slow path]
   }
@@ -311,7 +130,7 @@ Tensor gelu_backward::redispatch(DispatchKeySet ks, const Tensor& grad_output, c
 
 // ===== dk::linear =====
 Tensor linear::call(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  const TypedOperatorHandle<signature>& op = linear_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<linear>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(input, weight, bias);  // Note [Generated slow path]
   }
@@ -324,7 +143,7 @@ Tensor linear::call(const Tensor& input, const Tensor& weight, const std::option
 }
 
 Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  const TypedOperatorHandle<signature>& op = linear_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<linear>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, input, weight, bias);  // Note [Generated slow path]
   }
@@ -334,7 +153,7 @@ Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& 
 
 // ===== dk::log =====
 Tensor log::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = log_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<log>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -346,7 +165,7 @@ Tensor log::call(const Tensor& self) {
 }
 
 Tensor log::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = log_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<log>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -356,7 +175,7 @@ Tensor log::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::log_softmax.int =====
 Tensor log_softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = log_softmax_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<log_softmax_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, dtype);  // Note [Generated slow path]
   }
@@ -368,7 +187,7 @@ Tensor log_softmax_int::call(const Tensor& self, int64_t dim, std::optional<Scal
 }
 
 Tensor log_softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = log_softmax_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<log_softmax_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, dtype);  // Note [Generated slow path]
   }
@@ -378,7 +197,7 @@ Tensor log_softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_
 
 // ===== dk::maximum =====
 Tensor maximum::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = maximum_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<maximum>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -390,7 +209,7 @@ Tensor maximum::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor maximum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = maximum_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<maximum>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -400,7 +219,7 @@ Tensor maximum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
 
 // ===== dk::mean.dim =====
 Tensor mean_dim::call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = mean_dim_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mean_dim>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
@@ -412,7 +231,7 @@ Tensor mean_dim::call(const Tensor& self, std::optional<IntArrayRef> dim, bool k
 }
 
 Tensor mean_dim::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = mean_dim_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mean_dim>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
@@ -422,7 +241,7 @@ Tensor mean_dim::redispatch(DispatchKeySet ks, const Tensor& self, std::optional
 
 // ===== dk::neg =====
 Tensor neg::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = neg_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<neg>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -434,7 +253,7 @@ Tensor neg::call(const Tensor& self) {
 }
 
 Tensor neg::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = neg_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<neg>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -444,7 +263,7 @@ Tensor neg::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::ones =====
 Tensor ones::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ones_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<ones>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -456,7 +275,7 @@ Tensor ones::call(IntArrayRef size, std::optional<ScalarType> dtype, std::option
 }
 
 Tensor ones::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ones_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<ones>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -466,7 +285,7 @@ Tensor ones::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scala
 
 // ===== dk::relu_ =====
 Tensor relu_::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = relu__handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<relu_>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -478,7 +297,7 @@ Tensor relu_::call(const Tensor& self) {
 }
 
 Tensor relu_::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = relu__handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<relu_>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -488,7 +307,7 @@ Tensor relu_::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::squeeze.dim =====
 Tensor squeeze_dim::call(const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = squeeze_dim_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<squeeze_dim>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim);  // Note [Generated slow path]
   }
@@ -500,7 +319,7 @@ Tensor squeeze_dim::call(const Tensor& self, int64_t dim) {
 }
 
 Tensor squeeze_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = squeeze_dim_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<squeeze_dim>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
@@ -510,7 +329,7 @@ Tensor squeeze_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t di
 
 // ===== dk::sum =====
 Tensor sum::call(const Tensor& self, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = sum_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sum>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype);  // Note [Generated slow path]
   }
@@ -522,7 +341,7 @@ Tensor sum::call(const Tensor& self, std::optional<ScalarType> dtype) {
 }
 
 Tensor sum::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = sum_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sum>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype);  // Note [Generated slow path]
   }
@@ -532,7 +351,7 @@ Tensor sum::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<Scal
 
 // ===== dk::t =====
 Tensor t::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = t_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<t>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -544,7 +363,7 @@ Tensor t::call(const Tensor& self) {
 }
 
 Tensor t::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = t_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<t>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -554,7 +373,7 @@ Tensor t::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::tanh =====
 Tensor tanh::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = tanh_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<tanh>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -566,7 +385,7 @@ Tensor tanh::call(const Tensor& self) {
 }
 
 Tensor tanh::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = tanh_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<tanh>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -576,7 +395,7 @@ Tensor tanh::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::transpose.int =====
 Tensor transpose_int::call(const Tensor& self, int64_t dim0, int64_t dim1) {
-  const TypedOperatorHandle<signature>& op = transpose_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<transpose_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim0, dim1);  // Note [Generated slow path]
   }
@@ -588,7 +407,7 @@ Tensor transpose_int::call(const Tensor& self, int64_t dim0, int64_t dim1) {
 }
 
 Tensor transpose_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim0, int64_t dim1) {
-  const TypedOperatorHandle<signature>& op = transpose_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<transpose_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim0, dim1);  // Note [Generated slow path]
   }
@@ -598,7 +417,7 @@ Tensor transpose_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t 
 
 // ===== dk::zero_ =====
 Tensor zero_::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = zero__handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zero_>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -610,7 +429,7 @@ Tensor zero_::call(const Tensor& self) {
 }
 
 Tensor zero_::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = zero__handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zero_>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -620,7 +439,7 @@ Tensor zero_::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::zeros_like =====
 Tensor zeros_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = zeros_like_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros_like>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
@@ -632,7 +451,7 @@ Tensor zeros_like::call(const Tensor& self, std::optional<ScalarType> dtype, std
 }
 
 Tensor zeros_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = zeros_like_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros_like>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }

@@ -7,7 +7,9 @@
 // Note [Generated slow path]
 // When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly.
+// around it; otherwise they invoke the kernel through the generated adapters directly. The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
 #include "dk/dispatcher.h"
@@ -15,157 +17,10 @@
 
 namespace dk::ops {
 
-namespace {
-
-// dk::argmax: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<argmax::signature>& argmax_handle() {
-  static const TypedOperatorHandle<argmax::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(argmax::name, argmax::overload_name)
-          .typed<argmax::signature>();
-  return op;
-}
-
-// dk::cat: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<cat::signature>& cat_handle() {
-  static const TypedOperatorHandle<cat::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(cat::name, cat::overload_name)
-          .typed<cat::signature>();
-  return op;
-}
-
-// dk::clone: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<clone::signature>& clone_handle() {
-  static const TypedOperatorHandle<clone::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(clone::name, clone::overload_name)
-          .typed<clone::signature>();
-  return op;
-}
-
-// dk::embedding: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<embedding::signature>& embedding_handle() {
-  static const TypedOperatorHandle<embedding::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(embedding::name, embedding::overload_name)
-          .typed<embedding::signature>();
-  return op;
-}
-
-// dk::eq.Scalar: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<eq_Scalar::signature>& eq_Scalar_handle() {
-  static const TypedOperatorHandle<eq_Scalar::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(eq_Scalar::name, eq_Scalar::overload_name)
-          .typed<eq_Scalar::signature>();
-  return op;
-}
-
-// dk::item: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<item::signature>& item_handle() {
-  static const TypedOperatorHandle<item::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(item::name, item::overload_name)
-          .typed<item::signature>();
-  return op;
-}
-
-// dk::matmul: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<matmul::signature>& matmul_handle() {
-  static const TypedOperatorHandle<matmul::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(matmul::name, matmul::overload_name)
-          .typed<matmul::signature>();
-  return op;
-}
-
-// dk::ones_like: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<ones_like::signature>& ones_like_handle() {
-  static const TypedOperatorHandle<ones_like::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(ones_like::name, ones_like::overload_name)
-          .typed<ones_like::signature>();
-  return op;
-}
-
-// dk::permute: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<permute::signature>& permute_handle() {
-  static const TypedOperatorHandle<permute::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(permute::name, permute::overload_name)
-          .typed<permute::signature>();
-  return op;
-}
-
-// dk::pow.Tensor_Scalar: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<pow_Tensor_Scalar::signature>& pow_Tensor_Scalar_handle() {
-  static const TypedOperatorHandle<pow_Tensor_Scalar::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(pow_Tensor_Scalar::name, pow_Tensor_Scalar::overload_name)
-          .typed<pow_Tensor_Scalar::signature>();
-  return op;
-}
-
-// dk::rand.generator: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<rand_generator::signature>& rand_generator_handle() {
-  static const TypedOperatorHandle<rand_generator::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(rand_generator::name, rand_generator::overload_name)
-          .typed<rand_generator::signature>();
-  return op;
-}
-
-// dk::sigmoid: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<sigmoid::signature>& sigmoid_handle() {
-  static const TypedOperatorHandle<sigmoid::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(sigmoid::name, sigmoid::overload_name)
-          .typed<sigmoid::signature>();
-  return op;
-}
-
-// dk::slice.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<slice_Tensor::signature>& slice_Tensor_handle() {
-  static const TypedOperatorHandle<slice_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(slice_Tensor::name, slice_Tensor::overload_name)
-          .typed<slice_Tensor::signature>();
-  return op;
-}
-
-// dk::sum.dim_IntList: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<sum_dim_IntList::signature>& sum_dim_IntList_handle() {
-  static const TypedOperatorHandle<sum_dim_IntList::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(sum_dim_IntList::name, sum_dim_IntList::overload_name)
-          .typed<sum_dim_IntList::signature>();
-  return op;
-}
-
-// dk::to.dtype: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<to_dtype::signature>& to_dtype_handle() {
-  static const TypedOperatorHandle<to_dtype::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(to_dtype::name, to_dtype::overload_name)
-          .typed<to_dtype::signature>();
-  return op;
-}
-
-// dk::view: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<view::signature>& view_handle() {
-  static const TypedOperatorHandle<view::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(view::name, view::overload_name)
-          .typed<view::signature>();
-  return op;
-}
-
-}  // namespace
 
 // ===== dk::argmax =====
 Tensor argmax::call(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  const TypedOperatorHandle<signature>& op = argmax_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<argmax>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, keepdim);  // Note [Generated slow path]
   }
@@ -177,7 +32,7 @@ Tensor argmax::call(const Tensor& self, std::optional<int64_t> dim, bool keepdim
 }
 
 Tensor argmax::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  const TypedOperatorHandle<signature>& op = argmax_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<argmax>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, keepdim);  // Note [Generated slow path]
   }
@@ -187,7 +42,7 @@ Tensor argmax::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<i
 
 // ===== dk::cat =====
 Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = cat_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cat>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(tensors, dim);  // Note [Generated slow path]
   }
@@ -200,7 +55,7 @@ Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
 }
 
 Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = cat_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cat>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
   }
@@ -210,7 +65,7 @@ Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim)
 
 // ===== dk::clone =====
 Tensor clone::call(const Tensor& self, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = clone_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<clone>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, memory_format);  // Note [Generated slow path]
   }
@@ -222,7 +77,7 @@ Tensor clone::call(const Tensor& self, std::optional<MemoryFormat> memory_format
 }
 
 Tensor clone::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = clone_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<clone>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, memory_format);  // Note [Generated slow path]
   }
@@ -232,7 +87,7 @@ Tensor clone::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<Me
 
 // ===== dk::embedding =====
 Tensor embedding::call(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse) {
-  const TypedOperatorHandle<signature>& op = embedding_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<embedding>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(weight, indices, padding_idx, scale_grad_by_freq, sparse);  // Note [Generated slow path]
   }
@@ -244,7 +99,7 @@ Tensor embedding::call(const Tensor& weight, const Tensor& indices, int64_t padd
 }
 
 Tensor embedding::redispatch(DispatchKeySet ks, const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse) {
-  const TypedOperatorHandle<signature>& op = embedding_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<embedding>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);  // Note [Generated slow path]
   }
@@ -254,7 +109,7 @@ Tensor embedding::redispatch(DispatchKeySet ks, const Tensor& weight, const Tens
 
 // ===== dk::eq.Scalar =====
 Tensor eq_Scalar::call(const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = eq_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<eq_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -266,7 +121,7 @@ Tensor eq_Scalar::call(const Tensor& self, const Scalar& other) {
 }
 
 Tensor eq_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = eq_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<eq_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -276,7 +131,7 @@ Tensor eq_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar
 
 // ===== dk::item =====
 Scalar item::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = item_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<item>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -288,7 +143,7 @@ Scalar item::call(const Tensor& self) {
 }
 
 Scalar item::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = item_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<item>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -298,7 +153,7 @@ Scalar item::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::matmul =====
 Tensor matmul::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = matmul_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<matmul>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -310,7 +165,7 @@ Tensor matmul::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor matmul::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = matmul_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<matmul>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -320,7 +175,7 @@ Tensor matmul::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& o
 
 // ===== dk::ones_like =====
 Tensor ones_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ones_like_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<ones_like>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
@@ -332,7 +187,7 @@ Tensor ones_like::call(const Tensor& self, std::optional<ScalarType> dtype, std:
 }
 
 Tensor ones_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ones_like_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<ones_like>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
@@ -342,7 +197,7 @@ Tensor ones_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optiona
 
 // ===== dk::permute =====
 Tensor permute::call(const Tensor& self, IntArrayRef dims) {
-  const TypedOperatorHandle<signature>& op = permute_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<permute>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dims);  // Note [Generated slow path]
   }
@@ -354,7 +209,7 @@ Tensor permute::call(const Tensor& self, IntArrayRef dims) {
 }
 
 Tensor permute::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef dims) {
-  const TypedOperatorHandle<signature>& op = permute_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<permute>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dims);  // Note [Generated slow path]
   }
@@ -364,7 +219,7 @@ Tensor permute::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef di
 
 // ===== dk::pow.Tensor_Scalar =====
 Tensor pow_Tensor_Scalar::call(const Tensor& self, const Scalar& exponent) {
-  const TypedOperatorHandle<signature>& op = pow_Tensor_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<pow_Tensor_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, exponent);  // Note [Generated slow path]
   }
@@ -376,7 +231,7 @@ Tensor pow_Tensor_Scalar::call(const Tensor& self, const Scalar& exponent) {
 }
 
 Tensor pow_Tensor_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
-  const TypedOperatorHandle<signature>& op = pow_Tensor_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<pow_Tensor_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, exponent);  // Note [Generated slow path]
   }
@@ -386,7 +241,7 @@ Tensor pow_Tensor_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, cons
 
 // ===== dk::rand.generator =====
 Tensor rand_generator::call(IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = rand_generator_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rand_generator>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -398,7 +253,7 @@ Tensor rand_generator::call(IntArrayRef size, std::optional<Generator> generator
 }
 
 Tensor rand_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = rand_generator_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rand_generator>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -408,7 +263,7 @@ Tensor rand_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::opti
 
 // ===== dk::sigmoid =====
 Tensor sigmoid::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = sigmoid_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sigmoid>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -420,7 +275,7 @@ Tensor sigmoid::call(const Tensor& self) {
 }
 
 Tensor sigmoid::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = sigmoid_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sigmoid>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -430,7 +285,7 @@ Tensor sigmoid::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::slice.Tensor =====
 Tensor slice_Tensor::call(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
-  const TypedOperatorHandle<signature>& op = slice_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<slice_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, start, end, step);  // Note [Generated slow path]
   }
@@ -442,7 +297,7 @@ Tensor slice_Tensor::call(const Tensor& self, int64_t dim, std::optional<int64_t
 }
 
 Tensor slice_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
-  const TypedOperatorHandle<signature>& op = slice_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<slice_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, start, end, step);  // Note [Generated slow path]
   }
@@ -452,7 +307,7 @@ Tensor slice_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t d
 
 // ===== dk::sum.dim_IntList =====
 Tensor sum_dim_IntList::call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = sum_dim_IntList_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sum_dim_IntList>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
@@ -464,7 +319,7 @@ Tensor sum_dim_IntList::call(const Tensor& self, std::optional<IntArrayRef> dim,
 }
 
 Tensor sum_dim_IntList::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = sum_dim_IntList_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sum_dim_IntList>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
@@ -474,7 +329,7 @@ Tensor sum_dim_IntList::redispatch(DispatchKeySet ks, const Tensor& self, std::o
 
 // ===== dk::to.dtype =====
 Tensor to_dtype::call(const Tensor& self, ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = to_dtype_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<to_dtype>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, non_blocking, copy, memory_format);  // Note [Generated slow path]
   }
@@ -486,7 +341,7 @@ Tensor to_dtype::call(const Tensor& self, ScalarType dtype, bool non_blocking, b
 }
 
 Tensor to_dtype::redispatch(DispatchKeySet ks, const Tensor& self, ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = to_dtype_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<to_dtype>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, non_blocking, copy, memory_format);  // Note [Generated slow path]
   }
@@ -496,7 +351,7 @@ Tensor to_dtype::redispatch(DispatchKeySet ks, const Tensor& self, ScalarType dt
 
 // ===== dk::view =====
 Tensor view::call(const Tensor& self, IntArrayRef size) {
-  const TypedOperatorHandle<signature>& op = view_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<view>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, size);  // Note [Generated slow path]
   }
@@ -508,7 +363,7 @@ Tensor view::call(const Tensor& self, IntArrayRef size) {
 }
 
 Tensor view::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size) {
-  const TypedOperatorHandle<signature>& op = view_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<view>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, size);  // Note [Generated slow path]
   }

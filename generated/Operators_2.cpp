@@ -7,7 +7,9 @@
 // Note [Generated slow path]
 // When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly.
+// around it; otherwise they invoke the kernel through the generated adapters directly. The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
 #include "dk/dispatcher.h"
@@ -15,247 +17,10 @@
 
 namespace dk::ops {
 
-namespace {
-
-// dk::_log_softmax: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<_log_softmax::signature>& _log_softmax_handle() {
-  static const TypedOperatorHandle<_log_softmax::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(_log_softmax::name, _log_softmax::overload_name)
-          .typed<_log_softmax::signature>();
-  return op;
-}
-
-// dk::add.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<add_Tensor::signature>& add_Tensor_handle() {
-  static const TypedOperatorHandle<add_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(add_Tensor::name, add_Tensor::overload_name)
-          .typed<add_Tensor::signature>();
-  return op;
-}
-
-// dk::add.out: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<add_out::signature>& add_out_handle() {
-  static const TypedOperatorHandle<add_out::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(add_out::name, add_out::overload_name)
-          .typed<add_out::signature>();
-  return op;
-}
-
-// dk::addmm: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<addmm::signature>& addmm_handle() {
-  static const TypedOperatorHandle<addmm::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(addmm::name, addmm::overload_name)
-          .typed<addmm::signature>();
-  return op;
-}
-
-// dk::bmm: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<bmm::signature>& bmm_handle() {
-  static const TypedOperatorHandle<bmm::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(bmm::name, bmm::overload_name)
-          .typed<bmm::signature>();
-  return op;
-}
-
-// dk::copy_: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<copy_::signature>& copy__handle() {
-  static const TypedOperatorHandle<copy_::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(copy_::name, copy_::overload_name)
-          .typed<copy_::signature>();
-  return op;
-}
-
-// dk::div.Scalar: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<div_Scalar::signature>& div_Scalar_handle() {
-  static const TypedOperatorHandle<div_Scalar::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(div_Scalar::name, div_Scalar::overload_name)
-          .typed<div_Scalar::signature>();
-  return op;
-}
-
-// dk::empty_like: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<empty_like::signature>& empty_like_handle() {
-  static const TypedOperatorHandle<empty_like::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(empty_like::name, empty_like::overload_name)
-          .typed<empty_like::signature>();
-  return op;
-}
-
-// dk::exp: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<exp::signature>& exp_handle() {
-  static const TypedOperatorHandle<exp::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(exp::name, exp::overload_name)
-          .typed<exp::signature>();
-  return op;
-}
-
-// dk::fill_.Scalar: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<fill__Scalar::signature>& fill__Scalar_handle() {
-  static const TypedOperatorHandle<fill__Scalar::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(fill__Scalar::name, fill__Scalar::overload_name)
-          .typed<fill__Scalar::signature>();
-  return op;
-}
-
-// dk::flatten.using_ints: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<flatten_using_ints::signature>& flatten_using_ints_handle() {
-  static const TypedOperatorHandle<flatten_using_ints::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(flatten_using_ints::name, flatten_using_ints::overload_name)
-          .typed<flatten_using_ints::signature>();
-  return op;
-}
-
-// dk::gelu: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<gelu::signature>& gelu_handle() {
-  static const TypedOperatorHandle<gelu::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(gelu::name, gelu::overload_name)
-          .typed<gelu::signature>();
-  return op;
-}
-
-// dk::gt.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<gt_Tensor::signature>& gt_Tensor_handle() {
-  static const TypedOperatorHandle<gt_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(gt_Tensor::name, gt_Tensor::overload_name)
-          .typed<gt_Tensor::signature>();
-  return op;
-}
-
-// dk::max.dim: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<max_dim::signature>& max_dim_handle() {
-  static const TypedOperatorHandle<max_dim::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(max_dim::name, max_dim::overload_name)
-          .typed<max_dim::signature>();
-  return op;
-}
-
-// dk::mm.out: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<mm_out::signature>& mm_out_handle() {
-  static const TypedOperatorHandle<mm_out::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(mm_out::name, mm_out::overload_name)
-          .typed<mm_out::signature>();
-  return op;
-}
-
-// dk::mul.Scalar: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<mul_Scalar::signature>& mul_Scalar_handle() {
-  static const TypedOperatorHandle<mul_Scalar::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(mul_Scalar::name, mul_Scalar::overload_name)
-          .typed<mul_Scalar::signature>();
-  return op;
-}
-
-// dk::mul_.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<mul__Tensor::signature>& mul__Tensor_handle() {
-  static const TypedOperatorHandle<mul__Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(mul__Tensor::name, mul__Tensor::overload_name)
-          .typed<mul__Tensor::signature>();
-  return op;
-}
-
-// dk::randn.generator: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<randn_generator::signature>& randn_generator_handle() {
-  static const TypedOperatorHandle<randn_generator::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(randn_generator::name, randn_generator::overload_name)
-          .typed<randn_generator::signature>();
-  return op;
-}
-
-// dk::reshape: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<reshape::signature>& reshape_handle() {
-  static const TypedOperatorHandle<reshape::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(reshape::name, reshape::overload_name)
-          .typed<reshape::signature>();
-  return op;
-}
-
-// dk::select.int: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<select_int::signature>& select_int_handle() {
-  static const TypedOperatorHandle<select_int::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(select_int::name, select_int::overload_name)
-          .typed<select_int::signature>();
-  return op;
-}
-
-// dk::softmax.int: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<softmax_int::signature>& softmax_int_handle() {
-  static const TypedOperatorHandle<softmax_int::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(softmax_int::name, softmax_int::overload_name)
-          .typed<softmax_int::signature>();
-  return op;
-}
-
-// dk::split.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<split_Tensor::signature>& split_Tensor_handle() {
-  static const TypedOperatorHandle<split_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(split_Tensor::name, split_Tensor::overload_name)
-          .typed<split_Tensor::signature>();
-  return op;
-}
-
-// dk::sub.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<sub_Tensor::signature>& sub_Tensor_handle() {
-  static const TypedOperatorHandle<sub_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(sub_Tensor::name, sub_Tensor::overload_name)
-          .typed<sub_Tensor::signature>();
-  return op;
-}
-
-// dk::unbind.int: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<unbind_int::signature>& unbind_int_handle() {
-  static const TypedOperatorHandle<unbind_int::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(unbind_int::name, unbind_int::overload_name)
-          .typed<unbind_int::signature>();
-  return op;
-}
-
-// dk::unsqueeze: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<unsqueeze::signature>& unsqueeze_handle() {
-  static const TypedOperatorHandle<unsqueeze::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(unsqueeze::name, unsqueeze::overload_name)
-          .typed<unsqueeze::signature>();
-  return op;
-}
-
-// dk::where.self: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<where_self::signature>& where_self_handle() {
-  static const TypedOperatorHandle<where_self::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(where_self::name, where_self::overload_name)
-          .typed<where_self::signature>();
-  return op;
-}
-
-}  // namespace
 
 // ===== dk::_log_softmax =====
 Tensor _log_softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
-  const TypedOperatorHandle<signature>& op = _log_softmax_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_log_softmax>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, half_to_float);  // Note [Generated slow path]
   }
@@ -267,7 +32,7 @@ Tensor _log_softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
 }
 
 Tensor _log_softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool half_to_float) {
-  const TypedOperatorHandle<signature>& op = _log_softmax_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_log_softmax>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, half_to_float);  // Note [Generated slow path]
   }
@@ -277,7 +42,7 @@ Tensor _log_softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t d
 
 // ===== dk::add.Tensor =====
 Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = add_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
@@ -289,7 +54,7 @@ Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
 }
 
 Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = add_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
@@ -299,7 +64,7 @@ Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 
 // ===== dk::add.out =====
 Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = add_out_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_out>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha, out);  // Note [Generated slow path]
   }
@@ -311,7 +76,7 @@ Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alph
 }
 
 Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = add_out_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_out>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha, out);  // Note [Generated slow path]
   }
@@ -321,7 +86,7 @@ Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
 
 // ===== dk::addmm =====
 Tensor addmm::call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = addmm_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<addmm>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, mat1, mat2, beta, alpha);  // Note [Generated slow path]
   }
@@ -333,7 +98,7 @@ Tensor addmm::call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, c
 }
 
 Tensor addmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = addmm_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<addmm>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, mat1, mat2, beta, alpha);  // Note [Generated slow path]
   }
@@ -343,7 +108,7 @@ Tensor addmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& ma
 
 // ===== dk::bmm =====
 Tensor bmm::call(const Tensor& self, const Tensor& mat2) {
-  const TypedOperatorHandle<signature>& op = bmm_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<bmm>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, mat2);  // Note [Generated slow path]
   }
@@ -355,7 +120,7 @@ Tensor bmm::call(const Tensor& self, const Tensor& mat2) {
 }
 
 Tensor bmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
-  const TypedOperatorHandle<signature>& op = bmm_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<bmm>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, mat2);  // Note [Generated slow path]
   }
@@ -365,7 +130,7 @@ Tensor bmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2
 
 // ===== dk::copy_ =====
 Tensor copy_::call(const Tensor& self, const Tensor& src, bool non_blocking) {
-  const TypedOperatorHandle<signature>& op = copy__handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<copy_>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, src, non_blocking);  // Note [Generated slow path]
   }
@@ -377,7 +142,7 @@ Tensor copy_::call(const Tensor& self, const Tensor& src, bool non_blocking) {
 }
 
 Tensor copy_::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
-  const TypedOperatorHandle<signature>& op = copy__handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<copy_>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, src, non_blocking);  // Note [Generated slow path]
   }
@@ -387,7 +152,7 @@ Tensor copy_::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& sr
 
 // ===== dk::div.Scalar =====
 Tensor div_Scalar::call(const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = div_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<div_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -399,7 +164,7 @@ Tensor div_Scalar::call(const Tensor& self, const Scalar& other) {
 }
 
 Tensor div_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = div_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<div_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -409,7 +174,7 @@ Tensor div_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
 
 // ===== dk::empty_like =====
 Tensor empty_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = empty_like_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<empty_like>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
@@ -421,7 +186,7 @@ Tensor empty_like::call(const Tensor& self, std::optional<ScalarType> dtype, std
 }
 
 Tensor empty_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = empty_like_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<empty_like>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
@@ -431,7 +196,7 @@ Tensor empty_like::redispatch(DispatchKeySet ks, const Tensor& self, std::option
 
 // ===== dk::exp =====
 Tensor exp::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = exp_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<exp>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -443,7 +208,7 @@ Tensor exp::call(const Tensor& self) {
 }
 
 Tensor exp::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = exp_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<exp>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -453,7 +218,7 @@ Tensor exp::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::fill_.Scalar =====
 Tensor fill__Scalar::call(const Tensor& self, const Scalar& value) {
-  const TypedOperatorHandle<signature>& op = fill__Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<fill__Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, value);  // Note [Generated slow path]
   }
@@ -465,7 +230,7 @@ Tensor fill__Scalar::call(const Tensor& self, const Scalar& value) {
 }
 
 Tensor fill__Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
-  const TypedOperatorHandle<signature>& op = fill__Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<fill__Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, value);  // Note [Generated slow path]
   }
@@ -475,7 +240,7 @@ Tensor fill__Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Sca
 
 // ===== dk::flatten.using_ints =====
 Tensor flatten_using_ints::call(const Tensor& self, int64_t start_dim, int64_t end_dim) {
-  const TypedOperatorHandle<signature>& op = flatten_using_ints_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<flatten_using_ints>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, start_dim, end_dim);  // Note [Generated slow path]
   }
@@ -487,7 +252,7 @@ Tensor flatten_using_ints::call(const Tensor& self, int64_t start_dim, int64_t e
 }
 
 Tensor flatten_using_ints::redispatch(DispatchKeySet ks, const Tensor& self, int64_t start_dim, int64_t end_dim) {
-  const TypedOperatorHandle<signature>& op = flatten_using_ints_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<flatten_using_ints>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, start_dim, end_dim);  // Note [Generated slow path]
   }
@@ -497,7 +262,7 @@ Tensor flatten_using_ints::redispatch(DispatchKeySet ks, const Tensor& self, int
 
 // ===== dk::gelu =====
 Tensor gelu::call(const Tensor& self, std::string_view approximate) {
-  const TypedOperatorHandle<signature>& op = gelu_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gelu>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, approximate);  // Note [Generated slow path]
   }
@@ -509,7 +274,7 @@ Tensor gelu::call(const Tensor& self, std::string_view approximate) {
 }
 
 Tensor gelu::redispatch(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
-  const TypedOperatorHandle<signature>& op = gelu_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gelu>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, approximate);  // Note [Generated slow path]
   }
@@ -519,7 +284,7 @@ Tensor gelu::redispatch(DispatchKeySet ks, const Tensor& self, std::string_view 
 
 // ===== dk::gt.Tensor =====
 Tensor gt_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = gt_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gt_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -531,7 +296,7 @@ Tensor gt_Tensor::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor gt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = gt_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gt_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -541,7 +306,7 @@ Tensor gt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
 
 // ===== dk::max.dim =====
 std::tuple<Tensor, Tensor> max_dim::call(const Tensor& self, int64_t dim, bool keepdim) {
-  const TypedOperatorHandle<signature>& op = max_dim_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<max_dim>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, keepdim);  // Note [Generated slow path]
   }
@@ -553,7 +318,7 @@ std::tuple<Tensor, Tensor> max_dim::call(const Tensor& self, int64_t dim, bool k
 }
 
 std::tuple<Tensor, Tensor> max_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
-  const TypedOperatorHandle<signature>& op = max_dim_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<max_dim>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, keepdim);  // Note [Generated slow path]
   }
@@ -563,7 +328,7 @@ std::tuple<Tensor, Tensor> max_dim::redispatch(DispatchKeySet ks, const Tensor& 
 
 // ===== dk::mm.out =====
 Tensor mm_out::call(const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = mm_out_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mm_out>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, mat2, out);  // Note [Generated slow path]
   }
@@ -575,7 +340,7 @@ Tensor mm_out::call(const Tensor& self, const Tensor& mat2, const Tensor& out) {
 }
 
 Tensor mm_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = mm_out_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mm_out>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, mat2, out);  // Note [Generated slow path]
   }
@@ -585,7 +350,7 @@ Tensor mm_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& m
 
 // ===== dk::mul.Scalar =====
 Tensor mul_Scalar::call(const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = mul_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -597,7 +362,7 @@ Tensor mul_Scalar::call(const Tensor& self, const Scalar& other) {
 }
 
 Tensor mul_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = mul_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -607,7 +372,7 @@ Tensor mul_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
 
 // ===== dk::mul_.Tensor =====
 Tensor mul__Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = mul__Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul__Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -619,7 +384,7 @@ Tensor mul__Tensor::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor mul__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = mul__Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul__Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -629,7 +394,7 @@ Tensor mul__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tens
 
 // ===== dk::randn.generator =====
 Tensor randn_generator::call(IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = randn_generator_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<randn_generator>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -641,7 +406,7 @@ Tensor randn_generator::call(IntArrayRef size, std::optional<Generator> generato
 }
 
 Tensor randn_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = randn_generator_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<randn_generator>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -651,7 +416,7 @@ Tensor randn_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::opt
 
 // ===== dk::reshape =====
 Tensor reshape::call(const Tensor& self, IntArrayRef shape) {
-  const TypedOperatorHandle<signature>& op = reshape_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<reshape>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, shape);  // Note [Generated slow path]
   }
@@ -663,7 +428,7 @@ Tensor reshape::call(const Tensor& self, IntArrayRef shape) {
 }
 
 Tensor reshape::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef shape) {
-  const TypedOperatorHandle<signature>& op = reshape_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<reshape>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, shape);  // Note [Generated slow path]
   }
@@ -673,7 +438,7 @@ Tensor reshape::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef sh
 
 // ===== dk::select.int =====
 Tensor select_int::call(const Tensor& self, int64_t dim, int64_t index) {
-  const TypedOperatorHandle<signature>& op = select_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<select_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, index);  // Note [Generated slow path]
   }
@@ -685,7 +450,7 @@ Tensor select_int::call(const Tensor& self, int64_t dim, int64_t index) {
 }
 
 Tensor select_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
-  const TypedOperatorHandle<signature>& op = select_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<select_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, index);  // Note [Generated slow path]
   }
@@ -695,7 +460,7 @@ Tensor select_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim
 
 // ===== dk::softmax.int =====
 Tensor softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = softmax_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<softmax_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, dtype);  // Note [Generated slow path]
   }
@@ -707,7 +472,7 @@ Tensor softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarTy
 }
 
 Tensor softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = softmax_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<softmax_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, dtype);  // Note [Generated slow path]
   }
@@ -717,7 +482,7 @@ Tensor softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t di
 
 // ===== dk::split.Tensor =====
 std::vector<Tensor> split_Tensor::call(const Tensor& self, int64_t split_size, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = split_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<split_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, split_size, dim);  // Note [Generated slow path]
   }
@@ -729,7 +494,7 @@ std::vector<Tensor> split_Tensor::call(const Tensor& self, int64_t split_size, i
 }
 
 std::vector<Tensor> split_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t split_size, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = split_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<split_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, split_size, dim);  // Note [Generated slow path]
   }
@@ -739,7 +504,7 @@ std::vector<Tensor> split_Tensor::redispatch(DispatchKeySet ks, const Tensor& se
 
 // ===== dk::sub.Tensor =====
 Tensor sub_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = sub_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sub_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
@@ -751,7 +516,7 @@ Tensor sub_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
 }
 
 Tensor sub_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = sub_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sub_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
@@ -761,7 +526,7 @@ Tensor sub_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 
 // ===== dk::unbind.int =====
 std::vector<Tensor> unbind_int::call(const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = unbind_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<unbind_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim);  // Note [Generated slow path]
   }
@@ -773,7 +538,7 @@ std::vector<Tensor> unbind_int::call(const Tensor& self, int64_t dim) {
 }
 
 std::vector<Tensor> unbind_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = unbind_int_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<unbind_int>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
@@ -783,7 +548,7 @@ std::vector<Tensor> unbind_int::redispatch(DispatchKeySet ks, const Tensor& self
 
 // ===== dk::unsqueeze =====
 Tensor unsqueeze::call(const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = unsqueeze_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<unsqueeze>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim);  // Note [Generated slow path]
   }
@@ -795,7 +560,7 @@ Tensor unsqueeze::call(const Tensor& self, int64_t dim) {
 }
 
 Tensor unsqueeze::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = unsqueeze_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<unsqueeze>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
@@ -805,7 +570,7 @@ Tensor unsqueeze::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim)
 
 // ===== dk::where.self =====
 Tensor where_self::call(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = where_self_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<where_self>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(condition, self, other);  // Note [Generated slow path]
   }
@@ -817,7 +582,7 @@ Tensor where_self::call(const Tensor& condition, const Tensor& self, const Tenso
 }
 
 Tensor where_self::redispatch(DispatchKeySet ks, const Tensor& condition, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = where_self_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<where_self>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, condition, self, other);  // Note [Generated slow path]
   }

@@ -7,7 +7,9 @@
 // Note [Generated slow path]
 // When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly.
+// around it; otherwise they invoke the kernel through the generated adapters directly. The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
 #include "dk/dispatcher.h"
@@ -15,256 +17,10 @@
 
 namespace dk::ops {
 
-namespace {
-
-// dk::_softmax: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<_softmax::signature>& _softmax_handle() {
-  static const TypedOperatorHandle<_softmax::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(_softmax::name, _softmax::overload_name)
-          .typed<_softmax::signature>();
-  return op;
-}
-
-// dk::abs: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<abs::signature>& abs_handle() {
-  static const TypedOperatorHandle<abs::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(abs::name, abs::overload_name)
-          .typed<abs::signature>();
-  return op;
-}
-
-// dk::add.Scalar: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<add_Scalar::signature>& add_Scalar_handle() {
-  static const TypedOperatorHandle<add_Scalar::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(add_Scalar::name, add_Scalar::overload_name)
-          .typed<add_Scalar::signature>();
-  return op;
-}
-
-// dk::add_.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<add__Tensor::signature>& add__Tensor_handle() {
-  static const TypedOperatorHandle<add__Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(add__Tensor::name, add__Tensor::overload_name)
-          .typed<add__Tensor::signature>();
-  return op;
-}
-
-// dk::arange.start_step: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<arange_start_step::signature>& arange_start_step_handle() {
-  static const TypedOperatorHandle<arange_start_step::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(arange_start_step::name, arange_start_step::overload_name)
-          .typed<arange_start_step::signature>();
-  return op;
-}
-
-// dk::clamp: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<clamp::signature>& clamp_handle() {
-  static const TypedOperatorHandle<clamp::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(clamp::name, clamp::overload_name)
-          .typed<clamp::signature>();
-  return op;
-}
-
-// dk::contiguous: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<contiguous::signature>& contiguous_handle() {
-  static const TypedOperatorHandle<contiguous::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(contiguous::name, contiguous::overload_name)
-          .typed<contiguous::signature>();
-  return op;
-}
-
-// dk::cross_entropy_loss: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<cross_entropy_loss::signature>& cross_entropy_loss_handle() {
-  static const TypedOperatorHandle<cross_entropy_loss::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(cross_entropy_loss::name, cross_entropy_loss::overload_name)
-          .typed<cross_entropy_loss::signature>();
-  return op;
-}
-
-// dk::div.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<div_Tensor::signature>& div_Tensor_handle() {
-  static const TypedOperatorHandle<div_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(div_Tensor::name, div_Tensor::overload_name)
-          .typed<div_Tensor::signature>();
-  return op;
-}
-
-// dk::dropout: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<dropout::signature>& dropout_handle() {
-  static const TypedOperatorHandle<dropout::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(dropout::name, dropout::overload_name)
-          .typed<dropout::signature>();
-  return op;
-}
-
-// dk::empty.memory_format: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<empty_memory_format::signature>& empty_memory_format_handle() {
-  static const TypedOperatorHandle<empty_memory_format::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(empty_memory_format::name, empty_memory_format::overload_name)
-          .typed<empty_memory_format::signature>();
-  return op;
-}
-
-// dk::full: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<full::signature>& full_handle() {
-  static const TypedOperatorHandle<full::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(full::name, full::overload_name)
-          .typed<full::signature>();
-  return op;
-}
-
-// dk::lt.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<lt_Tensor::signature>& lt_Tensor_handle() {
-  static const TypedOperatorHandle<lt_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(lt_Tensor::name, lt_Tensor::overload_name)
-          .typed<lt_Tensor::signature>();
-  return op;
-}
-
-// dk::minimum: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<minimum::signature>& minimum_handle() {
-  static const TypedOperatorHandle<minimum::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(minimum::name, minimum::overload_name)
-          .typed<minimum::signature>();
-  return op;
-}
-
-// dk::mm: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<mm::signature>& mm_handle() {
-  static const TypedOperatorHandle<mm::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(mm::name, mm::overload_name)
-          .typed<mm::signature>();
-  return op;
-}
-
-// dk::mse_loss: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<mse_loss::signature>& mse_loss_handle() {
-  static const TypedOperatorHandle<mse_loss::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(mse_loss::name, mse_loss::overload_name)
-          .typed<mse_loss::signature>();
-  return op;
-}
-
-// dk::mul.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<mul_Tensor::signature>& mul_Tensor_handle() {
-  static const TypedOperatorHandle<mul_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(mul_Tensor::name, mul_Tensor::overload_name)
-          .typed<mul_Tensor::signature>();
-  return op;
-}
-
-// dk::nll_loss: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<nll_loss::signature>& nll_loss_handle() {
-  static const TypedOperatorHandle<nll_loss::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(nll_loss::name, nll_loss::overload_name)
-          .typed<nll_loss::signature>();
-  return op;
-}
-
-// dk::rand: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<rand::signature>& rand_handle() {
-  static const TypedOperatorHandle<rand::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(rand::name, rand::overload_name)
-          .typed<rand::signature>();
-  return op;
-}
-
-// dk::randn: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<randn::signature>& randn_handle() {
-  static const TypedOperatorHandle<randn::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(randn::name, randn::overload_name)
-          .typed<randn::signature>();
-  return op;
-}
-
-// dk::relu: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<relu::signature>& relu_handle() {
-  static const TypedOperatorHandle<relu::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(relu::name, relu::overload_name)
-          .typed<relu::signature>();
-  return op;
-}
-
-// dk::rsqrt: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<rsqrt::signature>& rsqrt_handle() {
-  static const TypedOperatorHandle<rsqrt::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(rsqrt::name, rsqrt::overload_name)
-          .typed<rsqrt::signature>();
-  return op;
-}
-
-// dk::sin: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<sin::signature>& sin_handle() {
-  static const TypedOperatorHandle<sin::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(sin::name, sin::overload_name)
-          .typed<sin::signature>();
-  return op;
-}
-
-// dk::sqrt: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<sqrt::signature>& sqrt_handle() {
-  static const TypedOperatorHandle<sqrt::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(sqrt::name, sqrt::overload_name)
-          .typed<sqrt::signature>();
-  return op;
-}
-
-// dk::stack: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<stack::signature>& stack_handle() {
-  static const TypedOperatorHandle<stack::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(stack::name, stack::overload_name)
-          .typed<stack::signature>();
-  return op;
-}
-
-// dk::sub.Scalar: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<sub_Scalar::signature>& sub_Scalar_handle() {
-  static const TypedOperatorHandle<sub_Scalar::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(sub_Scalar::name, sub_Scalar::overload_name)
-          .typed<sub_Scalar::signature>();
-  return op;
-}
-
-// dk::zeros: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<zeros::signature>& zeros_handle() {
-  static const TypedOperatorHandle<zeros::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(zeros::name, zeros::overload_name)
-          .typed<zeros::signature>();
-  return op;
-}
-
-}  // namespace
 
 // ===== dk::_softmax =====
 Tensor _softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
-  const TypedOperatorHandle<signature>& op = _softmax_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_softmax>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, dim, half_to_float);  // Note [Generated slow path]
   }
@@ -276,7 +32,7 @@ Tensor _softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
 }
 
 Tensor _softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool half_to_float) {
-  const TypedOperatorHandle<signature>& op = _softmax_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_softmax>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, dim, half_to_float);  // Note [Generated slow path]
   }
@@ -286,7 +42,7 @@ Tensor _softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, 
 
 // ===== dk::abs =====
 Tensor abs::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = abs_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<abs>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -298,7 +54,7 @@ Tensor abs::call(const Tensor& self) {
 }
 
 Tensor abs::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = abs_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<abs>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -308,7 +64,7 @@ Tensor abs::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::add.Scalar =====
 Tensor add_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = add_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
@@ -320,7 +76,7 @@ Tensor add_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& a
 }
 
 Tensor add_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = add_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
@@ -330,7 +86,7 @@ Tensor add_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
 
 // ===== dk::add_.Tensor =====
 Tensor add__Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = add__Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add__Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
@@ -342,7 +98,7 @@ Tensor add__Tensor::call(const Tensor& self, const Tensor& other, const Scalar& 
 }
 
 Tensor add__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = add__Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add__Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
@@ -352,7 +108,7 @@ Tensor add__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tens
 
 // ===== dk::arange.start_step =====
 Tensor arange_start_step::call(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = arange_start_step_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<arange_start_step>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(start, end, step, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -364,7 +120,7 @@ Tensor arange_start_step::call(const Scalar& start, const Scalar& end, const Sca
 }
 
 Tensor arange_start_step::redispatch(DispatchKeySet ks, const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = arange_start_step_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<arange_start_step>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, start, end, step, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -374,7 +130,7 @@ Tensor arange_start_step::redispatch(DispatchKeySet ks, const Scalar& start, con
 
 // ===== dk::clamp =====
 Tensor clamp::call(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  const TypedOperatorHandle<signature>& op = clamp_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<clamp>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, min, max);  // Note [Generated slow path]
   }
@@ -386,7 +142,7 @@ Tensor clamp::call(const Tensor& self, const std::optional<Scalar>& min, const s
 }
 
 Tensor clamp::redispatch(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  const TypedOperatorHandle<signature>& op = clamp_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<clamp>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, min, max);  // Note [Generated slow path]
   }
@@ -396,7 +152,7 @@ Tensor clamp::redispatch(DispatchKeySet ks, const Tensor& self, const std::optio
 
 // ===== dk::contiguous =====
 Tensor contiguous::call(const Tensor& self, MemoryFormat memory_format) {
-  const TypedOperatorHandle<signature>& op = contiguous_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<contiguous>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, memory_format);  // Note [Generated slow path]
   }
@@ -408,7 +164,7 @@ Tensor contiguous::call(const Tensor& self, MemoryFormat memory_format) {
 }
 
 Tensor contiguous::redispatch(DispatchKeySet ks, const Tensor& self, MemoryFormat memory_format) {
-  const TypedOperatorHandle<signature>& op = contiguous_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<contiguous>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, memory_format);  // Note [Generated slow path]
   }
@@ -418,7 +174,7 @@ Tensor contiguous::redispatch(DispatchKeySet ks, const Tensor& self, MemoryForma
 
 // ===== dk::cross_entropy_loss =====
 Tensor cross_entropy_loss::call(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
-  const TypedOperatorHandle<signature>& op = cross_entropy_loss_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cross_entropy_loss>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, target, weight, reduction, ignore_index, label_smoothing);  // Note [Generated slow path]
   }
@@ -431,7 +187,7 @@ Tensor cross_entropy_loss::call(const Tensor& self, const Tensor& target, const 
 }
 
 Tensor cross_entropy_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
-  const TypedOperatorHandle<signature>& op = cross_entropy_loss_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cross_entropy_loss>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, target, weight, reduction, ignore_index, label_smoothing);  // Note [Generated slow path]
   }
@@ -441,7 +197,7 @@ Tensor cross_entropy_loss::redispatch(DispatchKeySet ks, const Tensor& self, con
 
 // ===== dk::div.Tensor =====
 Tensor div_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = div_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<div_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -453,7 +209,7 @@ Tensor div_Tensor::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor div_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = div_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<div_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -463,7 +219,7 @@ Tensor div_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 
 // ===== dk::dropout =====
 Tensor dropout::call(const Tensor& input, double p, bool train) {
-  const TypedOperatorHandle<signature>& op = dropout_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<dropout>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(input, p, train);  // Note [Generated slow path]
   }
@@ -475,7 +231,7 @@ Tensor dropout::call(const Tensor& input, double p, bool train) {
 }
 
 Tensor dropout::redispatch(DispatchKeySet ks, const Tensor& input, double p, bool train) {
-  const TypedOperatorHandle<signature>& op = dropout_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<dropout>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, input, p, train);  // Note [Generated slow path]
   }
@@ -485,7 +241,7 @@ Tensor dropout::redispatch(DispatchKeySet ks, const Tensor& input, double p, boo
 
 // ===== dk::empty.memory_format =====
 Tensor empty_memory_format::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = empty_memory_format_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<empty_memory_format>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
@@ -497,7 +253,7 @@ Tensor empty_memory_format::call(IntArrayRef size, std::optional<ScalarType> dty
 }
 
 Tensor empty_memory_format::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = empty_memory_format_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<empty_memory_format>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
@@ -507,7 +263,7 @@ Tensor empty_memory_format::redispatch(DispatchKeySet ks, IntArrayRef size, std:
 
 // ===== dk::full =====
 Tensor full::call(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = full_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<full>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, fill_value, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -519,7 +275,7 @@ Tensor full::call(IntArrayRef size, const Scalar& fill_value, std::optional<Scal
 }
 
 Tensor full::redispatch(DispatchKeySet ks, IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = full_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<full>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, fill_value, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -529,7 +285,7 @@ Tensor full::redispatch(DispatchKeySet ks, IntArrayRef size, const Scalar& fill_
 
 // ===== dk::lt.Tensor =====
 Tensor lt_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = lt_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<lt_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -541,7 +297,7 @@ Tensor lt_Tensor::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor lt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = lt_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<lt_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -551,7 +307,7 @@ Tensor lt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
 
 // ===== dk::minimum =====
 Tensor minimum::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = minimum_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<minimum>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -563,7 +319,7 @@ Tensor minimum::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor minimum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = minimum_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<minimum>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -573,7 +329,7 @@ Tensor minimum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
 
 // ===== dk::mm =====
 Tensor mm::call(const Tensor& self, const Tensor& mat2) {
-  const TypedOperatorHandle<signature>& op = mm_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mm>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, mat2);  // Note [Generated slow path]
   }
@@ -585,7 +341,7 @@ Tensor mm::call(const Tensor& self, const Tensor& mat2) {
 }
 
 Tensor mm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
-  const TypedOperatorHandle<signature>& op = mm_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mm>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, mat2);  // Note [Generated slow path]
   }
@@ -595,7 +351,7 @@ Tensor mm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2)
 
 // ===== dk::mse_loss =====
 Tensor mse_loss::call(const Tensor& self, const Tensor& target, int64_t reduction) {
-  const TypedOperatorHandle<signature>& op = mse_loss_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mse_loss>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, target, reduction);  // Note [Generated slow path]
   }
@@ -607,7 +363,7 @@ Tensor mse_loss::call(const Tensor& self, const Tensor& target, int64_t reductio
 }
 
 Tensor mse_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, int64_t reduction) {
-  const TypedOperatorHandle<signature>& op = mse_loss_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mse_loss>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, target, reduction);  // Note [Generated slow path]
   }
@@ -617,7 +373,7 @@ Tensor mse_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor&
 
 // ===== dk::mul.Tensor =====
 Tensor mul_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = mul_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other);  // Note [Generated slow path]
   }
@@ -629,7 +385,7 @@ Tensor mul_Tensor::call(const Tensor& self, const Tensor& other) {
 }
 
 Tensor mul_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = mul_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
@@ -639,7 +395,7 @@ Tensor mul_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 
 // ===== dk::nll_loss =====
 Tensor nll_loss::call(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
-  const TypedOperatorHandle<signature>& op = nll_loss_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<nll_loss>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, target, weight, reduction, ignore_index);  // Note [Generated slow path]
   }
@@ -652,7 +408,7 @@ Tensor nll_loss::call(const Tensor& self, const Tensor& target, const std::optio
 }
 
 Tensor nll_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
-  const TypedOperatorHandle<signature>& op = nll_loss_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<nll_loss>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, target, weight, reduction, ignore_index);  // Note [Generated slow path]
   }
@@ -662,7 +418,7 @@ Tensor nll_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor&
 
 // ===== dk::rand =====
 Tensor rand::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = rand_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rand>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -674,7 +430,7 @@ Tensor rand::call(IntArrayRef size, std::optional<ScalarType> dtype, std::option
 }
 
 Tensor rand::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = rand_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rand>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -684,7 +440,7 @@ Tensor rand::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scala
 
 // ===== dk::randn =====
 Tensor randn::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = randn_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<randn>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -696,7 +452,7 @@ Tensor randn::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
 }
 
 Tensor randn::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = randn_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<randn>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -706,7 +462,7 @@ Tensor randn::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scal
 
 // ===== dk::relu =====
 Tensor relu::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = relu_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<relu>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -718,7 +474,7 @@ Tensor relu::call(const Tensor& self) {
 }
 
 Tensor relu::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = relu_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<relu>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -728,7 +484,7 @@ Tensor relu::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::rsqrt =====
 Tensor rsqrt::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = rsqrt_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rsqrt>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -740,7 +496,7 @@ Tensor rsqrt::call(const Tensor& self) {
 }
 
 Tensor rsqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = rsqrt_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rsqrt>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -750,7 +506,7 @@ Tensor rsqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::sin =====
 Tensor sin::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = sin_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sin>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -762,7 +518,7 @@ Tensor sin::call(const Tensor& self) {
 }
 
 Tensor sin::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = sin_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sin>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -772,7 +528,7 @@ Tensor sin::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::sqrt =====
 Tensor sqrt::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = sqrt_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sqrt>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self);  // Note [Generated slow path]
   }
@@ -784,7 +540,7 @@ Tensor sqrt::call(const Tensor& self) {
 }
 
 Tensor sqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = sqrt_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sqrt>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
@@ -794,7 +550,7 @@ Tensor sqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
 
 // ===== dk::stack =====
 Tensor stack::call(ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = stack_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<stack>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(tensors, dim);  // Note [Generated slow path]
   }
@@ -807,7 +563,7 @@ Tensor stack::call(ArrayRef<Tensor> tensors, int64_t dim) {
 }
 
 Tensor stack::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = stack_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<stack>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
   }
@@ -817,7 +573,7 @@ Tensor stack::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t di
 
 // ===== dk::sub.Scalar =====
 Tensor sub_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = sub_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sub_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
@@ -829,7 +585,7 @@ Tensor sub_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& a
 }
 
 Tensor sub_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = sub_Scalar_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sub_Scalar>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
@@ -839,7 +595,7 @@ Tensor sub_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
 
 // ===== dk::zeros =====
 Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = zeros_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -851,7 +607,7 @@ Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
 }
 
 Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = zeros_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }

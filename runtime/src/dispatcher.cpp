@@ -199,6 +199,7 @@ Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
   // Operators without an autocast policy pass through the autocast keys (Note [Autocast]).
   install(DispatchKey::AutocastCPU, "autocast_fallthrough (default)");
   install(DispatchKey::AutocastCUDA, "autocast_fallthrough (default)");
+  updateAllTables();  // no operators yet: computes fallback_only_
 }
 
 Dispatcher::~Dispatcher() = default;
@@ -208,7 +209,7 @@ OperatorEntry* Dispatcher::lookupEntry(const OperatorName& name) const { return 
 OperatorEntry& Dispatcher::findOrCreateEntry(const OperatorName& name) {
   if (OperatorEntry* e = registry_->find(name)) return *e;
   OperatorEntry& e = registry_->insert(name);
-  e.updateDispatchTable(fallbackPointers());
+  e.updateDispatchTable(OperatorEntry::Fallbacks{}, fallback_only_);  // no kernels yet: fallback_only_ is its table
   // The process-wide flag is stored before the entries are walked under mutex_, which this
   // caller holds: a new entry cannot miss a change (Note [Per-operator slow-path flag]).
   e.setSlowPath(detail::dispatch_slow_path_enabled.load());
@@ -286,7 +287,8 @@ void Dispatcher::setSlowPathEnabled(bool on) {
 
 void Dispatcher::updateAllTables() {
   auto fallbacks = fallbackPointers();
-  for (const auto& e : registry_->entries()) e->updateDispatchTable(fallbacks);
+  fallback_only_ = OperatorEntry::computeFallbackOnlyTable(fallbacks);
+  for (const auto& e : registry_->entries()) e->updateDispatchTable(fallbacks, fallback_only_);
 }
 
 // ---- libraries ----
@@ -387,7 +389,7 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
   a.id = next_registration_id_++;
   uint64_t id = a.id;
   entry.kernels_.push_front(std::move(a));
-  entry.updateDispatchTable(fallbackPointers());
+  entry.updateDispatchTable(fallbackPointers(), fallback_only_);
   return RegistrationHandleRAII([this, &entry, id] { deregisterImpl(entry, id); });
 }
 
@@ -397,7 +399,7 @@ void Dispatcher::deregisterImpl(OperatorEntry& entry, uint64_t id) {
   if (it == entry.kernels_.end()) return;
   retired_kernels_.push_back(it->kernel);  // Note [Retired kernels]
   entry.kernels_.erase(it);
-  entry.updateDispatchTable(fallbackPointers());
+  entry.updateDispatchTable(fallbackPointers(), fallback_only_);
 }
 
 // ---- backend fallbacks ----

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <charconv>
+#include <iterator>
 #include <utility>
 
 #include "dk/error.h"
@@ -300,8 +301,14 @@ class Parser {
     skipWs();
     if (allow_name_only && atEnd()) return name;
     if (peek() != '(') fail(pos_, "expected '(' but found " + found(pos_));
-    std::vector<Argument> arguments;
-    bool is_vararg = parseArguments(arguments);
+    // Parsed into a reused per-thread buffer, then moved into a vector of exactly the right
+    // size: one allocation and one move per argument, where growing the vector would move
+    // every argument again at each doubling (startup parses thousands of schemas).
+    thread_local std::vector<Argument> scratch;
+    scratch.clear();
+    bool is_vararg = parseArguments(scratch);
+    std::vector<Argument> arguments(std::make_move_iterator(scratch.begin()), std::make_move_iterator(scratch.end()));
+    scratch.clear();
     skipWs();
     if (!startsWith("->")) fail(pos_, "expected '->' but found " + found(pos_));
     pos_ += 2;

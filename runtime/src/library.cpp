@@ -23,7 +23,12 @@ std::string_view kindName(Library::Kind k) {
 }  // namespace
 
 Library::Library(Kind kind, std::string ns, std::optional<DispatchKey> key, const char* file, uint32_t line)
-    : kind_(kind), ns_(std::move(ns)), key_(key), file_(file ? file : ""), line_(line) {
+    : kind_(kind),
+      ns_(std::move(ns)),
+      key_(key),
+      file_(file ? file : ""),
+      line_(line),
+      site_(file_.empty() ? "registered at (unknown site)" : "registered at " + file_ + ":" + std::to_string(line_)) {
   DK_CHECK(isIdentifier(ns_), kindName(kind_), " ", site(), ": '", ns_,
            "' is not a valid namespace (use a C++ identifier such as 'myops')");
   DK_CHECK(ns_ != "_" || kind_ == IMPL, kindName(kind_), " ", site(),
@@ -38,13 +43,11 @@ Library::~Library() {
   while (!registrations_.empty()) registrations_.pop_back();
 }
 
-std::string Library::site() const {
-  if (file_.empty()) return "registered at (unknown site)";
-  return "registered at " + file_ + ":" + std::to_string(line_);
+OperatorName Library::qualify(std::string_view name, const char* what) const {
+  return qualify(parseOperatorName(name), what);
 }
 
-OperatorName Library::qualify(std::string_view name, const char* what) const {
-  OperatorName op = parseOperatorName(name);
+OperatorName Library::qualify(OperatorName op, const char* what) const {
   auto sep = op.name.find("::");
   if (sep == std::string::npos) {
     op.name = ns_ + "::" + op.name;
@@ -68,7 +71,7 @@ OperatorName Library::defSchema(std::string_view schema_text) {
   DK_CHECK(std::holds_alternative<FunctionSchema>(parsed), "def(\"", schema_text, "\") ", site(),
            ": needs a full schema, e.g. \"foo(Tensor x) -> Tensor\"");
   FunctionSchema schema = std::get<FunctionSchema>(std::move(parsed));
-  OperatorName name = qualify(schema.operator_name().toString(), "define");
+  OperatorName name = qualify(schema.operator_name(), "define");
   schema.set_operator_name(name);
   registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site()));
   return name;

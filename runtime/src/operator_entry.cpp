@@ -37,7 +37,8 @@ constexpr DispatchKeySet kQuantizedAndSparseKeys =
 
 OperatorEntry::OperatorEntry(OperatorName name) : name_(std::move(name)) {
   for (auto& mask : non_fallthrough_keys_) mask.store(~uint64_t{0}, std::memory_order_relaxed);
-  for (auto& slot : dispatch_table_) slot.store(&missingKernel(), std::memory_order_relaxed);
+  const KernelFunction* missing = &missingKernel();
+  for (auto& slot : dispatch_table_) slot.store(missing, std::memory_order_relaxed);
 }
 
 const FunctionSchema& OperatorEntry::schema() const {
@@ -136,26 +137,38 @@ OperatorEntry::SlotInfo OperatorEntry::computeDispatchTableEntry(DispatchKey k,
   return {SlotSource::Missing, nullptr};
 }
 
-void OperatorEntry::updateDispatchTable(const Fallbacks& fallbacks) {
-  std::array<uint64_t, kNumBackends> masks;
-  masks.fill(~uint64_t{0});
+void OperatorEntry::computeTable(const Fallbacks& fallbacks, FallbackOnlyTable& out) const {
+  out.masks.fill(~uint64_t{0});
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
     DispatchKey k = runtimeKeyForTableIndex(slot);
     SlotInfo info = computeDispatchTableEntry(k, fallbacks[slot]);
     const KernelFunction* kernel = info.source == SlotSource::AmbiguousAutogradOther ? &ambiguousAutogradOtherKernel()
                                    : info.from                                     ? info.from->kernel.get()
                                                                                    : &missingKernel();
-    dispatch_table_[slot].store(kernel, std::memory_order_release);
+    out.table[slot] = kernel;
     if (kernel->isFallthrough() && k != DispatchKey::Undefined) {
       uint64_t functionality = functionalityBit(toFunctionalityKey(k));
       if (auto backend = toBackendComponent(k)) {
-        masks[static_cast<int>(*backend)] &= ~functionality;
+        out.masks[static_cast<int>(*backend)] &= ~functionality;
       } else {
-        for (uint64_t& m : masks) m &= ~functionality;
+        for (uint64_t& m : out.masks) m &= ~functionality;
       }
     }
   }
-  for (int b = 0; b < kNumBackends; ++b) non_fallthrough_keys_[b].store(masks[b], std::memory_order_relaxed);
+}
+
+FallbackOnlyTable OperatorEntry::computeFallbackOnlyTable(const Fallbacks& fallbacks) {
+  FallbackOnlyTable out;
+  OperatorEntry(OperatorName{}).computeTable(fallbacks, out);
+  return out;
+}
+
+void OperatorEntry::updateDispatchTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only) {
+  FallbackOnlyTable computed;
+  if (!kernels_.empty()) computeTable(fallbacks, computed);
+  const FallbackOnlyTable& t = kernels_.empty() ? fallback_only : computed;
+  for (int slot = 0; slot < kDispatchTableSize; ++slot) dispatch_table_[slot].store(t.table[slot], std::memory_order_release);
+  for (int b = 0; b < kNumBackends; ++b) non_fallthrough_keys_[b].store(t.masks[b], std::memory_order_relaxed);
 }
 
 std::optional<CppSignature> OperatorEntry::cppSignature() const {

@@ -162,6 +162,10 @@ def main():
         rows.append({"case": name, "median": vals["bytes_per_operator"], "min": "", "max": "", "unit": "bytes",
                      "note": f"heap growth per schema + CPU kernel; sizeof(OperatorEntry) = {vals['sizeof_operator_entry']}"})
         print(f"{name}: {vals['bytes_per_operator']} bytes (sizeof entry {vals['sizeof_operator_entry']})", flush=True)
+        if "table_and_history_bytes" in vals:
+            rows.append({"case": name.replace("memory_per_operator_entry", "memory_table_and_history"),
+                         "median": vals["table_and_history_bytes"], "min": "", "max": "", "unit": "bytes",
+                         "note": f"the same without the schema's argument vectors ({vals['schema_heap_bytes']} bytes)"})
 
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(RESULTS, exist_ok=True)

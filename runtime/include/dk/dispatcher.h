@@ -202,6 +202,7 @@ class Dispatcher {
   mutable std::mutex mutex_;  // serialises every writer; readers never take it on calls
   std::unique_ptr<OperatorRegistry> registry_;
   std::array<std::optional<AnnotatedKernel>, kDispatchTableSize> backend_fallbacks_;
+  FallbackOnlyTable fallback_only_;  // follows backend_fallbacks_ (updateAllTables)
   std::vector<std::pair<std::string, std::string>> libraries_;  // (namespace, debug) of DK_LIBRARY blocks
   std::vector<std::shared_ptr<const KernelFunction>> retired_kernels_;
   uint64_t next_registration_id_ = 1;
@@ -214,5 +215,31 @@ TypedOperatorHandle<Sig> OperatorHandle::typed() const {
   Dispatcher::singleton().checkSignature(*this, CppSignature::make<Sig>(), detail::SchemaInferrer<Sig>::infer());
   return TypedOperatorHandle<Sig>(*this);
 }
+
+namespace detail {
+// Note [Generated operator handles]
+// The generated ops::X::call and ::redispatch reach their operator through this cache: the
+// first call finds the schema and checks the C++ signature (typed<>()), then publishes the
+// handle; every later call is one load and a well-predicted branch, with no guard variable
+// and no out-of-line call, so the generated function needs no stack frame of its own.
+// Op is a generated operator struct (name, overload_name, signature).
+template <class Op>
+struct GeneratedOperatorHandle {
+  using Handle = TypedOperatorHandle<typename Op::signature>;
+  static const Handle& get() {
+    const Handle* h = published.load(std::memory_order_acquire);
+    return __builtin_expect(h != nullptr, 1) ? *h : find();
+  }
+
+ private:
+  __attribute__((noinline, cold)) static const Handle& find() {
+    static const Handle handle =
+        Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name).template typed<typename Op::signature>();
+    published.store(&handle, std::memory_order_release);
+    return handle;
+  }
+  static inline std::atomic<const Handle*> published{nullptr};
+};
+}  // namespace detail
 
 }  // namespace dk

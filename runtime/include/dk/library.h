@@ -128,8 +128,9 @@ class Library {
       return CppFunction(std::forward<Func>(fn));
     }
   }
-  std::string site() const;
+  const std::string& site() const { return site_; }  // "registered at FILE:LINE", made once
   OperatorName qualify(std::string_view name, const char* what) const;
+  OperatorName qualify(OperatorName op, const char* what) const;
   Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn);
   OperatorName defSchema(std::string_view schema_text);  // parses once; returns the qualified name
 
@@ -138,6 +139,7 @@ class Library {
   std::optional<DispatchKey> key_;
   std::string file_;
   uint32_t line_;
+  std::string site_;
   std::vector<RegistrationHandleRAII> registrations_;
 };
 

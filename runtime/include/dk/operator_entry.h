@@ -71,6 +71,14 @@ inline void accumulateKeySet(DispatchKeySet& ks, const T& arg, const Rest&... re
 }
 }  // namespace detail
 
+// The table and fallthrough masks of an operator that has no kernels, only the backend
+// fallbacks: the same for every such operator, so the dispatcher computes it once per fallback
+// change and a fresh def copies it (startup defines thousands of operators this way).
+struct FallbackOnlyTable {
+  std::array<const KernelFunction*, kDispatchTableSize> table{};
+  std::array<uint64_t, kNumBackends> masks{};
+};
+
 class OperatorEntry {
  public:
   explicit OperatorEntry(OperatorName name);
@@ -146,6 +154,7 @@ class OperatorEntry {
 
  private:
   friend class Dispatcher;
+  static FallbackOnlyTable computeFallbackOnlyTable(const Fallbacks& fallbacks);
 
   struct SchemaRegistration {
     FunctionSchema schema;
@@ -161,8 +170,10 @@ class OperatorEntry {
   bool hasBackendKernelFor(DispatchKey runtime_key) const;
   bool hasQuantizedOrSparseKernel() const;
   SlotInfo computeDispatchTableEntry(DispatchKey k, const AnnotatedKernel* backend_fallback) const;
-  // Recomputes every slot and the fallthrough masks from the registrations.
-  void updateDispatchTable(const Fallbacks& fallbacks);
+  // Recomputes every slot and the fallthrough masks from the registrations; an entry without
+  // kernels copies `fallback_only` instead.
+  void updateDispatchTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only);
+  void computeTable(const Fallbacks& fallbacks, FallbackOnlyTable& out) const;
   void setSlowPath(bool on) { slow_path_.store(on ? 1 : 0, std::memory_order_relaxed); }
 
   // Read by every call: first, so the table sits at offset 0 and the masks and the slow-path

@@ -7,7 +7,9 @@
 // Note [Generated slow path]
 // When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly.
+// around it; otherwise they invoke the kernel through the generated adapters directly. The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
 #include "dk/dispatcher.h"
@@ -15,22 +17,10 @@
 
 namespace dk::ops {
 
-namespace {
-
-// dk::linear: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<linear::signature>& linear_handle() {
-  static const TypedOperatorHandle<linear::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(linear::name, linear::overload_name)
-          .typed<linear::signature>();
-  return op;
-}
-
-}  // namespace
 
 // ===== dk::linear =====
 Tensor linear::call(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  const TypedOperatorHandle<signature>& op = linear_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<linear>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(input, weight, bias);  // Note [Generated slow path]
   }
@@ -43,7 +33,7 @@ Tensor linear::call(const Tensor& input, const Tensor& weight, const std::option
 }
 
 Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  const TypedOperatorHandle<signature>& op = linear_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<linear>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, input, weight, bias);  // Note [Generated slow path]
   }

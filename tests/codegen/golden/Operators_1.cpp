@@ -7,7 +7,9 @@
 // Note [Generated slow path]
 // When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly.
+// around it; otherwise they invoke the kernel through the generated adapters directly. The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
 #include "dk/dispatcher.h"
@@ -15,22 +17,10 @@
 
 namespace dk::ops {
 
-namespace {
-
-// dk::cat: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<cat::signature>& cat_handle() {
-  static const TypedOperatorHandle<cat::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(cat::name, cat::overload_name)
-          .typed<cat::signature>();
-  return op;
-}
-
-}  // namespace
 
 // ===== dk::cat =====
 Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = cat_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cat>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(tensors, dim);  // Note [Generated slow path]
   }
@@ -43,7 +33,7 @@ Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
 }
 
 Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = cat_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cat>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
   }

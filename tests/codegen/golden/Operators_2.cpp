@@ -7,7 +7,9 @@
 // Note [Generated slow path]
 // When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly.
+// around it; otherwise they invoke the kernel through the generated adapters directly. The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
 #include "dk/dispatcher.h"
@@ -15,31 +17,10 @@
 
 namespace dk::ops {
 
-namespace {
-
-// dk::add.Tensor: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<add_Tensor::signature>& add_Tensor_handle() {
-  static const TypedOperatorHandle<add_Tensor::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(add_Tensor::name, add_Tensor::overload_name)
-          .typed<add_Tensor::signature>();
-  return op;
-}
-
-// dk::add.out: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<add_out::signature>& add_out_handle() {
-  static const TypedOperatorHandle<add_out::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(add_out::name, add_out::overload_name)
-          .typed<add_out::signature>();
-  return op;
-}
-
-}  // namespace
 
 // ===== dk::add.Tensor =====
 Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = add_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha);  // Note [Generated slow path]
   }
@@ -51,7 +32,7 @@ Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
 }
 
 Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = add_Tensor_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
@@ -61,7 +42,7 @@ Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
 
 // ===== dk::add.out =====
 Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = add_out_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_out>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(self, other, alpha, out);  // Note [Generated slow path]
   }
@@ -73,7 +54,7 @@ Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alph
 }
 
 Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = add_out_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_out>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, self, other, alpha, out);  // Note [Generated slow path]
   }

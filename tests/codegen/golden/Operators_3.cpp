@@ -7,7 +7,9 @@
 // Note [Generated slow path]
 // When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
 // redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly.
+// around it; otherwise they invoke the kernel through the generated adapters directly. The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
 #include "dk/dispatcher.h"
@@ -15,22 +17,10 @@
 
 namespace dk::ops {
 
-namespace {
-
-// dk::zeros: found on first use, its C++ signature checked once (typed<>()).
-const TypedOperatorHandle<zeros::signature>& zeros_handle() {
-  static const TypedOperatorHandle<zeros::signature> op =
-      Dispatcher::singleton()
-          .findSchemaOrThrow(zeros::name, zeros::overload_name)
-          .typed<zeros::signature>();
-  return op;
-}
-
-}  // namespace
 
 // ===== dk::zeros =====
 Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = zeros_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
@@ -42,7 +32,7 @@ Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
 }
 
 Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = zeros_handle();
+  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros>::get();
   if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
