@@ -74,14 +74,13 @@ void* TensorImpl::data() const {
   return static_cast<char*>(base) + storage_offset_ * static_cast<int64_t>(itemsize());
 }
 
-TensorImpl* TensorImpl::undefined() {
-  // Never freed and never refcounted: Tensor skips retain/release for it.
-  static TensorImpl* const impl =
-      new TensorImpl(DispatchKeySet(), ScalarType::Undefined, Device(DeviceType::CPU), {});
-  return impl;
-}
-
 namespace detail {
+
+// Note [Undefined tensor impl]: constructed first among the library's globals; never destroyed.
+UndefinedTensorImplHolder::UndefinedTensorImplHolder()
+    : impl(DispatchKeySet(), ScalarType::Undefined, Device(DeviceType::CPU), {}) {}
+__attribute__((init_priority(101))) UndefinedTensorImplHolder undefined_tensor_impl;
+
 void throwDataPtrDtypeMismatch(ScalarType requested, ScalarType actual) {
   DK_ERROR("data_ptr: expected scalar type ", requested, " but found ", actual);
 }

@@ -120,7 +120,8 @@ class TensorImpl : public intrusive_ptr_target {
 
   bool is_inference() const { return !key_set_.has(DispatchKey::ADInplaceOrView); }
 
-  // The shared impl of undefined tensors: empty key set, never freed.
+  // The shared impl of undefined tensors: empty key set, never freed. Fast: the address of a
+  // global, so Tensor compares against it inline (Note [Undefined tensor impl]).
   static TensorImpl* undefined();
 
  protected:
@@ -143,7 +144,25 @@ class TensorImpl : public intrusive_ptr_target {
 
 namespace detail {
 [[noreturn]] void throwDataPtrDtypeMismatch(ScalarType requested, ScalarType actual);
+
+// Note [Undefined tensor impl]
+// Every undefined Tensor points at one TensorImpl with an empty key set, so key_set() needs no
+// null check. It lives in a global of the library (not a function-local static) so that its
+// address is a link-time constant: Tensor's constructors, destructor and defined() compare
+// against it without a call or a guard check. The holder is a union with an empty destructor,
+// so the impl is never destroyed (tensors in other globals may outlive the library's
+// destructors), and Tensor never refcounts it. It is constructed before the library's other
+// initializers (init_priority); before that its zero-filled static memory already reads as an
+// impl with an empty key set and no sizes.
+union UndefinedTensorImplHolder {
+  UndefinedTensorImplHolder();
+  ~UndefinedTensorImplHolder() {}  // never destroyed
+  TensorImpl impl;
+};
+extern UndefinedTensorImplHolder undefined_tensor_impl;
 }  // namespace detail
+
+inline TensorImpl* TensorImpl::undefined() { return &detail::undefined_tensor_impl.impl; }
 
 }  // namespace dk
 
