@@ -44,7 +44,9 @@
 // iterator gets strides in the same order.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -183,6 +185,69 @@ Tensor castToDtype(const Tensor& src, ScalarType dtype);
 
 // ---- the iterator ----
 
+// int64 values (sizes, strides, dim orders) held inline up to N, on the heap beyond: the
+// geometry of an iterator over tensors of few dims costs no allocation.
+template <size_t N>
+class SmallInt64Vector {
+ public:
+  SmallInt64Vector() = default;
+  SmallInt64Vector(const SmallInt64Vector& o) { assign(o.data(), o.size()); }
+  SmallInt64Vector& operator=(const SmallInt64Vector& o) {
+    if (this != &o) assign(o.data(), o.size());
+    return *this;
+  }
+  // The moved-from vector is left empty.
+  SmallInt64Vector(SmallInt64Vector&& o) noexcept : inline_(o.inline_), heap_(std::move(o.heap_)), size_(o.size_) {
+    o.heap_.clear();
+    o.size_ = 0;
+  }
+  SmallInt64Vector& operator=(SmallInt64Vector&& o) noexcept {
+    inline_ = o.inline_;
+    heap_ = std::move(o.heap_);
+    size_ = o.size_;
+    o.heap_.clear();
+    o.size_ = 0;
+    return *this;
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return size_ <= N ? inline_.data() : heap_.data(); }
+  const int64_t* data() const { return size_ <= N ? inline_.data() : heap_.data(); }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t& back() { return data()[size_ - 1]; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  operator IntArrayRef() const { return IntArrayRef(data(), size_); }  // NOLINT: like std::vector
+
+  // New elements are `value`.
+  void resize(size_t n, int64_t value = 0) {
+    if (n > N) {
+      if (size_ <= N) heap_.assign(inline_.begin(), inline_.begin() + static_cast<std::ptrdiff_t>(size_));
+      heap_.resize(n, value);
+    } else if (size_ > N) {
+      std::copy(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(n), inline_.begin());
+      heap_.clear();
+    } else {
+      for (size_t i = size_; i < n; ++i) inline_[i] = value;
+    }
+    size_ = n;
+  }
+  void push_back(int64_t value) { resize(size_ + 1, value); }
+  void clear() { resize(0); }
+  void assign(const int64_t* values, size_t n) {
+    resize(0);
+    resize(n);
+    std::copy(values, values + n, data());
+  }
+
+ private:
+  std::array<int64_t, N> inline_{};
+  std::vector<int64_t> heap_;  // holds the values when size_ > N
+  size_t size_ = 0;
+};
+
 class TensorIterator;
 
 // What a kernel asks of its TensorIterator (Note [CPU TensorIterator]). Setters chain.
@@ -215,11 +280,18 @@ class TensorIteratorConfig {
   friend class TensorIterator;
   struct Input {
     Tensor tensor;
-    bool keeps_dtype;
+    bool keeps_dtype = false;
   };
+  static constexpr size_t kMaxInputs = 3;  // TensorIterator::kMaxOperands less the output
+  bool buildTrivial(TensorIterator& it) const;
+  TensorIteratorConfig& addInput(const Tensor& in, bool keeps_dtype);
+
   const char* op_name_;
   Tensor output_;
-  std::vector<Input> inputs_;
+  // Inline: a config costs no allocation. ninputs_ counts every add_input, even past
+  // kMaxInputs, so that build() can refuse the excess.
+  std::array<Input, kMaxInputs> inputs_;
+  size_t ninputs_ = 0;
   bool promote_inputs_ = false;
   bool promote_integer_inputs_to_float_ = false;
   std::optional<ScalarType> common_dtype_;
@@ -240,13 +312,13 @@ class TensorIterator {
   const Tensor& output() const { return result_; }
   ScalarType common_dtype() const { return common_dtype_; }
   // Operand 0 is the output; inputs follow in the order they were added.
-  int noperands() const { return static_cast<int>(operands_.size()); }
+  int noperands() const { return nops_; }
   const Tensor& operand(int i) const { return operands_[static_cast<size_t>(i)]; }
   ScalarType dtype(int i) const { return operand(i).dtype(); }
   int64_t numel() const { return numel_; }
   // After coalescing, innermost first.
   int64_t ndim() const { return static_cast<int64_t>(shape_.size()); }
-  const std::vector<int64_t>& shape() const { return shape_; }
+  IntArrayRef shape() const { return shape_; }
   int64_t strideBytes(int op, int64_t dim) const { return strides_[static_cast<size_t>(op * ndim() + dim)]; }
 
   // Calls loop(data, strides, n) once per run of the innermost dim: data[k] points at operand
@@ -261,18 +333,25 @@ class TensorIterator {
 
  private:
   friend class TensorIteratorConfig;
+  // Dims held inline; more spill to the heap.
+  static constexpr size_t kInlineDims = 6;
+  using DimVector = SmallInt64Vector<kInlineDims>;
+  using StrideVector = SmallInt64Vector<kInlineDims * kMaxOperands>;
+
   TensorIterator() = default;
+  void addOperand(Tensor t) { operands_[static_cast<size_t>(nops_++)] = std::move(t); }
   // Steps 4 and 6: strides per operand in iteration order, then coalescing.
-  void computeGeometry(IntArrayRef shape, const std::vector<int64_t>& order);
+  void computeGeometry(IntArrayRef shape, IntArrayRef order);
 
   const char* op_name_ = "";
-  std::vector<Tensor> operands_;
+  std::array<Tensor, kMaxOperands> operands_;  // the first nops_ are used
+  int nops_ = 0;
   Tensor result_;
   bool copy_back_ = false;
   ScalarType common_dtype_ = ScalarType::Undefined;
   int64_t numel_ = 0;
-  std::vector<int64_t> shape_;
-  std::vector<int64_t> strides_;  // operand-major: strides_[op * ndim + dim], in bytes
+  DimVector shape_;
+  StrideVector strides_;  // operand-major: strides_[op * ndim + dim], in bytes
   std::array<char*, kMaxOperands> data_{};
 };
 
@@ -290,7 +369,8 @@ void TensorIterator::forEachRun(Loop&& loop) const {
   }
   // Per-dim counters over the outer dims; pointers move by one stride per step and rewind a
   // whole dim when it wraps.
-  std::vector<int64_t> counter(static_cast<size_t>(nd), 0);
+  DimVector counter;
+  counter.resize(static_cast<size_t>(nd));
   while (true) {
     loop(ptrs.data(), inner.data(), shape_[0]);
     int64_t d = 1;
