@@ -68,6 +68,9 @@ class TensorImpl : public intrusive_ptr_target {
   // A tensor over `storage` with the given geometry, and a fresh version counter.
   TensorImpl(Storage storage, DispatchKeySet key_set, ScalarType dtype, Device device, std::vector<int64_t> sizes,
              std::vector<int64_t> strides, int64_t storage_offset);
+  // The same with a given version counter (not null): a view's is its base's.
+  TensorImpl(Storage storage, intrusive_ptr<VersionCounter> version_counter, DispatchKeySet key_set, ScalarType dtype,
+             Device device, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t storage_offset);
   ~TensorImpl() override;
 
   // Fast: one load (Note [Tensor key set]).
