@@ -19,8 +19,7 @@ bool canCast(ScalarType from, ScalarType to) {
   return true;
 }
 
-void checkOnCpu(const char* op, const Tensor& t) {
-  if (!t.defined() || t.is_cpu()) return;
+void throwNotOnCpu(const char* op, const Tensor& t) {
   DK_ERROR(op, ": expected all tensors to be on the same device, but found at least two devices, cpu and ",
            t.device().str());
 }
@@ -231,10 +230,17 @@ bool TensorIteratorConfig::buildTrivial(TensorIterator& it) const {
   const TensorImpl& first = *inputs_[0].tensor.unsafeGetTensorImpl();
   if (!isRowMajorWithElements(first)) return false;
   const ScalarType dtype = first.dtype();
+  const size_t nd = first.sizes().size();
+  const int64_t* sizes = first.sizes().data();
+  const int64_t* strides = first.strides().data();
   for (size_t i = 0; i < ninputs_; ++i) {
     const TensorImpl& t = *inputs_[i].tensor.unsafeGetTensorImpl();
     if (t.dtype() != dtype || t.is_wrapped_number()) return false;
-    if (i > 0 && (t.sizes() != first.sizes() || t.strides() != first.strides())) return false;
+    if (&t == &first) continue;  // the same tensor twice (x + x)
+    // Same sizes and strides; a plain loop, as there are few dims.
+    if (t.sizes().size() != nd) return false;
+    for (size_t d = 0; d < nd; ++d)
+      if (t.sizes()[d] != sizes[d] || t.strides()[d] != strides[d]) return false;
   }
   ScalarType common = dtype;
   if (common_dtype_) {

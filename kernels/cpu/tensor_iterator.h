@@ -160,9 +160,13 @@ bool canCast(ScalarType from, ScalarType to);
 
 // ---- checks shared by the CPU kernels ----
 
+[[noreturn]] void throwNotOnCpu(const char* op, const Tensor& t);  // checkOnCpu's error
+
 // "<op>: expected all tensors to be on the same device, but found at least two devices, cpu and
-// cuda:0" when `t` is defined and not on the cpu.
-void checkOnCpu(const char* op, const Tensor& t);
+// cuda:0" when `t` is defined and not on the cpu. Inline: two compares when it passes.
+inline void checkOnCpu(const char* op, const Tensor& t) {
+  if (__builtin_expect(t.defined() && !t.is_cpu(), 0)) throwNotOnCpu(op, t);
+}
 
 // "unsupported operation: more than one element of the written-to tensor refers to a single
 // memory location. Please clone() the tensor before performing the operation." when `t` has a
@@ -428,6 +432,12 @@ inline void storeBlock(char* base, int64_t stride, int64_t begin, int64_t count,
 template <class Out, class... In, class Op, size_t... I>
 inline void runElementwise(char* const* data, const int64_t* strides, int64_t n, const Op& op,
                            std::index_sequence<I...>) {
+  if (n == 1) {
+    // One element (the 0-dim iteration): the same conversions and op, without the block loops.
+    *reinterpret_cast<Out*>(data[0]) =
+        static_cast<Out>(op(static_cast<opmath_t<In>>(*reinterpret_cast<const In*>(data[I + 1]))...));
+    return;
+  }
   std::tuple<std::array<opmath_t<In>, kBlockSize>...> blocks;
   int64_t i = 0;
   for (; i + kBlockSize <= n; i += kBlockSize) {
