@@ -38,6 +38,26 @@ size_t storageBytes(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype) {
   return static_cast<size_t>(bytes);
 }
 
+// checkSizesAndStrides and storageElementsFor (offset 0) in one pass for the usual geometry,
+// without building a message: false when a check would fail or the count overflows.
+bool validStorageElements(IntArrayRef sizes, IntArrayRef strides, int64_t* elements) {
+  if (sizes.size() != strides.size()) return false;
+  int64_t extent = 1;
+  bool empty = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t size = sizes[i], stride = strides[i];
+    if (size < 0 || stride < 0) return false;
+    if (size == 0) {
+      empty = true;
+      continue;
+    }
+    int64_t step = 0;
+    if (__builtin_mul_overflow(size - 1, stride, &step) || __builtin_add_overflow(extent, step, &extent)) return false;
+  }
+  *elements = empty ? 0 : extent;
+  return true;
+}
+
 Tensor tensorOver(Storage storage, IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
   return Tensor(make_intrusive<TensorImpl>(std::move(storage),
                                            computeTensorKeySet(device, InferenceMode::is_enabled()), dtype,
@@ -157,10 +177,17 @@ struct BlobContext {
 namespace detail {
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
-  checkSizesAndStrides("empty_strided", sizes, strides);
+  // The checks in their order (geometry, dtype, allocator, size), each message built only when
+  // its check fails; the usual geometry is checked and counted in one pass.
+  int64_t elements = 0;
+  const bool counted = validStorageElements(sizes, strides, &elements);
+  if (!counted) checkSizesAndStrides("empty_strided", sizes, strides);
   DK_CHECK(dtype != ScalarType::Undefined, "empty_strided: the dtype is Undefined");
   Allocator* allocator = getAllocator(device.type);
-  size_t nbytes = storageBytes(sizes, strides, dtype);
+  int64_t bytes = 0;
+  size_t nbytes = counted && !__builtin_mul_overflow(elements, static_cast<int64_t>(elementSize(dtype)), &bytes)
+                      ? static_cast<size_t>(bytes)
+                      : storageBytes(sizes, strides, dtype);
   return tensorInBlock(sizes, strides, dtype, device, allocator, nbytes);
 }
 
