@@ -141,7 +141,7 @@ Tensor tensorInBlock(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, D
   DataPtr data = inlineBytes ? DataPtr() : allocator->allocate(nbytes, device);
   void* raw = std::malloc(sizeof(TensorBlock) + (inlineBytes ? TensorBlock::kInlinePadding + nbytes : 0));
   if (raw == nullptr) throw std::bad_alloc();
-  auto* block = new (raw) TensorBlock();
+  auto* block = new (raw) TensorBlock;  // default-initialized: the slots are left as they are
   if (inlineBytes) {
     auto end = reinterpret_cast<uintptr_t>(block + 1);
     auto aligned = (end + TensorBlock::kInlinePadding) & ~uintptr_t{kHostAlignment - 1};
