@@ -217,7 +217,8 @@ TensorIteratorConfig& TensorIteratorConfig::resize_outputs(bool on) {
 }
 
 // Note [Trivial TensorIterator]
-// Most calls are the trivial case: inputs of one dtype that need no cast, all with the same
+// Most calls are the trivial case: inputs of one dtype that need no cast (none added with
+// add_input_keeping_dtype, none a wrapped number), all with the same
 // sizes and row-major strides, at least one element, and no output or an in-place output
 // that is one of them with the result dtype and no other input partly overlapping it. Every
 // step of Note [CPU TensorIterator] then has a known outcome: no broadcasting, the common dtype
@@ -235,7 +236,7 @@ bool TensorIteratorConfig::buildTrivial(TensorIterator& it) const {
   const int64_t* strides = first.strides().data();
   for (size_t i = 0; i < ninputs_; ++i) {
     const TensorImpl& t = *inputs_[i].tensor.unsafeGetTensorImpl();
-    if (t.dtype() != dtype || t.is_wrapped_number()) return false;
+    if (t.dtype() != dtype || t.is_wrapped_number() || inputs_[i].keeps_dtype) return false;
     if (&t == &first) continue;  // the same tensor twice (x + x)
     // Same sizes and strides; a plain loop, as there are few dims.
     if (t.sizes().size() != nd) return false;
@@ -249,11 +250,7 @@ bool TensorIteratorConfig::buildTrivial(TensorIterator& it) const {
     common = get_default_dtype();
   }
   const bool castInputs = promote_inputs_ || common_dtype_.has_value();
-  if (castInputs && common != dtype) {
-    // Only keeps_dtype inputs escape the cast.
-    for (size_t i = 0; i < ninputs_; ++i)
-      if (!inputs_[i].keeps_dtype) return false;
-  }
+  if (castInputs && common != dtype) return false;  // every input would be cast
   const ScalarType resultDtype = output_dtype_.value_or(common);
 
   Tensor written;
