@@ -184,38 +184,6 @@ Tensor castToDtype(const Tensor& src, ScalarType dtype) {
 
 // ---- config ----
 
-TensorIteratorConfig& TensorIteratorConfig::add_output(const Tensor& out) {
-  output_ = out;
-  return *this;
-}
-TensorIteratorConfig& TensorIteratorConfig::addInput(const Tensor& in, bool keeps_dtype) {
-  if (ninputs_ < kMaxInputs) inputs_[ninputs_] = {in, keeps_dtype};
-  ++ninputs_;
-  return *this;
-}
-TensorIteratorConfig& TensorIteratorConfig::add_input(const Tensor& in) { return addInput(in, false); }
-TensorIteratorConfig& TensorIteratorConfig::add_input_keeping_dtype(const Tensor& in) { return addInput(in, true); }
-TensorIteratorConfig& TensorIteratorConfig::promote_inputs_to_common_dtype(bool on) {
-  promote_inputs_ = on;
-  return *this;
-}
-TensorIteratorConfig& TensorIteratorConfig::promote_integer_inputs_to_float(bool on) {
-  promote_integer_inputs_to_float_ = on;
-  return *this;
-}
-TensorIteratorConfig& TensorIteratorConfig::common_dtype(ScalarType dtype) {
-  common_dtype_ = dtype;
-  return *this;
-}
-TensorIteratorConfig& TensorIteratorConfig::output_dtype(ScalarType dtype) {
-  output_dtype_ = dtype;
-  return *this;
-}
-TensorIteratorConfig& TensorIteratorConfig::resize_outputs(bool on) {
-  resize_outputs_ = on;
-  return *this;
-}
-
 // Note [Trivial TensorIterator]
 // Most calls are the trivial case: inputs of one dtype that need no cast (none added with
 // add_input_keeping_dtype, none a wrapped number), all with the same

@@ -201,16 +201,9 @@ class SmallInt64Vector {
     return *this;
   }
   // The moved-from vector is left empty.
-  SmallInt64Vector(SmallInt64Vector&& o) noexcept : inline_(o.inline_), heap_(std::move(o.heap_)), size_(o.size_) {
-    o.heap_.clear();
-    o.size_ = 0;
-  }
+  SmallInt64Vector(SmallInt64Vector&& o) noexcept { take(o); }
   SmallInt64Vector& operator=(SmallInt64Vector&& o) noexcept {
-    inline_ = o.inline_;
-    heap_ = std::move(o.heap_);
-    size_ = o.size_;
-    o.heap_.clear();
-    o.size_ = 0;
+    if (this != &o) take(o);
     return *this;
   }
 
@@ -247,36 +240,65 @@ class SmallInt64Vector {
   }
 
  private:
-  std::array<int64_t, N> inline_{};
+  void take(SmallInt64Vector& o) noexcept {
+    if (o.size_ <= N) std::copy(o.inline_.begin(), o.inline_.begin() + static_cast<std::ptrdiff_t>(o.size_), inline_.begin());
+    heap_ = std::move(o.heap_);  // empty unless o.size_ > N
+    size_ = o.size_;
+    o.heap_.clear();
+    o.size_ = 0;
+  }
+
+  // Only the first size_ are ever read (and only while size_ <= N): left uninitialized, so
+  // that making an iterator does not clear them.
+  std::array<int64_t, N> inline_;
   std::vector<int64_t> heap_;  // holds the values when size_ > N
   size_t size_ = 0;
 };
 
 class TensorIterator;
 
-// What a kernel asks of its TensorIterator (Note [CPU TensorIterator]). Setters chain.
+// What a kernel asks of its TensorIterator (Note [CPU TensorIterator]). Setters chain; they are
+// inline, as every elementwise call runs them.
 class TensorIteratorConfig {
  public:
   // `op_name` starts every error message; it must outlive the iterator.
   explicit TensorIteratorConfig(const char* op_name) : op_name_(op_name) {}
 
   // The tensor written: an undefined one to have the iterator allocate the result.
-  TensorIteratorConfig& add_output(const Tensor& out);
-  TensorIteratorConfig& add_input(const Tensor& in);
+  TensorIteratorConfig& add_output(const Tensor& out) {
+    output_ = out;
+    return *this;
+  }
+  TensorIteratorConfig& add_input(const Tensor& in) { return addInput(in, false); }
   // An input that keeps its dtype and takes no part in promotion (where's condition).
-  TensorIteratorConfig& add_input_keeping_dtype(const Tensor& in);
+  TensorIteratorConfig& add_input_keeping_dtype(const Tensor& in) { return addInput(in, true); }
 
   // Compute in the common dtype: result_type of the inputs, cast to it.
-  TensorIteratorConfig& promote_inputs_to_common_dtype(bool on);
+  TensorIteratorConfig& promote_inputs_to_common_dtype(bool on) {
+    promote_inputs_ = on;
+    return *this;
+  }
   // With promotion, an integral or bool common dtype becomes get_default_dtype() (div, exp).
-  TensorIteratorConfig& promote_integer_inputs_to_float(bool on);
+  TensorIteratorConfig& promote_integer_inputs_to_float(bool on) {
+    promote_integer_inputs_to_float_ = on;
+    return *this;
+  }
   // Compute in `dtype` instead of the promoted dtype (kernels with Scalar operands work it
   // out themselves); inputs are cast to it.
-  TensorIteratorConfig& common_dtype(ScalarType dtype);
+  TensorIteratorConfig& common_dtype(ScalarType dtype) {
+    common_dtype_ = dtype;
+    return *this;
+  }
   // The result has this dtype whatever the common one is (comparisons: Bool).
-  TensorIteratorConfig& output_dtype(ScalarType dtype);
+  TensorIteratorConfig& output_dtype(ScalarType dtype) {
+    output_dtype_ = dtype;
+    return *this;
+  }
   // Whether an out= tensor of another shape may be resized (an in-place output never is).
-  TensorIteratorConfig& resize_outputs(bool on);
+  TensorIteratorConfig& resize_outputs(bool on) {
+    resize_outputs_ = on;
+    return *this;
+  }
 
   TensorIterator build() const;
 
@@ -288,7 +310,11 @@ class TensorIteratorConfig {
   };
   static constexpr size_t kMaxInputs = 3;  // TensorIterator::kMaxOperands less the output
   bool buildTrivial(TensorIterator& it) const;
-  TensorIteratorConfig& addInput(const Tensor& in, bool keeps_dtype);
+  TensorIteratorConfig& addInput(const Tensor& in, bool keeps_dtype) {
+    if (ninputs_ < kMaxInputs) inputs_[ninputs_] = {in, keeps_dtype};
+    ++ninputs_;
+    return *this;
+  }
 
   const char* op_name_;
   Tensor output_;
