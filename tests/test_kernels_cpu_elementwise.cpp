@@ -198,7 +198,12 @@ TEST_CASE("cpu-elementwise: the trivial TensorIterator case gives the general ge
   // the result is one run over every element (or none for one element) and a row-major output.
   using native::TensorIteratorConfig;
   auto binary = [](const Tensor& out, const Tensor& a, const Tensor& b) {
-    return TensorIteratorConfig("test").add_output(out).add_input(a).add_input(b).promote_inputs_to_common_dtype(true).build();
+    return TensorIteratorConfig("test")
+        .add_output(out)
+        .add_input(a)
+        .add_input(b)
+        .promote_inputs_to_common_dtype(true)
+        .build();
   };
   Tensor a = make(Values(24, 1.0), {2, 3, 4}), b = make(Values(24, 2.0), {2, 3, 4});
   auto it = binary(Tensor(), a, b);
@@ -261,7 +266,8 @@ TEST_CASE("cpu-elementwise: the trivial TensorIterator case gives the general ge
   CHECK(compare.output().dtype() == kBool);
   CHECK(compare.strideBytes(0, 0) == 1);
   CHECK(compare.strideBytes(1, 0) == 4);
-  auto fixed = TensorIteratorConfig("test").add_output(Tensor()).add_input(make({1, 2}, {2}, kInt)).common_dtype(kLong).build();
+  auto fixed =
+      TensorIteratorConfig("test").add_output(Tensor()).add_input(make({1, 2}, {2}, kInt)).common_dtype(kLong).build();
   CHECK(fixed.dtype(1) == kLong);
   CHECK(fixed.output().dtype() == kLong);
 

@@ -241,11 +241,11 @@ bool TensorIteratorConfig::buildTrivial(TensorIterator& it) const {
   it.numel_ = first.numel();
   it.addOperand(std::move(written));
   for (size_t i = 0; i < ninputs_; ++i) it.addOperand(inputs_[i].tensor);
-  for (int k = 0; k < it.nops_; ++k) it.data_[static_cast<size_t>(k)] = static_cast<char*>(it.operands_[static_cast<size_t>(k)].data_ptr());
+  const auto nops = static_cast<size_t>(it.nops_);
+  for (size_t k = 0; k < nops; ++k) it.data_[k] = static_cast<char*>(it.operands_[k].data_ptr());
   if (it.numel_ > 1) {
     it.shape_.push_back(it.numel_);
-    for (int k = 0; k < it.nops_; ++k)
-      it.strides_.push_back(static_cast<int64_t>(it.operands_[static_cast<size_t>(k)].element_size()));
+    for (size_t k = 0; k < nops; ++k) it.strides_.push_back(static_cast<int64_t>(it.operands_[k].element_size()));
   }
   return true;
 }

@@ -241,7 +241,7 @@ class SmallInt64Vector {
 
  private:
   void take(SmallInt64Vector& o) noexcept {
-    if (o.size_ <= N) std::copy(o.inline_.begin(), o.inline_.begin() + static_cast<std::ptrdiff_t>(o.size_), inline_.begin());
+    if (o.size_ <= N) std::copy(o.data(), o.data() + o.size_, inline_.data());
     heap_ = std::move(o.heap_);  // empty unless o.size_ > N
     size_ = o.size_;
     o.heap_.clear();

@@ -147,7 +147,8 @@ Tensor tensorInBlock(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, D
     auto aligned = (end + TensorBlock::kInlinePadding) & ~uintptr_t{kHostAlignment - 1};
     data = DataPtr(reinterpret_cast<void*>(aligned), device);  // not owned: freed with the block
   }
-  Storage storage(intrusive_ptr<StorageImpl>(new (block->storage) BlockStorageImpl(std::move(data), nbytes, allocator)));
+  Storage storage(
+      intrusive_ptr<StorageImpl>(new (block->storage) BlockStorageImpl(std::move(data), nbytes, allocator)));
   intrusive_ptr<VersionCounter> counter(new (block->counter) BlockVersionCounter());
   TensorImpl* impl = nullptr;
   try {
