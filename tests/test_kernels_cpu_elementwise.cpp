@@ -150,7 +150,7 @@ TEST_CASE("cpu-elementwise: TensorIterator shape, dtypes and coalescing", "[cpu-
                         .promote_inputs_to_common_dtype(true)
                         .build();
   CHECK(contiguous.ndim() == 1);
-  CHECK(contiguous.shape() == Sizes{24});
+  CHECK(contiguous.shape().vec() == Sizes{24});
   CHECK(contiguous.common_dtype() == kFloat);
   CHECK(contiguous.dtype(2) == kFloat);  // the int64 input was cast
   CHECK(contiguous.output().sizes() == Sizes{2, 3, 4});
@@ -166,7 +166,7 @@ TEST_CASE("cpu-elementwise: TensorIterator shape, dtypes and coalescing", "[cpu-
                        .add_input(make(Values(6, 1.0), {2, 3}))
                        .add_input(make(Values(3, 1.0), {3}))
                        .build();
-  CHECK(broadcast.shape() == Sizes{3, 2});
+  CHECK(broadcast.shape().vec() == Sizes{3, 2});
   CHECK(broadcast.strideBytes(2, 1) == 0);
   // Comparisons fix the output dtype; integer-to-float promotion for div-like ops.
   auto compare = TensorIteratorConfig("test")
@@ -191,6 +191,133 @@ TEST_CASE("cpu-elementwise: TensorIterator shape, dtypes and coalescing", "[cpu-
   CHECK(native::canCast(kBool, kBool));
   CHECK(native::convertValue<uint8_t>(-1.0f) == 255);
   CHECK(native::convertValue<int64_t>(std::nan("")) == std::numeric_limits<int64_t>::min());
+}
+
+TEST_CASE("cpu-elementwise: the trivial TensorIterator case gives the general geometry", "[cpu-elementwise]") {
+  // Note [Trivial TensorIterator]: same sizes, row-major, one dtype. Whatever path builds it,
+  // the result is one run over every element (or none for one element) and a row-major output.
+  using native::TensorIteratorConfig;
+  auto binary = [](const Tensor& out, const Tensor& a, const Tensor& b) {
+    return TensorIteratorConfig("test")
+        .add_output(out)
+        .add_input(a)
+        .add_input(b)
+        .promote_inputs_to_common_dtype(true)
+        .build();
+  };
+  Tensor a = make(Values(24, 1.0), {2, 3, 4}), b = make(Values(24, 2.0), {2, 3, 4});
+  auto it = binary(Tensor(), a, b);
+  CHECK(it.numel() == 24);
+  CHECK(it.ndim() == 1);
+  CHECK(it.shape().vec() == Sizes{24});
+  for (int k = 0; k < 3; ++k) CHECK(it.strideBytes(k, 0) == 4);
+  CHECK(it.output().sizes() == Sizes{2, 3, 4});
+  CHECK(it.output().strides() == Sizes{12, 4, 1});
+  CHECK(it.operand(1).is_same(a));
+  CHECK(it.operand(2).is_same(b));
+  CHECK(it.common_dtype() == kFloat);
+  // One element, with or without dims: a 0-dim iteration.
+  auto one = binary(Tensor(), make({1}, {1, 1}), make({2}, {1, 1}));
+  CHECK(one.ndim() == 0);
+  CHECK(one.numel() == 1);
+  CHECK(one.output().sizes() == Sizes{1, 1});
+  CHECK(one.output().strides() == Sizes{1, 1});
+  CHECK(binary(Tensor(), scalarTensor(1), scalarTensor(2)).output().dim() == 0);
+  CHECK_VALUES(native::add_cpu(make({1}, {1, 1}), make({2}, {1, 1}), 1), {3});
+  // Size-1 dims inside: still one run, output strides as computeContiguousStrides.
+  auto inner = binary(Tensor(), make(Values(6, 1.0), {3, 1, 2}), make(Values(6, 1.0), {3, 1, 2}));
+  CHECK(inner.shape().vec() == Sizes{6});
+  CHECK(inner.output().strides() == Sizes{2, 2, 1});
+  // A contiguous input whose size-1 dim has another stride is not row-major: the general path
+  // orders dims by that stride and lays the output out to match.
+  Tensor base = make({1, 2, 3}, {3});
+  Tensor odd = detail::make_view(base, {3, 1}, {1, 5}, 0);
+  REQUIRE(odd.is_contiguous());
+  auto oddIt = binary(Tensor(), odd, odd);
+  CHECK(oddIt.output().strides() == Sizes{1, 3});
+  CHECK_VALUES(native::add_cpu(odd, odd, 1), {2, 4, 6});
+
+  // Dtypes: the trivial case must not skip promotion. Two wrapped float64 numbers compute in
+  // the default dtype; integer inputs go to float for div-like ops; a fixed output dtype.
+  Tensor w1 = scalarTensor(1, kDouble), w2 = scalarTensor(2, kDouble);
+  w1.unsafeGetTensorImpl()->set_wrapped_number(true);
+  w2.unsafeGetTensorImpl()->set_wrapped_number(true);
+  auto wrapped = binary(Tensor(), w1, w2);
+  CHECK(wrapped.common_dtype() == kFloat);
+  CHECK(wrapped.dtype(1) == kFloat);
+  CHECK(wrapped.output().dtype() == kFloat);
+  auto toFloat = TensorIteratorConfig("test")
+                     .add_output(Tensor())
+                     .add_input(make({1, 2}, {2}, kInt))
+                     .add_input(make({3, 4}, {2}, kInt))
+                     .promote_inputs_to_common_dtype(true)
+                     .promote_integer_inputs_to_float(true)
+                     .build();
+  CHECK(toFloat.common_dtype() == kFloat);
+  CHECK(toFloat.dtype(1) == kFloat);
+  CHECK(toFloat.dtype(2) == kFloat);
+  auto compare = TensorIteratorConfig("test")
+                     .add_output(Tensor())
+                     .add_input(make({1, 2, 3}, {3}))
+                     .add_input(make({1, 2, 3}, {3}))
+                     .promote_inputs_to_common_dtype(true)
+                     .output_dtype(kBool)
+                     .build();
+  CHECK(compare.output().dtype() == kBool);
+  CHECK(compare.strideBytes(0, 0) == 1);
+  CHECK(compare.strideBytes(1, 0) == 4);
+  auto fixed =
+      TensorIteratorConfig("test").add_output(Tensor()).add_input(make({1, 2}, {2}, kInt)).common_dtype(kLong).build();
+  CHECK(fixed.dtype(1) == kLong);
+  CHECK(fixed.output().dtype() == kLong);
+
+  // In place: the output is self, with no copy of an input that is exactly self.
+  Tensor s = make({1, 2, 3}, {3});
+  auto inplace = binary(s, s, s);
+  CHECK(inplace.output().is_same(s));
+  CHECK(inplace.operand(0).is_same(s));
+  CHECK(inplace.operand(2).is_same(s));
+  // An out= tensor that is not an input keeps the general rules (resized here).
+  Tensor out = make({0}, {1});
+  WarningCapture warnings;
+  auto outIt = binary(out, make({1, 2}, {2}), make({1, 2}, {2}));
+  CHECK(outIt.output().is_same(out));
+  CHECK(out.sizes() == Sizes{2});
+  CHECK(warnings.messages.size() == 1);
+}
+
+TEST_CASE("cpu-elementwise: iterators over many dims keep their geometry past the inline storage",
+          "[cpu-elementwise]") {
+  // 9 dims of size 2 with strides 3^k never coalesce: 9 iteration dims, and 27 strides for
+  // the 3 operands, more than the iterator keeps inline.
+  Sizes sizes(9, 2), strides(9);
+  int64_t stride = 1;
+  for (size_t d = 9; d-- > 0;) {
+    strides[d] = stride;
+    stride *= 3;
+  }
+  Values values(9842);  // 1 + (3^9 - 1) / 2 elements reach the last one
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i);
+  Tensor base = make(values, {9842});
+  Tensor gappy = detail::make_view(base, sizes, strides, 0);
+  auto it = native::TensorIteratorConfig("test").add_output(Tensor()).add_input(gappy).add_input(gappy).build();
+  CHECK(it.ndim() == 9);
+  CHECK(it.numel() == 512);
+  Values twice;
+  for (double v : read(gappy)) twice.push_back(2 * v);
+  CHECK(sameValues(read(native::add_cpu(gappy, gappy, 1)), twice));
+  // Broadcast against 8 dims: the general path with a broadcast input.
+  Tensor big = make(Values(256, 1.0), Sizes(8, 2));
+  Tensor r = native::add_cpu(big, make({5, 7}, {2}), 1);
+  CHECK(r.sizes() == Sizes(8, 2));
+  Values expected;
+  for (int i = 0; i < 128; ++i) {
+    expected.push_back(6);
+    expected.push_back(8);
+  }
+  CHECK(sameValues(read(r), expected));
+  // Trivial with many dims: one run.
+  CHECK(native::TensorIteratorConfig("test").add_output(Tensor()).add_input(big).add_input(big).build().ndim() == 1);
 }
 
 // ---------------------------------------------------------------- add / sub / mul / div

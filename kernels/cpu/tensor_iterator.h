@@ -44,7 +44,9 @@
 // iterator gets strides in the same order.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -158,9 +160,13 @@ bool canCast(ScalarType from, ScalarType to);
 
 // ---- checks shared by the CPU kernels ----
 
+[[noreturn]] void throwNotOnCpu(const char* op, const Tensor& t);  // checkOnCpu's error
+
 // "<op>: expected all tensors to be on the same device, but found at least two devices, cpu and
-// cuda:0" when `t` is defined and not on the cpu.
-void checkOnCpu(const char* op, const Tensor& t);
+// cuda:0" when `t` is defined and not on the cpu. Inline: two compares when it passes.
+inline void checkOnCpu(const char* op, const Tensor& t) {
+  if (__builtin_expect(t.defined() && !t.is_cpu(), 0)) throwNotOnCpu(op, t);
+}
 
 // "unsupported operation: more than one element of the written-to tensor refers to a single
 // memory location. Please clone() the tensor before performing the operation." when `t` has a
@@ -183,31 +189,116 @@ Tensor castToDtype(const Tensor& src, ScalarType dtype);
 
 // ---- the iterator ----
 
+// int64 values (sizes, strides, dim orders) held inline up to N, on the heap beyond: the
+// geometry of an iterator over tensors of few dims costs no allocation.
+template <size_t N>
+class SmallInt64Vector {
+ public:
+  SmallInt64Vector() = default;
+  SmallInt64Vector(const SmallInt64Vector& o) { assign(o.data(), o.size()); }
+  SmallInt64Vector& operator=(const SmallInt64Vector& o) {
+    if (this != &o) assign(o.data(), o.size());
+    return *this;
+  }
+  // The moved-from vector is left empty.
+  SmallInt64Vector(SmallInt64Vector&& o) noexcept { take(o); }
+  SmallInt64Vector& operator=(SmallInt64Vector&& o) noexcept {
+    if (this != &o) take(o);
+    return *this;
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return size_ <= N ? inline_.data() : heap_.data(); }
+  const int64_t* data() const { return size_ <= N ? inline_.data() : heap_.data(); }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t& back() { return data()[size_ - 1]; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  operator IntArrayRef() const { return IntArrayRef(data(), size_); }  // NOLINT: like std::vector
+
+  // New elements are `value`.
+  void resize(size_t n, int64_t value = 0) {
+    if (n > N) {
+      if (size_ <= N) heap_.assign(inline_.begin(), inline_.begin() + static_cast<std::ptrdiff_t>(size_));
+      heap_.resize(n, value);
+    } else if (size_ > N) {
+      std::copy(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(n), inline_.begin());
+      heap_.clear();
+    } else {
+      for (size_t i = size_; i < n; ++i) inline_[i] = value;
+    }
+    size_ = n;
+  }
+  void push_back(int64_t value) { resize(size_ + 1, value); }
+  void clear() { resize(0); }
+  void assign(const int64_t* values, size_t n) {
+    resize(0);
+    resize(n);
+    std::copy(values, values + n, data());
+  }
+
+ private:
+  void take(SmallInt64Vector& o) noexcept {
+    if (o.size_ <= N) std::copy(o.data(), o.data() + o.size_, inline_.data());
+    heap_ = std::move(o.heap_);  // empty unless o.size_ > N
+    size_ = o.size_;
+    o.heap_.clear();
+    o.size_ = 0;
+  }
+
+  // Only the first size_ are ever read (and only while size_ <= N): left uninitialized, so
+  // that making an iterator does not clear them.
+  std::array<int64_t, N> inline_;
+  std::vector<int64_t> heap_;  // holds the values when size_ > N
+  size_t size_ = 0;
+};
+
 class TensorIterator;
 
-// What a kernel asks of its TensorIterator (Note [CPU TensorIterator]). Setters chain.
+// What a kernel asks of its TensorIterator (Note [CPU TensorIterator]). Setters chain; they are
+// inline, as every elementwise call runs them.
 class TensorIteratorConfig {
  public:
   // `op_name` starts every error message; it must outlive the iterator.
   explicit TensorIteratorConfig(const char* op_name) : op_name_(op_name) {}
 
   // The tensor written: an undefined one to have the iterator allocate the result.
-  TensorIteratorConfig& add_output(const Tensor& out);
-  TensorIteratorConfig& add_input(const Tensor& in);
+  TensorIteratorConfig& add_output(const Tensor& out) {
+    output_ = out;
+    return *this;
+  }
+  TensorIteratorConfig& add_input(const Tensor& in) { return addInput(in, false); }
   // An input that keeps its dtype and takes no part in promotion (where's condition).
-  TensorIteratorConfig& add_input_keeping_dtype(const Tensor& in);
+  TensorIteratorConfig& add_input_keeping_dtype(const Tensor& in) { return addInput(in, true); }
 
   // Compute in the common dtype: result_type of the inputs, cast to it.
-  TensorIteratorConfig& promote_inputs_to_common_dtype(bool on);
+  TensorIteratorConfig& promote_inputs_to_common_dtype(bool on) {
+    promote_inputs_ = on;
+    return *this;
+  }
   // With promotion, an integral or bool common dtype becomes get_default_dtype() (div, exp).
-  TensorIteratorConfig& promote_integer_inputs_to_float(bool on);
+  TensorIteratorConfig& promote_integer_inputs_to_float(bool on) {
+    promote_integer_inputs_to_float_ = on;
+    return *this;
+  }
   // Compute in `dtype` instead of the promoted dtype (kernels with Scalar operands work it
   // out themselves); inputs are cast to it.
-  TensorIteratorConfig& common_dtype(ScalarType dtype);
+  TensorIteratorConfig& common_dtype(ScalarType dtype) {
+    common_dtype_ = dtype;
+    return *this;
+  }
   // The result has this dtype whatever the common one is (comparisons: Bool).
-  TensorIteratorConfig& output_dtype(ScalarType dtype);
+  TensorIteratorConfig& output_dtype(ScalarType dtype) {
+    output_dtype_ = dtype;
+    return *this;
+  }
   // Whether an out= tensor of another shape may be resized (an in-place output never is).
-  TensorIteratorConfig& resize_outputs(bool on);
+  TensorIteratorConfig& resize_outputs(bool on) {
+    resize_outputs_ = on;
+    return *this;
+  }
 
   TensorIterator build() const;
 
@@ -215,11 +306,22 @@ class TensorIteratorConfig {
   friend class TensorIterator;
   struct Input {
     Tensor tensor;
-    bool keeps_dtype;
+    bool keeps_dtype = false;
   };
+  static constexpr size_t kMaxInputs = 3;  // TensorIterator::kMaxOperands less the output
+  bool buildTrivial(TensorIterator& it) const;
+  TensorIteratorConfig& addInput(const Tensor& in, bool keeps_dtype) {
+    if (ninputs_ < kMaxInputs) inputs_[ninputs_] = {in, keeps_dtype};
+    ++ninputs_;
+    return *this;
+  }
+
   const char* op_name_;
   Tensor output_;
-  std::vector<Input> inputs_;
+  // Inline: a config costs no allocation. ninputs_ counts every add_input, even past
+  // kMaxInputs, so that build() can refuse the excess.
+  std::array<Input, kMaxInputs> inputs_;
+  size_t ninputs_ = 0;
   bool promote_inputs_ = false;
   bool promote_integer_inputs_to_float_ = false;
   std::optional<ScalarType> common_dtype_;
@@ -240,13 +342,13 @@ class TensorIterator {
   const Tensor& output() const { return result_; }
   ScalarType common_dtype() const { return common_dtype_; }
   // Operand 0 is the output; inputs follow in the order they were added.
-  int noperands() const { return static_cast<int>(operands_.size()); }
+  int noperands() const { return nops_; }
   const Tensor& operand(int i) const { return operands_[static_cast<size_t>(i)]; }
   ScalarType dtype(int i) const { return operand(i).dtype(); }
   int64_t numel() const { return numel_; }
   // After coalescing, innermost first.
   int64_t ndim() const { return static_cast<int64_t>(shape_.size()); }
-  const std::vector<int64_t>& shape() const { return shape_; }
+  IntArrayRef shape() const { return shape_; }
   int64_t strideBytes(int op, int64_t dim) const { return strides_[static_cast<size_t>(op * ndim() + dim)]; }
 
   // Calls loop(data, strides, n) once per run of the innermost dim: data[k] points at operand
@@ -261,18 +363,25 @@ class TensorIterator {
 
  private:
   friend class TensorIteratorConfig;
+  // Dims held inline; more spill to the heap.
+  static constexpr size_t kInlineDims = 6;
+  using DimVector = SmallInt64Vector<kInlineDims>;
+  using StrideVector = SmallInt64Vector<kInlineDims * kMaxOperands>;
+
   TensorIterator() = default;
+  void addOperand(Tensor t) { operands_[static_cast<size_t>(nops_++)] = std::move(t); }
   // Steps 4 and 6: strides per operand in iteration order, then coalescing.
-  void computeGeometry(IntArrayRef shape, const std::vector<int64_t>& order);
+  void computeGeometry(IntArrayRef shape, IntArrayRef order);
 
   const char* op_name_ = "";
-  std::vector<Tensor> operands_;
+  std::array<Tensor, kMaxOperands> operands_;  // the first nops_ are used
+  int nops_ = 0;
   Tensor result_;
   bool copy_back_ = false;
   ScalarType common_dtype_ = ScalarType::Undefined;
   int64_t numel_ = 0;
-  std::vector<int64_t> shape_;
-  std::vector<int64_t> strides_;  // operand-major: strides_[op * ndim + dim], in bytes
+  DimVector shape_;
+  StrideVector strides_;  // operand-major: strides_[op * ndim + dim], in bytes
   std::array<char*, kMaxOperands> data_{};
 };
 
@@ -290,7 +399,8 @@ void TensorIterator::forEachRun(Loop&& loop) const {
   }
   // Per-dim counters over the outer dims; pointers move by one stride per step and rewind a
   // whole dim when it wraps.
-  std::vector<int64_t> counter(static_cast<size_t>(nd), 0);
+  DimVector counter;
+  counter.resize(static_cast<size_t>(nd));
   while (true) {
     loop(ptrs.data(), inner.data(), shape_[0]);
     int64_t d = 1;
@@ -348,6 +458,12 @@ inline void storeBlock(char* base, int64_t stride, int64_t begin, int64_t count,
 template <class Out, class... In, class Op, size_t... I>
 inline void runElementwise(char* const* data, const int64_t* strides, int64_t n, const Op& op,
                            std::index_sequence<I...>) {
+  if (n == 1) {
+    // One element (the 0-dim iteration): the same conversions and op, without the block loops.
+    *reinterpret_cast<Out*>(data[0]) =
+        static_cast<Out>(op(static_cast<opmath_t<In>>(*reinterpret_cast<const In*>(data[I + 1]))...));
+    return;
+  }
   std::tuple<std::array<opmath_t<In>, kBlockSize>...> blocks;
   int64_t i = 0;
   for (; i + kBlockSize <= n; i += kBlockSize) {

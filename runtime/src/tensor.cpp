@@ -20,12 +20,19 @@ TensorImpl::TensorImpl(DispatchKeySet key_set, ScalarType dtype, Device device, 
 
 TensorImpl::TensorImpl(Storage storage, DispatchKeySet key_set, ScalarType dtype, Device device,
                        std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t storage_offset)
+    : TensorImpl(std::move(storage), make_intrusive<VersionCounter>(), key_set, dtype, device, std::move(sizes),
+                 std::move(strides), storage_offset) {}
+
+TensorImpl::TensorImpl(Storage storage, intrusive_ptr<VersionCounter> version_counter, DispatchKeySet key_set,
+                       ScalarType dtype, Device device, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                       int64_t storage_offset)
     : key_set_(key_set),
       dtype_(dtype),
       device_(device),
       storage_offset_(storage_offset),
       storage_(std::move(storage)),
-      version_counter_(make_intrusive<VersionCounter>()) {
+      version_counter_(std::move(version_counter)) {
+  DK_CHECK(version_counter_, "TensorImpl: the version counter is null");
   set_sizes_and_strides(std::move(sizes), std::move(strides));
 }
 
@@ -74,14 +81,13 @@ void* TensorImpl::data() const {
   return static_cast<char*>(base) + storage_offset_ * static_cast<int64_t>(itemsize());
 }
 
-TensorImpl* TensorImpl::undefined() {
-  // Never freed and never refcounted: Tensor skips retain/release for it.
-  static TensorImpl* const impl =
-      new TensorImpl(DispatchKeySet(), ScalarType::Undefined, Device(DeviceType::CPU), {});
-  return impl;
-}
-
 namespace detail {
+
+// Note [Undefined tensor impl]: constructed first among the library's globals; never destroyed.
+UndefinedTensorImplHolder::UndefinedTensorImplHolder()
+    : impl(DispatchKeySet(), ScalarType::Undefined, Device(DeviceType::CPU), {}) {}
+__attribute__((init_priority(101))) UndefinedTensorImplHolder undefined_tensor_impl;
+
 void throwDataPtrDtypeMismatch(ScalarType requested, ScalarType actual) {
   DK_ERROR("data_ptr: expected scalar type ", requested, " but found ", actual);
 }
@@ -105,9 +111,10 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
     DK_CHECK(needed <= available, "make_view: a view with sizes ", sizes, " and strides ", strides, " at offset ",
              storage_offset, " needs ", needed, " elements of storage, but the storage holds ", available);
   }
-  auto view = make_intrusive<TensorImpl>(base_impl->storage(), base_impl->key_set(), base_impl->dtype(),
-                                         base_impl->device(), sizes.vec(), strides.vec(), storage_offset);
-  view->set_version_counter(base_impl->version_counter());
+  // Shares base's version counter from the start (Note [Version counter]): no fresh one to drop.
+  auto view = make_intrusive<TensorImpl>(base_impl->storage(), base_impl->version_counter(), base_impl->key_set(),
+                                         base_impl->dtype(), base_impl->device(), sizes.vec(), strides.vec(),
+                                         storage_offset);
   view->set_base(base_impl->is_view() ? base_impl->base() : base.getIntrusivePtr());
   return Tensor(std::move(view));
 }

@@ -68,6 +68,9 @@ class TensorImpl : public intrusive_ptr_target {
   // A tensor over `storage` with the given geometry, and a fresh version counter.
   TensorImpl(Storage storage, DispatchKeySet key_set, ScalarType dtype, Device device, std::vector<int64_t> sizes,
              std::vector<int64_t> strides, int64_t storage_offset);
+  // The same with a given version counter (not null): a view's is its base's.
+  TensorImpl(Storage storage, intrusive_ptr<VersionCounter> version_counter, DispatchKeySet key_set, ScalarType dtype,
+             Device device, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t storage_offset);
   ~TensorImpl() override;
 
   // Fast: one load (Note [Tensor key set]).
@@ -120,7 +123,8 @@ class TensorImpl : public intrusive_ptr_target {
 
   bool is_inference() const { return !key_set_.has(DispatchKey::ADInplaceOrView); }
 
-  // The shared impl of undefined tensors: empty key set, never freed.
+  // The shared impl of undefined tensors: empty key set, never freed. Fast: the address of a
+  // global, so Tensor compares against it inline (Note [Undefined tensor impl]).
   static TensorImpl* undefined();
 
  protected:
@@ -143,7 +147,25 @@ class TensorImpl : public intrusive_ptr_target {
 
 namespace detail {
 [[noreturn]] void throwDataPtrDtypeMismatch(ScalarType requested, ScalarType actual);
+
+// Note [Undefined tensor impl]
+// Every undefined Tensor points at one TensorImpl with an empty key set, so key_set() needs no
+// null check. It lives in a global of the library (not a function-local static) so that its
+// address is a link-time constant: Tensor's constructors, destructor and defined() compare
+// against it without a call or a guard check. The holder is a union with an empty destructor,
+// so the impl is never destroyed (tensors in other globals may outlive the library's
+// destructors), and Tensor never refcounts it. It is constructed before the library's other
+// initializers (init_priority); before that its zero-filled static memory already reads as an
+// impl with an empty key set and no sizes.
+union UndefinedTensorImplHolder {
+  UndefinedTensorImplHolder();
+  ~UndefinedTensorImplHolder() {}  // never destroyed
+  TensorImpl impl;
+};
+extern UndefinedTensorImplHolder undefined_tensor_impl;
 }  // namespace detail
+
+inline TensorImpl* TensorImpl::undefined() { return &detail::undefined_tensor_impl.impl; }
 
 }  // namespace dk
 
