@@ -206,8 +206,7 @@ Dispatcher::~Dispatcher() = default;
 
 OperatorEntry* Dispatcher::lookupEntry(const OperatorName& name) const { return registry_->find(name); }
 
-OperatorEntry& Dispatcher::findOrCreateEntry(const OperatorName& name) {
-  if (OperatorEntry* e = registry_->find(name)) return *e;
+OperatorEntry& Dispatcher::createEntry(const OperatorName& name) {
   OperatorEntry& e = registry_->insert(name);
   e.updateDispatchTable(OperatorEntry::Fallbacks{}, fallback_only_);  // no kernels yet: fallback_only_ is its table
   // The process-wide flag is stored before the entries are walked under mutex_, which this
@@ -332,7 +331,7 @@ RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std:
       }
     }
   }
-  OperatorEntry& entry = existing ? *existing : findOrCreateEntry(name);
+  OperatorEntry& entry = existing ? *existing : createEntry(name);
   entry.schema_ = OperatorEntry::SchemaRegistration{std::move(schema), debug};
   entry.dispatch_arg_bitmap_.store(bitmap, std::memory_order_relaxed);
   return RegistrationHandleRAII([this, &entry] { deregisterDef(entry); });
@@ -371,7 +370,7 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
                "\n    ", existing->cppSignatureDebug(), "\n    kernel 2: ", cpp_signature->name(), "\n    ", debug);
     }
   }
-  OperatorEntry& entry = existing ? *existing : findOrCreateEntry(name);
+  OperatorEntry& entry = existing ? *existing : createEntry(name);
   const uint64_t key_bit = uint64_t{1} << static_cast<int>(key);
   const AnnotatedKernel* previous = entry.firstKernelAt(key);
   if (previous && !(entry.warned_override_keys_ & key_bit)) {

@@ -191,7 +191,8 @@ class Dispatcher {
   Dispatcher();
   class OperatorRegistry;
 
-  OperatorEntry& findOrCreateEntry(const OperatorName& name);  // caller holds mutex_
+  // A new entry for `name`, which the caller (holding mutex_) has looked up and not found.
+  OperatorEntry& createEntry(const OperatorName& name);
   OperatorEntry* lookupEntry(const OperatorName& name) const;  // lock-free
   void deregisterDef(OperatorEntry& entry);
   void deregisterImpl(OperatorEntry& entry, uint64_t id);
