@@ -1,8 +1,6 @@
-// Tests for dk/function_schema.h: the type model, the parser, the printer, and a round trip of
-// every schema in PyTorch 1.13.1's native_functions.yaml.
+// Tests for dk/function_schema.h: the type model, the parser and the printer. The round trip of
+// every schema in PyTorch 1.13.1's native_functions.yaml is in test_function_schema_pytorch.cpp.
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -692,67 +690,4 @@ TEST_CASE("schema: parse errors name the column and quote the schema") {
   CHECK_THROWS_AS(dk::parseType("Tensor(a)"), dk::Error);
   CHECK_THROWS_AS(dk::parseType(""), dk::Error);
   CHECK_THROWS_AS(dk::parseType("int[99999999999999999999]"), dk::Error);
-}
-
-// ---------------------------------------------------------------------------------------------
-
-#ifndef DK_PYTORCH_NATIVE_FUNCTIONS
-#error "DK_PYTORCH_NATIVE_FUNCTIONS must name PyTorch's native_functions.yaml"
-#endif
-
-TEST_CASE("schema: every schema in native_functions.yaml round-trips") {
-  std::ifstream in(DK_PYTORCH_NATIVE_FUNCTIONS);
-  REQUIRE(in.good());
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-
-  const std::string prefix = "- func: ";
-  std::vector<std::string> schemas;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].rfind(prefix, 0) != 0) continue;
-    schemas.push_back(lines[i].substr(prefix.size()));
-    // The value is never continued on the next line: what follows is a blank line, a comment,
-    // a new entry, or another key of this entry ("  name:").
-    if (i + 1 < lines.size()) {
-      const std::string& next = lines[i + 1];
-      size_t first = next.find_first_not_of(' ');
-      bool ok = next.empty() || first == std::string::npos || next[0] == '-' || next[first] == '#';
-      if (!ok && first > 0) {
-        size_t colon = next.find(':', first);
-        ok = colon != std::string::npos &&
-             next.find_first_not_of(
-                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", first) == colon;
-      }
-      INFO("line " << i + 2 << ": " << next);
-      CHECK(ok);
-    }
-  }
-  CHECK(schemas.size() == 2493);
-
-  size_t failures = 0;
-  std::map<std::string, int> stats;
-  std::set<OperatorName> names;
-  for (const std::string& text : schemas) {
-    try {
-      FunctionSchema s = dk::parseSchema(text);
-      if (s.str() != text) {
-        ++failures;
-        FAIL_CHECK("round trip: " << text << "\n   printed: " << s.str());
-      }
-      names.insert(s.operator_name());
-      if (s.is_mutable()) ++stats["mutable"];
-      for (const Argument& a : s.arguments()) {
-        if (a.is_out()) ++stats["out"];
-        if (a.type.isTensorLike()) ++stats["tensor-like"];
-      }
-    } catch (const dk::Error& e) {
-      ++failures;
-      FAIL_CHECK(e.what());
-    }
-  }
-  CHECK(failures == 0);
-  CHECK(names.size() == schemas.size());  // operator names are unique
-  // Counts for PyTorch 1.13.1's file.
-  CHECK(stats["mutable"] == 978);
-  CHECK(stats["out"] == 741);
 }

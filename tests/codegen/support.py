@@ -11,10 +11,14 @@ from codegen.native_yaml import parse_native_functions
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GEN_PY = os.path.join(REPO_ROOT, "codegen", "gen.py")
-PYTORCH_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "third_party", "pytorch-1.13.1"))
+# PyTorch 1.13.1's operator file, from Debian's python3-torch (meson option pytorch_yaml_dir,
+# passed as DK_PYTORCH_YAML_DIR). Tests that read it skip, with NO_PYTORCH_FILE as the reason.
+PYTORCH_DIR = os.environ.get("DK_PYTORCH_YAML_DIR") or "/usr/lib/python3/dist-packages/torchgen/packaged/ATen/native"
 PYTORCH_NATIVE_FUNCTIONS = os.path.join(PYTORCH_DIR, "native_functions.yaml")
 PYTORCH_TAGS = os.path.join(PYTORCH_DIR, "tags.yaml")
-HAVE_PYTORCH_FILE = os.path.isfile(PYTORCH_NATIVE_FUNCTIONS)
+HAVE_PYTORCH_FILE = os.path.isfile(PYTORCH_NATIVE_FUNCTIONS) and os.path.isfile(PYTORCH_TAGS)
+NO_PYTORCH_FILE = (f"PyTorch 1.13.1's native_functions.yaml and tags.yaml not found in {PYTORCH_DIR} "
+                   "(install Debian's python3-torch, or set DK_PYTORCH_YAML_DIR)")
 
 TAGS = frozenset({"inplace_view", "view_copy", "pointwise"})
 

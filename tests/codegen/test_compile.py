@@ -79,7 +79,7 @@ class CompileTest(support.TempDirTestCase):
             f.write(cpp_checks.call_check_source(nfs))
         self.assertCompiles([unity], out)
 
-    @unittest.skipUnless(support.HAVE_PYTORCH_FILE, "PyTorch 1.13.1 data not present")
+    @unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
     def test_one_pytorch_scale_shard(self):
         out = os.path.join(self.dir, "aten")
         result = subprocess.run(
@@ -98,7 +98,7 @@ class CompileTest(support.TempDirTestCase):
 
     @unittest.skipUnless(os.environ.get("DK_CODEGEN_FULL_PYTORCH"),
                          "set DK_CODEGEN_FULL_PYTORCH=1 to register and check all of PyTorch's operators (~30 s)")
-    @unittest.skipUnless(support.HAVE_PYTORCH_FILE, "PyTorch 1.13.1 data not present")
+    @unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
     def test_every_pytorch_signature_against_the_runtime(self):
         libdir, why = _runtime_library()
         if libdir is None:

@@ -115,7 +115,7 @@ class GenCliTest(support.TempDirTestCase):
         self.assertEqual((result.returncode, result.stdout), (0, "1 operators OK\n"))
 
 
-@unittest.skipUnless(support.HAVE_PYTORCH_FILE, "PyTorch 1.13.1 data not present")
+@unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
 class GenCliPyTorchTest(support.TempDirTestCase):
     def test_check_pytorch_file(self):
         result = subprocess.run(

@@ -285,7 +285,7 @@ class SchemasTest(unittest.TestCase):
             with self.subTest(str(nf.func.name)):
                 self.assertFalse(nf.dispatch_is_default)
 
-    @unittest.skipUnless(support.HAVE_PYTORCH_FILE, "PyTorch 1.13.1 data not present")
+    @unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
     def test_schemas_are_pytorchs(self):
         pytorch = {str(nf.func.name): str(nf.func) for nf in parse_native_functions(
             support.PYTORCH_NATIVE_FUNCTIONS, known_tags=load_tags(support.PYTORCH_TAGS), foreign_keys="ignore")}
@@ -301,7 +301,7 @@ class SchemasTest(unittest.TestCase):
         self.assertNotIn('m.impl("zeros_like"', outputs["RegisterBackendSelect.cpp"])
 
 
-@unittest.skipUnless(support.HAVE_PYTORCH_FILE, "PyTorch 1.13.1 data not present")
+@unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
 class PyTorchScaleTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

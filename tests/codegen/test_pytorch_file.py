@@ -15,7 +15,7 @@ from . import support
 K = DispatchKey
 
 
-@unittest.skipUnless(support.HAVE_PYTORCH_FILE, "PyTorch 1.13.1 data not present")
+@unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
 class PyTorchFileTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

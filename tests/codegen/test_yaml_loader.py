@@ -79,7 +79,7 @@ class TagsFileTest(support.TempDirTestCase):
             """)
         self.assertEqual(load_tags(path), frozenset({"inplace_view", "pointwise"}))
 
-    @unittest.skipUnless(support.HAVE_PYTORCH_FILE, "PyTorch 1.13.1 data not present")
+    @unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
     def test_pytorch_tags(self):
         self.assertEqual(load_tags(support.PYTORCH_TAGS), frozenset({
             "inplace_view", "view_copy", "dynamic_output_shape", "data_dependent_output",

@@ -29,7 +29,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PYTORCH = os.path.join(os.path.dirname(ROOT), "shared", "third_party", "pytorch-1.13.1")
+# PyTorch 1.13.1's operator file, from Debian's python3-torch (as the meson option pytorch_yaml_dir).
+PYTORCH = os.environ.get("DK_PYTORCH_YAML_DIR") or "/usr/lib/python3/dist-packages/torchgen/packaged/ATen/native"
 RESULTS = os.path.join(ROOT, "tools", "bench", "results")
 GEN = [sys.executable, os.path.join(ROOT, "codegen", "gen.py")]
 
@@ -104,7 +105,7 @@ def main():
     t = timed(argv + ["-c", project_source, "-o", "/dev/null"], cwd=cwd)
     add("compile_project_Operators_0", [t], "s", "generated/Operators_0.cpp, library flags (-O2 -g)")
 
-    # ---- PyTorch 1.13.1's 2,493 operators (../shared/third_party, as the pytorch_scale option)
+    # ---- PyTorch 1.13.1's 2,493 operators (Debian's python3-torch, as the pytorch_scale option)
     pt_yaml = os.path.join(PYTORCH, "native_functions.yaml")
     if not os.path.exists(pt_yaml):
         print(f"skipped the PyTorch-scale cases: no {pt_yaml}", flush=True)
