@@ -51,6 +51,7 @@ DK_LIBRARY(t_box, m) {
   m.def("split(Tensor[] xs) -> Tensor[]");
   m.def("boxed_sum(int[] xs, str name) -> (int, str)");
   m.def("keyset(Tensor x) -> int");
+  m.def("scaled(Tensor x, int n) -> int");
 }
 DK_LIBRARY_IMPL(t_box, CompositeExplicitAutograd, m) {
   m.impl("mixed", DK_FN(mixed_kernel));
@@ -62,6 +63,7 @@ DK_LIBRARY_IMPL(t_box, CPU, m) {
   m.impl("pair", DK_FN(pair_kernel));
   m.impl("split", DK_FN(split_kernel));
   m.impl("keyset", [](DispatchKeySet ks, const Tensor&) -> int64_t { return static_cast<int64_t>(ks.raw_repr()); });
+  m.impl("scaled", [](const Tensor& x, int64_t n) -> int64_t { return x.numel() * n; });
 }
 DK_LIBRARY_IMPL(t_box, CUDA, m) {
   m.impl("split", [](ArrayRef<Tensor> xs) -> std::vector<Tensor> { return {xs[0]}; });
@@ -166,7 +168,18 @@ TEST_CASE("boxing: wrong boxed stacks raise dk::Error, never crash") {
   Stack none_for_tensor{IValue()};
   CHECK_THROWS_AS(opNamed("t_box::keyset").callBoxed(&none_for_tensor), Error);
   Stack empty;
-  CHECK_THROWS_AS(opNamed("t_box::keyset").callBoxed(&empty), Error);
+  CHECK_THROWS_WITH(opNamed("t_box::keyset").callBoxed(&empty),
+                    "t_box::keyset: a boxed call needs 1 arguments on the stack but the stack has 0");
+  // The tensor is not on top of a short stack, so no tensor is found where the schema has one:
+  // still the arity error, not "There were no tensor arguments".
+  Stack tensor_only;
+  push(tensor_only, make_tensor({3}));
+  CHECK_THROWS_WITH(opNamed("t_box::scaled").callBoxed(&tensor_only),
+                    "t_box::scaled: a boxed call needs 2 arguments on the stack but the stack has 1");
+  Stack right;
+  push(right, make_tensor({3}), 2);
+  opNamed("t_box::scaled").callBoxed(&right);
+  CHECK(right.back().toInt() == 6);
 }
 
 TEST_CASE("boxing: schemas inferred from C++ signatures") {

@@ -231,6 +231,46 @@ TEST_CASE("table: a fallthrough at a non-per-backend key is skipped for every ba
   CHECK(f.op().call(cpuTensor()) == 1);
 }
 
+TEST_CASE("table: a fallthrough at any alias key ends: no key set loops through a fallthrough") {
+  // Note [Fallthrough terminates]: the composites also fill the Undefined slot (slot 0), so a
+  // fallthrough there is reached by calls with nothing below it; it raises instead of
+  // redispatching to itself. The Autograd alias covers no backend slot, so its fallthrough
+  // leaves the call to find no CPU kernel.
+  const std::string loop_error = "fallthrough_kernel was executed for '";
+  struct Case {
+    DispatchKey alias;
+    bool reaches_slot0;
+  };
+  for (Case c : {Case{DispatchKey::CompositeExplicitAutograd, true}, Case{DispatchKey::CompositeImplicitAutograd, true},
+                 Case{DispatchKey::CompositeExplicitAutogradNonFunctional, true}, Case{DispatchKey::Autograd, false}}) {
+    INFO(toString(c.alias));
+    const std::string ns = "t_ft_alias_" + std::to_string(static_cast<int>(c.alias));
+    Library def(Library::DEF, ns);
+    def.def("f(Tensor x) -> int");
+    def.def("g() -> int");
+    auto f = implAt(ns, "f", c.alias, CppFunction::makeFallthrough());
+    auto g = implAt(ns, "g", c.alias, CppFunction::makeFallthrough());
+    auto fop = Dispatcher::singleton().findSchemaOrThrow(ns + "::f", "");
+    auto gop = Dispatcher::singleton().findSchemaOrThrow(ns + "::g", "");
+    Tensor requiring_grad = cpuTensor();
+    requiring_grad.requires_grad_();
+    for (const Tensor& x : {cpuTensor(), cudaTensor(), requiring_grad}) {
+      Stack stack{IValue(x)};
+      if (c.reaches_slot0) {
+        CHECK_THROWS_WITH(fop.callBoxed(&stack), Catch::StartsWith(loop_error + ns + "::f' with no dispatch key left"));
+      } else {
+        CHECK_THROWS_AS(fop.callBoxed(&stack), NotImplementedError);  // no CPU/CUDA kernel
+      }
+      CHECK_THROWS_AS(fop.typed<int64_t(const Tensor&)>().call(x), Error);  // the unboxed path too
+    }
+    Stack empty;
+    CHECK_THROWS_AS(gop.callBoxed(&empty), Error);
+    // With a real kernel below, a backend key's fallthrough goes on to it.
+    auto cpu = implAt(ns, "f", DispatchKey::CPU, tagKernel(5, "cpu_kernel"));
+    CHECK(unaryIntOp(ns, "f").call(cpuTensor()) == 5);
+  }
+}
+
 TEST_CASE("table: a second kernel at a key wins with a warning; removing it restores the first") {
   Fixture f("t_override");
   WarningCapture warnings;

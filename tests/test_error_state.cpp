@@ -280,10 +280,15 @@ TEST_CASE("error state: failed calls change no thread state, table or argument")
       Stack short_stack{IValue(x), IValue(x)};
       add.callBoxed(&short_stack);
     }, "dk::add.Tensor: a boxed call needs 3 arguments on the stack but the stack has 2");
-    // No tensor at all among them: no key to dispatch on.
+    // Too few values, none of them a tensor: still the arity error, not a missing kernel.
     failsWithoutSideEffects([&] {
       Stack empty;
       relu.callBoxed(&empty);
+    }, "dk::relu: a boxed call needs 1 arguments on the stack but the stack has 0");
+    // The right count but no tensor among them: no key to dispatch on.
+    failsWithoutSideEffects([&] {
+      Stack none_only{IValue()};
+      relu.callBoxed(&none_only);
     }, "There were no tensor arguments to this function");
     failsWithoutSideEffects([&] {
       Stack none{IValue(x), IValue(), IValue(1)};

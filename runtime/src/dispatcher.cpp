@@ -19,7 +19,17 @@ void fallthroughKernel(OperatorKernel*, const OperatorHandle& op, DispatchKeySet
   // Normally never called: the fallthrough mask drops this key before the lookup. A call
   // that raced with a registration change may still land here; going on below this key is
   // exactly what the fallthrough means.
-  op.redispatchBoxed(ks.remove(ks.highestFunctionalityKey()), stack);
+  // Note [Fallthrough terminates]: each pass removes one functionality key, so a chain of
+  // fallthroughs ends. With no functionality key left the call reached the Undefined slot
+  // (slot 0), which a fallthrough at CompositeExplicitAutograd or CompositeImplicitAutograd
+  // also fills: there is nothing below to fall through to, so the call fails instead of
+  // redispatching to this same slot forever.
+  const DispatchKey top = ks.highestFunctionalityKey();
+  DK_CHECK(top != DispatchKey::Undefined, "fallthrough_kernel was executed for '", op.operator_name(),
+           "' with no dispatch key left below it (key set ", ks, "). A fallthrough registered for one operator at "
+           "an alias key that covers the Undefined slot (CompositeExplicitAutograd, CompositeImplicitAutograd) is "
+           "reached when no key of the call has a kernel; register a kernel that does the work there instead.");
+  op.redispatchBoxed(ks.remove(top), stack);
 }
 void ambiguousAutogradOtherKernel(OperatorKernel*, const OperatorHandle& op, DispatchKeySet, Stack*) {
   throw NotImplementedError(detail::concat(
@@ -29,7 +39,12 @@ void ambiguousAutogradOtherKernel(OperatorKernel*, const OperatorHandle& op, Dis
       "AutogradOther (or at the backend's own key) that says what should happen, or move the composite kernel "
       "to CompositeExplicitAutograd."));
 }
-void missingKernel(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack*) {
+void missingKernel(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  // A boxed call with too few values may have found no tensor where the schema has one; the
+  // short stack is what the caller got wrong, so say that (as a kernel's boxed adapter would).
+  if (stack != nullptr && op.hasSchema() && stack->size() < op.schema().arguments().size()) {
+    detail::throwBoxedArityError(op, op.schema().arguments().size(), stack->size());
+  }
   throw NotImplementedError(Dispatcher::singleton().missingKernelMessage(op, ks));
 }
 }  // namespace
