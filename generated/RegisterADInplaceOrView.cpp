@@ -18,6 +18,7 @@ namespace {
 
 // ===== dk::add.out @ ADInplaceOrView (out=) =====
 Tensor add_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  check_version_bump_allowed(out);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::add_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, alpha, out);
@@ -28,6 +29,7 @@ Tensor add_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tens
 
 // ===== dk::add_.Tensor @ ADInplaceOrView (in-place) =====
 Tensor add__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  check_version_bump_allowed(self);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::add__Tensor::redispatch(ks & after_ADInplaceOrView_keyset, self, other, alpha);
@@ -38,6 +40,7 @@ Tensor add__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const 
 
 // ===== dk::copy_ @ ADInplaceOrView (in-place) =====
 Tensor copy__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
+  check_version_bump_allowed(self);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::copy_::redispatch(ks & after_ADInplaceOrView_keyset, self, src, non_blocking);
@@ -59,6 +62,7 @@ Tensor expand_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, IntArrayRef
 
 // ===== dk::fill_.Scalar @ ADInplaceOrView (in-place) =====
 Tensor fill__Scalar_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
+  check_version_bump_allowed(self);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::fill__Scalar::redispatch(ks & after_ADInplaceOrView_keyset, self, value);
@@ -69,6 +73,7 @@ Tensor fill__Scalar_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const
 
 // ===== dk::mm.out @ ADInplaceOrView (out=) =====
 Tensor mm_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  check_version_bump_allowed(out);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::mm_out::redispatch(ks & after_ADInplaceOrView_keyset, self, mat2, out);
@@ -79,6 +84,7 @@ Tensor mm_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tenso
 
 // ===== dk::mul_.Tensor @ ADInplaceOrView (in-place) =====
 Tensor mul__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+  check_version_bump_allowed(self);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::mul__Tensor::redispatch(ks & after_ADInplaceOrView_keyset, self, other);
@@ -100,6 +106,7 @@ Tensor permute_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, IntArrayRe
 
 // ===== dk::relu_ @ ADInplaceOrView (in-place) =====
 Tensor relu__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::relu_::redispatch(ks & after_ADInplaceOrView_keyset, self);
@@ -209,6 +216,7 @@ Tensor view_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, IntArrayRef s
 
 // ===== dk::zero_ @ ADInplaceOrView (in-place) =====
 Tensor zero__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::zero_::redispatch(ks & after_ADInplaceOrView_keyset, self);

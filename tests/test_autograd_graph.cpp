@@ -604,3 +604,131 @@ TEST_CASE("mean and sum over dim 0 of a 0-dim tensor differentiate to the tensor
   Tensor s = dk::sum(x, {-1}, /*keepdim=*/true);
   CHECK(autograd::grad({s}, {x})[0].dim() == 0);
 }
+
+// ===================================================================== InferenceMode and views (issue 13)
+
+TEST_CASE("InferenceMode: an in-place change of a normal tensor bumps its version, so backward catches it") {
+  // Only the autograd keys are excluded in InferenceMode: a normal tensor still reaches
+  // ADInplaceOrView, so the saved y is seen to have changed.
+  Tensor x = leaf({3}, {1, 2, 3});
+  Tensor y = dk::mul(x, Scalar(2.0));
+  Tensor z = dk::mul(y, y);
+  const int64_t before = y._version();
+  {
+    InferenceMode guard;
+    CHECK_FALSE(tls_is_dispatch_key_excluded(DispatchKey::ADInplaceOrView));
+    CHECK_FALSE(tls_is_dispatch_key_included(DispatchKey::ADInplaceOrView));
+    y.add_(constant({3}, {1, 1, 1}));
+  }
+  CHECK(y._version() == before + 1);
+  CHECK_THROWS_WITH(dk::sum(z).backward(),
+                    Catch::StartsWith("one of the variables needed for gradient computation has been modified by an "
+                                      "inplace operation"));
+}
+
+TEST_CASE("InferenceMode: a view of a normal tensor made inside shares its base and version counter") {
+  Tensor base = constant({2, 2}, {1, 2, 3, 4});
+  Tensor v;
+  {
+    InferenceMode guard;
+    v = base.view({4});
+    CHECK_FALSE(v.is_inference());
+    v.mul_(constant({4}, {2, 2, 2, 2}));  // both inside: allowed, and seen by the base's version counter
+  }
+  CHECK(v._version() == base._version());
+  CHECK(base._version() == 1);
+  checkValues(base, {2, 4, 6, 8});
+}
+
+TEST_CASE("views made under NoGradGuard or InferenceMode refuse a later in-place change in grad mode") {
+  const std::string no_grad_msg =
+      "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
+      "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+      "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+      "you want the inplace to be tracked).";
+  const std::string inference_msg =
+      "A view was created in inference mode and is being modified inplace in normal mode. Given that this use case "
+      "is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+      "inplace either both inside the inference_mode block (if you don't want the inplace to be tracked) or both "
+      "outside (if you want the inplace to be tracked).";
+  SECTION("a view of a leaf, made under NoGradGuard") {
+    Tensor x = leaf({2}, {1, 2});
+    Tensor v;
+    {
+      NoGradGuard g;
+      v = x.view({2});
+    }
+    CHECK(v.requires_grad());  // through its base, as in PyTorch
+    CHECK_THROWS_WITH(v.mul_(constant({2}, {3, 3})), no_grad_msg);
+    checkValues(x, {1, 2});  // the leaf is untouched
+  }
+  SECTION("a view of a non-leaf, made under NoGradGuard") {
+    Tensor x = leaf({2}, {1, 2});
+    Tensor y = dk::mul(x, Scalar(2.0));
+    Tensor v;
+    {
+      NoGradGuard g;
+      v = y.view({2});
+    }
+    CHECK_THROWS_WITH(v.mul_(constant({2}, {3, 3})), no_grad_msg);
+    // y's history is intact: d(sum y)/dx is 2.
+    dk::sum(y).backward();
+    checkValues(x.grad(), {2, 2});
+  }
+  SECTION("a view made under InferenceMode") {
+    Tensor x = leaf({2}, {1, 2});
+    Tensor v;
+    {
+      InferenceMode g;
+      v = x.view({2});
+    }
+    CHECK_THROWS_WITH(v.mul_(constant({2}, {3, 3})), inference_msg);
+    checkValues(x, {1, 2});
+  }
+  SECTION("both inside NoGradGuard, or a base that does not require grad: allowed") {
+    Tensor x = leaf({2}, {1, 2});
+    {
+      NoGradGuard g;
+      Tensor v = x.view({2});
+      v.mul_(constant({2}, {3, 3}));
+    }
+    checkValues(x, {3, 6});
+    Tensor c = constant({2}, {1, 2});
+    Tensor w;
+    {
+      NoGradGuard g;
+      w = c.view({2});
+    }
+    CHECK_FALSE(w.requires_grad());
+    w.mul_(constant({2}, {2, 2}));
+    checkValues(c, {2, 4});
+  }
+}
+
+TEST_CASE("every in-place and out= operator refuses an inference tensor outside InferenceMode, changing nothing") {
+  const std::string msg =
+      "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone to get a normal "
+      "tensor before doing inplace update.";
+  Tensor t, a;
+  {
+    InferenceMode guard;
+    t = constant({3}, {1, 2, 3});
+    a = constant({3}, {1, 1, 1});
+  }
+  REQUIRE(t.is_inference());
+  CHECK_THROWS_WITH(t.fill_(Scalar(7.0)), msg);
+  CHECK_THROWS_WITH(t.zero_(), msg);
+  CHECK_THROWS_WITH(t.relu_(), msg);
+  CHECK_THROWS_WITH(t.add_(t), msg);
+  CHECK_THROWS_WITH(t.mul_(a), msg);
+  CHECK_THROWS_WITH(t.copy_(a), msg);
+  CHECK_THROWS_WITH(dk::add(a, a, Scalar(1.0), t), msg);  // add.out
+  checkValues(t, {1, 2, 3});
+  CHECK(t._version() == 0);
+  {
+    InferenceMode guard;  // inside, all fine
+    t.fill_(Scalar(7.0));
+  }
+  checkValues(t, {7, 7, 7});
+}
+

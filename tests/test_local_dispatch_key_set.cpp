@@ -1,8 +1,10 @@
 // Thread-local included/excluded sets and the guards that change them.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <thread>
 
+#include "dk/autocast.h"
 #include "dk/local_dispatch_key_set.h"
 #include "dk/tensor.h"
 
@@ -75,7 +77,7 @@ TEST_CASE("tls: grad mode and NoGradGuard") {
   CHECK(other_thread);  // thread-local
 }
 
-TEST_CASE("tls: inference mode excludes autograd and makes tensors without autograd keys") {
+TEST_CASE("tls: inference mode excludes only autograd and makes tensors without autograd keys") {
   Tensor normal = make_tensor({2});
   CHECK(normal.key_set().has(DispatchKey::AutogradCPU));
   CHECK(normal.key_set().has(DispatchKey::ADInplaceOrView));
@@ -85,7 +87,9 @@ TEST_CASE("tls: inference mode excludes autograd and makes tensors without autog
     CHECK(InferenceMode::is_enabled());
     CHECK_FALSE(GradMode::is_enabled());
     CHECK(tls_is_dispatch_key_excluded(DispatchKey::AutogradCUDA));
-    CHECK(tls_is_dispatch_key_excluded(DispatchKey::ADInplaceOrView));
+    // Normal tensors still reach ADInplaceOrView (they carry it); inference tensors skip it.
+    CHECK_FALSE(tls_is_dispatch_key_excluded(DispatchKey::ADInplaceOrView));
+    CHECK_FALSE(tls_is_dispatch_key_included(DispatchKey::ADInplaceOrView));
     Tensor t = make_tensor({2}, ScalarType::Float, Device(DeviceType::CUDA, 0));
     CHECK(t.key_set() == DispatchKeySet(DispatchKey::CUDA));
     CHECK(t.is_inference());
@@ -94,10 +98,44 @@ TEST_CASE("tls: inference mode excludes autograd and makes tensors without autog
       CHECK_FALSE(InferenceMode::is_enabled());
       CHECK(GradMode::is_enabled());
       CHECK_FALSE(tls_is_dispatch_key_excluded(DispatchKey::AutogradCUDA));
+      CHECK(tls_is_dispatch_key_included(DispatchKey::ADInplaceOrView));
     }
+    CHECK_FALSE(tls_is_dispatch_key_included(DispatchKey::ADInplaceOrView));
     CHECK(InferenceMode::is_enabled());
   }
   CHECK_FALSE(InferenceMode::is_enabled());
   CHECK(GradMode::is_enabled());
   CHECK(tls_local_dispatch_key_set().excluded == default_excluded_set);
+}
+
+TEST_CASE("tls: guards destroyed out of order undo only their own change") {
+  const LocalDispatchKeySet defaults = tls_local_dispatch_key_set();
+  const DispatchKey k = DispatchKey::TESTING_ONLY_GenericMode;
+  SECTION("InferenceMode outlives an IncludeDispatchKeyGuard made before it") {
+    auto include = std::make_unique<IncludeDispatchKeyGuard>(k);
+    auto inference = std::make_unique<InferenceMode>();
+    include.reset();  // out of order
+    CHECK_FALSE(tls_is_dispatch_key_included(k));
+    inference.reset();
+    CHECK_FALSE(tls_is_dispatch_key_included(k));  // not re-added by the InferenceMode
+  }
+  SECTION("an ExcludeDispatchKeyGuard ends inside InferenceMode") {
+    auto exclude = std::make_unique<ExcludeDispatchKeyGuard>(DispatchKey::AutogradFunctionality);
+    auto inference = std::make_unique<InferenceMode>();
+    exclude.reset();  // it added the exclusion; InferenceMode found it there and added nothing
+    inference.reset();
+    CHECK_FALSE(tls_is_dispatch_key_excluded(DispatchKey::AutogradCPU));
+  }
+  SECTION("AutocastGuard outlives an IncludeDispatchKeyGuard made before it") {
+    auto include = std::make_unique<IncludeDispatchKeyGuard>(k);
+    auto autocast = std::make_unique<AutocastGuard>(DeviceType::CPU, ScalarType::BFloat16);
+    CHECK(tls_is_dispatch_key_included(DispatchKey::AutocastCPU));
+    include.reset();
+    autocast.reset();
+    CHECK_FALSE(tls_is_dispatch_key_included(k));
+    CHECK_FALSE(tls_is_dispatch_key_included(DispatchKey::AutocastCPU));
+    CHECK(tls_is_dispatch_key_excluded(DispatchKey::AutocastCPU));
+  }
+  CHECK(tls_local_dispatch_key_set().included == defaults.included);
+  CHECK(tls_local_dispatch_key_set().excluded == defaults.excluded);
 }

@@ -292,7 +292,8 @@ def inplace_or_view_kernel(op: Operator) -> Optional[InplaceOrViewKernel]:
     call = f"ops::{op.struct}::redispatch(ks & after_ADInplaceOrView_keyset, {forward_all(op.sig.bindings)})"
     if func.is_mutable:
         written = [_cname(a.name) for a in func.arguments if a.is_write]
-        lines = ["{", "  AutoDispatchBelowADInplaceOrView guard;", f"  {call};", "}"]
+        lines = [f"check_version_bump_allowed({w});" for w in written]
+        lines += ["{", "  AutoDispatchBelowADInplaceOrView guard;", f"  {call};", "}"]
         lines += [f"increment_version({w});" for w in written]
         lines.append(f"return {_returned(op)};")
         return InplaceOrViewKernel(op, tuple(lines), "out=" if func.is_out_fn else "in-place")

@@ -61,19 +61,16 @@ ScalarType promote_type(ScalarType to, DeviceType device_type, ArrayRef<Tensor> 
 AutocastGuard::AutocastGuard(DeviceType device_type, ScalarType dtype)
     : device_type_(device_type),
       previous_dtype_(dtypeSlot(device_type)),
-      previous_enabled_(autocast::is_enabled(device_type)),
-      previous_keys_(detail::tls_dispatch_keys) {
+      previous_enabled_(autocast::is_enabled(device_type)) {
   DK_CHECK(isFloatingType(dtype), "AutocastGuard: the autocast dtype must be a floating type, got ", dtype);
-  DispatchKey key = autocast::autocastKeyFor(device_type);
-  auto& tls = detail::tls_dispatch_keys;
-  tls.included = tls.included.add(key);
-  tls.set_excluded(tls.excluded().remove(key));
+  DispatchKeySet key(autocast::autocastKeyFor(device_type));
+  change_ = detail::KeySetChange::apply(key, {}, {}, key);
   dtypeSlot(device_type) = dtype;
 }
 
 AutocastGuard::~AutocastGuard() {
   dtypeSlot(device_type_) = previous_dtype_;
-  detail::tls_dispatch_keys = previous_keys_;
+  change_.undo();
 }
 
 }  // namespace dk

@@ -39,27 +39,47 @@ ExcludeDispatchKeyGuard::~ExcludeDispatchKeyGuard() {
 bool GradMode::is_enabled() { return tls_grad_mode_enabled; }
 void GradMode::set_enabled(bool enabled) { tls_grad_mode_enabled = enabled; }
 
+namespace detail {
+
+KeySetChange KeySetChange::apply(DispatchKeySet include, DispatchKeySet uninclude, DispatchKeySet exclude,
+                                 DispatchKeySet unexclude) {
+  auto& tls = tls_dispatch_keys;
+  KeySetChange c;
+  const uint64_t included = tls.included.raw_repr();
+  c.included_added_ = include.raw_repr() & ~included;
+  c.included_removed_ = uninclude.raw_repr() & included & ~include.raw_repr();
+  tls.included = DispatchKeySet::fromRaw((included | c.included_added_) & ~c.included_removed_);
+  const uint64_t excluded = ~tls.allowed;
+  c.excluded_added_ = exclude.raw_repr() & kFunctionalityMask & ~excluded;
+  c.excluded_removed_ = unexclude.raw_repr() & kFunctionalityMask & excluded & ~exclude.raw_repr();
+  tls.allowed = ~((excluded | c.excluded_added_) & ~c.excluded_removed_);
+  return c;
+}
+
+void KeySetChange::undo() const {
+  auto& tls = tls_dispatch_keys;
+  tls.included = DispatchKeySet::fromRaw((tls.included.raw_repr() & ~included_added_) | included_removed_);
+  tls.allowed = ~((~tls.allowed & ~excluded_added_) | excluded_removed_);
+}
+
+}  // namespace detail
+
 InferenceMode::InferenceMode(bool enabled)
-    : prev_enabled_(tls_inference_mode_enabled),
-      prev_grad_mode_(tls_grad_mode_enabled),
-      prev_keys_(detail::tls_dispatch_keys) {
-  auto& tls = detail::tls_dispatch_keys;
+    : prev_enabled_(tls_inference_mode_enabled), prev_grad_mode_(tls_grad_mode_enabled) {
+  // Only the autograd keys are excluded: normal tensors still reach ADInplaceOrView, which
+  // keeps their version counters and views right; inference tensors lack the key, and with it
+  // out of the included set their calls skip that slot.
+  const DispatchKeySet ad_inplace_or_view(DispatchKey::ADInplaceOrView);
   tls_inference_mode_enabled = enabled;
-  if (enabled) {
-    tls_grad_mode_enabled = false;
-    tls.allowed &= ~((autograd_dispatch_keyset | DispatchKeySet(DispatchKey::ADInplaceOrView)).raw_repr() &
-                     kFunctionalityMask);
-  } else {
-    // InferenceMode(false) inside an inference block restores normal autograd dispatch.
-    tls_grad_mode_enabled = true;
-    tls.set_excluded(tls.excluded() - (autograd_dispatch_keyset | DispatchKeySet(DispatchKey::ADInplaceOrView)));
-  }
+  tls_grad_mode_enabled = !enabled;
+  change_ = enabled ? detail::KeySetChange::apply({}, ad_inplace_or_view, autograd_dispatch_keyset, {})
+                    : detail::KeySetChange::apply(ad_inplace_or_view, {}, {}, autograd_dispatch_keyset);
 }
 
 InferenceMode::~InferenceMode() {
   tls_inference_mode_enabled = prev_enabled_;
   tls_grad_mode_enabled = prev_grad_mode_;
-  detail::tls_dispatch_keys = prev_keys_;
+  change_.undo();
 }
 
 bool InferenceMode::is_enabled() { return tls_inference_mode_enabled; }

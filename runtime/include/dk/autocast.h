@@ -33,7 +33,7 @@ class AutocastGuard {
   DeviceType device_type_;
   ScalarType previous_dtype_;
   bool previous_enabled_;
-  detail::ThreadDispatchKeys previous_keys_;
+  detail::KeySetChange change_;  // Note [Guards undo only their own change]
 };
 
 namespace autocast {

@@ -26,6 +26,24 @@ struct ThreadDispatchKeys {
   void set_excluded(DispatchKeySet excluded) { allowed = ~excluded.raw_repr(); }
 };
 extern constinit thread_local ThreadDispatchKeys tls_dispatch_keys __attribute__((tls_model("initial-exec")));
+
+// Note [Guards undo only their own change]
+// A guard that edits the thread's key sets remembers which keys it actually added or removed
+// (a key already in the wanted state is not its change) and on exit reverts exactly those. It
+// never restores a snapshot: guards destroyed out of order (a guard held in a heap object, or
+// a mode that ends another's scope) would otherwise re-add keys whose own guard is gone.
+class KeySetChange {
+ public:
+  KeySetChange() = default;
+  // Includes `include`, stops including `uninclude`, excludes `exclude` and stops excluding
+  // `unexclude` (functionality bits only for the last two), recording what changed.
+  static KeySetChange apply(DispatchKeySet include, DispatchKeySet uninclude, DispatchKeySet exclude,
+                            DispatchKeySet unexclude);
+  void undo() const;
+
+ private:
+  uint64_t included_added_ = 0, included_removed_ = 0, excluded_added_ = 0, excluded_removed_ = 0;
+};
 }  // namespace detail
 
 inline LocalDispatchKeySet tls_local_dispatch_key_set() {
@@ -103,8 +121,13 @@ class NoGradGuard {
   bool prev_;
 };
 
-// Inference mode: grad mode off, autograd keys and ADInplaceOrView excluded, and tensors
-// created in scope carry no autograd keys (so later calls never reach an autograd slot).
+// Inference mode: grad mode off, the autograd keys excluded, ADInplaceOrView no longer in the
+// included set, and tensors created in scope carry neither key (so their calls never reach an
+// autograd or ADInplaceOrView slot). Normal tensors keep their ADInplaceOrView key, so in-place
+// changes of them still bump their version counter and views of them still record their base
+// (with the creation meta that refuses a later in-place change in grad mode). Outside
+// InferenceMode an in-place change of an inference tensor is refused. InferenceMode(false)
+// undoes all of that in scope.
 class InferenceMode {
  public:
   explicit InferenceMode(bool enabled = true);
@@ -116,7 +139,7 @@ class InferenceMode {
  private:
   bool prev_enabled_;
   bool prev_grad_mode_;
-  detail::ThreadDispatchKeys prev_keys_;
+  detail::KeySetChange change_;  // Note [Guards undo only their own change]
 };
 
 }  // namespace dk

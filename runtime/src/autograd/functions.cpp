@@ -19,6 +19,12 @@ void copy_range(variable_list& out, IndexRange range, const std::vector<Tensor>&
   for (size_t i = 0; i < ts.size(); ++i) out[range.begin + i] = ts[i];
 }
 
+void check_version_bump_allowed(const Tensor& t) {
+  DK_CHECK(!t.defined() || !t.is_inference() || InferenceMode::is_enabled(),
+           "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone to get a "
+           "normal tensor before doing inplace update.");
+}
+
 void increment_version(const Tensor& t) {
   if (t.defined()) t.unsafeGetTensorImpl()->bump_version();
 }
@@ -34,10 +40,15 @@ void as_view(const Tensor& base, const Tensor& view, bool multi_output) {
     view_impl->set_base(base_impl->is_view() ? base_impl->base() : base.getIntrusivePtr());
     view_impl->set_version_counter(base_impl->version_counter());
   }
-  if (base.is_inference() || InferenceMode::is_enabled()) return;
+  // A view of an inference tensor is an inference tensor: nothing for autograd to track.
+  if (base.is_inference()) return;
   AutogradMeta& meta = materialize_autograd_meta(view);
   meta.is_view_ = true;
-  meta.multi_output_view_ = multi_output;
+  // Note [View creation meta]
+  meta.creation_meta_ = InferenceMode::is_enabled() ? CreationMeta::InferenceMode
+                        : !GradMode::is_enabled()   ? CreationMeta::NoGradMode
+                        : multi_output              ? CreationMeta::MultiOutputNode
+                                                    : CreationMeta::Default;
   meta.attr_version_ = view_impl->version();
 }
 

@@ -102,6 +102,41 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
   rebuildViewGradFn(self, *meta);
 }
 
+namespace {
+
+// PyTorch's refusal of an in-place change of a view whose creation meta forbids it.
+void checkViewCreationMeta(const AutogradMeta& meta) {
+  if (meta.creation_meta_ == CreationMeta::Default) return;
+  const bool has_history = meta.grad_fn_ || meta.creation_meta_ == CreationMeta::MultiOutputNode;
+  std::string msg = has_history ? dk::detail::concat("Output ", meta.output_nr_, " of ",
+                                                     meta.grad_fn_ ? meta.grad_fn_->name() : std::string("a function"),
+                                                     " is a view and is being modified inplace.")
+                    : meta.creation_meta_ == CreationMeta::InferenceMode
+                        ? std::string("A view was created in inference mode and is being modified inplace in normal "
+                                      "mode.")
+                        : std::string("A view was created in no_grad mode and is being modified inplace with grad "
+                                      "mode enabled.");
+  switch (meta.creation_meta_) {
+    case CreationMeta::MultiOutputNode:
+      msg += " This view is the output of a function that returns multiple views. Such functions do not allow the "
+             "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+      break;
+    case CreationMeta::NoGradMode:
+    case CreationMeta::InferenceMode:
+      msg += dk::detail::concat(
+          " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+          "moving both the view and the inplace either both inside the ",
+          meta.creation_meta_ == CreationMeta::NoGradMode ? "no_grad" : "inference_mode",
+          " block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+          "tracked).");
+      break;
+    case CreationMeta::Default: break;
+  }
+  throw Error(msg);
+}
+
+}  // namespace
+
 void check_inplace(const Tensor& self, bool requires_grad) {
   DK_CHECK(!self.is_inference() || InferenceMode::is_enabled(),
            "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone to get a "
@@ -109,18 +144,15 @@ void check_inplace(const Tensor& self, bool requires_grad) {
   if (!requires_grad || !GradMode::is_enabled()) return;
   AutogradMeta* meta = get_autograd_meta(self);
   if (meta == nullptr) return;
-  DK_CHECK(!meta->is_leaf() || !meta->requires_grad_,
-           "a leaf Variable that requires grad is being used in an in-place operation.");
+  // In PyTorch's order: the view's creation meta, then a view of a leaf, then a leaf.
   if (meta->is_view_) {
-    DK_CHECK(!meta->multi_output_view_,
-             "Output ", meta->output_nr_, " of ", (meta->grad_fn_ ? meta->grad_fn_->name() : std::string("a function")),
-             " is a view and is being modified inplace. This view is the output of a function that returns multiple "
-             "views. Such functions do not allow the output views to be modified inplace. You should replace the "
-             "inplace operation by an out-of-place one.");
+    checkViewCreationMeta(*meta);
     Tensor base = viewBase(self);
-    DK_CHECK(!(base.is_leaf() && base.requires_grad()),
+    DK_CHECK(!(self.requires_grad() && base.is_leaf() && base.requires_grad()),
              "a view of a leaf Variable that requires grad is being used in an in-place operation.");
   }
+  DK_CHECK(!meta->is_leaf() || !meta->requires_grad_,
+           "a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
 }  // namespace dk::autograd

@@ -35,7 +35,10 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
 bool Tensor::requires_grad() const {
   AutogradMeta* meta = get_autograd_meta(*this);
   if (meta == nullptr) return false;
-  return meta->requires_grad_ || autograd::current_grad_fn(*this) != nullptr;
+  if (meta->requires_grad_ || autograd::current_grad_fn(*this) != nullptr) return true;
+  // A view without history of its own (made under NoGradGuard or InferenceMode) requires grad
+  // when its base does, as in PyTorch (Note [View creation meta]).
+  return meta->is_view_ && Tensor(unsafeGetTensorImpl()->base()).requires_grad();
 }
 
 const Tensor& Tensor::grad() const {

@@ -18,6 +18,7 @@ namespace {
 
 // ===== dk::add.out @ ADInplaceOrView (out=) =====
 Tensor add_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  check_version_bump_allowed(out);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::add_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, alpha, out);

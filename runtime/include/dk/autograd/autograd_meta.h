@@ -57,6 +57,18 @@ struct RetainedGrad {
   Tensor grad;
 };
 
+// Note [View creation meta]
+// How a view was made decides whether autograd may later record an in-place change of it:
+// - Default: in grad mode by an operator returning one view; an in-place change is recorded
+//   (CopySlices on its base).
+// - MultiOutputNode: by an operator returning several views (split, unbind); their shared
+//   backward cannot be rewritten, so an in-place change while recording is refused.
+// - NoGradMode / InferenceMode: under NoGradGuard or InferenceMode, so the view has no history
+//   of its own; an in-place change of it in grad mode, when it requires grad through its base,
+//   would silently bypass the base's history, so it is refused (check_inplace, with PyTorch's
+//   messages). Doing both the view and the in-place change inside, or both outside, is fine.
+enum class CreationMeta : uint8_t { Default, MultiOutputNode, NoGradMode, InferenceMode };
+
 class AutogradMeta final : public AutogradMetaInterface {
  public:
   // Leaf: accumulated by AccumulateGrad. Non-leaf: see retained_grad_.
@@ -72,10 +84,10 @@ class AutogradMeta final : public AutogradMetaInterface {
   // The leaf flag; a non-leaf requires grad through its grad_fn whatever this says.
   bool requires_grad_ = false;
   // Views (Note [Views and in-place] in dk/autograd/history.h), set by as_view: the tensor is
-  // a view of TensorImpl::base() for autograd; it came from an operator returning several
-  // views; the version counter's value when grad_fn_ was last set.
+  // a view of TensorImpl::base() for autograd; how it was made (Note [View creation meta]);
+  // the version counter's value when grad_fn_ was last set.
   bool is_view_ = false;
-  bool multi_output_view_ = false;
+  CreationMeta creation_meta_ = CreationMeta::Default;
   uint32_t attr_version_ = 0;
   // Guards grad_accumulator_ creation and the accumulation into grad_.
   std::mutex mutex_;

@@ -36,6 +36,12 @@ namespace dk::autograd {
 void copy_range(variable_list& out, IndexRange range, const Tensor& t);
 void copy_range(variable_list& out, IndexRange range, const std::vector<Tensor>& ts);
 
+// Refuses, before anything is written, an in-place or out= change of an inference tensor outside
+// InferenceMode ("Inplace update to inference tensor outside InferenceMode is not allowed. ...").
+// ADInplaceOrView is in every thread's included set outside InferenceMode, so every in-place
+// and out= call reaches this check, whatever keys its arguments carry.
+void check_version_bump_allowed(const Tensor& t);
+
 // Bumps the version counter of a tensor an in-place or out= operator wrote (Note [Version
 // counter] in dk/tensor.h); undefined tensors are skipped.
 void increment_version(const Tensor& t);
