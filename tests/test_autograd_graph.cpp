@@ -732,3 +732,28 @@ TEST_CASE("every in-place and out= operator refuses an inference tensor outside 
   checkValues(t, {7, 7, 7});
 }
 
+TEST_CASE("a backward that fails part way leaves every leaf's .grad as it was") {
+  // Note [Accumulation at the end]. The failing hook is on b's branch, which runs after a's
+  // AccumulateGrad is ready, so accumulating at once would have written a.grad already.
+  Tensor a = leaf({2}, {1, 2});
+  Tensor b = leaf({2}, {3, 4});
+  Tensor y = dk::mul(b, Scalar(3.0));
+  bool refuse = true;
+  y.register_hook([&](const Tensor&) -> Tensor {
+    if (refuse) throw Error("hook refused");
+    return Tensor();
+  });
+  Tensor s1 = dk::sum(y);
+  Tensor loss = dk::add(s1, dk::sum(dk::mul(a, Scalar(2.0))));
+  CHECK_THROWS_WITH(loss.backward({}, /*retain_graph=*/true), "hook refused");
+  CHECK_FALSE(a.grad().defined());
+  CHECK_FALSE(b.grad().defined());
+  refuse = false;
+  loss.backward({}, /*retain_graph=*/true);
+  checkValues(a.grad(), {2, 2});
+  checkValues(b.grad(), {3, 3});
+  refuse = true;
+  CHECK_THROWS_WITH(loss.backward({}, /*retain_graph=*/true), "hook refused");
+  checkValues(a.grad(), {2, 2});  // an existing .grad is not changed either
+  checkValues(b.grad(), {3, 3});
+}

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "dk/autograd/accumulate_grad.h"
 #include "dk/autograd/autograd_meta.h"
 #include "dk/autograd/grad_mode.h"
 #include "dk/autograd/history.h"
@@ -36,12 +37,23 @@ namespace dk::autograd {
 //    [Tensor hooks]); then apply(); the gradients it returns are checked against what the
 //    receiving nodes expect (Note [Gradient validation]); then, unless keep_graph, the node
 //    releases its saved variables.
+// 5. Leaves last (Note [Accumulation at the end]): an AccumulateGrad that is ready has its hooks
+//    run, but its gradient is only stored once every other node of the task has run. A backward
+//    that fails part way therefore leaves every leaf's .grad as it was.
 //
 // Note [Engine order]
 // Among the nodes that are ready, the one with the highest sequence number runs first (the
 // one made last in the forward pass), ties in the order they became ready; AccumulateGrad has
-// the largest sequence number, so leaves get their grads as soon as they are complete. The
+// the largest sequence number, so a leaf's hooks run as soon as its gradient is complete. The
 // order is deterministic; results never depend on it except through hooks with side effects.
+//
+// Note [Accumulation at the end]
+// AccumulateGrad nodes have no next edges, so nothing downstream waits for them: the task keeps
+// each one with its (hooked) gradient and runs them all after the last other node, in the order
+// they became ready. If any node throws first, none runs, and no leaf's .grad changes. What a
+// failed backward does leave behind is what ran before the error: tensor hooks (user code),
+// the retained gradients of non-leaves (retain_grad), and the saved variables the nodes that
+// ran released (unless retain_graph), as in PyTorch.
 //
 // Note [Gradient validation]
 // Each gradient a node returns for a valid edge is compared with the InputMetadata of the
@@ -168,6 +180,8 @@ class GraphTask {
       ready_.pop_back();
       evaluate(next.node, std::move(next.grads));
     }
+    // Note [Accumulation at the end]: the whole graph ran; now the leaves.
+    for (ReadyNode& leaf : leaves_) leaf.node->apply(std::move(leaf.grads));
     return std::move(captured_);
   }
 
@@ -267,6 +281,10 @@ class GraphTask {
       }
       if (!info.needed) return;
     }
+    if (dynamic_cast<AccumulateGrad*>(fn.get()) != nullptr) {  // Note [Accumulation at the end]
+      leaves_.push_back(ReadyNode{fn, std::move(grads), fn->sequence_nr(), 0});
+      return;
+    }
 
     variable_list outputs = fn->apply(std::move(grads));
     const edge_list& edges = fn->next_edges();
@@ -293,6 +311,7 @@ class GraphTask {
   std::unordered_map<Node*, variable_list> not_ready_;
   std::unordered_map<Node*, ExecInfo> exec_info_;
   std::vector<ReadyNode> ready_;
+  std::vector<ReadyNode> leaves_;  // AccumulateGrad nodes waiting for the end of the task
   uint64_t arrivals_ = 0;
   variable_list captured_;
 };
