@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -128,6 +129,43 @@ TEST_CASE("modes: a mode that raises leaves the mode stack as it was") {
   }
   mmOp().call(make_tensor({2, 3}), make_tensor({3, 4}));
   CHECK(log == std::vector<std::string>{"below:t_mode::mm"});
+}
+
+namespace {
+// Ends its own mode on the first call it sees: destroys the guard that pushed it.
+struct SelfEnding : DispatchMode {
+  void dispatch(const OperatorHandle& op, DispatchKeySet, Stack* stack) override {
+    ++calls;
+    guard->reset();
+    op.callBoxed(stack);
+  }
+  std::unique_ptr<DispatchModeGuard>* guard = nullptr;
+  int calls = 0;
+};
+}  // namespace
+
+TEST_CASE("modes: a handler that destroys its own guard leaves the stack and stops intercepting") {
+  std::vector<std::string> log;
+  DispatchModeGuard below(std::make_shared<Tagging>("below", &log));
+  auto mode = std::make_shared<SelfEnding>();
+  auto guard = std::make_unique<DispatchModeGuard>(mode);
+  mode->guard = &guard;
+  mmOp().call(make_tensor({2, 3}), make_tensor({3, 4}));
+  CHECK(mode->calls == 1);
+  CHECK(log == std::vector<std::string>{"below:t_mode::mm"});  // the call went on to the next mode
+  CHECK(currentDispatchModes().size() == 1);
+  mmOp().call(make_tensor({2, 3}), make_tensor({3, 4}));
+  CHECK(mode->calls == 1);  // no longer pushed
+  CHECK(log.size() == 2);
+}
+
+TEST_CASE("modes: the last mode ending itself takes the Python key with it") {
+  auto mode = std::make_shared<SelfEnding>();
+  auto guard = std::make_unique<DispatchModeGuard>(mode);
+  mode->guard = &guard;
+  mmOp().call(make_tensor({2, 3}), make_tensor({3, 4}));
+  CHECK(currentDispatchModes().empty());
+  CHECK_FALSE(tls_is_dispatch_key_included(DispatchKey::Python));
 }
 
 TEST_CASE("modes: modes are per thread") {

@@ -159,6 +159,35 @@ TEST_CASE("registration: schema and kernel are checked against each other whiche
   }
 }
 
+TEST_CASE("registration: def(schema, fn) with a kernel the schema rejects defines nothing") {
+  Library lib(Library::DEF, "t_def_fn");
+  CHECK_THROWS_WITH(lib.def("op(Tensor x, int n) -> int", [](const Tensor&, double) -> int64_t { return 0; }),
+                    Catch::Contains("reason: Type mismatch in argument 2: int vs float."));
+  CHECK_FALSE(hasOp("t_def_fn::op"));
+  CHECK_FALSE(Dispatcher::singleton().findSchema(OperatorName{"t_def_fn::op", ""}).has_value());
+  CHECK(stateOf("t_def_fn::op") == "(absent)");
+  // Nothing is left half-done: the same def with a matching kernel now succeeds.
+  lib.def("op(Tensor x, int n) -> int", [](const Tensor& x, int64_t n) -> int64_t { return x.numel() * n; });
+  auto op = Dispatcher::singleton().findSchemaOrThrow("t_def_fn::op", "").typed<int64_t(const Tensor&, int64_t)>();
+  CHECK(op.call(cpuTensor(), 3) == 3);
+}
+
+TEST_CASE("registration: error messages escape control bytes of names they quote") {
+  const std::string ns("bad\0ns\x01", 7);
+  try {
+    Library lib(Library::DEF, ns);
+    FAIL("a namespace with a NUL byte was accepted");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what == "DK_LIBRARY registered at (unknown site): 'bad\\x00ns\\x01' is not a valid namespace (use a C++ "
+                  "identifier such as 'myops')");
+  }
+  Library lib(Library::DEF, "t_escape");
+  CHECK_THROWS_WITH(lib.def(std::string("op\0x(Tensor x) -> Tensor", 24)), Catch::Contains("op\\x00x"));
+  // Line breaks and tabs are kept as they are.
+  CHECK(std::string(Error("a\tb\nc").what()) == "a\tb\nc");
+}
+
 TEST_CASE("registration: kernels of one operator must share a C++ signature") {
   Library lib(Library::IMPL, "t_cppsig", DispatchKey::CPU, "one.cpp", 1);
   lib.impl("op", [](const Tensor&) -> int64_t { return 0; });

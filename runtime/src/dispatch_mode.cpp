@@ -6,7 +6,15 @@
 namespace dk {
 
 namespace {
-thread_local std::vector<std::shared_ptr<DispatchMode>> tls_modes;
+// One pushed mode and the guard that owns its place on the stack.
+struct ModeEntry {
+  std::shared_ptr<DispatchMode> mode;
+  const DispatchModeGuard* guard;
+};
+thread_local std::vector<ModeEntry> tls_modes;
+// Modes popped while their handler runs, innermost last. A guard destroyed meanwhile (the
+// handler ended its own mode's scope) clears its entry here, so the mode is not put back.
+thread_local std::vector<ModeEntry*> tls_running;
 
 // The Python key is included exactly while this thread has modes.
 void syncPythonKey() {
@@ -19,18 +27,28 @@ DispatchMode::~DispatchMode() = default;
 
 DispatchModeGuard::DispatchModeGuard(std::shared_ptr<DispatchMode> mode) : mode_(std::move(mode)) {
   DK_CHECK(mode_ != nullptr, "DispatchModeGuard needs a mode, got null");
-  tls_modes.push_back(mode_);
+  tls_modes.push_back({mode_, this});
   syncPythonKey();
 }
 
 DispatchModeGuard::~DispatchModeGuard() {
-  // Guards are scoped, so this mode is normally on top; remove its last occurrence anyway.
-  auto it = std::find(tls_modes.rbegin(), tls_modes.rend(), mode_);
-  if (it != tls_modes.rend()) tls_modes.erase(std::next(it).base());
+  // Guards are scoped, so this guard's entry is normally on top; it is found wherever it is.
+  auto it = std::find_if(tls_modes.rbegin(), tls_modes.rend(), [&](const ModeEntry& e) { return e.guard == this; });
+  if (it != tls_modes.rend()) {
+    tls_modes.erase(std::next(it).base());
+  } else {
+    for (ModeEntry* running : tls_running)
+      if (running->guard == this) running->guard = nullptr;
+  }
   syncPythonKey();
 }
 
-std::vector<std::shared_ptr<DispatchMode>> currentDispatchModes() { return tls_modes; }
+std::vector<std::shared_ptr<DispatchMode>> currentDispatchModes() {
+  std::vector<std::shared_ptr<DispatchMode>> out;
+  out.reserve(tls_modes.size());
+  for (const ModeEntry& e : tls_modes) out.push_back(e.mode);
+  return out;
+}
 
 namespace detail {
 void pythonDispatchModeFallback(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
@@ -40,17 +58,21 @@ void pythonDispatchModeFallback(OperatorKernel*, const OperatorHandle& op, Dispa
     op.redispatchBoxed(below, stack);
     return;
   }
-  // Pop the top mode while its handler runs; put it back however the handler ends.
+  // Pop the top mode while its handler runs; put it back however the handler ends, unless
+  // the handler destroyed the mode's guard.
   struct Restore {
-    std::shared_ptr<DispatchMode> mode;
+    ModeEntry entry;
+    explicit Restore(ModeEntry e) : entry(std::move(e)) { tls_running.push_back(&entry); }
     ~Restore() {
-      tls_modes.push_back(std::move(mode));
+      tls_running.pop_back();
+      if (entry.guard != nullptr) tls_modes.push_back(std::move(entry));
       syncPythonKey();
     }
   } restore{tls_modes.back()};
   tls_modes.pop_back();
   syncPythonKey();
-  restore.mode->dispatch(op, below, stack);
+  std::shared_ptr<DispatchMode> mode = restore.entry.mode;  // alive even if its guard goes
+  mode->dispatch(op, below, stack);
 }
 }  // namespace detail
 

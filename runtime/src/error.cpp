@@ -6,6 +6,28 @@
 
 namespace dk {
 
+namespace detail {
+std::string printableMessage(std::string message) {
+  auto unprintable = [](unsigned char c) { return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f; };
+  size_t i = 0;
+  while (i < message.size() && !unprintable(static_cast<unsigned char>(message[i]))) ++i;
+  if (i == message.size()) return message;  // the usual case: nothing to escape
+  std::string out = message.substr(0, i);
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (; i < message.size(); ++i) {
+    const auto c = static_cast<unsigned char>(message[i]);
+    if (!unprintable(c)) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+  }
+  return out;
+}
+}  // namespace detail
+
 namespace {
 std::mutex& warningMutex() {
   static std::mutex m;

@@ -79,7 +79,13 @@ OperatorName Library::defSchema(std::string_view schema_text) {
 
 Library& Library::def(std::string_view schema_text, CppFunction fn) & {
   OperatorName name = defSchema(schema_text);
-  return implAt(name.toString(), key_.value_or(DispatchKey::CompositeImplicitAutograd), std::move(fn));
+  // All or nothing: a kernel the schema rejects takes the def back with it.
+  try {
+    return implAt(name.toString(), key_.value_or(DispatchKey::CompositeImplicitAutograd), std::move(fn));
+  } catch (...) {
+    registrations_.pop_back();
+    throw;
+  }
 }
 
 Library& Library::impl(std::string_view name, CppFunction fn) & { return implAt(name, std::nullopt, std::move(fn)); }

@@ -9,9 +9,15 @@
 namespace dk {
 
 // Every user-facing failure is a dk::Error; what() holds the whole message.
+namespace detail {
+// `message` with every control byte other than a line break or a tab, and DEL, written as \xNN:
+// messages quote user input (names, schemas, strings), and a NUL byte would cut what() short.
+std::string printableMessage(std::string message);
+}  // namespace detail
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(std::string message) : std::runtime_error(std::move(message)) {}
+  explicit Error(std::string message) : std::runtime_error(detail::printableMessage(std::move(message))) {}
 };
 
 // Raised when no kernel can run an operator for the given keys.
