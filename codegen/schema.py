@@ -53,6 +53,82 @@ _LIST_SIZE = re.compile(r"[0-9]+")
 _PLAIN_DEFAULT = re.compile(r"[A-Za-z0-9_.+\-]+")
 
 
+# ---- default values (the runtime's Note [Default value types], dk/function_schema.cpp) ----
+
+_SCALAR_TYPE_NAMES = frozenset(
+    "Byte Char Short Int Long Half Float Double ComplexHalf ComplexFloat ComplexDouble Bool QInt8 QUInt8 "
+    "QInt32 BFloat16 QUInt4x2 QUInt2x4 uint8 int8 int16 short int32 int int64 long float16 half float32 "
+    "float float64 double complex32 complex64 cfloat complex128 cdouble complex bool bfloat16".split())
+_ENUM_NAMES = {
+    "ScalarType": _SCALAR_TYPE_NAMES,
+    "Layout": frozenset("strided sparse_coo sparse_csr sparse_csc sparse_bsr sparse_bsc _mkldnn mkldnn".split()),
+    "MemoryFormat": frozenset("contiguous_format channels_last channels_last_3d preserve_format".split()),
+    "QScheme": frozenset("per_tensor_affine per_channel_affine per_tensor_symmetric per_channel_symmetric "
+                         "per_channel_affine_float_qparams".split()),
+}
+# int stands for the enums too (reduction=Mean), as in PyTorch.
+_INT_NAMES = frozenset({"Mean", "Sum"}).union(*_ENUM_NAMES.values())
+_INT_TEXT = re.compile(r"-?[0-9]+")
+_FLOAT_TEXT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _list_items(inner: str) -> List[str]:
+    """The comma-separated items of a list default's inside, quotes respected."""
+    items, current, quote = [], "", None
+    for i, c in enumerate(inner):
+        if quote:
+            current += c
+            if c == quote and inner[i - 1] != "\\":
+                quote = None
+        elif c in "\"'":
+            quote, current = c, current + c
+        elif c == ",":
+            items.append(current.strip())
+            current = ""
+        else:
+            current += c
+    items.append(current.strip())
+    return items
+
+
+def default_mismatch(type_: "Type", text: str) -> str:
+    """Empty when ``text`` is a valid default of ``type_``, else why not."""
+    if isinstance(type_, OptionalType):
+        return "" if text == "None" else default_mismatch(type_.elem, text)
+    if isinstance(type_, ListType):
+        if text.startswith("["):
+            inner = text[1:-1].strip()
+            for item in _list_items(inner) if inner else []:
+                why = default_mismatch(type_.elem, item)
+                if why:
+                    return f"list element: {why}"
+            return ""
+        if type_.size is not None:
+            return default_mismatch(type_.elem, text)
+        return "a list default must be a list literal such as [] or [0, 1]"
+    name = type_.innermost.name
+    if name in ("Tensor", "Generator", "Storage", "Stream"):
+        return "" if text == "None" else f"a {name} default can only be None"
+    if text == "None":
+        return f"None is only a default of an optional type (write {type_}?)"
+    is_int = bool(_INT_TEXT.fullmatch(text))
+    is_float = bool(_FLOAT_TEXT.fullmatch(text)) or text.lstrip("-") in ("inf", "nan")
+    ok = {
+        "bool": text in ("True", "False"),
+        "int": is_int or text in _INT_NAMES,
+        "SymInt": is_int or text in _INT_NAMES,
+        "float": is_float,
+        "complex": is_float,
+        "Scalar": is_float or text in ("True", "False"),
+        "str": text[:1] in ("'", '"'),
+        "Device": text[:1] in ("'", '"'),
+        "Dimname": text[:1] in ("'", '"'),
+    }.get(name)
+    if ok is None:
+        ok = is_int or text in _ENUM_NAMES.get(name, ())
+    return "" if ok else f"not a value of type {type_}"
+
+
 @dataclass(frozen=True)
 class OperatorName:
     """``name.overload``; the overload name is empty for the default overload."""
@@ -464,7 +540,13 @@ class _SchemaParser:
         type_, alias = self.type_and_alias()
         self.expect(" ", "' ' and an argument name")
         name = self.match(_IDENT, "an argument name")
-        default = self.default() if self.accept("=") else None
+        default = None
+        if self.accept("="):
+            start = self.pos
+            default = self.default()
+            why = default_mismatch(type_, default)
+            if why:
+                raise self.fail(f"default value {default} of argument '{name}' ({type_}): {why}", start)
         return Argument(name, type_, default, alias)
 
     def type_and_alias(self) -> Tuple[Type, Optional[AliasInfo]]:

@@ -567,6 +567,38 @@ TEST_CASE("schema: built schemas print and compare") {
 
 // ---------------------------------------------------------------------------------------------
 
+TEST_CASE("schema: a default must be a value of its argument's type") {
+  // Note [Default value types]; PyTorch's parser rejects each of these.
+  CHECK(schemaError("f(Tensor x=3) -> ()") ==
+        "schema parse error at column 12: default value 3 of argument 'x' (Tensor): a Tensor default can only be "
+        "None\n"
+        "  f(Tensor x=3) -> ()\n"
+        "             ^");
+  CHECK_THAT(schemaError("f(int[] l=[\"a\"]) -> ()"),
+             Catch::StartsWith("schema parse error at column 11: default value [\"a\"] of argument 'l' (int[]): list "
+                               "element: not a value of type int"));
+  CHECK_THAT(schemaError("f(int n=bogus) -> ()"),
+             Catch::StartsWith("schema parse error at column 9: default value bogus of argument 'n' (int): not a "
+                               "value of type int"));
+  CHECK_THAT(schemaError("f(int n=None) -> ()"),
+             Catch::Contains("None is only a default of an optional type (write int?)"));
+  CHECK_THAT(schemaError("f(bool b=1) -> ()"), Catch::Contains("not a value of type bool"));
+  CHECK_THAT(schemaError("f(str s=abc) -> ()"), Catch::Contains("not a value of type str"));
+  CHECK_THAT(schemaError("f(float x=\"1\") -> ()"), Catch::Contains("not a value of type float"));
+  CHECK_THAT(schemaError("f(ScalarType t=bogus) -> ()"), Catch::Contains("not a value of type ScalarType"));
+  CHECK_THAT(schemaError("f(int[] l=1) -> ()"), Catch::Contains("a list default must be a list literal"));
+  CHECK_THAT(schemaError("f(int[2] l=[1, 2.5]) -> ()"), Catch::Contains("list element: not a value of type int"));
+  // What PyTorch writes is accepted.
+  for (const char* ok : {"f(Tensor? x=None, int? n=None, int[1]? d=None, float? f=None) -> ()",
+                         "f(int[2] stride=1, int[1] dim=[], int[] d=[-2,-1], SymInt[] s=[]) -> ()",
+                         "f(int reduction=Mean, ScalarType? dtype=long, MemoryFormat m=contiguous_format) -> ()",
+                         "f(Scalar a=1, Scalar b=0.5, float c=1, float d=-inf, bool e=True, bool? g=False) -> ()",
+                         "f(str s='fro', str t=\"constant\", Generator? g=None, Layout? l=None) -> ()"}) {
+    INFO(ok);
+    CHECK(schemaError(ok).empty());
+  }
+}
+
 TEST_CASE("schema: parse errors name the column and quote the schema") {
   CHECK(schemaError("foo(Tensor x x) -> Tensor") ==
         "schema parse error at column 14: expected ',' or ')' but found 'x'\n"
@@ -679,7 +711,7 @@ TEST_CASE("schema: parse errors name the column and quote the schema") {
   CHECK(dk::parseType(deep_type).str() == deep_type);
   CHECK_THROWS_WITH(dk::parseType(deep_type + "?"), Catch::Contains("type nested too deeply"));
   std::string deep_list = std::string(64, '[') + std::string(64, ']');
-  CHECK(*dk::parseSchema("f(int x=" + deep_list + ") -> ()").arguments()[0].default_value ==
+  CHECK(*dk::parseSchema("f(" + deep_type + " x=" + deep_list + ") -> ()").arguments()[0].default_value ==
         deep_list);
   CHECK_THROWS_WITH(
       dk::parseSchema("f(int x=[" + deep_list + "]) -> ()"),

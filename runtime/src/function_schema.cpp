@@ -512,12 +512,22 @@ class Parser {
 
   // ---- default values ----
 
-  // One value: a string, a list, a number (possibly negative) or an identifier such as True,
-  // None, contiguous_format, or -inf. Only its extent matters; the text is kept as written.
-  void parseValue(int depth = 0) {
-    size_t start = pos_;
+  // What a default value is, as far as its type check needs: a string, a list, an integer, a
+  // floating point number, or an identifier (True, None, contiguous_format, Mean, -inf, ...).
+  struct Value {
+    enum Kind : uint8_t { Str, List, Int, Float, Ident } kind = Ident;
+    bool negative = false;      // a leading '-' (-1, -inf)
+    std::string_view ident;     // Ident only, without the '-'
+    std::vector<Value> elems;   // List only
+  };
+
+  // One value. Its text is kept as written; the Value is only for checkDefault.
+  Value parseValue(int depth = 0) {
+    Value v;
+    const size_t start = pos_;
     char c = peek();
     if (c == '"' || c == '\'') {
+      v.kind = Value::Str;
       ++pos_;
       while (pos_ < s_.size() && s_[pos_] != c) {
         if (s_[pos_] == '\\') ++pos_;
@@ -526,46 +536,156 @@ class Parser {
       if (pos_ >= s_.size()) fail(start, "unterminated string literal");
       ++pos_;
     } else if (c == '[') {
+      v.kind = Value::List;
       if (depth >= kMaxNesting) fail(start, "list literal nested too deeply");
       ++pos_;
       skipWs();
       if (peek() == ']') {
         ++pos_;
-        return;
+        return v;
       }
       for (;;) {
         skipWs();
         if (atEnd()) fail(start, "unterminated list literal");
-        parseValue(depth + 1);
+        v.elems.push_back(parseValue(depth + 1));
         skipWs();
         if (atEnd()) fail(start, "unterminated list literal");
         if (peek() == ']') {
           ++pos_;
-          return;
+          return v;
         }
         if (peek() != ',') fail(pos_, "expected ',' or ']' but found " + found(pos_));
         ++pos_;
       }
     } else if (c == '-' || c == '.' || isDigit(c)) {
-      if (c == '-') ++pos_;
-      if (!identifier().empty()) return;  // -inf
+      if (c == '-') ++pos_, v.negative = true;
+      if (std::string_view id = identifier(); !id.empty()) {  // -inf
+        v.ident = id;
+        return v;
+      }
+      v.kind = Value::Int;
       size_t digits = 0;
       while (pos_ < s_.size() && isDigit(s_[pos_])) ++pos_, ++digits;
       if (peek() == '.') {
+        v.kind = Value::Float;
         ++pos_;
         while (pos_ < s_.size() && isDigit(s_[pos_])) ++pos_, ++digits;
       }
       if (digits == 0) fail(start, "malformed number");
       if (peek() == 'e' || peek() == 'E') {
+        v.kind = Value::Float;
         size_t save = pos_++;
         if (peek() == '+' || peek() == '-') ++pos_;
         if (!isDigit(peek())) fail(save, "malformed number");
         while (pos_ < s_.size() && isDigit(s_[pos_])) ++pos_;
       }
     } else if (isIdentStart(c)) {
-      identifier();
+      v.ident = identifier();
     } else {
       fail(pos_, "expected default value but found " + found(pos_));
+    }
+    return v;
+  }
+
+  // Note [Default value types]
+  // A default must be a value of its argument's type, as PyTorch's schema parser requires:
+  // None only for Optional and Tensor-like types (and Generator, Storage, Stream, which have
+  // no other literal); a number for int/float/Scalar/complex (an int also for float); True or
+  // False for bool; a string for str and Device; for the enum-like types (ScalarType, Layout,
+  // MemoryFormat, QScheme, and int, which PyTorch lets stand for them, e.g. reduction=Mean)
+  // one of their names or an int; a list of element values for T[], and for T[N] also one
+  // element value repeated (int[2] stride=1).
+  static bool isOneOf(std::string_view id, std::initializer_list<std::string_view> names) {
+    for (std::string_view n : names)
+      if (id == n) return true;
+    return false;
+  }
+  static bool isScalarTypeName(std::string_view id) {
+    return isOneOf(id, {"Byte", "Char", "Short", "Int", "Long", "Half", "Float", "Double", "ComplexHalf",
+                        "ComplexFloat", "ComplexDouble", "Bool", "QInt8", "QUInt8", "QInt32", "BFloat16",
+                        "QUInt4x2", "QUInt2x4", "uint8", "int8", "int16", "short", "int32", "int", "int64", "long",
+                        "float16", "half", "float32", "float", "float64", "double", "complex32", "complex64",
+                        "cfloat", "complex128", "cdouble", "complex", "bool", "bfloat16"});
+  }
+  static bool isEnumName(TypeKind kind, std::string_view id) {
+    switch (kind) {
+      case TypeKind::ScalarType: return isScalarTypeName(id);
+      case TypeKind::Layout: return isOneOf(id, {"strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
+                                                 "sparse_bsc", "_mkldnn", "mkldnn"});
+      case TypeKind::MemoryFormat:
+        return isOneOf(id, {"contiguous_format", "channels_last", "channels_last_3d", "preserve_format"});
+      case TypeKind::QScheme:
+        return isOneOf(id, {"per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
+                            "per_channel_symmetric", "per_channel_affine_float_qparams"});
+      case TypeKind::Int:
+      case TypeKind::SymInt:
+        return isOneOf(id, {"Mean", "Sum"}) || isEnumName(TypeKind::ScalarType, id) ||
+               isEnumName(TypeKind::Layout, id) || isEnumName(TypeKind::MemoryFormat, id) ||
+               isEnumName(TypeKind::QScheme, id);
+      default: return false;
+    }
+  }
+  static bool isFloatName(std::string_view id) { return isOneOf(id, {"inf", "nan"}); }
+
+  // Empty when `v` is a valid default for `t`, else why not.
+  static std::string defaultMismatch(const Type& t, const Value& v) {
+    const bool is_ident = v.kind == Value::Ident;
+    const bool is_none = is_ident && v.ident == "None" && !v.negative;
+    const bool is_bool = is_ident && (v.ident == "True" || v.ident == "False") && !v.negative;
+    switch (t.kind()) {
+      case TypeKind::Optional: return is_none ? std::string() : defaultMismatch(t.element(), v);
+      case TypeKind::Any: return {};
+      case TypeKind::Tensor:
+      case TypeKind::Generator:
+      case TypeKind::Storage:
+      case TypeKind::Stream:
+        return is_none ? std::string() : "a " + std::string(typeKindName(t.kind())) + " default can only be None";
+      case TypeKind::List: {
+        if (v.kind == Value::List) {
+          for (const Value& e : v.elems) {
+            std::string why = defaultMismatch(t.element(), e);
+            if (!why.empty()) return "list element: " + why;
+          }
+          return {};
+        }
+        if (t.fixedSize()) return defaultMismatch(t.element(), v);
+        return "a list default must be a list literal such as [] or [0, 1]";
+      }
+      default: break;
+    }
+    if (is_none) return "None is only a default of an optional type (write " + t.str() + "?)";
+    bool ok = false;
+    switch (t.kind()) {
+      case TypeKind::Bool: ok = is_bool; break;
+      case TypeKind::Int:
+      case TypeKind::SymInt: ok = v.kind == Value::Int || (is_ident && !v.negative && isEnumName(t.kind(), v.ident)); break;
+      case TypeKind::Float:
+      case TypeKind::Complex:
+        ok = v.kind == Value::Int || v.kind == Value::Float || (is_ident && isFloatName(v.ident));
+        break;
+      case TypeKind::Scalar:
+        ok = v.kind == Value::Int || v.kind == Value::Float || is_bool || (is_ident && isFloatName(v.ident));
+        break;
+      case TypeKind::Str:
+      case TypeKind::Device:
+      case TypeKind::Dimname: ok = v.kind == Value::Str; break;
+      case TypeKind::ScalarType:
+      case TypeKind::Layout:
+      case TypeKind::MemoryFormat:
+      case TypeKind::QScheme:
+        ok = v.kind == Value::Int || (is_ident && !v.negative && isEnumName(t.kind(), v.ident));
+        break;
+      default: ok = false;
+    }
+    if (ok) return {};
+    return "not a value of type " + t.str();
+  }
+
+  void checkDefault(const Argument& arg, const Value& v, size_t start) const {
+    std::string why = defaultMismatch(arg.type, v);
+    if (!why.empty()) {
+      fail(start, "default value " + std::string(s_.substr(start, pos_ - start)) + " of argument '" + arg.name +
+                      "' (" + arg.type.str() + "): " + why);
     }
   }
 
@@ -621,7 +741,8 @@ class Parser {
           ++pos_;
           skipWs();
           size_t start = pos_;
-          parseValue();
+          Value value = parseValue();
+          checkDefault(arg, value, start);  // Note [Default value types]
           arg.default_value.emplace(s_.substr(start, pos_ - start));
         }
         out.push_back(std::move(arg));

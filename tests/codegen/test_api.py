@@ -175,9 +175,9 @@ class DefaultTest(unittest.TestCase):
 
     def test_unknown_default_is_an_error(self):
         with self.assertRaises(ValueError) as caught:
-            self.default("int dim=Banana")
+            self.default("ScalarType dtype=Short")
         self.assertEqual(str(caught.exception),
-                         "no C++ spelling for the default 'Banana' of argument 'dim' (int64_t)")
+                         "no C++ spelling for the default 'Short' of argument 'dtype' (ScalarType)")
 
 
 class PublicApiTest(support.NativeYamlTestCase):
@@ -278,12 +278,12 @@ class PublicApiTest(support.NativeYamlTestCase):
                          "dk::Tensor::sizes; drop 'method' from variants or set manual_cpp_binding: True")
 
     def test_unknown_default_is_a_located_error(self):
-        nfs = self.parse("- func: f(Tensor self, int dim=Banana) -> Tensor\n")
+        nfs = self.parse("- func: f(Tensor self, ScalarType dtype=Short) -> Tensor\n")
         with self.assertRaises(GenError) as caught:
             cpp.public_functions(nfs)
         self.assertEqual(str(caught.exception).replace(self.path, "P"),
-                         "P:1: f(Tensor self, int dim=Banana) -> Tensor: no C++ spelling for the default "
-                         "'Banana' of argument 'dim' (int64_t)")
+                         "P:1: f(Tensor self, ScalarType dtype=Short) -> Tensor: no C++ spelling for the default "
+                         "'Short' of argument 'dtype' (ScalarType)")
 
 
 class BoxedTest(unittest.TestCase):

@@ -233,11 +233,12 @@ class DeterminismTest(support.TempDirTestCase):
         before = {name: os.stat(os.path.join(out, name)).st_mtime_ns for name in list_files(out)}
         self.assertEqual(self.gen("--out", out, FIXTURE), (0, "", ""))
         self.assertEqual(before, {name: os.stat(os.path.join(out, name)).st_mtime_ns for name in list_files(out)})
-        bad = self.write("bad/native_functions.yaml", "- func: f(Tensor self, int x=Banana) -> Tensor\n")
+        # A default of the right type (Note [Default value types]) that the C++ API cannot spell.
+        bad = self.write("bad/native_functions.yaml", "- func: f(Tensor self, ScalarType x=Short) -> Tensor\n")
         status, _, err = self.gen("--out", os.path.join(self.dir, "out2"), bad)
         self.assertEqual(status, 1)
-        self.assertEqual(err, f"{bad}:1: f(Tensor self, int x=Banana) -> Tensor: no C++ spelling for the default "
-                              "'Banana' of argument 'x' (int64_t)\n")
+        self.assertEqual(err, f"{bad}:1: f(Tensor self, ScalarType x=Short) -> Tensor: no C++ spelling for the "
+                              "default 'Short' of argument 'x' (ScalarType)\n")
         self.assertFalse(os.path.exists(os.path.join(self.dir, "out2")))
 
     def test_banner_does_not_depend_on_the_working_directory(self):

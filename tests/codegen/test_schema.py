@@ -107,10 +107,12 @@ class AliasTest(unittest.TestCase):
 
 class ArgumentTest(unittest.TestCase):
     def test_defaults_are_kept_as_text(self):
-        defaults = ["1", "-1", "-100", "0.5", "1e-05", "True", "None", "Mean", "contiguous_format",
-                    "[]", "[-2,-1]", "[0,1]", "'fro'", '"reflect"', "long"]
-        for default in defaults:
-            arg = parse(f"f(int x={default}) -> ()").positional[0]
+        defaults = [("int", "1"), ("int", "-1"), ("int", "-100"), ("float", "0.5"), ("float", "1e-05"),
+                    ("bool", "True"), ("int?", "None"), ("int", "Mean"), ("MemoryFormat", "contiguous_format"),
+                    ("int[]", "[]"), ("int[]", "[-2,-1]"), ("int[]", "[0,1]"), ("str", "'fro'"),
+                    ("str", '"reflect"'), ("ScalarType", "long")]
+        for type_, default in defaults:
+            arg = parse(f"f({type_} x={default}) -> ()").positional[0]
             self.assertEqual(arg.default, default)
         self.assertIsNone(parse("f(int x) -> ()").positional[0].default)
 

@@ -43,6 +43,25 @@ class EntryShapeErrorsTest(support.NativeYamlTestCase):
             "P:1: relu(Tensr self) -> Tensor: unknown type 'Tensr' at column 6",
         )
 
+    def test_default_of_the_wrong_type(self):
+        # As the runtime's schema parser (Note [Default value types]): caught here, with the line,
+        # instead of at registration when the program starts.
+        self.assertError(
+            "- func: f(Tensor x=3) -> Tensor\n",
+            "P:1: f(Tensor x=3) -> Tensor: malformed schema at column 12: default value 3 of argument 'x' (Tensor): "
+            "a Tensor default can only be None",
+        )
+        self.assertError(
+            "- func: f(Tensor x, int[] l=[\"a\"]) -> Tensor\n",
+            "P:1: f(Tensor x, int[] l=[\"a\"]) -> Tensor: malformed schema at column 21: default value [\"a\"] of "
+            "argument 'l' (int[]): list element: not a value of type int",
+        )
+        self.assertError(
+            "- func: f(Tensor x, int n=bogus) -> Tensor\n",
+            "P:1: f(Tensor x, int n=bogus) -> Tensor: malformed schema at column 19: default value bogus of argument "
+            "'n' (int): not a value of type int",
+        )
+
     def test_top_level_must_be_a_list(self):
         self.assertError("func: relu(Tensor self) -> Tensor\n",
                          "P:1: expected a list of operator entries, got mapping")
