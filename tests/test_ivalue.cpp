@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <sstream>
 
 #include "dk/error.h"
 #include "dk/ivalue.h"
@@ -136,4 +137,32 @@ TEST_CASE("ivalue: Scalar::toLong refuses doubles outside int64") {
   CHECK_THROWS_WITH(Scalar(1e300).toLong(), Catch::Contains("value cannot be converted to type int64_t without overflow"));
   CHECK_THROWS_AS(Scalar(std::nan("")).toLong(), Error);
   CHECK_THROWS_AS(Scalar(9.3e18).to<int32_t>(), Error);
+}
+
+TEST_CASE("ivalue: deeply nested lists print with a depth limit and are destroyed without recursion") {
+  // Note [Deep IValue nesting]: a million nested destructor calls, or printing 100,000 levels,
+  // would overflow the stack.
+  auto nest = [](int depth) {
+    IValue v = IValue::makeList(Type::base(TypeKind::Int), {IValue(1)});
+    for (int i = 0; i < depth; ++i) v = IValue::makeList(Type::base(TypeKind::Any), {std::move(v)});
+    return v;
+  };
+  {
+    IValue deep = nest(100000);
+    std::ostringstream out;
+    out << deep;
+    const std::string text = out.str();
+    CHECK(text.rfind(std::string(65, '[') + "...]", 0) == 0);  // depths 0-64, then elided
+    CHECK(text.size() == 65 + 3 + 65);
+  }
+  { IValue deeper = nest(1000000); }  // destroyed here
+  std::ostringstream shallow;
+  shallow << nest(2) << " " << IValue::makeTuple({IValue(1), IValue::makeTuple({IValue(2)})});
+  CHECK(shallow.str() == "[[[1]]] (1, (2,))");
+  // A nested list someone else still holds survives its parent.
+  IValue inner = nest(3);
+  { IValue outer = IValue::makeList(Type::base(TypeKind::Any), {inner}); }
+  std::ostringstream kept;
+  kept << inner;
+  CHECK(kept.str() == "[[[[1]]]]");
 }

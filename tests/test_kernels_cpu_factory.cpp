@@ -82,6 +82,9 @@ TEST_CASE("cpu-elementwise: empty", "[cpu-elementwise]") {
   CHECK_THROWS_WITH(native::empty_cpu({2}, none, none, Device(kMeta), none, none),
                     "empty: the cpu kernel cannot make a tensor on meta");
   CHECK_THROWS_WITH(native::empty_cpu({2}, none, none, none, true, none), "empty: pinned memory is not supported yet");
+  // An allocation that cannot succeed (4 TiB) is a dk::Error naming the byte count, as in PyTorch.
+  CHECK_THROWS_WITH(dk::empty({int64_t{1} << 40}),
+                    "DefaultCPUAllocator: not enough memory: you tried to allocate 4398046511104 bytes.");
 }
 
 TEST_CASE("cpu-elementwise: zeros, ones, full", "[cpu-elementwise]") {

@@ -123,6 +123,8 @@ TEST_CASE("cpu-structural: view reshapes without copying", "[cpu-structural][vie
     CHECK_THROWS_WITH(view(e, {-1, 0}),
                       "cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified dimension size "
                       "-1 can be any value and is ambiguous");
+    // The tensor has 6 elements, not 0: PyTorch's message for this case.
+    CHECK_THROWS_WITH(view(iota({6}), {-1, 0}), "shape '[-1, 0]' is invalid for input of size 6");
   }
   SECTION("non-contiguous inputs view when the strides allow it") {
     Tensor tr = dk::transpose(iota({2, 3}), 0, 1);  // [3, 2] strides [1, 3]

@@ -384,6 +384,8 @@ TEST_CASE("tensor: inferSize") {
   CHECK_THROWS_WITH(inferSize({0, -1}, 0),
                     "cannot reshape tensor of 0 elements into shape [0, -1] because the unspecified dimension size "
                     "-1 can be any value and is ambiguous");
+  // A zero among the known sizes of a tensor that has elements: the shape is just invalid.
+  CHECK_THROWS_WITH(inferSize({-1, 0}, 6), "shape '[-1, 0]' is invalid for input of size 6");
 }
 
 TEST_CASE("tensor: computeStrideForView") {

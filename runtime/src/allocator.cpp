@@ -20,9 +20,8 @@ class HostAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, Device device) override {
     if (nbytes == 0) return DataPtr(nullptr, device);
-    if (nbytes > SIZE_MAX - kPadding) throw std::bad_alloc();
-    void* block = std::malloc(nbytes + kPadding);
-    if (block == nullptr) throw std::bad_alloc();
+    void* block = nbytes <= SIZE_MAX - kPadding ? std::malloc(nbytes + kPadding) : nullptr;
+    DK_CHECK(block != nullptr, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes, " bytes.");
     auto aligned = (reinterpret_cast<uintptr_t>(block) + kPadding) & ~uintptr_t{kHostAlignment - 1};
     return DataPtr(reinterpret_cast<void*>(aligned), block, &freeHost, device);
   }

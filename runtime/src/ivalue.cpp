@@ -1,6 +1,7 @@
 // Boxed values: heap kinds, checked accessors, printing, stack helpers.
 #include "dk/ivalue.h"
 
+#include <algorithm>
 #include <array>
 
 namespace dk {
@@ -112,33 +113,65 @@ bool IValue::matchesType(const Type& type) const {
 
 std::ostream& operator<<(std::ostream& out, IValue::Kind k) { return out << IValue::kindName(k); }
 
-std::ostream& operator<<(std::ostream& out, const IValue& v) {
+namespace {
+// Deeper lists and tuples print as "[...]" and "(...)" (Note [Deep IValue nesting]).
+constexpr int kMaxPrintDepth = 64;
+
+void print(std::ostream& out, const IValue& v, int depth) {
   switch (v.tagKind()) {
-    case IValue::Kind::None: return out << "None";
-    case IValue::Kind::Tensor: return out << v.toTensor();
-    case IValue::Kind::Double: return out << v.toDouble();
-    case IValue::Kind::Int: return out << v.toInt();
-    case IValue::Kind::Bool: return out << (v.toBool() ? "True" : "False");
-    case IValue::Kind::String: return out << '"' << v.toStringRef() << '"';
-    case IValue::Kind::Device: return out << v.toDevice();
-    case IValue::Kind::ScalarType: return out << v.toScalarType();
-    case IValue::Kind::Layout: return out << v.toLayout();
-    case IValue::Kind::MemoryFormat: return out << v.toMemoryFormat();
-    case IValue::Kind::GenericList: {
-      out << "[";
-      const auto& elements = v.toListElements();
-      for (size_t i = 0; i < elements.size(); ++i) out << (i ? ", " : "") << elements[i];
-      return out << "]";
-    }
+    case IValue::Kind::None: out << "None"; return;
+    case IValue::Kind::Tensor: out << v.toTensor(); return;
+    case IValue::Kind::Double: out << v.toDouble(); return;
+    case IValue::Kind::Int: out << v.toInt(); return;
+    case IValue::Kind::Bool: out << (v.toBool() ? "True" : "False"); return;
+    case IValue::Kind::String: out << '"' << v.toStringRef() << '"'; return;
+    case IValue::Kind::Device: out << v.toDevice(); return;
+    case IValue::Kind::ScalarType: out << v.toScalarType(); return;
+    case IValue::Kind::Layout: out << v.toLayout(); return;
+    case IValue::Kind::MemoryFormat: out << v.toMemoryFormat(); return;
+    case IValue::Kind::GenericList:
     case IValue::Kind::Tuple: {
-      out << "(";
-      const auto& elements = v.toTupleElements();
-      for (size_t i = 0; i < elements.size(); ++i) out << (i ? ", " : "") << elements[i];
-      return out << (elements.size() == 1 ? ",)" : ")");
+      const bool list = v.tagKind() == IValue::Kind::GenericList;
+      const auto& elements = list ? v.toListElements() : v.toTupleElements();
+      out << (list ? "[" : "(");
+      if (depth >= kMaxPrintDepth && !elements.empty()) {
+        out << "...";
+      } else {
+        for (size_t i = 0; i < elements.size(); ++i) {
+          if (i) out << ", ";
+          print(out, elements[i], depth + 1);
+        }
+      }
+      out << (list ? "]" : elements.size() == 1 ? ",)" : ")");
+      return;
     }
-    case IValue::Kind::Object: return out << "Object(" << v.toObject()->typeName() << ")";
+    case IValue::Kind::Object: out << "Object(" << v.toObject()->typeName() << ")"; return;
   }
+}
+}  // namespace
+
+std::ostream& operator<<(std::ostream& out, const IValue& v) {
+  print(out, v, 0);
   return out;
+}
+
+void IValue::destroyElements(std::vector<IValue>& elements) noexcept {
+  auto nested = [](const IValue& e) {
+    return (e.kind_ == Kind::GenericList || e.kind_ == Kind::Tuple) && e.payload_.as_heap->use_count() == 1;
+  };
+  // The usual case, nothing nested that this list alone owns: the vector's own destructor.
+  if (std::none_of(elements.begin(), elements.end(), nested)) return;
+  std::vector<IValue> work = std::move(elements);
+  while (!work.empty()) {
+    IValue e = std::move(work.back());
+    work.pop_back();
+    if (!nested(e)) continue;  // released here: a leaf, or shared (someone else frees it)
+    // The only reference: take its elements, so its destructor below has nothing to recurse into.
+    std::vector<IValue>& inner = e.kind_ == Kind::GenericList ? static_cast<ListImpl*>(e.payload_.as_heap)->elements
+                                                              : static_cast<TupleImpl*>(e.payload_.as_heap)->elements;
+    for (IValue& x : inner) work.push_back(std::move(x));
+    inner.clear();
+  }
 }
 
 IValue pop(Stack& stack) {

@@ -69,6 +69,7 @@ std::vector<int64_t> inferSize(IntArrayRef shape, int64_t numel) {
     DK_CHECK(known == numel, "shape '", shape, "' is invalid for input of size ", numel);
     return result;
   }
+  DK_CHECK(known != 0 || numel == 0, "shape '", shape, "' is invalid for input of size ", numel);
   DK_CHECK(known != 0, "cannot reshape tensor of 0 elements into shape ", shape,
            " because the unspecified dimension size -1 can be any value and is ambiguous");
   DK_CHECK(numel % known == 0, "shape '", shape, "' is invalid for input of size ", numel);

@@ -104,6 +104,12 @@ class IValue {
   Kind tagKind() const { return kind_; }
   static std::string_view kindName(Kind k);
 
+  // Note [Deep IValue nesting]
+  // Destroys `elements` (a list's or tuple's) without recursion: the lists and tuples only it
+  // holds are emptied into a worklist first, so a million-deep nested list is freed in a loop
+  // instead of a million nested destructor calls. Printing stops at a depth limit ("[...]").
+  static void destroyElements(std::vector<IValue>& elements) noexcept;
+
   bool isNone() const { return kind_ == Kind::None; }
   bool isTensor() const { return kind_ == Kind::Tensor; }
   bool isDouble() const { return kind_ == Kind::Double; }
@@ -206,12 +212,14 @@ struct StringImpl : intrusive_ptr_target {
 struct ListImpl : intrusive_ptr_target {
   ListImpl(Type element_type, std::vector<IValue> elements)
       : element_type(std::move(element_type)), elements(std::move(elements)) {}
+  ~ListImpl() override { IValue::destroyElements(elements); }
   Type element_type;
   std::vector<IValue> elements;
 };
 
 struct TupleImpl : intrusive_ptr_target {
   explicit TupleImpl(std::vector<IValue> elements) : elements(std::move(elements)) {}
+  ~TupleImpl() override { IValue::destroyElements(elements); }
   std::vector<IValue> elements;
 };
 
