@@ -1,6 +1,6 @@
 """The dispatch keys the generator knows: the runtime's keys and alias keys, by name.
 
-Mirrors ``dk::DispatchKey`` (runtime/include/dk, SEMANTICS.md section 1). Names
+Mirrors ``dk::DispatchKey`` (runtime/include/dk, docs/semantics.md section 1). Names
 are spelled exactly as in C++, so ``key.name`` is what generated code writes.
 A YAML ``dispatch:`` map may name runtime keys and alias keys; ``Undefined`` is
 not a key one registers kernels at, so it is not listed here.

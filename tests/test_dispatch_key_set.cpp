@@ -1,4 +1,4 @@
-// Keys, key-set algebra, table indices and alias expansion (SEMANTICS.md section 1).
+// Keys, key-set algebra, table indices and alias expansion (docs/semantics.md section 1).
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -144,7 +144,7 @@ TEST_CASE("key sets: the named sets") {
   CHECK(default_excluded_set == DispatchKeySet{DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA});
 }
 
-TEST_CASE("key sets: alias keys expand to the runtime keys of SEMANTICS.md") {
+TEST_CASE("key sets: alias keys expand to the runtime keys of docs/semantics.md section 1") {
   auto covered = [](DispatchKey alias) {
     std::set<DispatchKey> keys;
     for (DispatchKey k : runtimeKeys())

@@ -1,4 +1,4 @@
-// Introspection: dumpState and dumpComputedTable formats (SEMANTICS.md section 8), kernel
+// Introspection: dumpState and dumpComputedTable formats (docs/semantics.md section 8), kernel
 // queries, operator listings.
 #include <catch2/catch.hpp>
 

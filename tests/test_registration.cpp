@@ -1,5 +1,5 @@
 // The registration API: macros, run-time libraries, RAII undo, and every registration error
-// of SEMANTICS.md sections 5 and 7 (a rejected registration changes nothing).
+// of docs/semantics.md sections 5 and 7 (a rejected registration changes nothing).
 #include <catch2/catch.hpp>
 
 #include <algorithm>

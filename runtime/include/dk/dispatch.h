@@ -1,5 +1,5 @@
-// dk/dispatch.h: the dispatcher API (API.md sections 1-5): keys, values, registration, calls,
-// thread-local state.
+// dk/dispatch.h: the dispatcher API (README.md "Using the API", docs/semantics.md): keys, values,
+// registration, calls, thread-local state.
 #pragma once
 
 #include "dk/dispatch_key.h"

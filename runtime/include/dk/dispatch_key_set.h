@@ -224,7 +224,7 @@ std::ostream& operator<<(std::ostream& out, DispatchKeySet ks);
 DispatchKey runtimeKeyForTableIndex(int index);
 constexpr int tableIndexForRuntimeKey(DispatchKey k) { return DispatchKeySet(k).getDispatchTableIndex(); }
 
-// ---- named key sets (SEMANTICS.md section 1) ----
+// ---- named key sets (docs/semantics.md section 1) ----
 namespace detail {
 constexpr DispatchKeySet functionalitiesUpTo(DispatchKey last) {
   DispatchKeySet s = DispatchKeySet::allBackends();
@@ -248,7 +248,7 @@ inline constexpr DispatchKeySet backend_dispatch_keyset =
 inline constexpr DispatchKeySet full_keyset = detail::functionalitiesUpTo(
     static_cast<DispatchKey>(kNumFunctionalityKeys - 1));
 
-// The runtime keys an alias covers (SEMANTICS.md section 1). Empty for non-alias keys.
+// The runtime keys an alias covers (docs/semantics.md section 1). Empty for non-alias keys.
 constexpr DispatchKeySet getRuntimeKeySetForAlias(DispatchKey alias) {
   switch (alias) {
     case DispatchKey::Autograd:

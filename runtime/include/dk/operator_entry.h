@@ -36,7 +36,7 @@ struct AnnotatedKernel {
   bool is_default = false;  // one of the fallbacks a fresh process has (not listed as a backend)
 };
 
-// How a table slot was filled (SEMANTICS.md section 3); printed by dumpComputedTable.
+// How a table slot was filled (docs/semantics.md section 3); printed by dumpComputedTable.
 enum class SlotSource : uint8_t {
   Missing,
   Kernel,

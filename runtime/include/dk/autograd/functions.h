@@ -48,9 +48,11 @@ void increment_version(const Tensor& t);
 
 // Makes `view` (the output of a view operator on `base`) a view for autograd: it shares base's
 // storage and version counter, remembers its base, and its grad_fn is rebuilt from the base's
-// history when an in-place operation changes either (Note [Views and in-place]). Views made in
-// inference mode or of inference tensors are left alone. A view from an operator returning
-// several views (split, unbind) cannot be modified in place while autograd records.
+// history when an in-place operation changes either (Note [Views and in-place]). It records how
+// the view was made (Note [View creation meta] in dk/autograd/autograd_meta.h): views made under
+// NoGradGuard or InferenceMode, and those of an operator returning several views (split,
+// unbind), cannot be modified in place while autograd records. Views of inference tensors are
+// left alone (they are inference tensors too).
 void as_view(const Tensor& base, const Tensor& view, bool multi_output = false);
 void as_view(const Tensor& base, const std::vector<Tensor>& views, bool multi_output = true);
 
