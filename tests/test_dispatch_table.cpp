@@ -1,4 +1,4 @@
-// Computing table slots: one test per precedence rule and consequence of SEMANTICS.md
+// Computing table slots: one test per precedence rule and consequence of docs/semantics.md
 // section 3, fallthrough masks, fallbacks, redispatch and order independence.
 #include <catch2/catch.hpp>
 
@@ -77,6 +77,10 @@ TEST_CASE("table: CPU + CompositeImplicitAutograd: AutogradCPU falls back, Autog
   CHECK(tableHas(t, "CUDA: implicit_kernel [math kernel]"));
   CHECK(tableHas(t, "Functionalize: implicit_kernel [math kernel]"));
   CHECK(tableHas(t, "Undefined: implicit_kernel [math kernel]"));
+  // Only an autograd key looks for its backend's kernel: QuantizedCPU and SparseCPU take the
+  // math kernel although CPU has a kernel, as in c10.
+  CHECK(tableHas(t, "QuantizedCPU: implicit_kernel [math kernel]"));
+  CHECK(tableHas(t, "SparseCPU: implicit_kernel [math kernel]"));
   CHECK(f.op().call(cpuTensor()) == 1);
   CHECK(f.op().call(cudaTensor()) == 3);
 }

@@ -1,4 +1,4 @@
-// One operator: registrations, the computed dispatch table (SEMANTICS.md section 3), dumps.
+// One operator: registrations, the computed dispatch table (docs/semantics.md section 3), dumps.
 #include "dk/operator_entry.h"
 
 #include <sstream>
@@ -88,8 +88,10 @@ const AnnotatedKernel* OperatorEntry::firstKernelAt(DispatchKey k) const {
   return nullptr;
 }
 
-// "A backend kernel exists for K": the backend key K stands for has a direct kernel (for
-// AutogradOther: any Quantized or Sparse key), or a CompositeExplicitAutograd kernel exists.
+// "A backend kernel exists for K": a CompositeExplicitAutograd kernel exists, or K is an autograd
+// key whose backend has a direct kernel (AutogradCPU: CPU; AutogradOther: any Quantized or Sparse
+// key). For any other key there is no such backend, so the math kernel fills it (as in c10:
+// with a CPU and a CompositeImplicitAutograd kernel, QuantizedCPU takes the math kernel).
 bool OperatorEntry::hasQuantizedOrSparseKernel() const {
   for (const AnnotatedKernel& a : kernels_)
     if (kQuantizedAndSparseKeys.has(a.key)) return true;
@@ -99,7 +101,7 @@ bool OperatorEntry::hasQuantizedOrSparseKernel() const {
 bool OperatorEntry::hasBackendKernelFor(DispatchKey k) const {
   if (firstKernelAt(DispatchKey::CompositeExplicitAutograd)) return true;
   if (k == DispatchKey::AutogradOther) return hasQuantizedOrSparseKernel();
-  if (isPerBackendRuntimeKey(k)) {
+  if (isPerBackendRuntimeKey(k) && toFunctionalityKey(k) == DispatchKey::AutogradFunctionality) {
     DispatchKey backend_key = toRuntimePerBackendKey(DispatchKey::Dense, *toBackendComponent(k));
     return firstKernelAt(backend_key) != nullptr;
   }
