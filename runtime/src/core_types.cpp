@@ -69,7 +69,10 @@ Device::Device(std::string_view spec) {
 
 std::string Device::str() const {
   std::string out(toString(type));
-  if (index >= 0) out += ":" + std::to_string(index);
+  if (index >= 0) {  // appended piece by piece: "literal" + std::string trips GCC 12's -Wrestrict at -O3
+    out += ':';
+    out += std::to_string(index);
+  }
   return out;
 }
 std::ostream& operator<<(std::ostream& out, const Device& d) { return out << d.str(); }

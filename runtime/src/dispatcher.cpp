@@ -71,6 +71,10 @@ std::string CppSignature::name() const {
   return out;
 }
 
+namespace detail {
+std::string inferredArgumentName(size_t i) { return "_" + std::to_string(i); }
+}  // namespace detail
+
 std::optional<std::string> findSchemaDifference(const FunctionSchema& inferred, const FunctionSchema& specified) {
   auto same = [](const Type& a, const Type& b) {
     // A C++ IValue parameter (schema type Any) accepts whatever the schema says.
@@ -182,7 +186,7 @@ Dispatcher& Dispatcher::singleton() {
 }
 
 Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
-  // The defaults a fresh process has (SEMANTICS.md section 3): BackendSelect and
+  // The defaults a fresh process has (docs/semantics.md section 3): BackendSelect and
   // ADInplaceOrView fall through, and every autograd key has the autograd fallback.
   //
   // Note [Autograd fallback]

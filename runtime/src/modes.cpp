@@ -130,7 +130,13 @@ void GraphRecorder::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* st
           value.sizes = t.sizes();
           value.dtype = std::string(toString(t.dtype()));
         }
-        value.producer = "%" + std::to_string(node.id) + (output_index ? "." + std::to_string(output_index) : "");
+        // Appended piece by piece: "literal" + std::string trips GCC 12's -Wrestrict at -O3.
+        value.producer = "%";
+        value.producer += std::to_string(node.id);
+        if (output_index) {
+          value.producer += '.';
+          value.producer += std::to_string(output_index);
+        }
         producer_of_[t.unsafeGetTensorImpl()] = value.producer;
         keep_alive_.push_back(out);
       } else {

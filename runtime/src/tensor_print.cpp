@@ -198,7 +198,9 @@ class TensorDataPrinter {
       return out + "]";
     }
     int64_t remaining_dims = t_.dim() - d;
-    std::string separator = "," + std::string(static_cast<size_t>(remaining_dims - 1), '\n') + std::string(indent + 1, ' ');
+    std::string separator(1, ',');
+    separator.append(static_cast<size_t>(remaining_dims - 1), '\n');
+    separator.append(static_cast<size_t>(indent + 1), ' ');
     std::string out = "[";
     bool first = true;
     for (int64_t i : shownIndices(d)) {

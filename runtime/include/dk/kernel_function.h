@@ -57,6 +57,10 @@ struct is_tuple : std::false_type {};
 template <class... Ts>
 struct is_tuple<std::tuple<Ts...>> : std::true_type {};
 
+// "_0", "_1", ...: the names of an inferred schema's arguments. Out of line: GCC 12 at -O3
+// reports a false -Wrestrict in the inlined std::string concatenation.
+std::string inferredArgumentName(size_t i);
+
 // The schema a C++ function type implies: arguments "_0", "_1", ...; returns likewise.
 template <class R, class... Args>
 FunctionSchema inferFunctionSchema() {
@@ -64,7 +68,7 @@ FunctionSchema inferFunctionSchema() {
   std::vector<Type> arg_types = {BoxingTraitsFor<Args>::schemaType()...};
   for (size_t i = 0; i < arg_types.size(); ++i) {
     Argument a;
-    a.name = "_" + std::to_string(i);
+    a.name = inferredArgumentName(i);
     a.type = arg_types[i];
     arguments.push_back(std::move(a));
   }
