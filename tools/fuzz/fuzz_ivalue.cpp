@@ -32,14 +32,6 @@ using dk::fuzz::FuzzInput;
 
 namespace {
 
-#define FUZZ_CHECK(cond)                                                                     \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);      \
-      std::abort();                                                                          \
-    }                                                                                        \
-  } while (0)
-
 // True when `f` raises dk::Error; any other exception escapes to libFuzzer (a finding).
 template <class F>
 bool raises(F&& f) {

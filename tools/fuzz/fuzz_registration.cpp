@@ -29,14 +29,6 @@ using dk::fuzz::FuzzInput;
 
 namespace {
 
-#define FUZZ_CHECK(cond)                                                                \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      std::fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                     \
-    }                                                                                   \
-  } while (0)
-
 constexpr int kOps = 3;  // fz::f0..f2 take a tensor; fz::g takes nothing
 const char* const kNames[kOps + 1] = {"f0", "f1", "f2", "g"};
 
