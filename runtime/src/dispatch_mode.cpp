@@ -12,9 +12,14 @@ struct ModeEntry {
   const DispatchModeGuard* guard;
 };
 thread_local std::vector<ModeEntry> tls_modes;
-// Modes popped while their handler runs, innermost last. A guard destroyed meanwhile (the
-// handler ended its own mode's scope) clears its entry here, so the mode is not put back.
-thread_local std::vector<ModeEntry*> tls_running;
+// The modes popped while their handler runs, innermost first: a list threaded through the
+// fallback's stack frames (no allocation per call). A guard destroyed meanwhile (the handler
+// ended its own mode's scope) clears its entry here, so the mode is not put back.
+struct RunningMode {
+  ModeEntry entry;
+  RunningMode* outer;
+};
+constinit thread_local RunningMode* tls_running = nullptr;
 
 // The Python key is included exactly while this thread has modes.
 void syncPythonKey() {
@@ -37,8 +42,8 @@ DispatchModeGuard::~DispatchModeGuard() {
   if (it != tls_modes.rend()) {
     tls_modes.erase(std::next(it).base());
   } else {
-    for (ModeEntry* running : tls_running)
-      if (running->guard == this) running->guard = nullptr;
+    for (RunningMode* running = tls_running; running != nullptr; running = running->outer)
+      if (running->entry.guard == this) running->entry.guard = nullptr;
   }
   syncPythonKey();
 }
@@ -60,19 +65,18 @@ void pythonDispatchModeFallback(OperatorKernel*, const OperatorHandle& op, Dispa
   }
   // Pop the top mode while its handler runs; put it back however the handler ends, unless
   // the handler destroyed the mode's guard.
-  struct Restore {
-    ModeEntry entry;
-    explicit Restore(ModeEntry e) : entry(std::move(e)) { tls_running.push_back(&entry); }
+  struct Restore : RunningMode {
+    explicit Restore(ModeEntry e) : RunningMode{std::move(e), tls_running} { tls_running = this; }
     ~Restore() {
-      tls_running.pop_back();
+      tls_running = outer;
       if (entry.guard != nullptr) tls_modes.push_back(std::move(entry));
       syncPythonKey();
     }
-  } restore{tls_modes.back()};
+  } restore{std::move(tls_modes.back())};
   tls_modes.pop_back();
   syncPythonKey();
-  std::shared_ptr<DispatchMode> mode = restore.entry.mode;  // alive even if its guard goes
-  mode->dispatch(op, below, stack);
+  // The entry holds a reference, so the mode stays alive even if its guard goes meanwhile.
+  restore.entry.mode->dispatch(op, below, stack);
 }
 }  // namespace detail
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -281,7 +282,9 @@ class GraphTask {
       }
       if (!info.needed) return;
     }
-    if (dynamic_cast<AccumulateGrad*>(fn.get()) != nullptr) {  // Note [Accumulation at the end]
+    const Node& node = *fn;
+    if (typeid(node) == typeid(AccumulateGrad)) {  // Note [Accumulation at the end]; a final class
+      if (leaves_.empty()) leaves_.reserve(8);  // one allocation for a typical graph's leaves
       leaves_.push_back(ReadyNode{fn, std::move(grads), fn->sequence_nr(), 0});
       return;
     }

@@ -32,13 +32,20 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
   return *this;
 }
 
-bool Tensor::requires_grad() const {
-  AutogradMeta* meta = get_autograd_meta(*this);
-  if (meta == nullptr) return false;
-  if (meta->requires_grad_ || autograd::current_grad_fn(*this) != nullptr) return true;
+namespace {
+// Out of line, so the common case (no metadata) needs no stack frame: every autograd kernel
+// asks this of each input.
+__attribute__((noinline)) bool requiresGradWithMeta(const Tensor& t, const AutogradMeta& meta) {
+  if (meta.requires_grad_ || autograd::current_grad_fn(t) != nullptr) return true;
   // A view without history of its own (made under NoGradGuard or InferenceMode) requires grad
   // when its base does, as in PyTorch (Note [View creation meta]).
-  return meta->is_view_ && Tensor(unsafeGetTensorImpl()->base()).requires_grad();
+  return meta.is_view_ && Tensor(t.unsafeGetTensorImpl()->base()).requires_grad();
+}
+}  // namespace
+
+bool Tensor::requires_grad() const {
+  const AutogradMeta* meta = get_autograd_meta(*this);
+  return meta != nullptr && requiresGradWithMeta(*this, *meta);
 }
 
 const Tensor& Tensor::grad() const {
