@@ -14,29 +14,12 @@
 #include "dk/generated/Functions.h"
 #include "dk/generated/NativeFunctions.h"
 #include "dk/tensor.h"
+#include "kernel_test_util.h"
 
 using namespace dk;
-using Sizes = std::vector<int64_t>;
-using Values = std::vector<double>;
+using namespace dk::test;
 
 namespace {
-
-// The elements of a contiguous tensor as doubles.
-Values read(const Tensor& t) {
-  REQUIRE(t.is_contiguous());
-  Values out;
-  dispatchDtype(t.dtype(), "read", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = static_cast<const T*>(t.data_ptr());
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-        out.push_back(static_cast<double>(static_cast<float>(p[i])));
-      else
-        out.push_back(static_cast<double>(p[i]));
-    }
-  });
-  return out;
-}
 
 bool allInUnitInterval(const Values& v) {
   for (double x : v)

@@ -16,73 +16,14 @@
 #include "dk/generated/NativeFunctions.h"
 #include "dk/tensor.h"
 #include "dk/tensor_geometry.h"
+#include "kernel_test_util.h"
 
 using namespace dk;
-using Sizes = std::vector<int64_t>;
-using Values = std::vector<double>;
+using namespace dk::test;
 
 namespace {
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-template <class T>
-T fromDouble(double v) {
-  if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return T(static_cast<float>(v));
-  else if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<int64_t>(v));
-  else return static_cast<T>(v);
-}
-
-Tensor make(const Values& values, Sizes sizes, ScalarType dtype = kFloat) {
-  Tensor t = detail::empty_contiguous(sizes, dtype, Device(kCPU));
-  REQUIRE(static_cast<int64_t>(values.size()) == t.numel());
-  dispatchDtype(dtype, "make", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto* p = static_cast<T*>(t.data_ptr());
-    for (size_t i = 0; i < values.size(); ++i) p[i] = fromDouble<T>(values[i]);
-  });
-  return t;
-}
-
-// Elements in row-major order of the logical shape, whatever the strides, as doubles.
-Values read(const Tensor& t) {
-  Values out;
-  if (t.numel() == 0) return out;
-  std::vector<int64_t> index(static_cast<size_t>(t.dim()), 0);
-  dispatchDtype(t.dtype(), "read", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* base = static_cast<const T*>(t.data_ptr());
-    for (int64_t n = 0; n < t.numel(); ++n) {
-      int64_t offset = 0;
-      for (size_t d = 0; d < index.size(); ++d) offset += index[d] * t.strides()[d];
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-        out.push_back(static_cast<double>(static_cast<float>(base[offset])));
-      else
-        out.push_back(static_cast<double>(base[offset]));
-      for (int64_t d = t.dim() - 1; d >= 0; --d) {
-        if (++index[static_cast<size_t>(d)] < t.sizes()[static_cast<size_t>(d)]) break;
-        index[static_cast<size_t>(d)] = 0;
-      }
-    }
-  });
-  return out;
-}
-
-Tensor transposed(const Tensor& t) {
-  return detail::make_view(t, {t.size(1), t.size(0)}, {t.stride(1), t.stride(0)}, t.storage_offset());
-}
-
-bool sameValues(const Values& a, const Values& b, double tol = 0) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]) || std::isnan(b[i])) {
-      if (std::isnan(a[i]) != std::isnan(b[i])) return false;
-    } else if (std::fabs(a[i] - b[i]) > tol * std::max(1.0, std::fabs(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 #define CHECK_VALUES(tensor, ...) CHECK(sameValues(read(tensor), Values(__VA_ARGS__)))
 
