@@ -26,8 +26,10 @@ Tensor _to_copy::call(const Tensor& self, std::optional<ScalarType> dtype, std::
   }
   // Note [Dispatch-argument bitmap]: 0b1000000 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_36(k, op, ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);
 }
 
@@ -48,8 +50,10 @@ Tensor cos::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -70,8 +74,10 @@ Tensor eq_Tensor::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -92,8 +98,10 @@ Tensor expand::call(const Tensor& self, IntArrayRef size, bool implicit) {
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_9(k, op, ks, self, size, implicit);
 }
 
@@ -114,8 +122,10 @@ Tensor gelu_backward::call(const Tensor& grad_output, const Tensor& self, std::s
   }
   // Note [Dispatch-argument bitmap]: 0b110 (grad_output, self).
   DispatchKeySet arg_ks = grad_output.key_set() | self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_25(k, op, ks, grad_output, self, approximate);
 }
 
@@ -137,8 +147,10 @@ Tensor linear::call(const Tensor& input, const Tensor& weight, const std::option
   // Note [Dispatch-argument bitmap]: 0b111 (input, weight, bias).
   DispatchKeySet arg_ks = input.key_set() | weight.key_set();
   if (bias) arg_ks = arg_ks | bias->key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_20(k, op, ks, input, weight, bias);
 }
 
@@ -159,8 +171,10 @@ Tensor log::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -181,8 +195,10 @@ Tensor log_softmax_int::call(const Tensor& self, int64_t dim, std::optional<Scal
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_31(k, op, ks, self, dim, dtype);
 }
 
@@ -203,8 +219,10 @@ Tensor maximum::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -225,8 +243,10 @@ Tensor mean_dim::call(const Tensor& self, std::optional<IntArrayRef> dim, bool k
   }
   // Note [Dispatch-argument bitmap]: 0b1000 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_33(k, op, ks, self, dim, keepdim, dtype);
 }
 
@@ -247,8 +267,10 @@ Tensor neg::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -269,8 +291,10 @@ Tensor ones::call(IntArrayRef size, std::optional<ScalarType> dtype, std::option
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
@@ -291,8 +315,10 @@ Tensor relu_::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -313,8 +339,10 @@ Tensor squeeze_dim::call(const Tensor& self, int64_t dim) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_28(k, op, ks, self, dim);
 }
 
@@ -335,8 +363,10 @@ Tensor sum::call(const Tensor& self, std::optional<ScalarType> dtype) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_35(k, op, ks, self, dtype);
 }
 
@@ -357,8 +387,10 @@ Tensor t::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -379,8 +411,10 @@ Tensor tanh::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -401,8 +435,10 @@ Tensor transpose_int::call(const Tensor& self, int64_t dim0, int64_t dim1) {
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_30(k, op, ks, self, dim0, dim1);
 }
 
@@ -423,8 +459,10 @@ Tensor zero_::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -445,8 +483,10 @@ Tensor zeros_like::call(const Tensor& self, std::optional<ScalarType> dtype, std
   }
   // Note [Dispatch-argument bitmap]: 0b100000 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 

@@ -26,8 +26,10 @@ Tensor argmax::call(const Tensor& self, std::optional<int64_t> dim, bool keepdim
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_38(k, op, ks, self, dim, keepdim);
 }
 
@@ -49,8 +51,10 @@ Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
   // Note [Dispatch-argument bitmap]: 0b10 (tensors).
   DispatchKeySet arg_ks;
   for (const Tensor& t : tensors) arg_ks = arg_ks | t.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_1(k, op, ks, tensors, dim);
 }
 
@@ -71,8 +75,10 @@ Tensor clone::call(const Tensor& self, std::optional<MemoryFormat> memory_format
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_34(k, op, ks, self, memory_format);
 }
 
@@ -93,8 +99,10 @@ Tensor embedding::call(const Tensor& weight, const Tensor& indices, int64_t padd
   }
   // Note [Dispatch-argument bitmap]: 0b11000 (weight, indices).
   DispatchKeySet arg_ks = weight.key_set() | indices.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_24(k, op, ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);
 }
 
@@ -115,8 +123,10 @@ Tensor eq_Scalar::call(const Tensor& self, const Scalar& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_12(k, op, ks, self, other);
 }
 
@@ -137,8 +147,10 @@ Scalar item::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_0(k, op, ks, self);
 }
 
@@ -159,8 +171,10 @@ Tensor matmul::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -181,8 +195,10 @@ Tensor ones_like::call(const Tensor& self, std::optional<ScalarType> dtype, std:
   }
   // Note [Dispatch-argument bitmap]: 0b100000 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
@@ -203,8 +219,10 @@ Tensor permute::call(const Tensor& self, IntArrayRef dims) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_8(k, op, ks, self, dims);
 }
 
@@ -225,8 +243,10 @@ Tensor pow_Tensor_Scalar::call(const Tensor& self, const Scalar& exponent) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_12(k, op, ks, self, exponent);
 }
 
@@ -247,8 +267,10 @@ Tensor rand_generator::call(IntArrayRef size, std::optional<Generator> generator
   }
   // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_3(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
@@ -269,8 +291,10 @@ Tensor sigmoid::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -291,8 +315,10 @@ Tensor slice_Tensor::call(const Tensor& self, int64_t dim, std::optional<int64_t
   }
   // Note [Dispatch-argument bitmap]: 0b10000 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_32(k, op, ks, self, dim, start, end, step);
 }
 
@@ -313,8 +339,10 @@ Tensor sum_dim_IntList::call(const Tensor& self, std::optional<IntArrayRef> dim,
   }
   // Note [Dispatch-argument bitmap]: 0b1000 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_33(k, op, ks, self, dim, keepdim, dtype);
 }
 
@@ -335,8 +363,10 @@ Tensor to_dtype::call(const Tensor& self, ScalarType dtype, bool non_blocking, b
   }
   // Note [Dispatch-argument bitmap]: 0b10000 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_11(k, op, ks, self, dtype, non_blocking, copy, memory_format);
 }
 
@@ -357,8 +387,10 @@ Tensor view::call(const Tensor& self, IntArrayRef size) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_8(k, op, ks, self, size);
 }
 

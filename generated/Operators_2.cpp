@@ -26,8 +26,10 @@ Tensor _log_softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_29(k, op, ks, self, dim, half_to_float);
 }
 
@@ -48,8 +50,10 @@ Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
 }
 
@@ -70,8 +74,10 @@ Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alph
   }
   // Note [Dispatch-argument bitmap]: 0b1101 (self, other, out).
   DispatchKeySet arg_ks = self.key_set() | other.key_set() | out.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_17(k, op, ks, self, other, alpha, out);
 }
 
@@ -92,8 +98,10 @@ Tensor addmm::call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, c
   }
   // Note [Dispatch-argument bitmap]: 0b11100 (self, mat1, mat2).
   DispatchKeySet arg_ks = self.key_set() | mat1.key_set() | mat2.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_19(k, op, ks, self, mat1, mat2, beta, alpha);
 }
 
@@ -114,8 +122,10 @@ Tensor bmm::call(const Tensor& self, const Tensor& mat2) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, mat2).
   DispatchKeySet arg_ks = self.key_set() | mat2.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, mat2);
 }
 
@@ -136,8 +146,10 @@ Tensor copy_::call(const Tensor& self, const Tensor& src, bool non_blocking) {
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, src).
   DispatchKeySet arg_ks = self.key_set() | src.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_15(k, op, ks, self, src, non_blocking);
 }
 
@@ -158,8 +170,10 @@ Tensor div_Scalar::call(const Tensor& self, const Scalar& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_12(k, op, ks, self, other);
 }
 
@@ -180,8 +194,10 @@ Tensor empty_like::call(const Tensor& self, std::optional<ScalarType> dtype, std
   }
   // Note [Dispatch-argument bitmap]: 0b100000 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
@@ -202,8 +218,10 @@ Tensor exp::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -224,8 +242,10 @@ Tensor fill__Scalar::call(const Tensor& self, const Scalar& value) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_12(k, op, ks, self, value);
 }
 
@@ -246,8 +266,10 @@ Tensor flatten_using_ints::call(const Tensor& self, int64_t start_dim, int64_t e
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_30(k, op, ks, self, start_dim, end_dim);
 }
 
@@ -268,8 +290,10 @@ Tensor gelu::call(const Tensor& self, std::string_view approximate) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_39(k, op, ks, self, approximate);
 }
 
@@ -290,8 +314,10 @@ Tensor gt_Tensor::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -312,8 +338,10 @@ std::tuple<Tensor, Tensor> max_dim::call(const Tensor& self, int64_t dim, bool k
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_40(k, op, ks, self, dim, keepdim);
 }
 
@@ -334,8 +362,10 @@ Tensor mm_out::call(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   }
   // Note [Dispatch-argument bitmap]: 0b111 (self, mat2, out).
   DispatchKeySet arg_ks = self.key_set() | mat2.key_set() | out.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_18(k, op, ks, self, mat2, out);
 }
 
@@ -356,8 +386,10 @@ Tensor mul_Scalar::call(const Tensor& self, const Scalar& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_12(k, op, ks, self, other);
 }
 
@@ -378,8 +410,10 @@ Tensor mul__Tensor::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -400,8 +434,10 @@ Tensor randn_generator::call(IntArrayRef size, std::optional<Generator> generato
   }
   // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_3(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
@@ -422,8 +458,10 @@ Tensor reshape::call(const Tensor& self, IntArrayRef shape) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_8(k, op, ks, self, shape);
 }
 
@@ -444,8 +482,10 @@ Tensor select_int::call(const Tensor& self, int64_t dim, int64_t index) {
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_30(k, op, ks, self, dim, index);
 }
 
@@ -466,8 +506,10 @@ Tensor softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarTy
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_31(k, op, ks, self, dim, dtype);
 }
 
@@ -488,8 +530,10 @@ std::vector<Tensor> split_Tensor::call(const Tensor& self, int64_t split_size, i
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_42(k, op, ks, self, split_size, dim);
 }
 
@@ -510,8 +554,10 @@ Tensor sub_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
 }
 
@@ -532,8 +578,10 @@ std::vector<Tensor> unbind_int::call(const Tensor& self, int64_t dim) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_41(k, op, ks, self, dim);
 }
 
@@ -554,8 +602,10 @@ Tensor unsqueeze::call(const Tensor& self, int64_t dim) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_28(k, op, ks, self, dim);
 }
 
@@ -576,8 +626,10 @@ Tensor where_self::call(const Tensor& condition, const Tensor& self, const Tenso
   }
   // Note [Dispatch-argument bitmap]: 0b111 (condition, self, other).
   DispatchKeySet arg_ks = condition.key_set() | self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_18(k, op, ks, condition, self, other);
 }
 

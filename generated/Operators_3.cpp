@@ -26,8 +26,10 @@ Tensor _softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_29(k, op, ks, self, dim, half_to_float);
 }
 
@@ -48,8 +50,10 @@ Tensor abs::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -70,8 +74,10 @@ Tensor add_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& a
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_13(k, op, ks, self, other, alpha);
 }
 
@@ -92,8 +98,10 @@ Tensor add__Tensor::call(const Tensor& self, const Tensor& other, const Scalar& 
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
 }
 
@@ -114,8 +122,10 @@ Tensor arange_start_step::call(const Scalar& start, const Scalar& end, const Sca
   }
   // Note [Dispatch-argument bitmap]: 0b0000000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_6(k, op, ks, start, end, step, dtype, layout, device, pin_memory);
 }
 
@@ -136,8 +146,10 @@ Tensor clamp::call(const Tensor& self, const std::optional<Scalar>& min, const s
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_26(k, op, ks, self, min, max);
 }
 
@@ -158,8 +170,10 @@ Tensor contiguous::call(const Tensor& self, MemoryFormat memory_format) {
   }
   // Note [Dispatch-argument bitmap]: 0b10 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_10(k, op, ks, self, memory_format);
 }
 
@@ -181,8 +195,10 @@ Tensor cross_entropy_loss::call(const Tensor& self, const Tensor& target, const 
   // Note [Dispatch-argument bitmap]: 0b111000 (self, target, weight).
   DispatchKeySet arg_ks = self.key_set() | target.key_set();
   if (weight) arg_ks = arg_ks | weight->key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_22(k, op, ks, self, target, weight, reduction, ignore_index, label_smoothing);
 }
 
@@ -203,8 +219,10 @@ Tensor div_Tensor::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -225,8 +243,10 @@ Tensor dropout::call(const Tensor& input, double p, bool train) {
   }
   // Note [Dispatch-argument bitmap]: 0b100 (input).
   DispatchKeySet arg_ks = input.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_27(k, op, ks, input, p, train);
 }
 
@@ -247,8 +267,10 @@ Tensor empty_memory_format::call(IntArrayRef size, std::optional<ScalarType> dty
   }
   // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_5(k, op, ks, size, dtype, layout, device, pin_memory, memory_format);
 }
 
@@ -269,8 +291,10 @@ Tensor full::call(IntArrayRef size, const Scalar& fill_value, std::optional<Scal
   }
   // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_2(k, op, ks, size, fill_value, dtype, layout, device, pin_memory);
 }
 
@@ -291,8 +315,10 @@ Tensor lt_Tensor::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -313,8 +339,10 @@ Tensor minimum::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -335,8 +363,10 @@ Tensor mm::call(const Tensor& self, const Tensor& mat2) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, mat2).
   DispatchKeySet arg_ks = self.key_set() | mat2.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, mat2);
 }
 
@@ -357,8 +387,10 @@ Tensor mse_loss::call(const Tensor& self, const Tensor& target, int64_t reductio
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, target).
   DispatchKeySet arg_ks = self.key_set() | target.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_23(k, op, ks, self, target, reduction);
 }
 
@@ -379,8 +411,10 @@ Tensor mul_Tensor::call(const Tensor& self, const Tensor& other) {
   }
   // Note [Dispatch-argument bitmap]: 0b11 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_14(k, op, ks, self, other);
 }
 
@@ -402,8 +436,10 @@ Tensor nll_loss::call(const Tensor& self, const Tensor& target, const std::optio
   // Note [Dispatch-argument bitmap]: 0b11100 (self, target, weight).
   DispatchKeySet arg_ks = self.key_set() | target.key_set();
   if (weight) arg_ks = arg_ks | weight->key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_21(k, op, ks, self, target, weight, reduction, ignore_index);
 }
 
@@ -424,8 +460,10 @@ Tensor rand::call(IntArrayRef size, std::optional<ScalarType> dtype, std::option
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
@@ -446,8 +484,10 @@ Tensor randn::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
@@ -468,8 +508,10 @@ Tensor relu::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -490,8 +532,10 @@ Tensor rsqrt::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -512,8 +556,10 @@ Tensor sin::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -534,8 +580,10 @@ Tensor sqrt::call(const Tensor& self) {
   }
   // Note [Dispatch-argument bitmap]: 0b1 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_7(k, op, ks, self);
 }
 
@@ -557,8 +605,10 @@ Tensor stack::call(ArrayRef<Tensor> tensors, int64_t dim) {
   // Note [Dispatch-argument bitmap]: 0b10 (tensors).
   DispatchKeySet arg_ks;
   for (const Tensor& t : tensors) arg_ks = arg_ks | t.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_1(k, op, ks, tensors, dim);
 }
 
@@ -579,8 +629,10 @@ Tensor sub_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& a
   }
   // Note [Dispatch-argument bitmap]: 0b100 (self).
   DispatchKeySet arg_ks = self.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_13(k, op, ks, self, other, alpha);
 }
 
@@ -601,8 +653,10 @@ Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 

@@ -34,7 +34,7 @@ struct ProcessState {
   size_t mode_depth = 0;
   bool grad_mode = false, inference_mode = false, autocast_cpu = false, trace = false;
   // Not compared: an alias-key fallback that fails part way has published the keys it took
-  // first, and retires them (Note [Retired kernels]: a racing call may hold them); shown in
+  // first, and retires them (Note [Kernel reclamation]: a racing call may hold them); shown in
   // the failure message only.
   size_t retired_kernels = 0;
 

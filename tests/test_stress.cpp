@@ -6,7 +6,7 @@
 //
 // What is checked:
 //   - every call reaches a kernel that was registered at some moment during the call
-//     (Note [Retired kernels]): registrations and deregistrations are stamped with a global
+//     (Note [Kernel reclamation]): registrations and deregistrations are stamped with a global
 //     epoch, callers read the epoch before and after each call;
 //   - no call is lost or doubled: per-kernel counters add up to the calls made;
 //   - every mode-wrapped call went through the mode once; every observed entry has its exit.

@@ -13,6 +13,7 @@ constexpr std::array<std::string_view, kNumKeyNames> kKeyNames = {
     "Undefined", "Dense", "Quantized", "Sparse", "BackendSelect", "Python", "Functionalize",
     "ADInplaceOrView", "AutogradOther", "AutogradFunctionality", "Tracer", "AutocastCPU",
     "AutocastCUDA", "FuncTorchBatched", "TESTING_ONLY_GenericWrapper", "TESTING_ONLY_GenericMode",
+    "ThreadRegistration",
     // per-backend runtime keys
     "CPU", "CUDA", "PrivateUse1", "PrivateUse2", "Meta",
     "QuantizedCPU", "QuantizedCUDA", "QuantizedPrivateUse1", "QuantizedPrivateUse2", "QuantizedMeta",
@@ -38,7 +39,7 @@ constexpr std::array<DispatchKey, kDispatchTableSize> computeSlotKeys() {
 }
 constexpr auto kSlotKeys = computeSlotKeys();
 static_assert(kSlotKeys[0] == DispatchKey::Undefined);
-static_assert(kSlotKeys[kDispatchTableSize - 1] == DispatchKey::TESTING_ONLY_GenericMode);
+static_assert(kSlotKeys[kDispatchTableSize - 1] == DispatchKey::ThreadRegistration);
 }  // namespace
 
 std::string_view toString(DispatchKey k) {

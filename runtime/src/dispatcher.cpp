@@ -218,6 +218,15 @@ Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
   // Operators without an autocast policy pass through the autocast keys (Note [Autocast]).
   install(DispatchKey::AutocastCPU, "autocast_fallthrough (default)");
   install(DispatchKey::AutocastCUDA, "autocast_fallthrough (default)");
+  // Every thread's first call registers it with the kernel reclaimer (Note [Kernel reclamation]).
+  AnnotatedKernel registration;
+  registration.key = DispatchKey::ThreadRegistration;
+  registration.kernel = std::make_shared<const KernelFunction>(
+      KernelFunction::makeFromBoxedFunction(&detail::threadRegistrationFallback));
+  registration.debug = "thread_registration (default)";
+  registration.id = next_registration_id_++;
+  registration.is_default = true;
+  backend_fallbacks_[tableIndexForRuntimeKey(DispatchKey::ThreadRegistration)] = std::move(registration);
   updateAllTables();  // no operators yet: computes fallback_only_
 }
 
@@ -286,10 +295,9 @@ std::vector<std::string> Dispatcher::getRegistrationsForDispatchKey(DispatchKey 
   return out;
 }
 
-size_t Dispatcher::retiredKernelCount() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return retired_kernels_.size();
-}
+size_t Dispatcher::retiredKernelCount() const { return retired_kernels_.size(); }
+
+size_t Dispatcher::reclaimRetiredKernels() { return retired_kernels_.reclaim(); }
 
 std::array<const AnnotatedKernel*, kDispatchTableSize> Dispatcher::fallbackPointers() const {
   std::array<const AnnotatedKernel*, kDispatchTableSize> out{};
@@ -372,6 +380,8 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
            "cannot register a kernel for '", name, "' at ", key,
            ": kernels go at a runtime key (CPU, AutogradCUDA, ...) or an alias key (Autograd, "
            "CompositeImplicitAutograd, ...)");
+  DK_CHECK(key != DispatchKey::ThreadRegistration, "cannot register a kernel for '", name,
+           "' at ThreadRegistration: the dispatcher owns that key (Note [Kernel reclamation])");
   OperatorEntry* existing = lookupEntry(name);
   if (existing && existing->schema_ && infer_schema) {
     FunctionSchema inferred = infer_schema();
@@ -412,12 +422,18 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
 }
 
 void Dispatcher::deregisterImpl(OperatorEntry& entry, uint64_t id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = std::find_if(entry.kernels_.begin(), entry.kernels_.end(), [&](const auto& a) { return a.id == id; });
-  if (it == entry.kernels_.end()) return;
-  retired_kernels_.push_back(it->kernel);  // Note [Retired kernels]
-  entry.kernels_.erase(it);
-  entry.updateDispatchTable(fallbackPointers(), fallback_only_);
+  std::shared_ptr<const KernelFunction> retired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = std::find_if(entry.kernels_.begin(), entry.kernels_.end(), [&](const auto& a) { return a.id == id; });
+    if (it == entry.kernels_.end()) return;
+    retired = std::move(it->kernel);
+    entry.kernels_.erase(it);
+    entry.updateDispatchTable(fallbackPointers(), fallback_only_);
+  }
+  // After the new table is published, and outside the mutex: freeing a kernel may run user
+  // code that deregisters (Note [Kernel reclamation]).
+  retired_kernels_.retire(std::move(retired));
 }
 
 // ---- backend fallbacks ----
@@ -426,6 +442,8 @@ RegistrationHandleRAII Dispatcher::registerFallback(DispatchKey key, KernelFunct
   std::lock_guard<std::mutex> lock(mutex_);
   DK_CHECK(isRuntimeDispatchKey(key) && key != DispatchKey::Undefined, "cannot register a backend fallback at ",
            key, ": fallbacks go at a runtime key");
+  DK_CHECK(key != DispatchKey::ThreadRegistration, "cannot register a backend fallback at ThreadRegistration: the "
+           "dispatcher owns that key (Note [Kernel reclamation])");
   auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
   DK_CHECK(!slot, "Tried to register multiple backend fallbacks for the same dispatch key ", key,
            "; previous registration ", slot->debug, ", new registration ", debug);
@@ -441,12 +459,16 @@ RegistrationHandleRAII Dispatcher::registerFallback(DispatchKey key, KernelFunct
 }
 
 void Dispatcher::deregisterFallback(DispatchKey key, uint64_t id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
-  if (!slot || slot->id != id) return;
-  retired_kernels_.push_back(slot->kernel);  // Note [Retired kernels]
-  slot.reset();
-  updateAllTables();
+  std::shared_ptr<const KernelFunction> retired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
+    if (!slot || slot->id != id) return;
+    retired = std::move(slot->kernel);
+    slot.reset();
+    updateAllTables();
+  }
+  retired_kernels_.retire(std::move(retired));  // Note [Kernel reclamation]
 }
 
 // ---- checks and errors ----
@@ -533,12 +555,16 @@ __attribute__((noinline)) void callBoxedObserved(const OperatorHandle& op, const
 }  // namespace
 
 void OperatorHandle::callBoxed(Stack* stack) const {
-  DispatchKeySet ks = entry_->getDispatchKeySetBoxed(*stack);
-  if (__builtin_expect(entry_->slowPathEnabled(), 0)) {
-    callBoxedObserved(*this, entry_->lookup(ks), ks, detail::CallKind::CallBoxed, stack);
+  const OperatorEntry* entry = entry_;
+  detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
+  if (__builtin_expect(entry->slowPathEnabled(), 0)) {
+    detail::ensureThreadRegistered();  // so observers never see the ThreadRegistration hop
+    DispatchKeySet ks = entry->getDispatchKeySetBoxed(*stack);
+    callBoxedObserved(*this, entry->lookup(ks), ks, detail::CallKind::CallBoxed, stack);
     return;
   }
-  entry_->lookup(ks).callBoxed(*this, ks, stack);
+  DispatchKeySet ks = entry->getDispatchKeySetBoxed(*stack);
+  entry->lookup(ks).callBoxed(*this, ks, stack);
 }
 
 void OperatorHandle::redispatchBoxed(DispatchKeySet ks, Stack* stack) const {

@@ -4,8 +4,10 @@
 namespace dk {
 
 namespace detail {
+// Every thread starts with ThreadRegistration included: its first call lands in that slot,
+// which registers it with the reclaimer (Note [Kernel reclamation]).
 constinit thread_local ThreadDispatchKeys tls_dispatch_keys __attribute__((tls_model("initial-exec"))) = {
-    default_included_set, ~default_excluded_set.raw_repr()};
+    default_included_set.add(DispatchKey::ThreadRegistration), ~default_excluded_set.raw_repr(), 0};
 }  // namespace detail
 
 namespace {
@@ -26,7 +28,7 @@ IncludeDispatchKeyGuard::~IncludeDispatchKeyGuard() {
 
 ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(DispatchKeySet ks) {
   auto& tls = detail::tls_dispatch_keys;
-  uint64_t wanted = ks.raw_repr() & kFunctionalityMask;
+  uint64_t wanted = ks.raw_repr() & kFunctionalityMask & ~detail::kThreadRegistrationBit;
   added_ = DispatchKeySet::fromRaw(wanted & tls.allowed);
   tls.allowed &= ~added_.raw_repr();
 }
@@ -50,7 +52,7 @@ KeySetChange KeySetChange::apply(DispatchKeySet include, DispatchKeySet uninclud
   c.included_removed_ = uninclude.raw_repr() & included & ~include.raw_repr();
   tls.included = DispatchKeySet::fromRaw((included | c.included_added_) & ~c.included_removed_);
   const uint64_t excluded = ~tls.allowed;
-  c.excluded_added_ = exclude.raw_repr() & kFunctionalityMask & ~excluded;
+  c.excluded_added_ = exclude.raw_repr() & kFunctionalityMask & ~kThreadRegistrationBit & ~excluded;
   c.excluded_removed_ = unexclude.raw_repr() & kFunctionalityMask & excluded & ~exclude.raw_repr();
   tls.allowed = ~((excluded | c.excluded_added_) & ~c.excluded_removed_);
   return c;

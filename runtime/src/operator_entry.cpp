@@ -234,6 +234,7 @@ std::string OperatorEntry::dumpComputedTable(const Fallbacks& fallbacks) const {
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
     const SlotInfo info = computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]);
     if (info.source == SlotSource::Missing) continue;
+    if (runtimeKeyForTableIndex(slot) == DispatchKey::ThreadRegistration) continue;  // internal
     out << toString(runtimeKeyForTableIndex(slot)) << ": ";
     if (info.source == SlotSource::AmbiguousAutogradOther) {
       out << "ambiguous_autogradother [ambiguous autogradother]\n";

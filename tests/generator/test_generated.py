@@ -106,8 +106,10 @@ struct add_out {
   // Note [Dispatch-argument bitmap]: 0b111 (input, weight, bias).
   DispatchKeySet arg_ks = input.key_set() | weight.key_set();
   if (bias) arg_ks = arg_ks | bias->key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_4(k, op, ks, input, weight, bias);
 """, shard)
         shard = next(text for name, text in self.outputs.items() if "Tensor zeros::call(" in text)

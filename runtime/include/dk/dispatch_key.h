@@ -46,6 +46,7 @@ enum class DispatchKey : uint16_t {
   FuncTorchBatched,
   TESTING_ONLY_GenericWrapper,
   TESTING_ONLY_GenericMode,
+  ThreadRegistration,        // internal: every thread's first call (Note [Kernel reclamation])
   EndOfFunctionalityKeys,    // not a key
 
   // ---- per-backend runtime keys (block order == BackendComponent order) ----

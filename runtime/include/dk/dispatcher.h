@@ -13,6 +13,7 @@
 #include "dk/function_schema.h"
 #include "dk/ivalue.h"
 #include "dk/kernel_function.h"
+#include "dk/kernel_reclamation.h"
 #include "dk/observer.h"
 #include "dk/operator_entry.h"
 
@@ -94,8 +95,10 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
     if (__builtin_expect(entry_->slowPathEnabled(), 0)) return callSlow(std::forward<Args>(args)...);
     DispatchKeySet argument_keys;
     detail::accumulateKeySet(argument_keys, args...);
+    const OperatorEntry* entry = entry_;
+    detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
     DispatchKeySet ks;
-    const KernelFunction& kernel = entry_->lookupForArguments(argument_keys, &ks);
+    const KernelFunction& kernel = entry->lookupForArguments(argument_keys, &ks);
     return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
   }
   // Index the table with the caller's key set (a layer's own key already removed).
@@ -108,10 +111,13 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
 
  private:
   __attribute__((noinline)) R callSlow(Args... args) const {
+    detail::ensureThreadRegistered();  // so traces never show the ThreadRegistration hop
     DispatchKeySet argument_keys;
     detail::accumulateKeySet(argument_keys, args...);
+    const OperatorEntry* entry = entry_;
+    detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
     DispatchKeySet ks;
-    const KernelFunction& kernel = entry_->lookupForArguments(argument_keys, &ks);
+    const KernelFunction& kernel = entry->lookupForArguments(argument_keys, &ks);
     return callTraced(kernel, ks, detail::CallKind::Call, std::forward<Args>(args)...);
   }
   // Out of line, so the fast path needs no stack frame for it (Note [Dispatch slow path]).
@@ -179,8 +185,12 @@ class Dispatcher {
   // future; observer.cpp calls it when the trace or the set of observers changes.
   void setSlowPathEnabled(bool on);
 
-  // Number of kernel objects kept alive after deregistration (Note [Retired kernels]).
+  // Deregistered kernels not yet freed: a call may still have been running them
+  // (Note [Kernel reclamation]). They are freed in batches as deregistrations go on.
   size_t retiredKernelCount() const;
+  // Frees every deregistered kernel that no call can still be running, without waiting for a
+  // batch to fill; returns how many remain (those a call on some thread was inside of).
+  size_t reclaimRetiredKernels();
 
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -205,7 +215,7 @@ class Dispatcher {
   std::array<std::optional<AnnotatedKernel>, kDispatchTableSize> backend_fallbacks_;
   FallbackOnlyTable fallback_only_;  // follows backend_fallbacks_ (updateAllTables)
   std::vector<std::pair<std::string, std::string>> libraries_;  // (namespace, debug) of DK_LIBRARY blocks
-  std::vector<std::shared_ptr<const KernelFunction>> retired_kernels_;
+  detail::RetiredKernels retired_kernels_;  // Note [Kernel reclamation]
   uint64_t next_registration_id_ = 1;
 };
 

@@ -1,6 +1,9 @@
 // dk/local_dispatch_key_set.h: the thread-local included/excluded key sets and their guards.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "dk/dispatch_key_set.h"
 
 namespace dk {
@@ -18,14 +21,82 @@ struct LocalDispatchKeySet {
 };
 
 namespace detail {
+// The internal key a thread carries in its included set until its first call registers it
+// with the kernel reclaimer (Note [Kernel reclamation]). It is never excluded, and the public
+// views of the thread's sets do not show it.
+inline constexpr uint64_t kThreadRegistrationBit = functionalityBit(DispatchKey::ThreadRegistration);
+
 struct ThreadDispatchKeys {
   DispatchKeySet included;
   uint64_t allowed;  // ~excluded
+  // How many dispatcher calls this thread is inside (Note [Kernel reclamation]); written only
+  // by its own thread, read by the reclaimer.
+  uint64_t call_depth;
 
   DispatchKeySet excluded() const { return DispatchKeySet::fromRaw(~allowed); }
-  void set_excluded(DispatchKeySet excluded) { allowed = ~excluded.raw_repr(); }
+  void set_excluded(DispatchKeySet excluded) { allowed = ~(excluded.raw_repr() & ~kThreadRegistrationBit); }
 };
 extern constinit thread_local ThreadDispatchKeys tls_dispatch_keys __attribute__((tls_model("initial-exec")));
+
+// Note [Call depth scope]
+// Every call (typed, generated or boxed; not redispatch, which runs inside the call that gave
+// it its key set) counts itself in before it reads the operator's table and out when the
+// kernel returns or throws, so the reclaimer can tell when a thread holds no kernel
+// (Note [Kernel reclamation]). Fast: on x86-64 the count in is one `incq` at a fixed offset
+// from the thread pointer, sharing the TLS offset the key-set computation loads anyway; the
+// count out is that offset's reload and one `decq`, written in assembly so the compiler does
+// not keep the offset in a callee-saved register across the kernel call (which would cost a
+// push and a pop). The asm also passes the operator entry through a register operand, which
+// orders the count before every read of the table without a compiler barrier. Elsewhere
+// (other targets, ThreadSanitizer) the count is a relaxed load and store in, and a release
+// store out.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DK_CALL_DEPTH_GENERIC 1
+#endif
+#endif
+#else
+#define DK_CALL_DEPTH_GENERIC 1
+#endif
+
+class CallDepthScope {
+ public:
+  template <class Entry>
+  explicit CallDepthScope(const Entry*& entry) {
+#ifndef DK_CALL_DEPTH_GENERIC
+    asm volatile("incq %0" : "+m"(tls_dispatch_keys.call_depth), "+r"(entry));
+#else
+    uint64_t& depth = tls_dispatch_keys.call_depth;
+    __atomic_store_n(&depth, __atomic_load_n(&depth, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    (void)entry;
+#endif
+  }
+  ~CallDepthScope() {
+#ifndef DK_CALL_DEPTH_GENERIC
+    asm volatile(
+        "movq _ZN2dk6detail17tls_dispatch_keysE@gottpoff(%%rip), %%r11\n\t"
+        "decq %%fs:%c0(%%r11)"
+        :
+        : "i"(offsetof(ThreadDispatchKeys, call_depth))
+        : "r11", "memory");
+#else
+    uint64_t& depth = tls_dispatch_keys.call_depth;
+    __atomic_store_n(&depth, __atomic_load_n(&depth, __ATOMIC_RELAXED) - 1, __ATOMIC_RELEASE);
+#endif
+  }
+  CallDepthScope(const CallDepthScope&) = delete;
+  CallDepthScope& operator=(const CallDepthScope&) = delete;
+};
+
+// Registers the calling thread with the reclaimer if its first call has not yet done so
+// (kernel_reclamation.cpp); the slow call paths call it so that traces never show the
+// ThreadRegistration hop.
+void registerThisThread();
+inline void ensureThreadRegistered() {
+  if (__builtin_expect((tls_dispatch_keys.included.raw_repr() & kThreadRegistrationBit) != 0, 0)) registerThisThread();
+}
 
 // Note [Guards undo only their own change]
 // A guard that edits the thread's key sets remembers which keys it actually added or removed
@@ -47,7 +118,8 @@ class KeySetChange {
 }  // namespace detail
 
 inline LocalDispatchKeySet tls_local_dispatch_key_set() {
-  return {detail::tls_dispatch_keys.included, detail::tls_dispatch_keys.excluded()};
+  return {detail::tls_dispatch_keys.included.remove(DispatchKey::ThreadRegistration),
+          detail::tls_dispatch_keys.excluded()};
 }
 // Per-backend keys are judged by their functionality bit (the TLS sets hold no backend bits).
 inline bool tls_is_dispatch_key_included(DispatchKey k) {

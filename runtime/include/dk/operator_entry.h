@@ -21,10 +21,9 @@ namespace dk {
 // A kernel as registered: where, by whom, and what it claims about its signature.
 struct AnnotatedKernel {
   DispatchKey key = DispatchKey::Undefined;  // runtime or alias key it was registered at
-  // Note [Retired kernels]: tables publish the address of this KernelFunction. When the
-  // registration goes away the shared_ptr moves to the dispatcher's retired list instead of
-  // being freed, because a call on another thread may still be running it. Registration is
-  // a cold path; each deregistration retires one small object.
+  // Tables publish the address of this KernelFunction. When the registration goes away the
+  // shared_ptr moves to the dispatcher's retired kernels, which free it once no call can still
+  // be running it (Note [Kernel reclamation]).
   std::shared_ptr<const KernelFunction> kernel;
   std::optional<CppSignature> cpp_signature;
   // Builds the schema the kernel's C++ type implies, for the checks against the def'd schema
@@ -98,8 +97,7 @@ class OperatorEntry {
   DispatchKeySet computeDispatchKeySet(DispatchKeySet argument_keys) const {
     const detail::ThreadDispatchKeys& tls = detail::tls_dispatch_keys;
     uint64_t ks = (argument_keys.raw_repr() | tls.included.raw_repr()) & tls.allowed;
-    return DispatchKeySet::fromRaw(
-        ks & non_fallthrough_keys_[DispatchKeySet::highestBackendIndex(ks)].load(std::memory_order_relaxed));
+    return DispatchKeySet::fromRaw(andFallthroughMask(ks, DispatchKeySet::highestBackendIndex(ks)));
   }
 
   // computeDispatchKeySet and lookup fused, so the backend bit is scanned once.
@@ -107,7 +105,7 @@ class OperatorEntry {
     const detail::ThreadDispatchKeys& tls = detail::tls_dispatch_keys;
     uint64_t ks = (argument_keys.raw_repr() | tls.included.raw_repr()) & tls.allowed;
     const uint64_t backend = DispatchKeySet::highestBackendIndex(ks);
-    ks &= non_fallthrough_keys_[backend].load(std::memory_order_relaxed);
+    ks = andFallthroughMask(ks, backend);
     *ks_out = DispatchKeySet::fromRaw(ks);
     return *dispatch_table_[DispatchKeySet::tableIndexFor(ks, backend)].load(std::memory_order_acquire);
   }
@@ -133,6 +131,20 @@ class OperatorEntry {
     return on;
 #else
     return slow_path_.load(std::memory_order_relaxed) != 0;
+#endif
+  }
+
+  // ks & the fallthrough mask of `backend` (Note [Fallthrough mask]). On x86 the AND takes the
+  // mask as its memory operand: GCC does not fold an atomic load into an AND, and an aligned
+  // 8-byte load is atomic there (the same reasoning as slowPathEnabled).
+  uint64_t andFallthroughMask(uint64_t ks, uint64_t backend) const {
+#if defined(__x86_64__) && defined(__GNUC__)
+    // (The operand is the atomic itself: through a volatile pointer GCC would compute the
+    // address with a separate lea.)
+    asm("andq %1, %0" : "+r"(ks) : "m"(non_fallthrough_keys_[backend]));
+    return ks;
+#else
+    return ks & non_fallthrough_keys_[backend].load(std::memory_order_relaxed);
 #endif
   }
 

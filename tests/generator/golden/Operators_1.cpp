@@ -27,8 +27,10 @@ Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
   // Note [Dispatch-argument bitmap]: 0b10 (tensors).
   DispatchKeySet arg_ks;
   for (const Tensor& t : tensors) arg_ks = arg_ks | t.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_0(k, op, ks, tensors, dim);
 }
 

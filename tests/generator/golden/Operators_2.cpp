@@ -26,8 +26,10 @@ Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
   }
   // Note [Dispatch-argument bitmap]: 0b110 (self, other).
   DispatchKeySet arg_ks = self.key_set() | other.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_2(k, op, ks, self, other, alpha);
 }
 
@@ -48,8 +50,10 @@ Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alph
   }
   // Note [Dispatch-argument bitmap]: 0b1101 (self, other, out).
   DispatchKeySet arg_ks = self.key_set() | other.key_set() | out.key_set();
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_3(k, op, ks, self, other, alpha, out);
 }
 

@@ -26,8 +26,10 @@ Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
   }
   // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
   DispatchKeySet arg_ks;
+  const OperatorEntry* entry = &op.entry();
+  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
-  const KernelFunction& k = op.entry().lookupForArguments(arg_ks, &ks);
+  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
   return boxing::invoke_sig_1(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
