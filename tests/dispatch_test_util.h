@@ -37,6 +37,23 @@ inline UnaryIntOp unaryIntOp(const std::string& ns, const std::string& name) {
   return Dispatcher::singleton().findSchemaOrThrow(ns + "::" + name, "").typed<int64_t(const Tensor&)>();
 }
 
+// `ns::op(Tensor x) -> int` with a CPU kernel that returns `value`, registered for the lifetime
+// of the object.
+class IntOpWithCpuKernel {
+ public:
+  IntOpWithCpuKernel(const std::string& ns, int64_t value)
+      : ns_(ns), def_(Library::DEF, ns), cpu_(Library::IMPL, ns, DispatchKey::CPU) {
+    def_.def("op(Tensor x) -> int");
+    cpu_.impl("op", tagKernel(value, "cpu_value_kernel"));
+  }
+  UnaryIntOp typed() const { return unaryIntOp(ns_, "op"); }
+  OperatorHandle handle() const { return Dispatcher::singleton().findSchemaOrThrow(ns_ + "::op", ""); }
+
+ private:
+  std::string ns_;
+  Library def_, cpu_;
+};
+
 // Captures warnings for the lifetime of the object.
 class WarningCapture {
  public:

@@ -118,13 +118,10 @@ TEST_CASE("concurrency: callers see only valid kernels while kernels and librari
 }
 
 TEST_CASE("concurrency: thread-local state is per thread") {
-  Library def(Library::DEF, "t_conc_tls");
-  def.def("op(Tensor x) -> int");
-  Library cpu(Library::IMPL, "t_conc_tls", DispatchKey::CPU);
-  cpu.impl("op", [](const Tensor&) -> int64_t { return 1; });
+  const IntOpWithCpuKernel defined("t_conc_tls", 1);
   Library ag(Library::IMPL, "t_conc_tls", DispatchKey::Autograd);
   ag.impl("op", [](const Tensor&) -> int64_t { return 7; });
-  auto op = unaryIntOp("t_conc_tls", "op");
+  auto op = defined.typed();
   std::atomic<int64_t> seen_other{0};
   AutoDispatchBelowAutograd below;
   CHECK(op.call(cpuTensor()) == 1);

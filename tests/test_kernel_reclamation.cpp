@@ -195,11 +195,8 @@ TEST_CASE("reclamation: every call path counts itself in and out, also when the 
 }
 
 TEST_CASE("reclamation: a thread registers on its first call, and the internal key stays hidden") {
-  Library def(Library::DEF, "t_reclaim_reg");
-  def.def("op(Tensor x) -> int");
-  Library cpu(Library::IMPL, "t_reclaim_reg", DispatchKey::CPU);
-  cpu.impl("op", [](const Tensor&) -> int64_t { return 5; });
-  const UnaryIntOp op = unaryIntOp("t_reclaim_reg", "op");
+  const IntOpWithCpuKernel defined("t_reclaim_reg", 5);
+  const UnaryIntOp op = defined.typed();
   CHECK(op.call(cpuTensor()) == 5);  // this thread is registered now
   const size_t threads = detail::registeredThreadCount();
   std::atomic<int> stage{0};
@@ -215,7 +212,7 @@ TEST_CASE("reclamation: a thread registers on its first call, and the internal k
     if (exclude_everything) {
       Stack stack{IValue(cpuTensor())};
       try {
-        Dispatcher::singleton().findSchemaOrThrow("t_reclaim_reg::op", "").callBoxed(stack);
+        defined.handle().callBoxed(stack);
       } catch (const Error&) {
         // every key excluded: the call finds no kernel, but it went through registration first
       }
@@ -296,12 +293,9 @@ TEST_CASE("reclamation: after fork, threads of the parent do not hold the child 
 // The issue's test: a million register/deregister cycles (DK_RECLAIM_CYCLES) while other
 // threads call keep the retired kernels, and resident memory, bounded.
 TEST_CASE("reclamation: register/deregister cycles racing callers keep memory flat") {
-  Library def(Library::DEF, "t_reclaim_flat");
-  def.def("op(Tensor x) -> int");
-  Library base(Library::IMPL, "t_reclaim_flat", DispatchKey::CPU);
-  base.impl("op", [](const Tensor&) -> int64_t { return 1; });
-  const UnaryIntOp op = unaryIntOp("t_reclaim_flat", "op");
-  const OperatorHandle boxed_op = Dispatcher::singleton().findSchemaOrThrow("t_reclaim_flat::op", "");
+  const IntOpWithCpuKernel defined("t_reclaim_flat", 1);
+  const UnaryIntOp op = defined.typed();
+  const OperatorHandle boxed_op = defined.handle();
   const int64_t cycles = envOr("DK_RECLAIM_CYCLES", 1'000'000);
   reclaimAll();
   const int64_t tokens_before = live_tokens.load();

@@ -194,39 +194,28 @@ Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
   // works on tensors that require grad; its result simply has no gradient history. Going on
   // below a key is what a fallthrough does, so the fallback is a fallthrough kernel: calls
   // skip the autograd slot through the fallthrough mask and pay nothing for it.
-  auto install = [&](DispatchKey k, std::string debug) {
+  auto install = [&](DispatchKey k, KernelFunction kernel, const char* debug) {
     AnnotatedKernel a;
     a.key = k;
-    a.kernel = std::make_shared<const KernelFunction>(KernelFunction::makeFallthrough());
-    a.debug = std::move(debug);
+    a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
+    a.debug = debug;
     a.id = next_registration_id_++;
     a.is_default = true;
     backend_fallbacks_[tableIndexForRuntimeKey(k)] = std::move(a);
   };
-  install(DispatchKey::BackendSelect, "backend_select_fallthrough (default)");
+  const KernelFunction fallthrough = KernelFunction::makeFallthrough();
+  install(DispatchKey::BackendSelect, fallthrough, "backend_select_fallthrough (default)");
   // The Python slot runs the thread's dispatch modes (Note [Dispatch modes]).
-  AnnotatedKernel python;
-  python.key = DispatchKey::Python;
-  python.kernel = std::make_shared<const KernelFunction>(
-      KernelFunction::makeFromBoxedFunction(&detail::pythonDispatchModeFallback));
-  python.debug = "dispatch_mode_fallback (default)";
-  python.id = next_registration_id_++;
-  python.is_default = true;
-  backend_fallbacks_[tableIndexForRuntimeKey(DispatchKey::Python)] = std::move(python);
-  install(DispatchKey::ADInplaceOrView, "ad_inplace_or_view_fallthrough (default)");
-  for (DispatchKey k : autograd_dispatch_keyset) install(k, "autograd_fallback (default)");
+  install(DispatchKey::Python, KernelFunction::makeFromBoxedFunction(&detail::pythonDispatchModeFallback),
+          "dispatch_mode_fallback (default)");
+  install(DispatchKey::ADInplaceOrView, fallthrough, "ad_inplace_or_view_fallthrough (default)");
+  for (DispatchKey k : autograd_dispatch_keyset) install(k, fallthrough, "autograd_fallback (default)");
   // Operators without an autocast policy pass through the autocast keys (Note [Autocast]).
-  install(DispatchKey::AutocastCPU, "autocast_fallthrough (default)");
-  install(DispatchKey::AutocastCUDA, "autocast_fallthrough (default)");
+  install(DispatchKey::AutocastCPU, fallthrough, "autocast_fallthrough (default)");
+  install(DispatchKey::AutocastCUDA, fallthrough, "autocast_fallthrough (default)");
   // Every thread's first call registers it with the kernel reclaimer (Note [Kernel reclamation]).
-  AnnotatedKernel registration;
-  registration.key = DispatchKey::ThreadRegistration;
-  registration.kernel = std::make_shared<const KernelFunction>(
-      KernelFunction::makeFromBoxedFunction(&detail::threadRegistrationFallback));
-  registration.debug = "thread_registration (default)";
-  registration.id = next_registration_id_++;
-  registration.is_default = true;
-  backend_fallbacks_[tableIndexForRuntimeKey(DispatchKey::ThreadRegistration)] = std::move(registration);
+  install(DispatchKey::ThreadRegistration, KernelFunction::makeFromBoxedFunction(&detail::threadRegistrationFallback),
+          "thread_registration (default)");
   updateAllTables();  // no operators yet: computes fallback_only_
 }
 

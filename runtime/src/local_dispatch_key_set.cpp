@@ -15,28 +15,13 @@ constinit thread_local bool tls_grad_mode_enabled = true;
 constinit thread_local bool tls_inference_mode_enabled = false;
 }  // namespace
 
-IncludeDispatchKeyGuard::IncludeDispatchKeyGuard(DispatchKeySet ks) {
-  auto& tls = detail::tls_dispatch_keys;
-  added_ = DispatchKeySet::fromRaw(ks.raw_repr() & ~tls.included.raw_repr());
-  tls.included = tls.included | added_;
-}
+IncludeDispatchKeyGuard::IncludeDispatchKeyGuard(DispatchKeySet ks)
+    : change_(detail::KeySetChange::apply(ks, {}, {}, {})) {}
+IncludeDispatchKeyGuard::~IncludeDispatchKeyGuard() { change_.undo(); }
 
-IncludeDispatchKeyGuard::~IncludeDispatchKeyGuard() {
-  auto& tls = detail::tls_dispatch_keys;
-  tls.included = DispatchKeySet::fromRaw(tls.included.raw_repr() & ~added_.raw_repr());
-}
-
-ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(DispatchKeySet ks) {
-  auto& tls = detail::tls_dispatch_keys;
-  uint64_t wanted = ks.raw_repr() & kFunctionalityMask & ~detail::kThreadRegistrationBit;
-  added_ = DispatchKeySet::fromRaw(wanted & tls.allowed);
-  tls.allowed &= ~added_.raw_repr();
-}
-
-ExcludeDispatchKeyGuard::~ExcludeDispatchKeyGuard() {
-  auto& tls = detail::tls_dispatch_keys;
-  tls.allowed |= added_.raw_repr();
-}
+ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(DispatchKeySet ks)
+    : change_(detail::KeySetChange::apply({}, {}, ks, {})) {}
+ExcludeDispatchKeyGuard::~ExcludeDispatchKeyGuard() { change_.undo(); }
 
 bool GradMode::is_enabled() { return tls_grad_mode_enabled; }
 void GradMode::set_enabled(bool enabled) { tls_grad_mode_enabled = enabled; }

@@ -34,7 +34,6 @@ struct ThreadDispatchKeys {
   uint64_t call_depth;
 
   DispatchKeySet excluded() const { return DispatchKeySet::fromRaw(~allowed); }
-  void set_excluded(DispatchKeySet excluded) { allowed = ~(excluded.raw_repr() & ~kThreadRegistrationBit); }
 };
 extern constinit thread_local ThreadDispatchKeys tls_dispatch_keys __attribute__((tls_model("initial-exec")));
 
@@ -139,7 +138,7 @@ class IncludeDispatchKeyGuard {
   IncludeDispatchKeyGuard& operator=(const IncludeDispatchKeyGuard&) = delete;
 
  private:
-  DispatchKeySet added_;
+  detail::KeySetChange change_;  // Note [Guards undo only their own change]
 };
 
 // Adds the functionality keys of `ks` to the excluded set; on exit removes only those it added.
@@ -152,7 +151,7 @@ class ExcludeDispatchKeyGuard {
   ExcludeDispatchKeyGuard& operator=(const ExcludeDispatchKeyGuard&) = delete;
 
  private:
-  DispatchKeySet added_;
+  detail::KeySetChange change_;  // Note [Guards undo only their own change]
 };
 
 // Calls made in scope skip every autograd key (what an autograd kernel does before it
