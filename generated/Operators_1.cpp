@@ -12,7 +12,7 @@
 // then read with one load (Note [Generated operator handles]).
 #include "dk/generated/Operators.h"
 
-#include "dk/dispatcher.h"
+#include "dk/dispatch/dispatcher.h"
 #include "dk/generated/BoxingAdapters.h"
 
 namespace dk::ops {

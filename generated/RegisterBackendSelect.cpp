@@ -8,7 +8,7 @@
 // backend's Dense key. Trailing comments: operator @ key.
 #include "dk/generated/BoxingAdapters.h"
 #include "dk/generated/Operators.h"
-#include "dk/library.h"
+#include "dk/dispatch/library.h"
 
 namespace dk {
 

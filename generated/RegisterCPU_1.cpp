@@ -12,7 +12,7 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/NativeFunctions.h"
 #include "dk/generated/Operators.h"
-#include "dk/library.h"
+#include "dk/dispatch/library.h"
 
 namespace dk {
 

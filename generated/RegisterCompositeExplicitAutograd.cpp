@@ -10,7 +10,7 @@
 #include "dk/generated/BoxingAdapters.h"
 #include "dk/generated/NativeFunctions.h"
 #include "dk/generated/Operators.h"
-#include "dk/library.h"
+#include "dk/dispatch/library.h"
 
 namespace dk {
 

@@ -3,6 +3,7 @@
 # and runs the program. The project is set up under the build directory, so later runs rebuild
 # only what changed (a plain build: no optimization, it only has to link and run).
 set -euo pipefail
+source "$(dirname "$0")/downstream/common.sh"
 build_dir=$1
 project=$2
 source_root=$3
@@ -16,5 +17,4 @@ if [ ! -f "$work/build/build.ninja" ]; then
 fi
 ninja -C "$work/build" prog >/dev/null
 out=$("$work/build/prog")
-echo "$out"
-echo "$out" | grep -q "^CPU: registered at .*prog.cpp:13 \[kernel\]$"
+dk_expect_downstream_output "$out"

@@ -10,10 +10,10 @@
 #include <utility>
 
 #include "dk/autograd/autograd.h"
-#include "dk/core_types.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
-#include "dk/local_dispatch_key_set.h"
+#include "dk/core/core_types.h"
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/util/error.h"
 
 namespace dk::test {
 

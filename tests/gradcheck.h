@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "dk/tensor.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::test {
 

@@ -10,9 +10,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "dk/dtype_dispatch.h"
-#include "dk/empty_tensor.h"
-#include "dk/tensor.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::test {
 

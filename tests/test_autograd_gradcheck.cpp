@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "dk/autograd/autograd.h"
-#include "dk/dispatcher.h"
-#include "dk/error.h"
+#include "dk/core/generator.h"
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/dispatch/dispatcher.h"
 #include "dk/generated/Functions.h"
-#include "dk/generator.h"
-#include "dk/local_dispatch_key_set.h"
-#include "dk/tensor.h"
-#include "dk/tensor_from_values.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_from_values.h"
+#include "dk/util/error.h"
 #include "gradcheck.h"
 
 using namespace dk;

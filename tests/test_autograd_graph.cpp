@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "dk/autograd/autograd.h"
-#include "dk/error.h"
+#include "dk/core/local_dispatch_key_set.h"
 #include "dk/generated/Functions.h"
-#include "dk/local_dispatch_key_set.h"
-#include "dk/tensor.h"
-#include "dk/tensor_from_values.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_from_values.h"
+#include "dk/util/error.h"
 #include "gradcheck.h"
 
 using namespace dk;

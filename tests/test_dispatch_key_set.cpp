@@ -4,7 +4,7 @@
 #include <set>
 #include <vector>
 
-#include "dk/dispatch_key_set.h"
+#include "dk/core/dispatch_key_set.h"
 
 using namespace dk;
 

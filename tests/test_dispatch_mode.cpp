@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "dispatch_test_util.h"
-#include "dk/empty_tensor.h"
-#include "dk/modes.h"
+#include "dk/layers/modes.h"
+#include "dk/tensor/empty_tensor.h"
 
 using namespace dk;
 using namespace dk::testing;

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "dk/autocast.h"
 #include "dk/autograd/autograd.h"
 #include "dk/dispatch.h"
-#include "dk/dispatch_mode.h"
+#include "dk/dispatch/dispatch_mode.h"
 #include "dk/dk.h"
-#include "dk/error.h"
+#include "dk/layers/autocast.h"
+#include "dk/util/error.h"
 
 using namespace dk;
 using Catch::Matchers::Contains;

@@ -1,4 +1,4 @@
-// Tests for dk/function_schema.h: the type model, the parser and the printer. The round trip of
+// Tests for dk/dispatch/function_schema.h: the type model, the parser and the printer. The round trip of
 // every schema in PyTorch 1.13.1's native_functions.yaml is in test_function_schema_pytorch.cpp.
 #include <catch2/catch.hpp>
 #include <set>
@@ -7,8 +7,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "dk/error.h"
-#include "dk/function_schema.h"
+#include "dk/dispatch/function_schema.h"
+#include "dk/util/error.h"
 
 using dk::AliasInfo;
 using dk::Argument;

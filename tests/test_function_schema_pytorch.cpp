@@ -1,4 +1,4 @@
-// dk/function_schema.h against PyTorch's own operator file: every schema of PyTorch 1.13.1's
+// dk/dispatch/function_schema.h against PyTorch's own operator file: every schema of PyTorch 1.13.1's
 // native_functions.yaml parses and prints back unchanged. The file comes from Debian's
 // python3-torch package (meson option pytorch_yaml_dir); tests/skip_unless_file.sh runs this
 // program only when the file is there, and reports the test as skipped otherwise.
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "dk/error.h"
-#include "dk/function_schema.h"
+#include "dk/dispatch/function_schema.h"
+#include "dk/util/error.h"
 
 using dk::Argument;
 using dk::FunctionSchema;

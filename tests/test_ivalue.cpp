@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <sstream>
 
-#include "dk/error.h"
-#include "dk/ivalue.h"
+#include "dk/dispatch/ivalue.h"
+#include "dk/util/error.h"
 
 using namespace dk;
 

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "dispatch_test_util.h"
+#include "dk/dispatch/kernel_reclamation.h"
 #include "dk/generated/Functions.h"
-#include "dk/tensor_factories.h"
-#include "dk/kernel_reclamation.h"
+#include "dk/tensor/tensor_factories.h"
 
 using namespace dk;
 using namespace dk::testing;

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "dk/dtype_dispatch.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
-#include "dk/generator.h"  // before Functions.h, which needs Generator complete
+#include "dk/core/generator.h"  // before Functions.h, which needs Generator complete
 #include "dk/generated/Functions.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/tensor.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 
 #include "../kernels/cpu/tensor_iterator.h"
 #include "kernel_test_util.h"

@@ -8,12 +8,12 @@
 #include <limits>
 #include <vector>
 
-#include "dk/dtype_dispatch.h"
-#include "dk/error.h"
-#include "dk/generator.h"  // before Functions.h, which needs Generator complete
+#include "dk/core/generator.h"  // before Functions.h, which needs Generator complete
 #include "dk/generated/Functions.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/tensor.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/error.h"
 #include "kernel_test_util.h"
 
 using namespace dk;

@@ -8,14 +8,14 @@
 #include <limits>
 #include <vector>
 
-#include "dk/dtype_dispatch.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
-#include "dk/generator.h"  // before Functions.h, which needs Generator complete
+#include "dk/core/generator.h"  // before Functions.h, which needs Generator complete
 #include "dk/generated/Functions.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/tensor.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 #include "kernel_test_util.h"
 
 using namespace dk;

@@ -20,14 +20,14 @@
 
 #include "../kernels/cuda/cuda_allocator.h"
 #include "../kernels/cuda/device_guard.h"
-#include "dk/dtype_dispatch.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
-#include "dk/generator.h"  // before Functions.h, which uses Generator without including it
+#include "dk/core/generator.h"  // before Functions.h, which uses Generator without including it
 #include "dk/generated/Functions.h"
 #include "dk/generated/Operators.h"
-#include "dk/tensor.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 
 using namespace dk;
 

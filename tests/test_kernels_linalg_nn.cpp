@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "dk/dtype_dispatch.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
 #include "dk/generated/Functions.h"
 #include "dk/generated/NativeFunctions.h"
 #include "dk/generated/Operators.h"
-#include "dk/tensor.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/error.h"
 
 using namespace dk;
 

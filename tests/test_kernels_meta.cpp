@@ -14,15 +14,15 @@
 #include <vector>
 
 #include "../kernels/meta/shape_functions.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
-#include "dk/generator.h"  // before Functions.h, which uses Generator without including it
+#include "dk/core/generator.h"  // before Functions.h, which uses Generator without including it
 #include "dk/generated/Functions.h"
 #include "dk/generated/NativeFunctions.h"
 #include "dk/generated/Operators.h"
-#include "dk/tensor.h"
-#include "dk/tensor_geometry.h"
-#include "dk/type_promotion.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/tensor/type_promotion.h"
+#include "dk/util/error.h"
 
 using namespace dk;
 

@@ -4,9 +4,10 @@
 #include <memory>
 #include <thread>
 
-#include "dk/autocast.h"
-#include "dk/local_dispatch_key_set.h"
-#include "dk/tensor.h"
+#include "dk/core/grad_mode.h"
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/layers/autocast.h"
+#include "dk/tensor/tensor.h"
 
 using namespace dk;
 

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "dispatch_test_util.h"
-#include "dk/profiler.h"
+#include "dk/layers/profiler.h"
 
 using namespace dk;
 using namespace dk::testing;

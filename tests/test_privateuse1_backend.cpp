@@ -2,8 +2,8 @@
 // kernels taking precedence over it.
 #include <catch2/catch.hpp>
 
+#include "dk/dispatch/privateuse1_backend.h"
 #include "dk/dk.h"
-#include "dk/privateuse1_backend.h"
 
 using namespace dk;
 

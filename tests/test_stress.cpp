@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "dispatch_test_util.h"
-#include "dk/dispatch_mode.h"
+#include "dk/dispatch/dispatch_mode.h"
 
 using namespace dk;
 using namespace dk::testing;

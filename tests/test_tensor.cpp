@@ -10,14 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
-#include "dk/half.h"
-#include "dk/local_dispatch_key_set.h"
-#include "dk/tensor.h"
-#include "dk/tensor_from_values.h"
-#include "dk/tensor_geometry.h"
-#include "dk/type_promotion.h"
+#include "dk/core/grad_mode.h"
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_from_values.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/tensor/type_promotion.h"
+#include "dk/util/error.h"
+#include "dk/util/half.h"
 
 using namespace dk;
 

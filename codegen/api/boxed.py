@@ -6,7 +6,7 @@ tuple element otherwise). The ``DispatchKeySet`` is never on the stack (runtime 
 [Kernel calling conventions]). This module gives, per C++ type of the dispatcher
 convention, the explicit code that moves a value on and off the stack: direct
 ``IValue`` accessors for the simple kinds, ``dk::BoxingTraits<T>`` for the rest
-(Note [Unboxing holders] in runtime/include/dk/boxing.h).
+(Note [Unboxing holders] in runtime/include/dk/dispatch/boxing.h).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from codegen.api.dispatcher import Binding, CType, DispatcherSignature
 from codegen.errors import GenError
 from codegen.model import Argument, ListType, NativeFunction
 
-# Members of dk::Tensor written by hand (runtime/include/dk/tensor.h; README.md "Tensors and operators"):
+# Members of dk::Tensor written by hand (runtime/include/dk/tensor/tensor.h; README.md "Tensors and operators"):
 # a generated method of the same name would clash, unless the entry says
 # manual_cpp_binding: True.
 HAND_WRITTEN_TENSOR_MEMBERS = frozenset(

@@ -1,5 +1,5 @@
 """``RegisterAutocast.cpp``: kernels at AutocastCPU and AutocastCUDA for operators with an
-``autocast:`` policy (Note [Autocast] in dk/autocast.h).
+``autocast:`` policy (Note [Autocast] in dk/layers/autocast.h).
 
 Each kernel casts the floating tensor arguments that live on its device type (to the
 guard's lower-precision dtype, to float32, or to the widest dtype among them), then calls

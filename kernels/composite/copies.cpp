@@ -4,11 +4,11 @@
 // copy of a transposed tensor is transposed too.
 #include <optional>
 
-#include "dk/error.h"
 #include "dk/generated/Functions.h"
 #include "dk/generated/NativeFunctions.h"
 #include "dk/generated/Operators.h"
-#include "dk/tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/error.h"
 
 namespace dk::native {
 

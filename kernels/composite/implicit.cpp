@@ -14,13 +14,13 @@
 #include <optional>
 #include <vector>
 
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
 #include "dk/generated/Functions.h"
 #include "dk/generated/NativeFunctions.h"
 #include "dk/generated/Operators.h"
-#include "dk/tensor.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 
 namespace dk::native {
 
@@ -35,7 +35,7 @@ void checkReduction(const char* op, int64_t reduction) {
 }
 
 // A Scalar as a 0-dim CPU tensor marked as a wrapped number, so that type promotion ranks it as
-// a Scalar (Note [Type promotion] in dk/type_promotion.h): int32 tensor + 2 stays int32, as it
+// a Scalar (Note [Type promotion] in dk/tensor/type_promotion.h): int32 tensor + 2 stays int32, as it
 // does for add.Scalar in PyTorch. Kernels accept a CPU wrapped number next to tensors on any
 // device.
 Tensor wrapScalar(const Scalar& value) {

@@ -1,7 +1,7 @@
 // The view operators (CompositeExplicitAutograd): view, transpose, t, permute, expand,
 // unsqueeze, squeeze, select, slice, split, unbind. Each computes new sizes, strides and storage
 // offset and returns detail::make_view of its input, so the result shares the input's storage
-// and version counter and records its base (Note [Version counter] in dk/tensor.h). No data is
+// and version counter and records its base (Note [Version counter] in dk/tensor/tensor.h). No data is
 // read or written, so one kernel serves every backend, meta included.
 #include <algorithm>
 #include <cstdint>
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "dk/error.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/tensor.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 
 namespace dk::native {
 

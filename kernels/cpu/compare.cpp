@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "dk/generated/NativeFunctions.h"
-#include "dk/type_promotion.h"
+#include "dk/tensor/type_promotion.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {

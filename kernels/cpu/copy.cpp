@@ -3,8 +3,8 @@
 #include <cstring>
 #include <limits>
 
-#include "dk/empty_tensor.h"
 #include "dk/generated/NativeFunctions.h"
+#include "dk/tensor/empty_tensor.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {

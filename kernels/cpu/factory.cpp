@@ -12,9 +12,9 @@
 #include <limits>
 #include <numbers>
 
-#include "dk/empty_tensor.h"
+#include "dk/core/generator.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/generator.h"
+#include "dk/tensor/empty_tensor.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {

@@ -10,13 +10,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "dk/dtype_dispatch.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/tensor.h"
-#include "dk/tensor_geometry.h"
-#include "dk/type_promotion.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/tensor/type_promotion.h"
+#include "dk/util/error.h"
 #include "meta/shape_functions.h"
 
 namespace dk::native {

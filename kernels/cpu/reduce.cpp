@@ -12,9 +12,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "dk/empty_tensor.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor_geometry.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {

@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dk/allocator.h"
-#include "dk/empty_tensor.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/storage.h"
-#include "dk/tensor_geometry.h"
-#include "dk/type_promotion.h"
+#include "dk/tensor/allocator.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/storage.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/tensor/type_promotion.h"
 
 namespace dk::native {
 

@@ -54,13 +54,13 @@
 #include <utility>
 #include <vector>
 
-#include "dk/array_ref.h"
-#include "dk/core_types.h"
-#include "dk/dtype_dispatch.h"
-#include "dk/error.h"
-#include "dk/half.h"
-#include "dk/scalar.h"
-#include "dk/tensor.h"
+#include "dk/core/core_types.h"
+#include "dk/core/scalar.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/array_ref.h"
+#include "dk/util/error.h"
+#include "dk/util/half.h"
 
 namespace dk::native {
 

@@ -21,8 +21,8 @@
 #include "cuda_error.h"
 #include "cuda_utils.h"
 #include "device_guard.h"
-#include "dk/error.h"
 #include "dk/generated/NativeFunctions.h"
+#include "dk/util/error.h"
 
 namespace dk::native {
 

@@ -11,7 +11,7 @@
 
 #include "cuda_error.h"
 #include "device_guard.h"
-#include "dk/error.h"
+#include "dk/util/error.h"
 
 namespace dk::cuda {
 
@@ -121,7 +121,7 @@ void CachingAllocator::release(void* context) {
   self.stats_.cached_bytes += block->size;
 }
 
-// Registers the allocator when the library loads (Note [Allocators] in dk/allocator.h).
+// Registers the allocator when the library loads (Note [Allocators] in dk/tensor/allocator.h).
 const bool registered = [] {
   setAllocator(DeviceType::CUDA, &instance());
   return true;

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dk/allocator.h"
+#include "dk/tensor/allocator.h"
 
 namespace dk::cuda {
 

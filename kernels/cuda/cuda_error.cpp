@@ -2,7 +2,7 @@
 // the device code, Note [CUDA launch interface] in launch.h).
 #include "cuda_error.h"
 
-#include "dk/error.h"
+#include "dk/util/error.h"
 #include "launch.h"
 
 namespace dk::cuda {

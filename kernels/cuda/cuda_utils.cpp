@@ -9,10 +9,10 @@
 #include "../meta/shape_functions.h"
 #include "cuda_error.h"
 #include "device_guard.h"
-#include "dk/dtype_dispatch.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 
 namespace dk::cuda {
 

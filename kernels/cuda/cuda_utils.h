@@ -7,10 +7,10 @@
 #include <initializer_list>
 #include <string>
 
-#include "dk/array_ref.h"
-#include "dk/core_types.h"
-#include "dk/scalar.h"
-#include "dk/tensor.h"
+#include "dk/core/core_types.h"
+#include "dk/core/scalar.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/array_ref.h"
 #include "launch.h"
 
 namespace dk::cuda {

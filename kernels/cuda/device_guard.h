@@ -12,7 +12,7 @@
 
 #include <optional>
 
-#include "dk/core_types.h"
+#include "dk/core/core_types.h"
 
 namespace dk::cuda {
 

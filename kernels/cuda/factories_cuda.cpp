@@ -3,9 +3,9 @@
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
 #include "device_guard.h"
-#include "dk/empty_tensor.h"
+#include "dk/core/generator.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/generator.h"
+#include "dk/tensor/empty_tensor.h"
 
 namespace dk::native {
 

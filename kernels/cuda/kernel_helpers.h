@@ -33,7 +33,7 @@ template <class T>
 inline constexpr bool kIsBool = std::is_same_v<T, bool>;
 
 // What arithmetic on T runs in: float for the 16-bit floats (as the CPU kernels do, Note
-// [16-bit float arithmetic] in dk/half.h), int64 for the integral dtypes (wrapping back on the
+// [16-bit float arithmetic] in dk/util/half.h), int64 for the integral dtypes (wrapping back on the
 // store gives the same result as T's own arithmetic), T otherwise.
 template <class T>
 struct AccType {

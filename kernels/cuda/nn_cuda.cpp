@@ -3,9 +3,9 @@
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
 #include "device_guard.h"
-#include "dk/error.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 
 namespace dk::native {
 

@@ -5,7 +5,7 @@
 #include "cuda_utils.h"
 #include "device_guard.h"
 #include "dk/generated/NativeFunctions.h"
-#include "dk/type_promotion.h"
+#include "dk/tensor/type_promotion.h"
 
 namespace dk::native {
 

@@ -8,9 +8,9 @@
 #include "cuda_error.h"
 #include "cuda_utils.h"
 #include "device_guard.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
 #include "dk/generated/NativeFunctions.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/util/error.h"
 
 namespace dk::native {
 

@@ -2,7 +2,7 @@
 // out no memory, so these tensors have sizes, strides and a dtype but no data.
 #pragma once
 
-#include "dk/empty_tensor.h"
+#include "dk/tensor/empty_tensor.h"
 #include "shape_functions.h"
 
 namespace dk::meta {

@@ -7,12 +7,12 @@
 #include <utility>
 #include <type_traits>
 
-#include "dk/allocator.h"
-#include "dk/dtype_dispatch.h"
-#include "dk/error.h"
-#include "dk/storage.h"
-#include "dk/tensor_geometry.h"
-#include "dk/type_promotion.h"
+#include "dk/tensor/allocator.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/storage.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/tensor/type_promotion.h"
+#include "dk/util/error.h"
 
 namespace dk::meta {
 

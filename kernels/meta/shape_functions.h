@@ -24,11 +24,11 @@
 #include <utility>
 #include <vector>
 
-#include "dk/array_ref.h"
-#include "dk/core_types.h"
-#include "dk/dtype_dispatch.h"
-#include "dk/scalar.h"
-#include "dk/tensor.h"
+#include "dk/core/core_types.h"
+#include "dk/core/scalar.h"
+#include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/array_ref.h"
 
 namespace dk::meta {
 
@@ -60,7 +60,7 @@ bool canCast(ScalarType from, ScalarType to);
 // "result type Float can't be cast to the desired output type Long" unless canCast.
 void checkCanCastToOutput(ScalarType result, ScalarType out);
 
-// "<op>: unsupported dtype <Dtype>" (the message of dk/dtype_dispatch.h) unless `dtype` is in
+// "<op>: unsupported dtype <Dtype>" (the message of dk/tensor/dtype_dispatch.h) unless `dtype` is in
 // `group`.
 void checkDtypeIn(const char* op, ScalarType dtype, DtypeGroup group);
 

@@ -1,12 +1,12 @@
 // The PrivateUse1 example backend: one boxed fallback for every operator (Note [Fallback
-// backend] in dk/privateuse1_backend.h).
-#include "dk/privateuse1_backend.h"
+// backend] in dk/dispatch/privateuse1_backend.h).
+#include "dk/dispatch/privateuse1_backend.h"
 
 #include <vector>
 
-#include "dk/empty_tensor.h"
+#include "dk/core/local_dispatch_key_set.h"
 #include "dk/generated/Functions.h"
-#include "dk/local_dispatch_key_set.h"
+#include "dk/tensor/empty_tensor.h"
 
 namespace dk::privateuse1 {
 

@@ -2,6 +2,7 @@
 //   g++ prog.cpp $(pkg-config --cflags --libs dispatchkit)
 // It defines, registers, calls and introspects operators through the public API.
 #include <dk/dispatch.h>
+#include <dk/library.h>  // a path from before the split by layer: the compatibility headers are installed
 
 #include <iostream>
 

@@ -50,25 +50,25 @@ ARGUMENT_EXPRESSIONS = {
 
 
 def stand_in_tensor_h(out_dir, header_dir="dk/generated"):
-    """Write OUT_DIR/dk/tensor.h: runtime's tensor.h with the generated method declarations
+    """Write OUT_DIR/dk/tensor/tensor.h: runtime's tensor.h with the generated method declarations
     wired in; put OUT_DIR first on the include path."""
-    with open(os.path.join(RUNTIME_INCLUDE, "dk", "tensor.h"), encoding="utf-8") as f:
+    with open(os.path.join(RUNTIME_INCLUDE, "dk", "tensor", "tensor.h"), encoding="utf-8") as f:
         text = f.read()
     if '#include "dk/generated/TensorMethodDecls.inc"' in text:
         # The runtime's tensor.h wires the generated headers in itself: point it at header_dir.
         text = text.replace('"dk/generated/', f'"{header_dir}/')
-        os.makedirs(os.path.join(out_dir, "dk"), exist_ok=True)
-        with open(os.path.join(out_dir, "dk", "tensor.h"), "w", encoding="utf-8") as f:
+        os.makedirs(os.path.join(out_dir, "dk", "tensor"), exist_ok=True)
+        with open(os.path.join(out_dir, "dk", "tensor", "tensor.h"), "w", encoding="utf-8") as f:
             f.write(text)
         return
     anchor = "  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }\n"
-    if anchor not in text or '#include "dk/intrusive_ptr.h"\n' not in text:
-        raise RuntimeError("runtime/include/dk/tensor.h changed: update tests/generator/cpp_checks.py")
-    text = text.replace('#include "dk/intrusive_ptr.h"\n',
-                        f'#include "dk/intrusive_ptr.h"\n#include "{header_dir}/TensorMethodTypes.h"\n')
+    if anchor not in text or '#include "dk/util/intrusive_ptr.h"\n' not in text:
+        raise RuntimeError("runtime/include/dk/tensor/tensor.h changed: update tests/generator/cpp_checks.py")
+    text = text.replace('#include "dk/util/intrusive_ptr.h"\n',
+                        f'#include "dk/util/intrusive_ptr.h"\n#include "{header_dir}/TensorMethodTypes.h"\n')
     text = text.replace(anchor, anchor + f'\n#include "{header_dir}/TensorMethodDecls.inc"\n\n')
-    os.makedirs(os.path.join(out_dir, "dk"), exist_ok=True)
-    with open(os.path.join(out_dir, "dk", "tensor.h"), "w", encoding="utf-8") as f:
+    os.makedirs(os.path.join(out_dir, "dk", "tensor"), exist_ok=True)
+    with open(os.path.join(out_dir, "dk", "tensor", "tensor.h"), "w", encoding="utf-8") as f:
         f.write(text)
 
 
@@ -136,7 +136,7 @@ def signature_check_source(ctx):
     lines = [
         "#include <cstdio>",
         f'#include "{ctx.header("Operators.h")}"',
-        '#include "dk/dispatcher.h"',
+        '#include "dk/dispatch/dispatcher.h"',
         "",
         "template <class Op>",
         "int checkSignature() {",

@@ -90,7 +90,7 @@ class CompileTest(support.TempDirTestCase):
         unity = os.path.join(self.dir, "aten_unity.cpp")
         with open(unity, "w", encoding="utf-8") as f:
             f.write(cpp_checks.unity_source(out, ["Operators_0.cpp", "BoxingAdapters_0.cpp", "RegisterSchema_0.cpp"]))
-        # dk/tensor.h includes the generated headers of the project's own operators.
+        # dk/tensor/tensor.h includes the generated headers of the project's own operators.
         own = os.path.join(self.dir, "schemas_for_tensor_h")
         _generate(SCHEMAS, own)
         status, diagnostics = cpp_checks.compile_syntax([unity], [cpp_checks.RUNTIME_INCLUDE, own, out])
@@ -117,7 +117,7 @@ class CompileTest(support.TempDirTestCase):
                                                   glob.glob(os.path.join(out, "RegisterSchema_*.cpp"))]))
             f.write(cpp_checks.signature_check_source(GenContext.build(nfs, "aten", ())))
         exe = os.path.join(self.dir, "aten_check")
-        # The build folder holds the project's generated headers that dk/tensor.h includes.
+        # The build folder holds the project's generated headers that dk/tensor/tensor.h includes.
         cmd = [cpp_checks.CXX, *cpp_checks.CXXFLAGS, f"-I{cpp_checks.RUNTIME_INCLUDE}",
                f"-I{os.path.join(libdir, 'runtime', 'include')}", f"-I{out}", unity,
                f"-L{libdir}", "-ldispatchkit", "-pthread", "-o", exe]

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "dk/dispatcher.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
+#include "dk/core/generator.h"
+#include "dk/dispatch/dispatcher.h"
+#include "dk/dispatch/ivalue.h"
 #include "dk/generated/Functions.h"
-#include "dk/generator.h"
-#include "dk/ivalue.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/util/error.h"
 #include "fuzz_input.h"
 
 using namespace dk;
@@ -193,7 +193,7 @@ bool hitsKnownIssue(const OperatorHandle& op, const Stack& stack) {
   const IValue* args = stack.data() + (stack.size() - n);
   // Not a bug: arange over a range of 2^62 integers asks the allocator for exabytes, which
   // libFuzzer reports as out-of-memory. (That the allocator answers with std::bad_alloc, not
-  // a dk::Error, is noted for runtime/src/allocator.cpp.)
+  // a dk::Error, is noted for runtime/src/tensor/allocator.cpp.)
   if (name == "dk::arange")
     for (size_t i = 0; i < 3 && i < n; ++i)
       if (args[i].isInt() && (args[i].toInt() > (int64_t{1} << 31) || args[i].toInt() < -(int64_t{1} << 31)))

@@ -1,5 +1,5 @@
-// libFuzzer target: the IValue accessors (dk/ivalue.h) and the boxing conversions
-// (dk/boxing.h).
+// libFuzzer target: the IValue accessors (dk/dispatch/ivalue.h) and the boxing conversions
+// (dk/dispatch/boxing.h).
 //
 // The input is a program for a small machine with four IValue registers: make a value of a
 // random kind, copy, move, swap, read through an accessor, compare, check against a schema
@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "dk/boxing.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
-#include "dk/generator.h"
-#include "dk/ivalue.h"
+#include "dk/core/generator.h"
+#include "dk/dispatch/boxing.h"
+#include "dk/dispatch/ivalue.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/util/error.h"
 #include "fuzz_input.h"
 
 using namespace dk;

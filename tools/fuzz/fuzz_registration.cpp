@@ -1,4 +1,4 @@
-// libFuzzer target: the registration API (dk/library.h) driven at random.
+// libFuzzer target: the registration API (dk/dispatch/library.h) driven at random.
 //
 // The input is a program of registration steps on a few operators of one namespace: def an
 // operator, register a kernel (a tagged kernel or a fallthrough) at a random runtime or alias
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "dk/dispatch.h"
-#include "dk/empty_tensor.h"
-#include "dk/error.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/util/error.h"
 #include "fuzz_input.h"
 
 using namespace dk;

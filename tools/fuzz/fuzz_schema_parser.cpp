@@ -1,4 +1,4 @@
-// libFuzzer target: the schema parser (dk/function_schema.h).
+// libFuzzer target: the schema parser (dk/dispatch/function_schema.h).
 //
 // Any text must either parse or raise dk::Error; anything else (another exception, a crash,
 // a sanitizer report) is a finding. What parses must also round-trip (Note [Schema round
@@ -12,8 +12,8 @@
 #include <string_view>
 #include <variant>
 
-#include "dk/error.h"
-#include "dk/function_schema.h"
+#include "dk/dispatch/function_schema.h"
+#include "dk/util/error.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include "dk/autograd/functions.h"
 #include "dk/autograd/node.h"
 #include "dk/autograd/saved_variable.h"
-#include "dk/scalar.h"
-#include "dk/tensor.h"
+#include "dk/core/scalar.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::autograd::generated {
 

@@ -25,16 +25,16 @@
 #include <tuple>
 #include <vector>
 
-#include "dk/array_ref.h"
-#include "dk/boxing.h"
-#include "dk/dispatch_key_set.h"
-#include "dk/function_schema.h"
-#include "dk/generator.h"
-#include "dk/ivalue.h"
-#include "dk/kernel_function.h"
-#include "dk/library.h"
-#include "dk/scalar.h"
-#include "dk/tensor.h"
+#include "dk/core/dispatch_key_set.h"
+#include "dk/core/generator.h"
+#include "dk/core/scalar.h"
+#include "dk/dispatch/boxing.h"
+#include "dk/dispatch/function_schema.h"
+#include "dk/dispatch/ivalue.h"
+#include "dk/dispatch/kernel_function.h"
+#include "dk/dispatch/library.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/array_ref.h"
 
 namespace dk::boxing {
 

@@ -15,10 +15,10 @@
 #include <optional>
 #include <string>
 
-#include "dk/array_ref.h"
-#include "dk/core_types.h"
-#include "dk/error.h"
-#include "dk/tensor.h"
+#include "dk/core/core_types.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/array_ref.h"
+#include "dk/util/error.h"
 
 namespace dk::detail {
 

@@ -9,9 +9,8 @@
 #include <initializer_list>
 
 #include "dk/generated/Operators.h"
-#include "dk/generator.h"
-#include "dk/ivalue.h"
-#include "dk/tensor.h"
+#include "dk/core/generator.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk {
 

@@ -5,11 +5,11 @@
 // calls dk::ops::<op>::call with *this as self.
 #pragma once
 
-// Included at the end of dk/tensor.h (a Tensor is complete by then); when included first, it
-// includes dk/tensor.h, which comes back here through the include guard.
+// Included at the end of dk/tensor/tensor.h (a Tensor is complete by then); when included first, it
+// includes dk/tensor/tensor.h, which comes back here through the include guard.
 #include "dk/generated/Operators.h"
-#include "dk/generator.h"
-#include "dk/tensor.h"
+#include "dk/core/generator.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk {
 

@@ -6,8 +6,8 @@
 #include <mutex>
 
 #include "dk/autograd/autograd_meta.h"
-#include "dk/error.h"
 #include "dk/generated/Functions.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd {
 

@@ -2,7 +2,7 @@
 // hooks]).
 #include "dk/autograd/autograd_meta.h"
 
-#include "dk/error.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd {
 

@@ -13,11 +13,11 @@
 
 #include "dk/autograd/accumulate_grad.h"
 #include "dk/autograd/autograd_meta.h"
-#include "dk/autograd/grad_mode.h"
 #include "dk/autograd/history.h"
-#include "dk/error.h"
+#include "dk/core/grad_mode.h"
+#include "dk/core/local_dispatch_key_set.h"
 #include "dk/generated/Functions.h"
-#include "dk/local_dispatch_key_set.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd {
 

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "dk/error.h"
 #include "dk/generated/Functions.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd::formulas {
 

@@ -2,9 +2,10 @@
 #include "dk/autograd/functions.h"
 
 #include "dk/autograd/autograd_meta.h"
-#include "dk/error.h"
+#include "dk/core/grad_mode.h"
+#include "dk/core/local_dispatch_key_set.h"
 #include "dk/generated/Functions.h"
-#include "dk/local_dispatch_key_set.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd {
 

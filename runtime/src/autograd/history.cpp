@@ -5,8 +5,10 @@
 #include <mutex>
 
 #include "dk/autograd/accumulate_grad.h"
+#include "dk/autograd/functions.h"
 #include "dk/autograd/views.h"
-#include "dk/error.h"
+#include "dk/core/grad_mode.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd {
 
@@ -138,9 +140,7 @@ void checkViewCreationMeta(const AutogradMeta& meta) {
 }  // namespace
 
 void check_inplace(const Tensor& self, bool requires_grad) {
-  DK_CHECK(!self.is_inference() || InferenceMode::is_enabled(),
-           "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone to get a "
-           "normal tensor before doing inplace update.");
+  check_version_bump_allowed(self);
   if (!requires_grad || !GradMode::is_enabled()) return;
   AutogradMeta* meta = get_autograd_meta(self);
   if (meta == nullptr) return;

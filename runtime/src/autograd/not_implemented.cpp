@@ -1,7 +1,7 @@
 // Nodes whose backward raises.
 #include "dk/autograd/not_implemented.h"
 
-#include "dk/error.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "dk/autograd/autograd_meta.h"
-#include "dk/error.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd {
 

@@ -1,11 +1,12 @@
-// Tensor's autograd members (declared in dk/tensor.h; Note [Autograd metadata]).
+// Tensor's autograd members (declared in dk/tensor/tensor.h; Note [Autograd metadata]).
 #include "dk/autograd/autograd_meta.h"
 #include "dk/autograd/engine.h"
 #include "dk/autograd/history.h"
 #include "dk/autograd/node.h"
-#include "dk/error.h"
-#include "dk/local_dispatch_key_set.h"
-#include "dk/tensor.h"
+#include "dk/core/grad_mode.h"
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/error.h"
 
 namespace dk {
 

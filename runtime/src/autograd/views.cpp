@@ -6,9 +6,9 @@
 
 #include "dk/autograd/functions.h"
 #include "dk/autograd/history.h"
-#include "dk/error.h"
 #include "dk/generated/Functions.h"
-#include "dk/tensor_geometry.h"
+#include "dk/tensor/tensor_geometry.h"
+#include "dk/util/error.h"
 
 namespace dk::autograd {
 

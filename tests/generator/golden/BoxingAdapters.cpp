@@ -7,8 +7,8 @@
 #include <memory>
 #include <utility>
 
-#include "dk/dispatcher.h"
-#include "dk/error.h"
+#include "dk/dispatch/dispatcher.h"
+#include "dk/util/error.h"
 
 namespace dk::boxing {
 

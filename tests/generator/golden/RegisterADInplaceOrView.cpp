@@ -9,8 +9,8 @@
 
 #include "dk/generated/Operators.h"
 #include "dk/autograd/functions.h"
-#include "dk/library.h"
-#include "dk/local_dispatch_key_set.h"
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/dispatch/library.h"
 
 namespace dk::autograd {
 

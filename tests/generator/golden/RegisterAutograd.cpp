@@ -15,8 +15,8 @@
 #include "dk/autograd/functions.h"
 #include "dk/autograd/history.h"
 #include "dk/autograd/not_implemented.h"
-#include "dk/library.h"
-#include "dk/local_dispatch_key_set.h"
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/dispatch/library.h"
 
 namespace dk::autograd::generated {
 

@@ -2,7 +2,7 @@
 // (template codegen/templates/RegisterSchema.cpp.j2). Do not edit: change the YAML or the generator.
 //
 // The schema of every operator of namespace dk, sorted by operator name.
-#include "dk/library.h"
+#include "dk/dispatch/library.h"
 
 DK_LIBRARY(dk, m) {
   /* 0 */ m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor

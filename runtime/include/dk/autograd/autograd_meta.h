@@ -20,7 +20,8 @@
 #include <mutex>
 #include <vector>
 
-#include "dk/tensor.h"
+#include "dk/core/grad_mode.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::autograd {
 

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "dk/autograd/node.h"
-#include "dk/tensor.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::autograd {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "dk/autograd/node.h"
-#include "dk/scalar.h"
-#include "dk/tensor.h"
+#include "dk/core/scalar.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::autograd::formulas {
 

@@ -24,10 +24,10 @@
 #include <string_view>
 #include <vector>
 
-#include "dk/array_ref.h"
 #include "dk/autograd/node.h"
 #include "dk/autograd/saved_variable.h"
-#include "dk/tensor.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/array_ref.h"
 
 namespace dk::autograd {
 
@@ -43,7 +43,7 @@ void copy_range(variable_list& out, IndexRange range, const std::vector<Tensor>&
 void check_version_bump_allowed(const Tensor& t);
 
 // Bumps the version counter of a tensor an in-place or out= operator wrote (Note [Version
-// counter] in dk/tensor.h); undefined tensors are skipped.
+// counter] in dk/tensor/tensor.h); undefined tensors are skipped.
 void increment_version(const Tensor& t);
 
 // Makes `view` (the output of a view operator on `base`) a view for autograd: it shares base's

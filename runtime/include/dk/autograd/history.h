@@ -18,11 +18,12 @@
 #include <memory>
 #include <optional>
 
-#include "dk/array_ref.h"
 #include "dk/autograd/autograd_meta.h"
 #include "dk/autograd/node.h"
-#include "dk/local_dispatch_key_set.h"
-#include "dk/tensor.h"
+#include "dk/core/grad_mode.h"
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/array_ref.h"
 
 namespace dk::autograd {
 

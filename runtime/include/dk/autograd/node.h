@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "dk/autograd/autograd_meta.h"
-#include "dk/tensor.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::autograd {
 

@@ -23,7 +23,7 @@
 #include <string>
 
 #include "dk/autograd/node.h"
-#include "dk/tensor.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::autograd {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dk/autograd/node.h"
-#include "dk/tensor.h"
+#include "dk/tensor/tensor.h"
 
 namespace dk::autograd {
 

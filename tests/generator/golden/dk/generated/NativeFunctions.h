@@ -13,12 +13,12 @@
 #include <tuple>
 #include <vector>
 
-#include "dk/array_ref.h"
-#include "dk/core_types.h"
-#include "dk/generator.h"
-#include "dk/ivalue.h"
-#include "dk/scalar.h"
-#include "dk/tensor.h"
+#include "dk/core/core_types.h"
+#include "dk/core/generator.h"
+#include "dk/core/scalar.h"
+#include "dk/dispatch/ivalue.h"
+#include "dk/tensor/tensor.h"
+#include "dk/util/array_ref.h"
 
 namespace dk::native {
 

@@ -22,12 +22,12 @@
 #include <vector>
 
 // Declarations only need Tensor, Generator and IValue declared (TensorMethodTypes.h), not
-// defined: dk/tensor.h includes this header at its end, so it must not need tensor.h first.
-#include "dk/array_ref.h"
-#include "dk/core_types.h"
-#include "dk/dispatch_key_set.h"
+// defined: dk/tensor/tensor.h includes this header at its end, so it must not need tensor.h first.
+#include "dk/core/core_types.h"
+#include "dk/core/dispatch_key_set.h"
+#include "dk/core/scalar.h"
 #include "dk/generated/TensorMethodTypes.h"
-#include "dk/scalar.h"
+#include "dk/util/array_ref.h"
 
 namespace dk::ops {
 

@@ -12,9 +12,9 @@
 #include <tuple>
 #include <vector>
 
-#include "dk/array_ref.h"
-#include "dk/core_types.h"
-#include "dk/scalar.h"
+#include "dk/core/core_types.h"
+#include "dk/core/scalar.h"
+#include "dk/util/array_ref.h"
 
 namespace dk {
 class Generator;

@@ -1,0 +1,5 @@
+// dk/array_ref.h: this header moved to dk/util/array_ref.h when the runtime was split by layer
+// (docs/design.md section 1). Include the new path; this one stays for existing code.
+#pragma once
+
+#include "dk/util/array_ref.h"

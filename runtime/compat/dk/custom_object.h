@@ -1,0 +1,5 @@
+// dk/custom_object.h: this header moved to dk/core/custom_object.h when the runtime was split by layer
+// (docs/design.md section 1). Include the new path; this one stays for existing code.
+#pragma once
+
+#include "dk/core/custom_object.h"

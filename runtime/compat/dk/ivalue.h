@@ -1,0 +1,5 @@
+// dk/ivalue.h: this header moved to dk/dispatch/ivalue.h when the runtime was split by layer
+// (docs/design.md section 1). Include the new path; this one stays for existing code.
+#pragma once
+
+#include "dk/dispatch/ivalue.h"

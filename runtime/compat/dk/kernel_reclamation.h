@@ -1,0 +1,5 @@
+// dk/kernel_reclamation.h: this header moved to dk/dispatch/kernel_reclamation.h when the runtime was split by layer
+// (docs/design.md section 1). Include the new path; this one stays for existing code.
+#pragma once
+
+#include "dk/dispatch/kernel_reclamation.h"

@@ -1,0 +1,5 @@
+// dk/storage.h: this header moved to dk/tensor/storage.h when the runtime was split by layer
+// (docs/design.md section 1). Include the new path; this one stays for existing code.
+#pragma once
+
+#include "dk/tensor/storage.h"

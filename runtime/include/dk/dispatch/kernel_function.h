@@ -1,0 +1,386 @@
+// dk/dispatch/kernel_function.h: what a dispatch table slot holds, and the adapters that let any
+// kernel be called boxed or unboxed.
+//
+// Note [Kernel calling conventions]
+// A KernelFunction always has a boxed entry
+//     void boxed(OperatorKernel* functor, const OperatorHandle&, DispatchKeySet, Stack*)
+// and, when it was made from C++ code, an unboxed entry
+//     R unboxed(OperatorKernel* functor, DispatchKeySet, Args...)
+// whose Args are exactly the operator's C++ signature. The key set is never on the stack.
+// A typed call uses the unboxed entry when present, else boxes its arguments; a boxed call
+// always uses the boxed entry (for C++ kernels an adapter that unboxes, calls and pushes).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <typeindex>
+#include <utility>
+
+#include "dk/core/dispatch_key_set.h"
+#include "dk/dispatch/boxing.h"
+#include "dk/dispatch/function_schema.h"
+#include "dk/dispatch/ivalue.h"
+
+namespace dk {
+
+class OperatorHandle;
+
+// State of a C++ kernel (a lambda's captures, a runtime function pointer).
+class OperatorKernel {
+ public:
+  virtual ~OperatorKernel() = default;
+};
+
+using BoxedKernelFunction = void(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+
+// The C++ function type an operator is called with, e.g. Tensor(const Tensor&, int64_t).
+class CppSignature {
+ public:
+  template <class FuncType>
+  static CppSignature make() {
+    return CppSignature(std::type_index(typeid(FuncType)));
+  }
+  std::string name() const;  // demangled, for error messages
+  bool operator==(const CppSignature& o) const { return type_ == o.type_; }
+
+ private:
+  explicit CppSignature(std::type_index type) : type_(type) {}
+  std::type_index type_;
+};
+
+namespace detail {
+template <class T>
+struct is_tuple : std::false_type {};
+template <class... Ts>
+struct is_tuple<std::tuple<Ts...>> : std::true_type {};
+
+// "_0", "_1", ...: the names of an inferred schema's arguments. Out of line: GCC 12 at -O3
+// reports a false -Wrestrict in the inlined std::string concatenation.
+std::string inferredArgumentName(size_t i);
+
+// The schema a C++ function type implies: arguments "_0", "_1", ...; returns likewise.
+template <class R, class... Args>
+FunctionSchema inferFunctionSchema() {
+  std::vector<Argument> arguments;
+  std::vector<Type> arg_types = {BoxingTraitsFor<Args>::schemaType()...};
+  for (size_t i = 0; i < arg_types.size(); ++i) {
+    Argument a;
+    a.name = inferredArgumentName(i);
+    a.type = arg_types[i];
+    arguments.push_back(std::move(a));
+  }
+  std::vector<Argument> returns;
+  for (Type& t : ReturnTraits<R>::schemaTypes()) {
+    Argument a;
+    a.type = std::move(t);
+    returns.push_back(std::move(a));
+  }
+  return FunctionSchema(OperatorName{}, std::move(arguments), std::move(returns));
+}
+template <class Sig>
+struct SchemaInferrer;
+template <class R, class... Args>
+struct SchemaInferrer<R(Args...)> {
+  static FunctionSchema infer() { return inferFunctionSchema<R, Args...>(); }
+};
+}  // namespace detail
+
+// Makes the schema a kernel's C++ type implies (detail::SchemaInferrer<Sig>::infer).
+using SchemaInferenceFn = FunctionSchema (*)();
+
+// Why two schemas differ for calling purposes (argument/return counts and types; names,
+// defaults and alias annotations do not matter; int and SymInt are the same to C++), or
+// nullopt when they agree.
+std::optional<std::string> findSchemaDifference(const FunctionSchema& inferred, const FunctionSchema& specified);
+
+class KernelFunction {
+ public:
+  KernelFunction() = default;
+
+  bool isValid() const { return boxed_ != nullptr; }
+  bool isFallthrough() const;
+  bool isAmbiguousAutogradOther() const;
+  bool hasUnboxed() const { return unboxed_ != nullptr; }
+  bool hasBoxed() const { return !boxed_is_adapter_; }  // written boxed, not only adapted
+
+  // A boxed call: `stack` holds the arguments and receives the returns.
+  void callBoxed(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) const {
+    boxed_(functor_, op, ks, stack);
+  }
+
+  // An unboxed call with the operator's exact C++ signature.
+  // Fast: one indirect call through the unboxed entry; the boxed fallback only for
+  // boxed-only kernels.
+  template <class R, class... Args>
+  R call(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
+    if (__builtin_expect(unboxed_ != nullptr, 1)) {
+      using Unboxed = R(OperatorKernel*, DispatchKeySet, Args...);
+      return reinterpret_cast<Unboxed*>(unboxed_)(functor_, ks, std::forward<Args>(args)...);
+    }
+    return callBoxedWithUnboxedArgs<R, Args...>(op, ks, std::forward<Args>(args)...);
+  }
+
+  // The raw entries, for generated call paths and adapters (Note [Kernel calling conventions]).
+  void* unboxedFunction() const { return unboxed_; }
+  OperatorKernel* functor() const { return functor_; }
+  BoxedKernelFunction* boxedFunction() const { return boxed_; }
+
+  // ---- makers ----
+  // Assembles a kernel from its entries; the generator uses this to attach its own
+  // per-signature boxing adapters. `owner` keeps the functor alive (may be null for a
+  // functor with static storage).
+  static KernelFunction makeFromParts(void* unboxed, OperatorKernel* functor, BoxedKernelFunction* boxed,
+                                      std::shared_ptr<OperatorKernel> owner = nullptr) {
+    KernelFunction k;
+    k.unboxed_ = unboxed;
+    k.functor_ = functor;
+    k.boxed_ = boxed;
+    k.boxed_is_adapter_ = unboxed != nullptr;
+    k.functor_owner_ = std::move(owner);
+    return k;
+  }
+  static KernelFunction makeFromBoxedFunction(BoxedKernelFunction* fn);
+  template <auto* boxed_fn>
+  static KernelFunction makeFromBoxedFunction();
+  static KernelFunction makeFallthrough();
+  static KernelFunction makeAmbiguousAutogradOther();
+  static KernelFunction makeMissing();
+
+  // A C++ functor (lambda or OperatorKernel subclass) with operator()(Args...) or
+  // operator()(DispatchKeySet, Args...).
+  // Traits describe the functor's call operator (see detail::function_traits).
+  template <class Functor, class Traits>
+  static KernelFunction makeFromUnboxedFunctor(std::unique_ptr<Functor> functor);
+  // A function known at compile time: the adapter calls it directly (no extra indirection).
+  template <auto* fn>
+  static KernelFunction makeFromUnboxedFunction();
+  // A function pointer known at run time: kept in a small functor.
+  template <class FuncType>
+  static KernelFunction makeFromUnboxedRuntimeFunction(FuncType* fn);
+
+ private:
+  // Out of line: boxing is the rare path and must not cost the unboxed one a stack frame.
+  template <class R, class... Args>
+  __attribute__((noinline)) R callBoxedWithUnboxedArgs(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
+    Stack stack;
+    stack.reserve(sizeof...(Args));
+    (stack.push_back(BoxingTraitsFor<Args>::box(std::forward<Args>(args))), ...);
+    boxed_(functor_, op, ks, &stack);
+    return ReturnTraits<R>::pop(stack);
+  }
+
+  // Hot fields first: the unboxed entry and the functor it takes.
+  void* unboxed_ = nullptr;
+  OperatorKernel* functor_ = nullptr;
+  BoxedKernelFunction* boxed_ = nullptr;
+  bool boxed_is_adapter_ = false;
+  std::shared_ptr<OperatorKernel> functor_owner_;
+};
+
+namespace detail {
+
+template <class T>
+struct function_traits;
+template <class R, class... Args>
+struct function_traits<R(Args...)> {
+  using return_type = R;
+  using func_type = R(Args...);
+  using args = std::tuple<Args...>;
+  static constexpr bool takes_key_set = false;
+  using dispatcher_signature = R(Args...);
+};
+template <class R, class... Args>
+struct function_traits<R(DispatchKeySet, Args...)> {
+  using return_type = R;
+  using func_type = R(DispatchKeySet, Args...);
+  static constexpr bool takes_key_set = true;
+  using dispatcher_signature = R(Args...);
+};
+template <class C, class R, class... Args>
+struct function_traits<R (C::*)(Args...) const> : function_traits<R(Args...)> {};
+template <class C, class R, class... Args>
+struct function_traits<R (C::*)(Args...)> : function_traits<R(Args...)> {};
+template <class Functor>
+struct functor_traits : function_traits<decltype(&Functor::operator())> {};
+
+// Calls a functor with or without the key set, as its signature wants.
+template <class Functor, bool TakesKeySet, class R, class... Args>
+struct FunctorInvoker {
+  static R invoke(Functor& f, DispatchKeySet ks, Args... args) {
+    if constexpr (TakesKeySet) {
+      return f(ks, std::forward<Args>(args)...);
+    } else {
+      (void)ks;
+      return f(std::forward<Args>(args)...);
+    }
+  }
+};
+
+template <class Functor, bool TakesKeySet, class Sig>
+struct UnboxedAdapter;
+template <class Functor, bool TakesKeySet, class R, class... Args>
+struct UnboxedAdapter<Functor, TakesKeySet, R(Args...)> {
+  // The unboxed entry of Note [Kernel calling conventions].
+  static R call(OperatorKernel* functor, DispatchKeySet ks, Args... args) {
+    return FunctorInvoker<Functor, TakesKeySet, R, Args...>::invoke(*static_cast<Functor*>(functor), ks,
+                                                                   std::forward<Args>(args)...);
+  }
+};
+
+// The unboxed entry of a function known at compile time: a direct call the compiler can
+// inline; the functor argument is not touched.
+template <auto* fn, bool TakesKeySet, class Sig>
+struct CompileTimeUnboxedAdapter;
+template <auto* fn, bool TakesKeySet, class R, class... Args>
+struct CompileTimeUnboxedAdapter<fn, TakesKeySet, R(Args...)> {
+  static R call(OperatorKernel*, DispatchKeySet ks, Args... args) {
+    if constexpr (TakesKeySet) {
+      return (*fn)(ks, std::forward<Args>(args)...);
+    } else {
+      (void)ks;
+      return (*fn)(std::forward<Args>(args)...);
+    }
+  }
+};
+
+// "dk::add.Tensor: a boxed call needs 3 arguments on the stack but the stack has 2" (the
+// generated adapters' wording; defined in dispatcher.cpp, where OperatorHandle is complete).
+[[noreturn]] void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have);
+
+// The boxed entry of a C++ kernel: unbox the top sizeof...(Args) values, call, push returns.
+template <class Functor, bool TakesKeySet, class Sig>
+struct BoxedAdapter;
+template <class Functor, bool TakesKeySet, class R, class... Args>
+struct BoxedAdapter<Functor, TakesKeySet, R(Args...)> {
+  static void call(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+    if (stack->size() < sizeof...(Args)) throwBoxedArityError(op, sizeof...(Args), stack->size());
+    callWithIndices(functor, ks, stack, std::index_sequence_for<Args...>{});
+  }
+
+ private:
+  template <size_t... I>
+  static void callWithIndices(OperatorKernel* functor, DispatchKeySet ks, Stack* stack, std::index_sequence<I...>) {
+    constexpr size_t n = sizeof...(Args);
+    IValue* base = stack->data() + (stack->size() - n);
+    (void)base;
+    std::tuple<typename BoxingTraitsFor<Args>::Holder...> holders(
+        BoxingTraitsFor<Args>::unbox(std::move(base[I]))...);
+    stack->resize(stack->size() - n);
+    auto& f = *static_cast<Functor*>(functor);
+    if constexpr (std::is_void_v<R>) {
+      FunctorInvoker<Functor, TakesKeySet, R, Args...>::invoke(f, ks, BoxingTraitsFor<Args>::view(std::get<I>(holders))...);
+    } else {
+      ReturnTraits<R>::push(*stack, FunctorInvoker<Functor, TakesKeySet, R, Args...>::invoke(
+                                        f, ks, BoxingTraitsFor<Args>::view(std::get<I>(holders))...));
+    }
+  }
+};
+
+template <auto* fn>
+struct CompileTimeFunctionFunctor final : OperatorKernel {
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return (*fn)(std::forward<Args>(args)...);
+  }
+};
+
+template <class FuncType>
+struct RuntimeFunctionFunctor final : OperatorKernel {
+  explicit RuntimeFunctionFunctor(FuncType* f) : fn(f) {}
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return (*fn)(std::forward<Args>(args)...);
+  }
+  FuncType* fn;
+};
+
+template <class Lambda>
+struct LambdaFunctor final : OperatorKernel {
+  explicit LambdaFunctor(Lambda l) : lambda(std::move(l)) {}
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) {
+    return lambda(std::forward<Args>(args)...);
+  }
+  Lambda lambda;
+};
+
+template <auto* boxed_fn>
+void boxedFunctionAdapter(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  using F = std::remove_pointer_t<decltype(boxed_fn)>;
+  if constexpr (std::is_invocable_v<F, const OperatorHandle&, DispatchKeySet, Stack*>) {
+    (*boxed_fn)(op, ks, stack);
+  } else {
+    static_assert(std::is_invocable_v<F, const OperatorHandle&, Stack*>,
+                  "a boxed kernel is void(const OperatorHandle&, Stack*) or "
+                  "void(const OperatorHandle&, DispatchKeySet, Stack*)");
+    (void)ks;
+    (*boxed_fn)(op, stack);
+  }
+}
+
+}  // namespace detail
+
+template <auto* boxed_fn>
+KernelFunction KernelFunction::makeFromBoxedFunction() {
+  return makeFromBoxedFunction(&detail::boxedFunctionAdapter<boxed_fn>);
+}
+
+template <class Functor, class Traits>
+KernelFunction KernelFunction::makeFromUnboxedFunctor(std::unique_ptr<Functor> functor) {
+  using Sig = typename Traits::dispatcher_signature;
+  constexpr bool takes_ks = Traits::takes_key_set;
+  KernelFunction k;
+  k.unboxed_ = reinterpret_cast<void*>(&detail::UnboxedAdapter<Functor, takes_ks, Sig>::call);
+  k.functor_ = functor.get();
+  k.boxed_ = &detail::BoxedAdapter<Functor, takes_ks, Sig>::call;
+  k.boxed_is_adapter_ = true;
+  k.functor_owner_ = std::shared_ptr<OperatorKernel>(std::move(functor));
+  return k;
+}
+
+namespace detail {
+// The unboxed entry for a function known at compile time: calls it directly, ignoring the
+// functor argument.
+template <auto* fn>
+void* unboxedEntryFor() {
+  using Traits = function_traits<std::remove_pointer_t<decltype(fn)>>;
+  using Sig = typename Traits::dispatcher_signature;
+  return reinterpret_cast<void*>(&CompileTimeUnboxedAdapter<fn, Traits::takes_key_set, Sig>::call);
+}
+}  // namespace detail
+
+template <auto* fn>
+KernelFunction KernelFunction::makeFromUnboxedFunction() {
+  using FuncType = std::remove_pointer_t<decltype(fn)>;
+  using Traits = detail::function_traits<FuncType>;
+  using Sig = typename Traits::dispatcher_signature;
+  using Functor = detail::CompileTimeFunctionFunctor<fn>;
+  // The functor is stateless: no allocation, one shared instance.
+  static Functor instance;
+  KernelFunction k;
+  k.unboxed_ = detail::unboxedEntryFor<fn>();
+  k.functor_ = &instance;
+  k.boxed_ = &detail::BoxedAdapter<Functor, Traits::takes_key_set, Sig>::call;
+  k.boxed_is_adapter_ = true;
+  return k;
+}
+
+template <class FuncType>
+KernelFunction KernelFunction::makeFromUnboxedRuntimeFunction(FuncType* fn) {
+  using Traits = detail::function_traits<FuncType>;
+  using Sig = typename Traits::dispatcher_signature;
+  using Functor = detail::RuntimeFunctionFunctor<FuncType>;
+  KernelFunction k;
+  auto owner = std::make_shared<Functor>(fn);
+  k.unboxed_ = reinterpret_cast<void*>(&detail::UnboxedAdapter<Functor, Traits::takes_key_set, Sig>::call);
+  k.functor_ = owner.get();
+  k.boxed_ = &detail::BoxedAdapter<Functor, Traits::takes_key_set, Sig>::call;
+  k.boxed_is_adapter_ = true;
+  k.functor_owner_ = std::move(owner);
+  return k;
+}
+
+}  // namespace dk

@@ -1,0 +1,191 @@
+// dk/dispatch/library.h: the registration API: Library, CppFunction and the DK_LIBRARY macros.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "dk/dispatch/dispatcher.h"
+
+namespace dk {
+
+// A kernel on its way to registration: the KernelFunction plus what it says about its
+// signature (inferred from C++ types; checked against the def'd schema).
+class CppFunction {
+ public:
+  // A function pointer known at run time. Schema inferred from its type.
+  template <class F, std::enable_if_t<std::is_function_v<F>, int> = 0>
+  explicit CppFunction(F* fn)
+      : kernel_(KernelFunction::makeFromUnboxedRuntimeFunction(fn)),
+        cpp_signature_(CppSignature::make<typename detail::function_traits<F>::dispatcher_signature>()),
+        infer_schema_(&detail::SchemaInferrer<typename detail::function_traits<F>::dispatcher_signature>::infer) {}
+
+  // A lambda or other functor, stateless or stateful.
+  template <class Lambda, std::enable_if_t<std::is_class_v<std::decay_t<Lambda>> &&
+                                               !std::is_same_v<std::decay_t<Lambda>, CppFunction>,
+                                           int> = 0>
+  explicit CppFunction(Lambda&& lambda)
+      : kernel_(KernelFunction::makeFromUnboxedFunctor<detail::LambdaFunctor<std::decay_t<Lambda>>,
+                                                       detail::functor_traits<std::decay_t<Lambda>>>(
+            std::make_unique<detail::LambdaFunctor<std::decay_t<Lambda>>>(std::forward<Lambda>(lambda)))),
+        cpp_signature_(CppSignature::make<typename detail::functor_traits<std::decay_t<Lambda>>::dispatcher_signature>()),
+        infer_schema_(
+            &detail::SchemaInferrer<typename detail::functor_traits<std::decay_t<Lambda>>::dispatcher_signature>::infer) {}
+
+  // A function known at compile time (see DK_FN): called directly from the adapter.
+  template <auto* fn>
+  static CppFunction makeFromFunction() {
+    using Sig = typename detail::function_traits<std::remove_pointer_t<decltype(fn)>>::dispatcher_signature;
+    return CppFunction(KernelFunction::makeFromUnboxedFunction<fn>(), CppSignature::make<Sig>(),
+                       &detail::SchemaInferrer<Sig>::infer);
+  }
+  // Never called: calls skip its key and go on below it (Note [Fallthrough mask]).
+  static CppFunction makeFallthrough() { return CppFunction(KernelFunction::makeFallthrough(), std::nullopt, nullptr); }
+  // boxed_fn: void(const OperatorHandle&, Stack*) or void(const OperatorHandle&, DispatchKeySet, Stack*).
+  template <auto* boxed_fn>
+  static CppFunction makeFromBoxedFunction() {
+    return CppFunction(KernelFunction::makeFromBoxedFunction<boxed_fn>(), std::nullopt, nullptr);
+  }
+  // A kernel built elsewhere (the generator attaches its own adapters this way); `infer`
+  // gives the schema its C++ signature implies (null: nothing to check).
+  static CppFunction makeFromKernelFunction(KernelFunction kernel, std::optional<CppSignature> sig,
+                                            SchemaInferenceFn infer) {
+    return CppFunction(std::move(kernel), sig, infer);
+  }
+
+  // The name shown in dumps and errors instead of "registered at file:line".
+  CppFunction&& debug(std::string name) && {
+    debug_ = std::move(name);
+    return std::move(*this);
+  }
+
+ private:
+  friend class Library;
+  CppFunction(KernelFunction kernel, std::optional<CppSignature> sig, SchemaInferenceFn infer)
+      : kernel_(std::move(kernel)), cpp_signature_(sig), infer_schema_(infer) {}
+
+  KernelFunction kernel_;
+  std::optional<CppSignature> cpp_signature_;
+  SchemaInferenceFn infer_schema_ = nullptr;
+  std::optional<std::string> debug_;
+};
+
+// DK_FN(f): a compile-time function kernel, e.g. m.impl("add.Tensor", DK_FN(add_cpu)).
+#define DK_FN(func) (::dk::CppFunction::makeFromFunction<&func>())
+
+class Library {
+ public:
+  enum Kind { DEF, IMPL, FRAGMENT };
+
+  // Run-time registration: everything registered through this object is undone when it is
+  // destroyed (in reverse order).
+  Library(Kind kind, std::string ns, std::optional<DispatchKey> key = std::nullopt, const char* file = "",
+          uint32_t line = 0);
+  ~Library();
+  Library(Library&&) = default;
+  Library& operator=(Library&&) = default;
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  // def("foo(Tensor x) -> Tensor") or def("ns::foo.overload(...) -> ..."). A schema without a
+  // namespace gets the library's.
+  Library& def(std::string_view schema) &;
+  // def + impl at CompositeImplicitAutograd (or the library's key).
+  Library& def(std::string_view schema, CppFunction fn) &;
+  template <class Func>
+  Library& def(std::string_view schema, Func&& fn) & {
+    return def(schema, toCppFunction(std::forward<Func>(fn)));
+  }
+
+  // impl("foo" or "foo.overload", kernel) at the library's key (CompositeImplicitAutograd
+  // for a DEF or FRAGMENT library without one).
+  Library& impl(std::string_view name, CppFunction fn) &;
+  Library& impl(std::string_view name, DispatchKey key, CppFunction fn) &;
+  template <class Func>
+  Library& impl(std::string_view name, Func&& fn) & {
+    return impl(name, toCppFunction(std::forward<Func>(fn)));
+  }
+  template <class Func>
+  Library& impl(std::string_view name, DispatchKey key, Func&& fn) & {
+    return impl(name, key, toCppFunction(std::forward<Func>(fn)));
+  }
+
+  // A backend fallback for the library's key; only in DK_LIBRARY_IMPL(_, Key, m).
+  Library& fallback(CppFunction fn) &;
+
+  const std::string& ns() const { return ns_; }
+  Kind kind() const { return kind_; }
+
+ private:
+  template <class Func>
+  static CppFunction toCppFunction(Func&& fn) {
+    if constexpr (std::is_same_v<std::decay_t<Func>, CppFunction>) {
+      return std::forward<Func>(fn);
+    } else {
+      return CppFunction(std::forward<Func>(fn));
+    }
+  }
+  const std::string& site() const { return site_; }  // "registered at FILE:LINE", made once
+  OperatorName qualify(std::string_view name, const char* what) const;
+  OperatorName qualify(OperatorName op, const char* what) const;
+  Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn);
+  OperatorName defSchema(std::string_view schema_text);  // parses once; returns the qualified name
+
+  Kind kind_;
+  std::string ns_;
+  std::optional<DispatchKey> key_;
+  std::string file_;
+  uint32_t line_;
+  std::string site_;
+  std::vector<RegistrationHandleRAII> registrations_;
+};
+
+namespace detail {
+// Runs a DK_LIBRARY block at static-initialization time and keeps its Library alive.
+class LibraryInitializer {
+ public:
+  LibraryInitializer(Library::Kind kind, void (*init)(Library&), const char* ns, std::optional<DispatchKey> key,
+                     const char* file, uint32_t line)
+      : lib_(kind, ns, key, file, line) {
+    init(lib_);
+  }
+
+ private:
+  Library lib_;
+};
+}  // namespace detail
+
+}  // namespace dk
+
+#define DK_CONCAT_INNER(a, b) a##b
+#define DK_CONCAT(a, b) DK_CONCAT_INNER(a, b)
+#define DK_UID(prefix) DK_CONCAT(prefix, __COUNTER__)
+
+// DK_LIBRARY(ns, m) { m.def(...); } : the one place that defines operators of namespace ns.
+#define DK_LIBRARY(ns, m)                                                                              \
+  static void DK_LIBRARY_init_##ns(::dk::Library&);                                                    \
+  static const ::dk::detail::LibraryInitializer DK_LIBRARY_static_init_##ns(                          \
+      ::dk::Library::DEF, &DK_LIBRARY_init_##ns, #ns, std::nullopt, __FILE__, __LINE__);              \
+  void DK_LIBRARY_init_##ns(::dk::Library& m)
+
+// DK_LIBRARY_FRAGMENT(ns, m) { m.def(...); } : more definitions for ns; may repeat.
+#define DK_LIBRARY_FRAGMENT(ns, m) DK_LIBRARY_FRAGMENT_UID(ns, m, DK_UID(DK_LIBRARY_FRAGMENT_uid_))
+#define DK_LIBRARY_FRAGMENT_UID(ns, m, uid)                                                            \
+  static void DK_CONCAT(DK_LIBRARY_FRAGMENT_init_##ns##_, uid)(::dk::Library&);                        \
+  static const ::dk::detail::LibraryInitializer DK_CONCAT(DK_LIBRARY_FRAGMENT_static_init_##ns##_, uid)( \
+      ::dk::Library::FRAGMENT, &DK_CONCAT(DK_LIBRARY_FRAGMENT_init_##ns##_, uid), #ns, std::nullopt,    \
+      __FILE__, __LINE__);                                                                             \
+  void DK_CONCAT(DK_LIBRARY_FRAGMENT_init_##ns##_, uid)(::dk::Library & m)
+
+// DK_LIBRARY_IMPL(ns, Key, m) { m.impl("foo", ...); } : kernels of ns at Key (alias keys
+// allowed). DK_LIBRARY_IMPL(_, Key, m) { m.fallback(...); } registers a backend fallback.
+#define DK_LIBRARY_IMPL(ns, k, m) DK_LIBRARY_IMPL_UID(ns, k, m, DK_UID(DK_LIBRARY_IMPL_uid_))
+#define DK_LIBRARY_IMPL_UID(ns, k, m, uid)                                                             \
+  static void DK_CONCAT(DK_LIBRARY_IMPL_init_##ns##_##k##_, uid)(::dk::Library&);                     \
+  static const ::dk::detail::LibraryInitializer DK_CONCAT(DK_LIBRARY_IMPL_static_init_##ns##_##k##_, uid)( \
+      ::dk::Library::IMPL, &DK_CONCAT(DK_LIBRARY_IMPL_init_##ns##_##k##_, uid), #ns,                   \
+      std::make_optional(::dk::DispatchKey::k), __FILE__, __LINE__);                                   \
+  void DK_CONCAT(DK_LIBRARY_IMPL_init_##ns##_##k##_, uid)(::dk::Library & m)

@@ -1,0 +1,474 @@
+// The dispatcher: lock-free operator lookup, registration under one mutex, errors users read,
+// and the dispatch trace.
+#include "dk/dispatch/dispatcher.h"
+#include "dk/dispatch/dispatch_mode.h"
+
+#include <algorithm>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+namespace dk {
+
+// ===================== the operator registry =====================
+
+// Note [Lock-free operator lookup]
+// Operator entries are created once and never freed while the dispatcher lives (an operator
+// whose last registration went away is only hidden), so readers can hold plain pointers.
+// Lookup is an open-addressing hash table of atomic entry pointers, insert-only: writers
+// (under the dispatcher mutex) fill an empty bucket with a release store, and when the table
+// is half full they build a twice-larger copy and publish it with one atomic store. Readers
+// load the current table and probe it without any lock. Old tables are kept until the
+// dispatcher dies (their total size is below the final table's).
+class Dispatcher::OperatorRegistry {
+ public:
+  OperatorRegistry() { tables_.push_back(std::make_unique<Table>(64)); current_.store(tables_.back().get()); }
+
+  OperatorEntry* find(const OperatorName& name) const {
+    const Table* table = current_.load(std::memory_order_acquire);
+    size_t mask = table->buckets.size() - 1;
+    for (size_t i = hash(name) & mask;; i = (i + 1) & mask) {
+      OperatorEntry* e = table->buckets[i].load(std::memory_order_acquire);
+      if (e == nullptr) return nullptr;
+      if (e->operator_name() == name) return e;
+    }
+  }
+
+  // Caller holds the dispatcher mutex and has checked that `name` is absent.
+  OperatorEntry& insert(const OperatorName& name) {
+    entries_.push_back(std::make_unique<OperatorEntry>(name));
+    OperatorEntry* e = entries_.back().get();
+    Table* table = current_.load(std::memory_order_relaxed);
+    if ((entries_.size()) * 2 > table->buckets.size()) {
+      tables_.push_back(std::make_unique<Table>(table->buckets.size() * 2));
+      Table* bigger = tables_.back().get();
+      for (const auto& entry : entries_) place(*bigger, entry.get());
+      current_.store(bigger, std::memory_order_release);
+    } else {
+      place(*table, e);
+    }
+    return *e;
+  }
+
+  const std::vector<std::unique_ptr<OperatorEntry>>& entries() const { return entries_; }
+
+ private:
+  struct Table {
+    explicit Table(size_t n) : buckets(n) {}
+    std::vector<std::atomic<OperatorEntry*>> buckets;
+  };
+  static size_t hash(const OperatorName& name) {
+    return std::hash<std::string>()(name.name) * 31 + std::hash<std::string>()(name.overload_name);
+  }
+  static void place(Table& table, OperatorEntry* e) {
+    size_t mask = table.buckets.size() - 1;
+    for (size_t i = hash(e->operator_name()) & mask;; i = (i + 1) & mask) {
+      if (table.buckets[i].load(std::memory_order_relaxed) == nullptr) {
+        table.buckets[i].store(e, std::memory_order_release);
+        return;
+      }
+    }
+  }
+
+  std::vector<std::unique_ptr<OperatorEntry>> entries_;
+  std::vector<std::unique_ptr<Table>> tables_;
+  std::atomic<Table*> current_{nullptr};
+};
+
+// ===================== the dispatcher =====================
+
+Dispatcher& Dispatcher::singleton() {
+  static Dispatcher dispatcher;
+  return dispatcher;
+}
+
+Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
+  // The defaults a fresh process has (docs/semantics.md section 3): BackendSelect and
+  // ADInplaceOrView fall through, and every autograd key has the autograd fallback.
+  //
+  // Note [Autograd fallback]
+  // The autograd fallback goes on below autograd, so an operator with only a backend kernel
+  // works on tensors that require grad; its result simply has no gradient history. Going on
+  // below a key is what a fallthrough does, so the fallback is a fallthrough kernel: calls
+  // skip the autograd slot through the fallthrough mask and pay nothing for it.
+  auto install = [&](DispatchKey k, KernelFunction kernel, const char* debug) {
+    AnnotatedKernel a;
+    a.key = k;
+    a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
+    a.debug = debug;
+    a.id = next_registration_id_++;
+    a.is_default = true;
+    backend_fallbacks_[tableIndexForRuntimeKey(k)] = std::move(a);
+  };
+  const KernelFunction fallthrough = KernelFunction::makeFallthrough();
+  install(DispatchKey::BackendSelect, fallthrough, "backend_select_fallthrough (default)");
+  // The Python slot runs the thread's dispatch modes (Note [Dispatch modes]).
+  install(DispatchKey::Python, KernelFunction::makeFromBoxedFunction(&detail::pythonDispatchModeFallback),
+          "dispatch_mode_fallback (default)");
+  install(DispatchKey::ADInplaceOrView, fallthrough, "ad_inplace_or_view_fallthrough (default)");
+  for (DispatchKey k : autograd_dispatch_keyset) install(k, fallthrough, "autograd_fallback (default)");
+  // Operators without an autocast policy pass through the autocast keys (Note [Autocast]).
+  install(DispatchKey::AutocastCPU, fallthrough, "autocast_fallthrough (default)");
+  install(DispatchKey::AutocastCUDA, fallthrough, "autocast_fallthrough (default)");
+  // Every thread's first call registers it with the kernel reclaimer (Note [Kernel reclamation]).
+  install(DispatchKey::ThreadRegistration, KernelFunction::makeFromBoxedFunction(&detail::threadRegistrationFallback),
+          "thread_registration (default)");
+  updateAllTables();  // no operators yet: computes fallback_only_
+}
+
+Dispatcher::~Dispatcher() = default;
+
+OperatorEntry* Dispatcher::lookupEntry(const OperatorName& name) const { return registry_->find(name); }
+
+OperatorEntry& Dispatcher::createEntry(const OperatorName& name) {
+  OperatorEntry& e = registry_->insert(name);
+  e.updateDispatchTable(OperatorEntry::Fallbacks{}, fallback_only_);  // no kernels yet: fallback_only_ is its table
+  // The process-wide flag is stored before the entries are walked under mutex_, which this
+  // caller holds: a new entry cannot miss a change (Note [Per-operator slow-path flag]).
+  e.setSlowPath(detail::dispatch_slow_path_enabled.load());
+  return e;
+}
+
+std::optional<OperatorHandle> Dispatcher::findSchema(const OperatorName& name) {
+  OperatorEntry* e = lookupEntry(name);
+  if (e == nullptr) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!e->hasSchema()) return std::nullopt;
+  return OperatorHandle(e);
+}
+
+OperatorHandle Dispatcher::findSchemaOrThrow(std::string_view name, std::string_view overload) {
+  auto op = findSchema(OperatorName{std::string(name), std::string(overload)});
+  if (!op) {
+    bool impl_only = findOp(OperatorName{std::string(name), std::string(overload)}).has_value();
+    OperatorName full{std::string(name), std::string(overload)};
+    DK_ERROR("Could not find schema for ", full,
+             impl_only ? ": kernels were registered for it, but no def() with its schema"
+                       : ": no operator with this name and overload is registered");
+  }
+  return *op;
+}
+
+std::optional<OperatorHandle> Dispatcher::findOp(const OperatorName& name) {
+  OperatorEntry* e = lookupEntry(name);
+  if (e == nullptr) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!e->isPresent()) return std::nullopt;
+  return OperatorHandle(e);
+}
+
+std::vector<OperatorName> Dispatcher::getAllOpNames() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<OperatorName> names;
+  for (const auto& e : registry_->entries())
+    if (e->isPresent()) names.push_back(e->operator_name());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> Dispatcher::getRegistrationsForDispatchKey(DispatchKey k) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& e : registry_->entries()) {
+    for (const AnnotatedKernel& a : e->kernels())
+      if (a.key == k) out.push_back(detail::concat(e->operator_name(), ": ", a.debug));
+  }
+  if (!isAliasDispatchKey(k)) {
+    const auto& fallback = backend_fallbacks_[tableIndexForRuntimeKey(k)];
+    if (fallback) out.push_back(detail::concat("(fallback): ", fallback->debug));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t Dispatcher::retiredKernelCount() const { return retired_kernels_.size(); }
+
+size_t Dispatcher::reclaimRetiredKernels() { return retired_kernels_.reclaim(); }
+
+std::array<const AnnotatedKernel*, kDispatchTableSize> Dispatcher::fallbackPointers() const {
+  std::array<const AnnotatedKernel*, kDispatchTableSize> out{};
+  for (int i = 0; i < kDispatchTableSize; ++i) out[i] = backend_fallbacks_[i] ? &*backend_fallbacks_[i] : nullptr;
+  return out;
+}
+
+void Dispatcher::setSlowPathEnabled(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  detail::dispatch_slow_path_enabled.store(on);
+  for (const auto& e : registry_->entries()) e->setSlowPath(on);
+}
+
+void Dispatcher::updateAllTables() {
+  auto fallbacks = fallbackPointers();
+  fallback_only_ = OperatorEntry::computeFallbackOnlyTable(fallbacks);
+  for (const auto& e : registry_->entries()) e->updateDispatchTable(fallbacks, fallback_only_);
+}
+
+// ---- libraries ----
+
+RegistrationHandleRAII Dispatcher::registerLibrary(const std::string& ns, const std::string& debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [existing_ns, existing_debug] : libraries_) {
+    DK_CHECK(existing_ns != ns, "Only a single DK_LIBRARY can be used to register the namespace '", ns,
+             "'; but there is a duplicate DK_LIBRARY ", debug, " (the first one is ", existing_debug,
+             "). If you want several places to define operators in one namespace, use DK_LIBRARY_FRAGMENT.");
+  }
+  libraries_.emplace_back(ns, debug);
+  return RegistrationHandleRAII([this, ns] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& l) { return l.first == ns; });
+    if (it != libraries_.end()) libraries_.erase(it);
+  });
+}
+
+// ---- schemas ----
+
+RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std::string& debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const OperatorName name = schema.operator_name();
+  OperatorEntry* existing = lookupEntry(name);
+  // Every check comes before any change: a rejected registration changes nothing.
+  if (existing && existing->hasSchema()) {
+    DK_ERROR("Tried to register an operator (", schema, ") with the same name and overload name multiple times. "
+             "Each overload's schema should only be registered with a single call to def(). "
+             "Duplicate registration: ", debug, ". Original registration: ", existing->schemaDebug());
+  }
+  const uint64_t bitmap = OperatorEntry::computeDispatchArgumentBitmap(schema);
+  if (existing) {
+    for (const AnnotatedKernel& a : existing->kernels()) {
+      if (!a.infer_schema) continue;
+      FunctionSchema inferred = a.infer_schema();
+      if (auto why = findSchemaDifference(inferred, schema)) {
+        DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
+                 "  operator: ", name, "\n  expected schema: ", schema, "\n    ", debug,
+                 "\n  inferred schema: ", inferred, "\n    ", a.debug, "\n  reason: ", *why);
+      }
+    }
+  }
+  OperatorEntry& entry = existing ? *existing : createEntry(name);
+  entry.setSchema(std::move(schema), debug, bitmap);
+  return RegistrationHandleRAII([this, &entry] { deregisterDef(entry); });
+}
+
+void Dispatcher::deregisterDef(OperatorEntry& entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entry.clearSchema();
+}
+
+// ---- kernels ----
+
+RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
+                                                std::optional<CppSignature> cpp_signature,
+                                                SchemaInferenceFn infer_schema, std::string debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DK_CHECK(key != DispatchKey::Undefined && (isRuntimeDispatchKey(key) || isAliasDispatchKey(key)),
+           "cannot register a kernel for '", name, "' at ", key,
+           ": kernels go at a runtime key (CPU, AutogradCUDA, ...) or an alias key (Autograd, "
+           "CompositeImplicitAutograd, ...)");
+  DK_CHECK(key != DispatchKey::ThreadRegistration, "cannot register a kernel for '", name,
+           "' at ThreadRegistration: the dispatcher owns that key (Note [Kernel reclamation])");
+  OperatorEntry* existing = lookupEntry(name);
+  if (existing && existing->hasSchema() && infer_schema) {
+    FunctionSchema inferred = infer_schema();
+    if (auto why = findSchemaDifference(inferred, existing->schema())) {
+      DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
+               "  operator: ", name, "\n  expected schema: ", existing->schema(), "\n    ",
+               existing->schemaDebug(), "\n  inferred schema: ", inferred, "\n    ", debug,
+               "\n  reason: ", *why);
+    }
+  }
+  if (existing && cpp_signature) {
+    auto current = existing->cppSignature();
+    if (current && !(*current == *cpp_signature)) {
+      DK_ERROR("Mismatch in kernel C++ signatures\n  operator: ", name, "\n    kernel 1: ", current->name(),
+               "\n    ", existing->cppSignatureDebug(), "\n    kernel 2: ", cpp_signature->name(), "\n    ", debug);
+    }
+  }
+  OperatorEntry& entry = existing ? *existing : createEntry(name);
+  const AnnotatedKernel* previous = entry.firstKernelAt(key);
+  if (previous && entry.claimOverrideWarning(key)) {
+    warn(detail::concat("Overriding a previously registered kernel for the same operator and the same dispatch "
+                        "key\n  operator: ", name, "\n  dispatch key: ", key, "\n  previous kernel: ",
+                        previous->debug, "\n       new kernel: ", debug));
+  }
+  AnnotatedKernel a;
+  a.key = key;
+  a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
+  a.cpp_signature = cpp_signature;
+  a.infer_schema = infer_schema;
+  a.debug = std::move(debug);
+  a.id = next_registration_id_++;
+  uint64_t id = a.id;
+  entry.addKernel(std::move(a), fallbackPointers(), fallback_only_);
+  return RegistrationHandleRAII([this, &entry, id] { deregisterImpl(entry, id); });
+}
+
+void Dispatcher::deregisterImpl(OperatorEntry& entry, uint64_t id) {
+  std::shared_ptr<const KernelFunction> retired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    retired = entry.removeKernel(id, fallbackPointers(), fallback_only_);
+    if (!retired) return;
+  }
+  // After the new table is published, and outside the mutex: freeing a kernel may run user
+  // code that deregisters (Note [Kernel reclamation]).
+  retired_kernels_.retire(std::move(retired));
+}
+
+// ---- backend fallbacks ----
+
+RegistrationHandleRAII Dispatcher::registerFallback(DispatchKey key, KernelFunction kernel, std::string debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DK_CHECK(isRuntimeDispatchKey(key) && key != DispatchKey::Undefined, "cannot register a backend fallback at ",
+           key, ": fallbacks go at a runtime key");
+  DK_CHECK(key != DispatchKey::ThreadRegistration, "cannot register a backend fallback at ThreadRegistration: the "
+           "dispatcher owns that key (Note [Kernel reclamation])");
+  auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
+  DK_CHECK(!slot, "Tried to register multiple backend fallbacks for the same dispatch key ", key,
+           "; previous registration ", slot->debug, ", new registration ", debug);
+  AnnotatedKernel a;
+  a.key = key;
+  a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
+  a.debug = std::move(debug);
+  a.id = next_registration_id_++;
+  uint64_t id = a.id;
+  slot = std::move(a);
+  updateAllTables();
+  return RegistrationHandleRAII([this, key, id] { deregisterFallback(key, id); });
+}
+
+void Dispatcher::deregisterFallback(DispatchKey key, uint64_t id) {
+  std::shared_ptr<const KernelFunction> retired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
+    if (!slot || slot->id != id) return;
+    retired = std::move(slot->kernel);
+    slot.reset();
+    updateAllTables();
+  }
+  retired_kernels_.retire(std::move(retired));  // Note [Kernel reclamation]
+}
+
+// ---- checks and errors ----
+
+void Dispatcher::checkSignature(const OperatorHandle& op, const CppSignature& sig,
+                                const FunctionSchema& inferred) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const OperatorEntry& e = op.entry();
+  if (auto current = e.cppSignature()) {
+    DK_CHECK(*current == sig, "Tried to access or call an operator with a wrong signature.\n  operator: ",
+             e.operator_name(), "\n    correct signature:  ", current->name(), "\n        ", e.cppSignatureDebug(),
+             "\n    accessed/called as: ", sig.name(),
+             "\n  This likely happened in a call to OperatorHandle::typed<Sig>(). Check that Sig matches the kernel.");
+    return;
+  }
+  if (e.hasSchema()) {
+    if (auto why = findSchemaDifference(inferred, e.schema())) {
+      DK_ERROR("Tried to access or call an operator with a wrong signature.\n  operator: ", e.operator_name(),
+               "\n    schema:             ", e.schema(), "\n        ", e.schemaDebug(),
+               "\n    accessed/called as: ", sig.name(), " (", inferred, ")\n  reason: ", *why);
+    }
+  }
+}
+
+std::string Dispatcher::missingKernelMessage(const OperatorHandle& op, DispatchKeySet ks) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const OperatorEntry& e = op.entry();
+  std::ostringstream keys;
+  keys << "[";
+  bool first = true;
+  const auto fallbacks = fallbackPointers();
+  for (DispatchKey k : e.keysWithValidSlot(fallbacks)) {
+    keys << (first ? "" : ", ") << toString(k);
+    first = false;
+  }
+  keys << "]";
+  std::ostringstream out;
+  DispatchKey key = ks.highestPriorityTypeId();
+  if (key == DispatchKey::Undefined) {
+    out << "There were no tensor arguments to this function (for example, you passed an empty list of tensors), "
+           "but no fallback function is registered for schema "
+        << e.operator_name()
+        << ". This usually means that the function needs a non-empty list of tensors, or that its author forgot "
+           "to register a CompositeImplicitAutograd or CompositeExplicitAutograd kernel. Available for these "
+           "backends: "
+        << keys.str() << ".\n\n";
+  } else {
+    out << "Could not run '" << e.operator_name() << "' with arguments from the '" << toString(key)
+        << "' backend. '" << e.operator_name() << "' is only available for these backends: " << keys.str()
+        << ".\n\n";
+  }
+  out << e.dumpComputedTable(fallbacks);
+  return out.str();
+}
+
+// ===================== operator handles =====================
+
+bool OperatorHandle::hasSchema() const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->hasSchema();
+}
+
+namespace {
+// The boxed calls' slow path (Note [Dispatch slow path], Note [Observers]).
+__attribute__((noinline)) void callBoxedObserved(const OperatorHandle& op, const KernelFunction& kernel,
+                                                 DispatchKeySet ks, detail::CallKind kind, Stack* stack) {
+  detail::CallObserverScope scope(op, ks, kind);
+  if (scope.wantsInputs()) {
+    size_t n = op.hasSchema() ? std::min(op.schema().arguments().size(), stack->size()) : stack->size();
+    Stack inputs(stack->end() - static_cast<ptrdiff_t>(n), stack->end());
+    scope.enter(&inputs);
+  } else {
+    scope.enter(nullptr);
+  }
+  size_t below = stack->size() - (op.hasSchema() ? std::min(op.schema().arguments().size(), stack->size()) : stack->size());
+  kernel.callBoxed(op, ks, stack);
+  if (scope.wantsOutputs()) {
+    Stack outputs(stack->begin() + static_cast<ptrdiff_t>(std::min(below, stack->size())), stack->end());
+    scope.returned(&outputs);
+  } else {
+    scope.returned(nullptr);
+  }
+}
+}  // namespace
+
+void OperatorHandle::callBoxed(Stack* stack) const {
+  const OperatorEntry* entry = entry_;
+  detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
+  if (__builtin_expect(entry->slowPathEnabled(), 0)) {
+    detail::ensureThreadRegistered();  // so observers never see the ThreadRegistration hop
+    DispatchKeySet ks = entry->getDispatchKeySetBoxed(*stack);
+    callBoxedObserved(*this, entry->lookup(ks), ks, detail::CallKind::CallBoxed, stack);
+    return;
+  }
+  DispatchKeySet ks = entry->getDispatchKeySetBoxed(*stack);
+  entry->lookup(ks).callBoxed(*this, ks, stack);
+}
+
+void OperatorHandle::redispatchBoxed(DispatchKeySet ks, Stack* stack) const {
+  if (__builtin_expect(entry_->slowPathEnabled(), 0)) {
+    callBoxedObserved(*this, entry_->lookup(ks), ks, detail::CallKind::RedispatchBoxed, stack);
+    return;
+  }
+  entry_->lookup(ks).callBoxed(*this, ks, stack);
+}
+
+bool OperatorHandle::hasKernelForDispatchKey(DispatchKey k) const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->hasKernelForDispatchKey(k);
+}
+bool OperatorHandle::hasComputedKernelForDispatchKey(DispatchKey k) const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->hasComputedKernelForDispatchKey(k);
+}
+std::string OperatorHandle::dumpState() const {
+  std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
+  return entry_->dumpState();
+}
+std::string OperatorHandle::dumpComputedTable() const {
+  Dispatcher& d = Dispatcher::singleton();
+  std::lock_guard<std::mutex> lock(d.mutex_);
+  return entry_->dumpComputedTable(d.fallbackPointers());
+}
+
+}  // namespace dk

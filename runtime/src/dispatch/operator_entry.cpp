@@ -1,0 +1,283 @@
+// One operator: registrations, the computed dispatch table (docs/semantics.md section 3), dumps.
+#include "dk/dispatch/operator_entry.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "dk/dispatch/dispatcher.h"
+
+namespace dk {
+
+std::string_view slotSourceLabel(SlotSource s) {
+  switch (s) {
+    case SlotSource::Missing: return "missing";
+    case SlotSource::Kernel: return "kernel";
+    case SlotSource::DefaultBackendKernel: return "default backend kernel";
+    case SlotSource::MathKernel: return "math kernel";
+    case SlotSource::AmbiguousAutogradOther: return "ambiguous autogradother";
+    case SlotSource::AutogradKernel: return "autograd kernel";
+    case SlotSource::BackendFallback: return "backend fallback";
+  }
+  return "unknown";
+}
+
+namespace {
+// Shared special kernels; their addresses are published in tables, so they live forever.
+const KernelFunction& missingKernel() {
+  static const KernelFunction* const k = new KernelFunction(KernelFunction::makeMissing());
+  return *k;
+}
+const KernelFunction& ambiguousAutogradOtherKernel() {
+  static const KernelFunction* const k = new KernelFunction(KernelFunction::makeAmbiguousAutogradOther());
+  return *k;
+}
+
+constexpr DispatchKeySet kQuantizedAndSparseKeys =
+    DispatchKeySet::allBackends() | DispatchKeySet{DispatchKey::Quantized, DispatchKey::Sparse};
+}  // namespace
+
+OperatorEntry::OperatorEntry(OperatorName name) : name_(std::move(name)) {
+  for (auto& mask : non_fallthrough_keys_) mask.store(~uint64_t{0}, std::memory_order_relaxed);
+  const KernelFunction* missing = &missingKernel();
+  for (auto& slot : dispatch_table_) slot.store(missing, std::memory_order_relaxed);
+}
+
+const FunctionSchema& OperatorEntry::schema() const {
+  DK_CHECK(schema_.has_value(), "operator '", name_, "' has no schema: only kernels were registered for it, "
+           "no def() with its schema");
+  return schema_->schema;
+}
+
+const std::string& OperatorEntry::schemaDebug() const {
+  static const std::string none = "(none)";
+  return schema_ ? schema_->debug : none;
+}
+
+void OperatorEntry::setSchema(FunctionSchema schema, std::string debug, uint64_t bitmap) {
+  schema_ = SchemaRegistration{std::move(schema), std::move(debug)};
+  dispatch_arg_bitmap_.store(bitmap, std::memory_order_relaxed);
+}
+
+void OperatorEntry::clearSchema() {
+  schema_.reset();
+  dispatch_arg_bitmap_.store(0, std::memory_order_relaxed);
+}
+
+void OperatorEntry::addKernel(AnnotatedKernel kernel, const Fallbacks& fallbacks,
+                              const FallbackOnlyTable& fallback_only) {
+  kernels_.push_front(std::move(kernel));
+  updateDispatchTable(fallbacks, fallback_only);
+}
+
+std::shared_ptr<const KernelFunction> OperatorEntry::removeKernel(uint64_t id, const Fallbacks& fallbacks,
+                                                                  const FallbackOnlyTable& fallback_only) {
+  auto it = std::find_if(kernels_.begin(), kernels_.end(), [&](const AnnotatedKernel& a) { return a.id == id; });
+  if (it == kernels_.end()) return nullptr;
+  std::shared_ptr<const KernelFunction> removed = std::move(it->kernel);
+  kernels_.erase(it);
+  updateDispatchTable(fallbacks, fallback_only);
+  return removed;
+}
+
+bool OperatorEntry::claimOverrideWarning(DispatchKey k) {
+  const uint64_t bit = uint64_t{1} << static_cast<int>(k);
+  const bool first = (warned_override_keys_ & bit) == 0;
+  warned_override_keys_ |= bit;
+  return first;
+}
+
+uint64_t OperatorEntry::computeDispatchArgumentBitmap(const FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  DK_CHECK(args.size() <= 64, "operator '", schema.operator_name(), "' has ", args.size(),
+           " arguments; the dispatcher supports at most 64");
+  uint64_t bitmap = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].type.isTensorLike()) bitmap |= uint64_t{1} << (args.size() - 1 - i);
+  }
+  return bitmap;
+}
+
+DispatchKeySet OperatorEntry::getDispatchKeySetBoxed(const Stack& stack) const {
+  uint64_t bits = dispatchArgumentBitmap();
+  // Positions beyond the stack cannot be read; the kernel reports the short stack.
+  if (stack.size() < 64) bits &= (uint64_t{1} << stack.size()) - 1;
+  DispatchKeySet ks;
+  const size_t top = stack.size() - 1;  // only read when bits != 0, so the stack is non-empty
+  while (bits != 0) {
+    const IValue& v = stack[top - static_cast<size_t>(std::countr_zero(bits))];
+    if (v.isTensor()) {
+      ks = ks | v.tensorKeySetUnchecked();
+    } else if (v.isList()) {
+      for (const IValue& e : v.toListElements())
+        if (e.isTensor()) ks = ks | e.tensorKeySetUnchecked();
+    }
+    bits &= bits - 1;
+  }
+  return computeDispatchKeySet(ks);
+}
+
+const AnnotatedKernel* OperatorEntry::firstKernelAt(DispatchKey k) const {
+  for (const AnnotatedKernel& a : kernels_)
+    if (a.key == k) return &a;
+  return nullptr;
+}
+
+// "A backend kernel exists for K": a CompositeExplicitAutograd kernel exists, or K is an autograd
+// key whose backend has a direct kernel (AutogradCPU: CPU; AutogradOther: any Quantized or Sparse
+// key). For any other key there is no such backend, so the math kernel fills it (as in c10:
+// with a CPU and a CompositeImplicitAutograd kernel, QuantizedCPU takes the math kernel).
+bool OperatorEntry::hasQuantizedOrSparseKernel() const {
+  for (const AnnotatedKernel& a : kernels_)
+    if (kQuantizedAndSparseKeys.has(a.key)) return true;
+  return false;
+}
+
+bool OperatorEntry::hasBackendKernelFor(DispatchKey k) const {
+  if (firstKernelAt(DispatchKey::CompositeExplicitAutograd)) return true;
+  if (k == DispatchKey::AutogradOther) return hasQuantizedOrSparseKernel();
+  if (isPerBackendRuntimeKey(k) && toFunctionalityKey(k) == DispatchKey::AutogradFunctionality) {
+    DispatchKey backend_key = toRuntimePerBackendKey(DispatchKey::Dense, *toBackendComponent(k));
+    return firstKernelAt(backend_key) != nullptr;
+  }
+  return false;
+}
+
+OperatorEntry::SlotInfo OperatorEntry::computeDispatchTableEntry(DispatchKey k,
+                                                                 const AnnotatedKernel* backend_fallback) const {
+  // An operator with no kernels (a fresh def) only has the backend fallbacks: skip the rules.
+  if (kernels_.empty()) return backend_fallback ? SlotInfo{SlotSource::BackendFallback, backend_fallback} : SlotInfo{};
+  // 1. a kernel registered directly at k
+  if (const AnnotatedKernel* direct = firstKernelAt(k)) return {SlotSource::Kernel, direct};
+  auto covered = [&](DispatchKey alias) { return k == DispatchKey::Undefined || keyCovers(alias, k); };
+  // 2-3. the explicit composites fill backend slots (and slot 0)
+  for (DispatchKey alias : {DispatchKey::CompositeExplicitAutogradNonFunctional, DispatchKey::CompositeExplicitAutograd}) {
+    if (covered(alias)) {
+      if (const AnnotatedKernel* a = firstKernelAt(alias)) return {SlotSource::DefaultBackendKernel, a};
+    }
+  }
+  // 4. the implicit composite, unless the backend has a kernel of its own
+  if (covered(DispatchKey::CompositeImplicitAutograd)) {
+    if (const AnnotatedKernel* a = firstKernelAt(DispatchKey::CompositeImplicitAutograd)) {
+      if (k == DispatchKey::AutogradOther && hasQuantizedOrSparseKernel()) {
+        return {SlotSource::AmbiguousAutogradOther, nullptr};
+      }
+      if (!hasBackendKernelFor(k)) return {SlotSource::MathKernel, a};
+    }
+  }
+  // 5. the autograd alias
+  if (keyCovers(DispatchKey::Autograd, k)) {
+    if (const AnnotatedKernel* a = firstKernelAt(DispatchKey::Autograd)) return {SlotSource::AutogradKernel, a};
+  }
+  // 6. a backend fallback
+  if (backend_fallback) return {SlotSource::BackendFallback, backend_fallback};
+  return {SlotSource::Missing, nullptr};
+}
+
+void OperatorEntry::computeTable(const Fallbacks& fallbacks, FallbackOnlyTable& out) const {
+  out.masks.fill(~uint64_t{0});
+  for (int slot = 0; slot < kDispatchTableSize; ++slot) {
+    DispatchKey k = runtimeKeyForTableIndex(slot);
+    SlotInfo info = computeDispatchTableEntry(k, fallbacks[slot]);
+    const KernelFunction* kernel = info.source == SlotSource::AmbiguousAutogradOther ? &ambiguousAutogradOtherKernel()
+                                   : info.from                                     ? info.from->kernel.get()
+                                                                                   : &missingKernel();
+    out.table[slot] = kernel;
+    if (kernel->isFallthrough() && k != DispatchKey::Undefined) {
+      uint64_t functionality = functionalityBit(toFunctionalityKey(k));
+      if (auto backend = toBackendComponent(k)) {
+        out.masks[static_cast<int>(*backend)] &= ~functionality;
+      } else {
+        for (uint64_t& m : out.masks) m &= ~functionality;
+      }
+    }
+  }
+}
+
+FallbackOnlyTable OperatorEntry::computeFallbackOnlyTable(const Fallbacks& fallbacks) {
+  FallbackOnlyTable out;
+  OperatorEntry(OperatorName{}).computeTable(fallbacks, out);
+  return out;
+}
+
+void OperatorEntry::updateDispatchTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only) {
+  FallbackOnlyTable computed;
+  if (!kernels_.empty()) computeTable(fallbacks, computed);
+  const FallbackOnlyTable& t = kernels_.empty() ? fallback_only : computed;
+  for (int slot = 0; slot < kDispatchTableSize; ++slot) dispatch_table_[slot].store(t.table[slot], std::memory_order_release);
+  for (int b = 0; b < kNumBackends; ++b) non_fallthrough_keys_[b].store(t.masks[b], std::memory_order_relaxed);
+}
+
+std::optional<CppSignature> OperatorEntry::cppSignature() const {
+  for (auto it = kernels_.rbegin(); it != kernels_.rend(); ++it)
+    if (it->cpp_signature) return it->cpp_signature;
+  return std::nullopt;
+}
+
+std::string OperatorEntry::cppSignatureDebug() const {
+  for (auto it = kernels_.rbegin(); it != kernels_.rend(); ++it)
+    if (it->cpp_signature) return it->debug;
+  return "(none)";
+}
+
+bool OperatorEntry::hasKernelForDispatchKey(DispatchKey k) const { return firstKernelAt(k) != nullptr; }
+
+bool OperatorEntry::hasComputedKernelForDispatchKey(DispatchKey k) const {
+  DK_CHECK(!isAliasDispatchKey(k), "hasComputedKernelForDispatchKey takes a runtime key, not the alias key ", k);
+  const KernelFunction* kernel = dispatch_table_[tableIndexForRuntimeKey(k)].load(std::memory_order_acquire);
+  return kernel != &missingKernel() && kernel->isValid();
+}
+
+std::vector<DispatchKey> OperatorEntry::keysWithValidSlot(const Fallbacks& fallbacks) const {
+  std::vector<DispatchKey> keys;
+  for (int slot = 0; slot < kDispatchTableSize; ++slot) {
+    const SlotInfo info = computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]);
+    if (info.source == SlotSource::Missing) continue;
+    if (info.from && (info.from->kernel->isFallthrough() || info.from->is_default)) continue;
+    keys.push_back(runtimeKeyForTableIndex(slot));
+  }
+  return keys;
+}
+
+std::string OperatorEntry::dumpState() const {
+  std::ostringstream out;
+  out << "name: " << name_ << "\n";
+  out << "schema: " << (schema_ ? schema_->schema.str() : std::string("(none)")) << "\n";
+  out << "debug: " << schemaDebug() << "\n";
+  // Kernels grouped by key: runtime keys in table order, then alias keys; within a key
+  // newest first, older ones inactive.
+  std::vector<DispatchKey> keys;
+  for (int slot = 0; slot < kDispatchTableSize; ++slot) keys.push_back(runtimeKeyForTableIndex(slot));
+  for (int k = static_cast<int>(DispatchKey::Autograd); k < static_cast<int>(DispatchKey::EndOfAliasKeys); ++k)
+    keys.push_back(static_cast<DispatchKey>(k));
+  for (DispatchKey key : keys) {
+    bool first = true;
+    for (const AnnotatedKernel& a : kernels_) {
+      if (a.key != key) continue;
+      out << toString(key) << (isAliasDispatchKey(key) ? "[alias]" : "") << (first ? "" : " (inactive)") << ": "
+          << a.debug << " :: " << (a.infer_schema ? a.infer_schema().str() : std::string("(none)")) << " [ "
+          << (a.kernel->isFallthrough() ? "fallthrough " : "boxed ") << (a.kernel->hasUnboxed() ? "unboxed " : "")
+          << "]\n";
+      first = false;
+    }
+  }
+  return out.str();
+}
+
+std::string OperatorEntry::dumpComputedTable(const Fallbacks& fallbacks) const {
+  std::ostringstream out;
+  for (int slot = 0; slot < kDispatchTableSize; ++slot) {
+    const SlotInfo info = computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]);
+    if (info.source == SlotSource::Missing) continue;
+    if (runtimeKeyForTableIndex(slot) == DispatchKey::ThreadRegistration) continue;  // internal
+    out << toString(runtimeKeyForTableIndex(slot)) << ": ";
+    if (info.source == SlotSource::AmbiguousAutogradOther) {
+      out << "ambiguous_autogradother [ambiguous autogradother]\n";
+      continue;
+    }
+    out << (info.from->kernel->isFallthrough() ? "fallthrough " : "") << info.from->debug << " ["
+        << slotSourceLabel(info.source) << "]\n";
+  }
+  return out.str();
+}
+
+}  // namespace dk
