@@ -1,5 +1,5 @@
-// Helpers shared by the kernel tests: CPU tensors from values, values read back through any
-// strides, a transposed view, and a tolerant comparison that treats NaN and infinities exactly.
+// Helpers shared by the kernel tests: CPU tensors from values (and 0, 1, 2, ...), values read
+// back through any strides, a transposed view, and a tolerant comparison that treats NaN and infinities exactly.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -13,6 +13,7 @@
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_geometry.h"
 
 namespace dk::test {
 
@@ -38,6 +39,18 @@ inline Tensor make(const Values& values, const Sizes& sizes, ScalarType dtype = 
     for (size_t i = 0; i < values.size(); ++i) p[i] = fromDouble<T>(values[i]);
   });
   return t;
+}
+
+// 0, 1, 2, ... (n values).
+inline Values iotaValues(int64_t n) {
+  Values v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i);
+  return v;
+}
+
+// A contiguous CPU tensor holding 0, 1, 2, ... in row-major order.
+inline Tensor iota(const Sizes& sizes, ScalarType dtype = kFloat) {
+  return make(iotaValues(computeNumel(sizes)), sizes, dtype);
 }
 
 // The elements in row-major order of the logical shape, whatever the strides, as doubles.

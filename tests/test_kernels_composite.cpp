@@ -17,63 +17,16 @@
 #include "dk/tensor/tensor.h"
 #include "dk/tensor/tensor_geometry.h"
 #include "dk/util/error.h"
+#include "kernel_test_util.h"
 
 using namespace dk;
+using namespace dk::test;
 
 namespace {
 
-using Sizes = std::vector<int64_t>;
-using Values = std::vector<double>;
-
-template <class T>
-T fromDouble(double v) {
-  if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<int64_t>(v));
-  else return T(static_cast<float>(v));
-}
-
-// A contiguous CPU tensor holding `values` (row-major), converted to `dtype`.
-Tensor make(const Values& values, const Sizes& sizes, ScalarType dtype = kFloat) {
-  Tensor t = detail::empty_contiguous(sizes, dtype, kCPU);
-  REQUIRE(static_cast<size_t>(t.numel()) == values.size());
-  dispatchDtype(dtype, "make", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto* p = static_cast<T*>(t.data_ptr());
-    for (size_t i = 0; i < values.size(); ++i) p[i] = fromDouble<T>(values[i]);
-  });
-  return t;
-}
-
-Values iotaValues(int64_t n) {
-  Values v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i);
-  return v;
-}
-
-Tensor iota(const Sizes& sizes, ScalarType dtype = kFloat) { return make(iotaValues(computeNumel(sizes)), sizes, dtype); }
-
-// The elements of t in row-major order of its sizes, read through its strides and offset.
-Values values(const Tensor& t) {
-  Values out;
-  std::vector<int64_t> index(static_cast<size_t>(t.dim()), 0);
-  for (int64_t k = 0; k < t.numel(); ++k) {
-    int64_t offset = 0;
-    for (size_t d = 0; d < index.size(); ++d) offset += index[d] * t.strides()[d];
-    out.push_back(dispatchDtype(t.dtype(), "values", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      return static_cast<double>(static_cast<const T*>(t.data_ptr())[offset]);
-    }));
-    for (size_t d = index.size(); d-- > 0;) {
-      if (++index[d] < t.sizes()[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out;
-}
-
 double scalarValue(const Tensor& t) {
   REQUIRE(t.dim() == 0);
-  return values(t)[0];
+  return read(t)[0];
 }
 
 Values randomValues(int64_t n, uint32_t seed, double lo = -1.0, double hi = 1.0) {
@@ -100,7 +53,7 @@ Values refMatmul(const Tensor& a, const Tensor& b, Sizes* out_sizes) {
   Sizes batch_a(as.begin(), as.end() - 2), batch_b(bs.begin(), bs.end() - 2);
   Sizes batch = inferBroadcastShape(batch_a, batch_b);
   int64_t n = as[as.size() - 2], k = as.back(), p = bs.back();
-  Values av = values(a), bv = values(b), out;
+  Values av = read(a), bv = read(b), out;
   // Row-major offset of a broadcast batch index into an operand's batch dims.
   auto batchOffset = [&](const Sizes& own, const Sizes& index) {
     int64_t offset = 0;
@@ -152,24 +105,24 @@ TEST_CASE("cpu-structural: Scalar overloads promote like PyTorch Scalars", "[cpu
   Tensor i = make({1, 2, 3}, {3}, kInt);
   Tensor r = dk::add(i, Scalar(2));
   CHECK(r.dtype() == kInt);  // a Scalar does not widen an int32 tensor
-  CHECK(values(r) == Values{3, 4, 5});
+  CHECK(read(r) == Values{3, 4, 5});
   Tensor f = dk::add(i, Scalar(2.5));
   CHECK(f.dtype() == kFloat);  // a floating Scalar gives the default dtype
-  CHECK(values(f) == Values{3.5, 4.5, 5.5});
-  CHECK(values(dk::add(i, Scalar(2), Scalar(3))) == Values{7, 8, 9});
-  CHECK(values(dk::sub(i, Scalar(1))) == Values{0, 1, 2});
-  CHECK(values(dk::sub(make({1, 2}, {2}), Scalar(0.5), Scalar(2))) == Values{0, 1});
+  CHECK(read(f) == Values{3.5, 4.5, 5.5});
+  CHECK(read(dk::add(i, Scalar(2), Scalar(3))) == Values{7, 8, 9});
+  CHECK(read(dk::sub(i, Scalar(1))) == Values{0, 1, 2});
+  CHECK(read(dk::sub(make({1, 2}, {2}), Scalar(0.5), Scalar(2))) == Values{0, 1});
   CHECK(dk::mul(i, Scalar(2)).dtype() == kInt);
-  CHECK(values(dk::mul(i, Scalar(2))) == Values{2, 4, 6});
+  CHECK(read(dk::mul(i, Scalar(2))) == Values{2, 4, 6});
   Tensor d = dk::div(i, Scalar(2));
   CHECK(d.dtype() == kFloat);  // true division
-  CHECK(values(d) == Values{0.5, 1, 1.5});
+  CHECK(read(d) == Values{0.5, 1, 1.5});
   CHECK(dk::add(make({1}, {1}, kHalf), Scalar(1.5)).dtype() == kHalf);
   CHECK(dk::mul(make({1}, {1}, kDouble), Scalar(2)).dtype() == kDouble);
   CHECK(dk::add(make({1}, {}, kLong), Scalar(0.5)).dtype() == kFloat);
   CHECK(dk::add(make({1, 0}, {2}, kBool), Scalar(1)).dtype() == kLong);
   // Strided and broadcast inputs go through the binary kernels unchanged.
-  CHECK(values(dk::mul(dk::t(iota({2, 2})), Scalar(10))) == Values{0, 20, 10, 30});
+  CHECK(read(dk::mul(dk::t(iota({2, 2})), Scalar(10))) == Values{0, 20, 10, 30});
 }
 
 // ---------------------------------------------------------------- matmul, linear
@@ -194,7 +147,7 @@ TEST_CASE("cpu-structural: matmul covers every rank combination", "[cpu-structur
       Tensor out = dk::matmul(a, b);
       CHECK(out.sizes() == expected_sizes);
       CHECK(out.dtype() == dtype);
-      checkClose(values(out), expected, 1e-5, 1e-5);
+      checkClose(read(out), expected, 1e-5, 1e-5);
     }
   }
 }
@@ -206,11 +159,11 @@ TEST_CASE("cpu-structural: matmul of strided inputs and its errors", "[cpu-struc
   Values expected = refMatmul(a, b, &sizes);
   Tensor out = dk::matmul(a, b);
   CHECK(out.sizes() == Sizes{2, 3, 2});
-  checkClose(values(out), expected);
+  checkClose(read(out), expected);
   Tensor v = dk::slice(make(randomValues(8, 15), {8}), 0, 0, std::nullopt, 2);  // [4], stride 2
-  checkClose(values(dk::matmul(v, v)), refMatmul(v, v, &sizes));
+  checkClose(read(dk::matmul(v, v)), refMatmul(v, v, &sizes));
   CHECK(dk::matmul(v, v).dim() == 0);
-  checkClose(values(dk::matmul(a, v)), refMatmul(a, v, &sizes));
+  checkClose(read(dk::matmul(a, v)), refMatmul(a, v, &sizes));
 
   CHECK_THROWS_WITH(dk::matmul(make({1}, {}), iota({2, 2})),
                     "both arguments to matmul need to be at least 1D, but they are 0D and 2D");
@@ -234,7 +187,7 @@ TEST_CASE("cpu-structural: matmul of strided inputs and its errors", "[cpu-struc
 TEST_CASE("cpu-structural: linear is input @ weight.t() + bias", "[cpu-structural][composite]") {
   Tensor weight = make(randomValues(12, 21), {4, 3});
   Tensor bias = make(randomValues(4, 22), {4});
-  Values wt = values(dk::t(weight)), bv = values(bias);
+  Values wt = read(dk::t(weight)), bv = read(bias);
   auto reference = [&](const Tensor& input, bool with_bias) {
     Sizes sizes;
     Values out = refMatmul(input, dk::t(weight), &sizes);
@@ -245,21 +198,21 @@ TEST_CASE("cpu-structural: linear is input @ weight.t() + bias", "[cpu-structura
   Tensor x2 = make(randomValues(6, 23), {2, 3});
   Tensor y2 = dk::linear(x2, weight, bias);  // the fused addmm path
   CHECK(y2.sizes() == Sizes{2, 4});
-  checkClose(values(y2), reference(x2, true));
-  checkClose(values(dk::linear(x2, weight)), reference(x2, false));
+  checkClose(read(y2), reference(x2, true));
+  checkClose(read(dk::linear(x2, weight)), reference(x2, false));
 
   Tensor x3 = make(randomValues(30, 24), {2, 5, 3});  // contiguous 3-D: addmm on a [10, 3] view
   Tensor y3 = dk::linear(x3, weight, bias);
   CHECK(y3.sizes() == Sizes{2, 5, 4});
-  checkClose(values(y3), reference(x3, true));
+  checkClose(read(y3), reference(x3, true));
 
   Tensor x3t = dk::transpose(make(randomValues(30, 25), {5, 2, 3}), 0, 1);  // strided 3-D: matmul, then add_
   CHECK(dk::linear(x3t, weight, bias).sizes() == Sizes{2, 5, 4});
-  checkClose(values(dk::linear(x3t, weight, bias)), reference(x3t, true));
+  checkClose(read(dk::linear(x3t, weight, bias)), reference(x3t, true));
 
   Tensor x1 = make({1, 2, 3}, {3});
   CHECK(dk::linear(x1, weight, bias).sizes() == Sizes{4});
-  checkClose(values(dk::linear(x1, weight, bias)), reference(x1, true));
+  checkClose(read(dk::linear(x1, weight, bias)), reference(x1, true));
   CHECK(dk::linear(x1, make({1, 1, 1}, {3})).dim() == 0);  // 1-D weight: a dot product
   CHECK(scalarValue(dk::linear(x1, make({1, 1, 1}, {3}))) == 6.0);
 
@@ -275,15 +228,15 @@ TEST_CASE("cpu-structural: reshape views when it can and copies when it must", "
   CHECK(v.sizes() == Sizes{6, 4});
   CHECK(v.is_view());
   CHECK(v.storage().is_same(a.storage()));
-  CHECK(values(v) == values(a));
+  CHECK(read(v) == read(a));
 
   Tensor tr = dk::transpose(a, 0, 2);  // [4, 3, 2], not viewable as [24]
   Tensor copy = dk::reshape(tr, {24});
   CHECK(copy.sizes() == Sizes{24});
   CHECK_FALSE(copy.storage().is_same(a.storage()));
-  CHECK(values(copy) == values(tr));
+  CHECK(read(copy) == read(tr));
   CHECK(dk::reshape(tr, {4, 6}).sizes() == Sizes{4, 6});
-  CHECK(values(dk::reshape(tr, {4, 6})) == values(tr));
+  CHECK(read(dk::reshape(tr, {4, 6})) == read(tr));
   // A transposed tensor that still is a view.
   Tensor kept = dk::reshape(tr, {4, 3, 1, 2});
   CHECK(kept.storage().is_same(a.storage()));
@@ -305,7 +258,7 @@ TEST_CASE("cpu-structural: contiguous returns self or a packed copy", "[cpu-stru
   CHECK_FALSE(c.is_same(tr));
   CHECK(c.is_contiguous());
   CHECK(c.strides() == Sizes{2, 1});
-  CHECK(values(c) == Values{0, 3, 1, 4, 2, 5});
+  CHECK(read(c) == Values{0, 3, 1, 4, 2, 5});
   CHECK_THROWS_WITH(ops::contiguous::call(tr, MemoryFormat::Preserve),
                     "preserve memory format is unsupported by the contiguous operator");
   CHECK_THROWS_WITH(ops::contiguous::call(tr, MemoryFormat::ChannelsLast),
@@ -323,7 +276,7 @@ TEST_CASE("cpu-structural: flatten merges a range of dims", "[cpu-structural][co
   CHECK(dk::flatten(make({3}, {})).sizes() == Sizes{1});
   CHECK(dk::flatten(iota({0, 1, 3, 0}), 1, 2).sizes() == Sizes{0, 3, 0});
   Tensor tr = dk::transpose(a, 0, 1);
-  CHECK(values(dk::flatten(tr)) == values(tr));
+  CHECK(read(dk::flatten(tr)) == read(tr));
   CHECK_THROWS_WITH(dk::flatten(a, 2, 1), "flatten() has invalid args: start_dim cannot come after end_dim");
   CHECK_THROWS_WITH(dk::flatten(a, 0, 3), "Dimension out of range (expected to be in range of [-3, 2], but got 3)");
 }
@@ -333,14 +286,14 @@ TEST_CASE("cpu-structural: stack joins along a new dim", "[cpu-structural][compo
   Tensor b = make({10, 11, 12, 13, 14, 15}, {2, 3});
   Tensor s0 = dk::stack({a, b}, 0);
   CHECK(s0.sizes() == Sizes{2, 2, 3});
-  CHECK(values(s0) == Values{0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15});
+  CHECK(read(s0) == Values{0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15});
   Tensor s2 = dk::stack({a, b}, -1);
   CHECK(s2.sizes() == Sizes{2, 3, 2});
-  CHECK(values(s2) == Values{0, 10, 1, 11, 2, 12, 3, 13, 4, 14, 5, 15});
-  CHECK(values(dk::stack({a, b}, 1)) == Values{0, 1, 2, 10, 11, 12, 3, 4, 5, 13, 14, 15});
+  CHECK(read(s2) == Values{0, 10, 1, 11, 2, 12, 3, 13, 4, 14, 5, 15});
+  CHECK(read(dk::stack({a, b}, 1)) == Values{0, 1, 2, 10, 11, 12, 3, 4, 5, 13, 14, 15});
   CHECK(dk::stack({make({1}, {}), make({2}, {})}, 0).sizes() == Sizes{2});
   CHECK(dk::stack({make({1}, {1}, kInt), make({2.5}, {1})}, 0).dtype() == kFloat);
-  CHECK(values(dk::stack({dk::t(a), dk::t(b)}, 0)) == Values{0, 3, 1, 4, 2, 5, 10, 13, 11, 14, 12, 15});
+  CHECK(read(dk::stack({dk::t(a), dk::t(b)}, 0)) == Values{0, 3, 1, 4, 2, 5, 10, 13, 11, 14, 12, 15});
   CHECK_THROWS_WITH(dk::stack({a, dk::t(b)}, 0),
                     "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and [3, 2] at entry 1");
   CHECK_THROWS_WITH(dk::stack({a, b}, 3), "Dimension out of range (expected to be in range of [-3, 2], but got 3)");
@@ -355,11 +308,11 @@ TEST_CASE("cpu-structural: zeros_like, ones_like and empty_like", "[cpu-structur
   Tensor z = dk::zeros_like(a);
   CHECK(z.sizes() == Sizes{2, 3});
   CHECK(z.dtype() == kInt);
-  CHECK(values(z) == Values(6, 0.0));
+  CHECK(read(z) == Values(6, 0.0));
   CHECK_FALSE(z.storage().is_same(a.storage()));
   Tensor o = dk::ones_like(a, kHalf);
   CHECK(o.dtype() == kHalf);
-  CHECK(values(o) == Values(6, 1.0));
+  CHECK(read(o) == Values(6, 1.0));
   CHECK(dk::empty_like(a).sizes() == Sizes{2, 3});
   CHECK(dk::empty_like(a, kBool).dtype() == kBool);
   Tensor m = dk::empty_like(a, std::nullopt, std::nullopt, Device(kMeta));
@@ -395,35 +348,35 @@ TEST_CASE("cpu-structural: clone and _to_copy make independent copies", "[cpu-st
   Tensor c = dk::clone(a);
   CHECK_FALSE(c.storage().is_same(a.storage()));
   CHECK_FALSE(c.is_view());
-  CHECK(values(c) == values(a));
+  CHECK(read(c) == read(a));
   static_cast<float*>(c.data_ptr())[0] = 100;
-  CHECK(values(a)[0] == 1.5);
+  CHECK(read(a)[0] == 1.5);
 
   Tensor tr = dk::t(a);
   CHECK(dk::clone(tr).strides() == Sizes{1, 2});  // Preserve
-  CHECK(values(dk::clone(tr)) == values(tr));
+  CHECK(read(dk::clone(tr)) == read(tr));
   Tensor packed = dk::clone(tr, MemoryFormat::Contiguous);
   CHECK(packed.strides() == Sizes{2, 1});
-  CHECK(values(packed) == values(tr));
-  CHECK(values(dk::clone(make({7}, {}))) == Values{7});
+  CHECK(read(packed) == read(tr));
+  CHECK(read(dk::clone(make({7}, {}))) == Values{7});
   CHECK(dk::clone(iota({0, 3})).sizes() == Sizes{0, 3});
   Tensor expanded = ops::expand::call(make({1, 2}, {2}), {3, 2}, false);
   Tensor ce = dk::clone(expanded);
   CHECK(ce.strides() == Sizes{2, 1});
-  CHECK(values(ce) == Values{1, 2, 1, 2, 1, 2});
+  CHECK(read(ce) == Values{1, 2, 1, 2, 1, 2});
 
   SECTION("_to_copy converts dtype") {
     Tensor l = dk::_to_copy(a, kLong);
     CHECK(l.dtype() == kLong);
-    CHECK(values(l) == Values{1, -2, 3, 4});
+    CHECK(read(l) == Values{1, -2, 3, 4});
     Tensor h = dk::_to_copy(tr, kHalf);
     CHECK(h.dtype() == kHalf);
     CHECK(h.strides() == Sizes{1, 2});
-    CHECK(values(h) == values(tr));
+    CHECK(read(h) == read(tr));
     Tensor same = dk::_to_copy(a, std::nullopt, std::nullopt, Device(kCPU));
     CHECK_FALSE(same.is_same(a));
-    CHECK(values(same) == values(a));
-    CHECK(values(dk::_to_copy(a, kBool)) == Values{1, 1, 1, 1});
+    CHECK(read(same) == read(a));
+    CHECK(read(dk::_to_copy(a, kBool)) == Values{1, 1, 1, 1});
     CHECK_THROWS_WITH(dk::_to_copy(a, std::nullopt, Layout::Sparse),
                       "empty_like: only the strided layout is supported, got Sparse");
   }
@@ -436,10 +389,10 @@ TEST_CASE("cpu-structural: clone and _to_copy make independent copies", "[cpu-st
     CHECK(to(tr, kFloat, false, MemoryFormat::Contiguous).is_same(tr));  // as PyTorch: suggest_memory_format
     Tensor copied = to(a, kFloat, true);
     CHECK_FALSE(copied.is_same(a));
-    CHECK(values(copied) == values(a));
+    CHECK(read(copied) == read(a));
     Tensor converted = to(a, kInt);
     CHECK(converted.dtype() == kInt);
-    CHECK(values(converted) == Values{1, -2, 3, 4});
+    CHECK(read(converted) == Values{1, -2, 3, 4});
   }
 }
 
@@ -448,19 +401,19 @@ TEST_CASE("cpu-structural: clone and _to_copy make independent copies", "[cpu-st
 TEST_CASE("cpu-structural: softmax and log_softmax with a dtype", "[cpu-structural][composite]") {
   Values x = randomValues(6, 31, -3, 3);
   Tensor a = make(x, {2, 3});
-  Values ls = refLogSoftmaxRows(values(a), 2, 3);
+  Values ls = refLogSoftmaxRows(read(a), 2, 3);
   Tensor s = dk::softmax(a, 1);
   CHECK(s.dtype() == kFloat);
   Values expected;
   for (double v : ls) expected.push_back(std::exp(v));
-  checkClose(values(s), expected);
+  checkClose(read(s), expected);
   Tensor sd = dk::softmax(a, -1, kDouble);
   CHECK(sd.dtype() == kDouble);
-  checkClose(values(sd), expected, 1e-12, 1e-12);
+  checkClose(read(sd), expected, 1e-12, 1e-12);
   Tensor lsd = dk::log_softmax(make(x, {2, 3}, kHalf), 1, kFloat);  // converted first on the CPU
   CHECK(lsd.dtype() == kFloat);
-  checkClose(values(lsd), refLogSoftmaxRows(values(make(x, {2, 3}, kHalf)), 2, 3));
-  checkClose(values(dk::log_softmax(a, 1)), ls);
+  checkClose(read(lsd), refLogSoftmaxRows(read(make(x, {2, 3}, kHalf)), 2, 3));
+  checkClose(read(dk::log_softmax(a, 1)), ls);
   CHECK(dk::softmax(iota({2, 3}, kLong), 0, kFloat).dtype() == kFloat);
   CHECK_THROWS_WITH(dk::softmax(iota({2, 3}, kLong), 0), "_softmax: unsupported dtype Long");
 }
@@ -472,7 +425,7 @@ TEST_CASE("cpu-structural: cross_entropy_loss with class indices", "[cpu-structu
   Tensor target = make({1, 0, 4, 2}, {n}, kLong);
   Values weight_v{1, 2, 0.5, 3, 1.5};
   Tensor weight = make(weight_v, {c});
-  Values ls = refLogSoftmaxRows(values(input), n, c);
+  Values ls = refLogSoftmaxRows(read(input), n, c);
   auto lp = [&](int64_t i, int64_t k) { return ls[static_cast<size_t>(i * c + k)]; };
   const int64_t t[] = {1, 0, 4, 2};
 
@@ -484,7 +437,7 @@ TEST_CASE("cpu-structural: cross_entropy_loss with class indices", "[cpu-structu
     wsum += -lp(i, t[i]) * weight_v[static_cast<size_t>(t[i])];
     wtotal += weight_v[static_cast<size_t>(t[i])];
   }
-  checkClose(values(dk::cross_entropy_loss(input, target, std::nullopt, 0)), none);
+  checkClose(read(dk::cross_entropy_loss(input, target, std::nullopt, 0)), none);
   CHECK(scalarValue(dk::cross_entropy_loss(input, target)) == Approx(sum / n).epsilon(1e-5));
   CHECK(scalarValue(dk::cross_entropy_loss(input, target, std::nullopt, 2)) == Approx(sum).epsilon(1e-5));
   CHECK(scalarValue(dk::cross_entropy_loss(input, target, weight)) == Approx(wsum / wtotal).epsilon(1e-5));
@@ -512,7 +465,7 @@ TEST_CASE("cpu-structural: cross_entropy_loss with class indices", "[cpu-structu
       }
     Tensor none3 = dk::cross_entropy_loss(in3, t3, std::nullopt, 0);
     CHECK(none3.sizes() == Sizes{2, 2});
-    checkClose(values(none3), per);
+    checkClose(read(none3), per);
     CHECK(scalarValue(dk::cross_entropy_loss(in3, t3)) ==
           Approx((per[0] + per[1] + per[2] + per[3]) / 4).epsilon(1e-5));
     CHECK_THROWS_WITH(dk::cross_entropy_loss(in3, make({0, 1, 2, 0, 1, 2}, {2, 3}, kLong)),
@@ -543,7 +496,7 @@ TEST_CASE("cpu-structural: cross_entropy_loss with class indices", "[cpu-structu
       for (int64_t k = 0; k < c; ++k) s -= lp(i, k);
       mixed.push_back(i == 2 ? 0.0 : (1 - eps) * -lp(i, t[i]) + eps / c * s);
     }
-    checkClose(values(dk::cross_entropy_loss(input, target, std::nullopt, 0, 4, eps)), mixed);
+    checkClose(read(dk::cross_entropy_loss(input, target, std::nullopt, 0, 4, eps)), mixed);
     double mixed_sum = mixed[0] + mixed[1] + mixed[3];
     CHECK(scalarValue(dk::cross_entropy_loss(input, target, std::nullopt, 2, 4, eps)) ==
           Approx(mixed_sum).epsilon(1e-5));
@@ -572,7 +525,7 @@ TEST_CASE("cpu-structural: cross_entropy_loss with class probabilities", "[cpu-s
   }
   Tensor target = make(probs, {n, c});
   Values weight_v{1, 2, 3, 0.5};
-  Values ls = refLogSoftmaxRows(values(input), n, c);
+  Values ls = refLogSoftmaxRows(read(input), n, c);
   auto loss = [&](double eps, bool weighted) {
     Values per;
     for (int64_t i = 0; i < n; ++i) {
@@ -586,7 +539,7 @@ TEST_CASE("cpu-structural: cross_entropy_loss with class probabilities", "[cpu-s
     return per;
   };
   Values per = loss(0, false);
-  checkClose(values(dk::cross_entropy_loss(input, target, std::nullopt, 0)), per);
+  checkClose(read(dk::cross_entropy_loss(input, target, std::nullopt, 0)), per);
   CHECK(scalarValue(dk::cross_entropy_loss(input, target)) == Approx((per[0] + per[1] + per[2]) / n).epsilon(1e-5));
   Values wper = loss(0, true);
   CHECK(scalarValue(dk::cross_entropy_loss(input, target, make(weight_v, {c}), 2)) ==
@@ -612,13 +565,13 @@ TEST_CASE("cpu-structural: dropout", "[cpu-structural][composite]") {
   Tensor empty = make({}, {0});
   CHECK(dk::dropout(empty, 0.5, true).is_same(empty));
   Tensor all = dk::dropout(x, 1.0, true);
-  CHECK(values(all) == Values(2000, 0.0));
+  CHECK(read(all) == Values(2000, 0.0));
 
   Tensor d = dk::dropout(x, 0.25, true);
   CHECK(d.dtype() == kFloat);
   CHECK(d.sizes() == Sizes{2000});
   int zeros = 0;
-  for (double v : values(d)) {
+  for (double v : read(d)) {
     if (v == 0) ++zeros;
     else CHECK(v == Approx(4.0));  // 3 / (1 - 0.25)
   }
@@ -626,7 +579,7 @@ TEST_CASE("cpu-structural: dropout", "[cpu-structural][composite]") {
   CHECK(zeros < 600);
   Tensor h = dk::dropout(make(Values(8, 1.0), {2, 4}, kHalf), 0.5, true);
   CHECK(h.dtype() == kHalf);
-  for (double v : values(h)) CHECK((v == 0 || v == 2));
+  for (double v : read(h)) CHECK((v == 0 || v == 2));
 
   CHECK_THROWS_WITH(dk::dropout(x, 1.5, true), "dropout probability has to be between 0 and 1, but got 1.5");
   CHECK_THROWS_WITH(dk::dropout(x, -0.1, false), "dropout probability has to be between 0 and 1, but got -0.1");

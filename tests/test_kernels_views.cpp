@@ -15,50 +15,12 @@
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/error.h"
+#include "kernel_test_util.h"
 
 using namespace dk;
+using namespace dk::test;
 
 namespace {
-
-using Sizes = std::vector<int64_t>;
-
-template <class T>
-T fromDouble(double v) {
-  if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<int64_t>(v));
-  else return T(static_cast<float>(v));
-}
-
-// A contiguous CPU tensor holding 0, 1, 2, ... in row-major order.
-Tensor iota(const Sizes& sizes, ScalarType dtype = kFloat) {
-  Tensor t = detail::empty_contiguous(sizes, dtype, kCPU);
-  dispatchDtype(dtype, "iota", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto* p = static_cast<T*>(t.data_ptr());
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = fromDouble<T>(static_cast<double>(i));
-  });
-  return t;
-}
-
-// The elements of t in row-major order of its sizes, read through its strides and offset.
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> out;
-  int64_t n = t.numel();
-  std::vector<int64_t> index(static_cast<size_t>(t.dim()), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t offset = 0;
-    for (size_t d = 0; d < index.size(); ++d) offset += index[d] * t.strides()[d];
-    out.push_back(dispatchDtype(t.dtype(), "values", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      return static_cast<double>(static_cast<const T*>(t.data_ptr())[offset]);
-    }));
-    for (size_t d = index.size(); d-- > 0;) {
-      if (++index[d] < t.sizes()[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out;
-}
 
 // Element (i0, i1, ...) of a row-major iota of `sizes`: its linear index.
 double iotaAt(const Sizes& sizes, const Sizes& index) {
@@ -88,7 +50,7 @@ TEST_CASE("cpu-structural: view reshapes without copying", "[cpu-structural][vie
   CHECK(v.strides() == Sizes{6, 1});
   CHECK(v.is_contiguous());
   requireAliases(v, a);
-  CHECK(values(v) == values(a));
+  CHECK(read(v) == read(a));
 
   SECTION("-1 is inferred") {
     Tensor w = view(a, {-1, 12});
@@ -130,11 +92,11 @@ TEST_CASE("cpu-structural: view reshapes without copying", "[cpu-structural][vie
     Tensor tr = dk::transpose(iota({2, 3}), 0, 1);  // [3, 2] strides [1, 3]
     Tensor w = view(tr, {3, 2, 1});
     CHECK(w.strides() == Sizes{1, 3, 3});  // as PyTorch: the size-1 dim takes the chunk's stride
-    CHECK(values(w) == values(tr));
+    CHECK(read(w) == read(tr));
     Tensor sliced = dk::slice(iota({4, 6}), 1, 0, 3, 1);  // [4, 3] strides [6, 1]
     Tensor w2 = view(sliced, {2, 2, 3});
     CHECK(w2.strides() == Sizes{12, 6, 1});
-    CHECK(values(w2) == values(sliced));
+    CHECK(read(w2) == read(sliced));
   }
   SECTION("errors") {
     Tensor tr = dk::transpose(iota({2, 3}), 0, 1);
@@ -161,7 +123,7 @@ TEST_CASE("cpu-structural: views work on meta tensors and every dtype", "[cpu-st
     CHECK(tr.dtype() == dtype);
     requireAliases(tr, a);
     std::vector<double> expected = dtype == kBool ? std::vector<double>{0, 1, 1, 1} : std::vector<double>{0, 2, 1, 3};
-    CHECK(values(tr) == expected);
+    CHECK(read(tr) == expected);
   }
 }
 
@@ -176,7 +138,7 @@ TEST_CASE("cpu-structural: transpose and t swap dims", "[cpu-structural][views]"
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 3; ++j)
       for (int64_t k = 0; k < 2; ++k)
-        CHECK(values(tr)[static_cast<size_t>((i * 3 + j) * 2 + k)] == iotaAt({2, 3, 4}, {k, j, i}));
+        CHECK(read(tr)[static_cast<size_t>((i * 3 + j) * 2 + k)] == iotaAt({2, 3, 4}, {k, j, i}));
 
   CHECK(dk::transpose(a, -1, 0).sizes() == Sizes{4, 3, 2});
   Tensor same = dk::transpose(a, 1, 1);
@@ -190,7 +152,7 @@ TEST_CASE("cpu-structural: transpose and t swap dims", "[cpu-structural][views]"
     Tensor m = iota({2, 3});
     Tensor mt = dk::t(m);
     CHECK(mt.sizes() == Sizes{3, 2});
-    CHECK(values(mt) == std::vector<double>{0, 3, 1, 4, 2, 5});
+    CHECK(read(mt) == std::vector<double>{0, 3, 1, 4, 2, 5});
     CHECK(dk::t(iota({5})).sizes() == Sizes{5});
     CHECK(dk::t(iota({})).dim() == 0);
     CHECK_THROWS_WITH(dk::t(a), "t() expects a tensor with <= 2 dimensions, but self is 3D");
@@ -199,7 +161,7 @@ TEST_CASE("cpu-structural: transpose and t swap dims", "[cpu-structural][views]"
     Tensor s = dk::slice(iota({4, 3}), 0, 1, 3, 1);
     Tensor st = dk::t(s);
     CHECK(st.storage_offset() == 3);
-    CHECK(values(st) == std::vector<double>{3, 6, 4, 7, 5, 8});
+    CHECK(read(st) == std::vector<double>{3, 6, 4, 7, 5, 8});
   }
 }
 
@@ -210,7 +172,7 @@ TEST_CASE("cpu-structural: permute reorders dims", "[cpu-structural][views]") {
   CHECK(p.strides() == Sizes{1, 12, 4});
   CHECK_FALSE(p.is_contiguous());
   requireAliases(p, a);
-  std::vector<double> got = values(p);
+  std::vector<double> got = read(p);
   size_t n = 0;
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 2; ++j)
@@ -230,7 +192,7 @@ TEST_CASE("cpu-structural: expand broadcasts with stride 0", "[cpu-structural][v
   CHECK(e.strides() == Sizes{0, 1, 0});
   CHECK_FALSE(e.is_contiguous());
   requireAliases(e, a);
-  std::vector<double> got = values(e);
+  std::vector<double> got = read(e);
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == static_cast<double>((i / 4) % 3));
 
   CHECK(expand(a, {-1, 5}).sizes() == Sizes{3, 5});
@@ -289,13 +251,13 @@ TEST_CASE("cpu-structural: select picks one index and drops the dim", "[cpu-stru
   CHECK(row.sizes() == Sizes{4});
   CHECK(row.storage_offset() == 4);
   requireAliases(row, a);
-  CHECK(values(row) == std::vector<double>{4, 5, 6, 7});
+  CHECK(read(row) == std::vector<double>{4, 5, 6, 7});
   Tensor col = dk::select(a, 1, -1);
   CHECK(col.strides() == Sizes{4});
-  CHECK(values(col) == std::vector<double>{3, 7, 11});
-  CHECK(values(dk::select(row, 0, 2)) == std::vector<double>{6});
+  CHECK(read(col) == std::vector<double>{3, 7, 11});
+  CHECK(read(dk::select(row, 0, 2)) == std::vector<double>{6});
   CHECK(dk::select(row, 0, 2).dim() == 0);
-  CHECK(values(dk::select(dk::t(a), 0, 2)) == std::vector<double>{2, 6, 10});
+  CHECK(read(dk::select(dk::t(a), 0, 2)) == std::vector<double>{2, 6, 10});
   CHECK(dk::select(iota({0, 2}), 1, 0).sizes() == Sizes{0});
 
   CHECK_THROWS_WITH(dk::select(iota({}), 0, 0), "select() cannot be applied to a 0-dim tensor.");
@@ -307,7 +269,7 @@ TEST_CASE("cpu-structural: select picks one index and drops the dim", "[cpu-stru
 TEST_CASE("cpu-structural: slice follows Python slicing", "[cpu-structural][views]") {
   Tensor a = iota({10});
   auto sl = [&](std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
-    return values(dk::slice(a, 0, start, end, step));
+    return read(dk::slice(a, 0, start, end, step));
   };
   CHECK(sl(2, 5, 1) == std::vector<double>{2, 3, 4});
   CHECK(sl(std::nullopt, std::nullopt, 3) == std::vector<double>{0, 3, 6, 9});
@@ -326,9 +288,9 @@ TEST_CASE("cpu-structural: slice follows Python slicing", "[cpu-structural][view
   CHECK(s.strides() == Sizes{6, 2});
   CHECK(s.storage_offset() == 1);
   requireAliases(s, m);
-  CHECK(values(dk::select(s, 0, 1)) == std::vector<double>{7, 9, 11});
+  CHECK(read(dk::select(s, 0, 1)) == std::vector<double>{7, 9, 11});
   Tensor s2 = dk::slice(s, 0, 1, 4, 2);  // slice of a slice
-  CHECK(values(s2) == std::vector<double>{7, 9, 11, 19, 21, 23});
+  CHECK(read(s2) == std::vector<double>{7, 9, 11, 19, 21, 23});
   requireAliases(s2, m);
   CHECK(dk::slice(m, -1, std::nullopt, std::nullopt, 1).sizes() == Sizes{4, 6});
 
@@ -345,13 +307,13 @@ TEST_CASE("cpu-structural: split cuts equal pieces with a shorter last one", "[c
   CHECK(pieces[0].sizes() == Sizes{3, 2});
   CHECK(pieces[1].sizes() == Sizes{3, 2});
   CHECK(pieces[2].sizes() == Sizes{1, 2});
-  CHECK(values(pieces[2]) == std::vector<double>{12, 13});
+  CHECK(read(pieces[2]) == std::vector<double>{12, 13});
   CHECK(pieces[1].storage_offset() == 6);
   for (const Tensor& p : pieces) requireAliases(p, a);
 
   std::vector<Tensor> cols = dk::split(a, 1, -1);
   REQUIRE(cols.size() == 2);
-  CHECK(values(cols[1]) == std::vector<double>{1, 3, 5, 7, 9, 11, 13});
+  CHECK(read(cols[1]) == std::vector<double>{1, 3, 5, 7, 9, 11, 13});
   CHECK(dk::split(a, 10, 0).size() == 1);  // larger than the dim: one piece
   CHECK(dk::split(a, 10, 0)[0].sizes() == Sizes{7, 2});
   CHECK(dk::split(a, 7, 0).size() == 1);
@@ -370,10 +332,10 @@ TEST_CASE("cpu-structural: unbind returns every index along a dim", "[cpu-struct
   Tensor a = iota({2, 3});
   std::vector<Tensor> rows = dk::unbind(a, 0);
   REQUIRE(rows.size() == 2);
-  CHECK(values(rows[1]) == std::vector<double>{3, 4, 5});
+  CHECK(read(rows[1]) == std::vector<double>{3, 4, 5});
   std::vector<Tensor> cols = dk::unbind(a, 1);
   REQUIRE(cols.size() == 3);
-  CHECK(values(cols[2]) == std::vector<double>{2, 5});
+  CHECK(read(cols[2]) == std::vector<double>{2, 5});
   for (const Tensor& c : cols) requireAliases(c, a);
   CHECK(dk::unbind(iota({0, 3}), 0).empty());
   CHECK(dk::unbind(iota({4}), 0)[3].dim() == 0);

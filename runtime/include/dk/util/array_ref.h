@@ -21,11 +21,15 @@ class ArrayRef {
   constexpr ArrayRef(const T* data, size_t size) : data_(data), size_(size) {}
   ArrayRef(const std::vector<T>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT: implicit
   // The list must outlive the view: fine for an argument of the call it is written in.
+#if defined(__GNUC__) && !defined(__clang__)  // a GCC warning; clang has no such group
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   constexpr ArrayRef(std::initializer_list<T> list)  // NOLINT: implicit
       : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
   template <size_t N>
   constexpr ArrayRef(const T (&array)[N]) : data_(array), size_(N) {}  // NOLINT: implicit
   constexpr ArrayRef(const T& single) : data_(&single), size_(1) {}     // NOLINT: implicit
