@@ -12,19 +12,19 @@
 
 namespace dk::boxing {
 
-// ===== sig_0: Scalar(const Tensor&) =====
-void boxed_sig_0(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Scalar__Tensor: Scalar(const Tensor&) =====
+void boxed_sig_Scalar__Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 1;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
-  Scalar result = static_cast<Kernel_sig_0*>(functor)->fn(a0);
+  Scalar result = static_cast<Kernel_sig_Scalar__Tensor*>(functor)->fn(a0);
   drop(*stack, kNumArguments);
   stack->push_back(BoxingTraits<Scalar>::box(result));
 }
 
-Scalar call_boxed_sig_0(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0) {
+Scalar call_boxed_sig_Scalar__Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0) {
   Stack stack;
   stack.reserve(1);
   stack.emplace_back(a0);
@@ -33,31 +33,31 @@ Scalar call_boxed_sig_0(const KernelFunction& k, const OperatorHandle& op, Dispa
   return BoxingTraits<Scalar>::unbox(std::move(stack[0]));
 }
 
-Scalar unboxed_sig_0(OperatorKernel* functor, DispatchKeySet, const Tensor& a0) {
-  return static_cast<Kernel_sig_0*>(functor)->fn(a0);
+Scalar unboxed_sig_Scalar__Tensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0) {
+  return static_cast<Kernel_sig_Scalar__Tensor*>(functor)->fn(a0);
 }
 
-KernelFunction make_kernel_sig_0(Kernel_sig_0::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_0>(fn);
+KernelFunction make_kernel_sig_Scalar__Tensor(Kernel_sig_Scalar__Tensor::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Scalar__Tensor>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_0), raw, &boxed_sig_0,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Scalar__Tensor), raw, &boxed_sig_Scalar__Tensor,
                                        std::move(functor));
 }
 
-// ===== sig_1: Tensor(ArrayRef<Tensor>, int64_t) =====
-void boxed_sig_1(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__TensorList_Int: Tensor(ArrayRef<Tensor>, int64_t) =====
+void boxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   BoxingTraits<ArrayRef<Tensor>>::Holder a0 = BoxingTraits<ArrayRef<Tensor>>::unbox(std::move(args[0]));
   int64_t a1 = args[1].toInt();
-  Tensor result = static_cast<Kernel_sig_1*>(functor)->fn(BoxingTraits<ArrayRef<Tensor>>::view(a0), a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__TensorList_Int*>(functor)->fn(BoxingTraits<ArrayRef<Tensor>>::view(a0), a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_1(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
+Tensor call_boxed_sig_Tensor__TensorList_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
   Stack stack;
   stack.reserve(2);
   stack.push_back(BoxingTraits<ArrayRef<Tensor>>::box(a0));
@@ -67,19 +67,19 @@ Tensor call_boxed_sig_1(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_1(OperatorKernel* functor, DispatchKeySet, ArrayRef<Tensor> a0, int64_t a1) {
-  return static_cast<Kernel_sig_1*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, DispatchKeySet, ArrayRef<Tensor> a0, int64_t a1) {
+  return static_cast<Kernel_sig_Tensor__TensorList_Int*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_1(Kernel_sig_1::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_1>(fn);
+KernelFunction make_kernel_sig_Tensor__TensorList_Int(Kernel_sig_Tensor__TensorList_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__TensorList_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_1), raw, &boxed_sig_1,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__TensorList_Int), raw, &boxed_sig_Tensor__TensorList_Int,
                                        std::move(functor));
 }
 
-// ===== sig_2: Tensor(IntArrayRef, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
-void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+void boxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 6;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -90,12 +90,12 @@ void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   std::optional<Layout> a3 = BoxingTraits<std::optional<Layout>>::unbox(std::move(args[3]));
   std::optional<Device> a4 = BoxingTraits<std::optional<Device>>::unbox(std::move(args[4]));
   std::optional<bool> a5 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[5]));
-  Tensor result = static_cast<Kernel_sig_2*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4, a5);
+  Tensor result = static_cast<Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4, a5);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_2(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
+Tensor call_boxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
   Stack stack;
   stack.reserve(6);
   stack.push_back(BoxingTraits<IntArrayRef>::box(a0));
@@ -109,19 +109,19 @@ Tensor call_boxed_sig_2(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_2(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
-  return static_cast<Kernel_sig_2*>(functor)->fn(a0, a1, a2, a3, a4, a5);
+Tensor unboxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
+  return static_cast<Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(a0, a1, a2, a3, a4, a5);
 }
 
-KernelFunction make_kernel_sig_2(Kernel_sig_2::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_2>(fn);
+KernelFunction make_kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_2), raw, &boxed_sig_2,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool), raw, &boxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool,
                                        std::move(functor));
 }
 
-// ===== sig_3: Tensor(IntArrayRef, std::optional<Generator>, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
-void boxed_sig_3(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, std::optional<Generator>, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+void boxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 6;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -132,12 +132,12 @@ void boxed_sig_3(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   std::optional<Layout> a3 = BoxingTraits<std::optional<Layout>>::unbox(std::move(args[3]));
   std::optional<Device> a4 = BoxingTraits<std::optional<Device>>::unbox(std::move(args[4]));
   std::optional<bool> a5 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[5]));
-  Tensor result = static_cast<Kernel_sig_3*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4, a5);
+  Tensor result = static_cast<Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4, a5);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_3(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
+Tensor call_boxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
   Stack stack;
   stack.reserve(6);
   stack.push_back(BoxingTraits<IntArrayRef>::box(a0));
@@ -151,19 +151,19 @@ Tensor call_boxed_sig_3(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_3(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
-  return static_cast<Kernel_sig_3*>(functor)->fn(a0, std::move(a1), a2, a3, a4, a5);
+Tensor unboxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
+  return static_cast<Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(a0, std::move(a1), a2, a3, a4, a5);
 }
 
-KernelFunction make_kernel_sig_3(Kernel_sig_3::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_3>(fn);
+KernelFunction make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_3), raw, &boxed_sig_3,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool), raw, &boxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool,
                                        std::move(functor));
 }
 
-// ===== sig_4: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
-void boxed_sig_4(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+void boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 5;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -173,12 +173,12 @@ void boxed_sig_4(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   std::optional<Layout> a2 = BoxingTraits<std::optional<Layout>>::unbox(std::move(args[2]));
   std::optional<Device> a3 = BoxingTraits<std::optional<Device>>::unbox(std::move(args[3]));
   std::optional<bool> a4 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[4]));
-  Tensor result = static_cast<Kernel_sig_4*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4);
+  Tensor result = static_cast<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_4(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
+Tensor call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
   Stack stack;
   stack.reserve(5);
   stack.push_back(BoxingTraits<IntArrayRef>::box(a0));
@@ -191,19 +191,19 @@ Tensor call_boxed_sig_4(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_4(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
-  return static_cast<Kernel_sig_4*>(functor)->fn(a0, a1, a2, a3, a4);
+Tensor unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
+  return static_cast<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(a0, a1, a2, a3, a4);
 }
 
-KernelFunction make_kernel_sig_4(Kernel_sig_4::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_4>(fn);
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_4), raw, &boxed_sig_4,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool), raw, &boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool,
                                        std::move(functor));
 }
 
-// ===== sig_5: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>) =====
-void boxed_sig_5(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>) =====
+void boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 6;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -214,12 +214,12 @@ void boxed_sig_5(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   std::optional<Device> a3 = BoxingTraits<std::optional<Device>>::unbox(std::move(args[3]));
   std::optional<bool> a4 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[4]));
   std::optional<MemoryFormat> a5 = BoxingTraits<std::optional<MemoryFormat>>::unbox(std::move(args[5]));
-  Tensor result = static_cast<Kernel_sig_5*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4, a5);
+  Tensor result = static_cast<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4, a5);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_5(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
+Tensor call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
   Stack stack;
   stack.reserve(6);
   stack.push_back(BoxingTraits<IntArrayRef>::box(a0));
@@ -233,19 +233,19 @@ Tensor call_boxed_sig_5(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_5(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
-  return static_cast<Kernel_sig_5*>(functor)->fn(a0, a1, a2, a3, a4, a5);
+Tensor unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
+  return static_cast<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat*>(functor)->fn(a0, a1, a2, a3, a4, a5);
 }
 
-KernelFunction make_kernel_sig_5(Kernel_sig_5::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_5>(fn);
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_5), raw, &boxed_sig_5,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat), raw, &boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat,
                                        std::move(functor));
 }
 
-// ===== sig_6: Tensor(const Scalar&, const Scalar&, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
-void boxed_sig_6(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(const Scalar&, const Scalar&, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+void boxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 7;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -257,12 +257,12 @@ void boxed_sig_6(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   std::optional<Layout> a4 = BoxingTraits<std::optional<Layout>>::unbox(std::move(args[4]));
   std::optional<Device> a5 = BoxingTraits<std::optional<Device>>::unbox(std::move(args[5]));
   std::optional<bool> a6 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[6]));
-  Tensor result = static_cast<Kernel_sig_6*>(functor)->fn(a0, a1, a2, a3, a4, a5, a6);
+  Tensor result = static_cast<Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(a0, a1, a2, a3, a4, a5, a6);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_6(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6) {
+Tensor call_boxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6) {
   Stack stack;
   stack.reserve(7);
   stack.push_back(BoxingTraits<Scalar>::box(a0));
@@ -277,30 +277,30 @@ Tensor call_boxed_sig_6(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_6(OperatorKernel* functor, DispatchKeySet, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6) {
-  return static_cast<Kernel_sig_6*>(functor)->fn(a0, a1, a2, a3, a4, a5, a6);
+Tensor unboxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6) {
+  return static_cast<Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(a0, a1, a2, a3, a4, a5, a6);
 }
 
-KernelFunction make_kernel_sig_6(Kernel_sig_6::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_6>(fn);
+KernelFunction make_kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_6), raw, &boxed_sig_6,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool), raw, &boxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool,
                                        std::move(functor));
 }
 
-// ===== sig_7: Tensor(const Tensor&) =====
-void boxed_sig_7(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor: Tensor(const Tensor&) =====
+void boxed_sig_Tensor__Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 1;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
-  Tensor result = static_cast<Kernel_sig_7*>(functor)->fn(a0);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor*>(functor)->fn(a0);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_7(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0) {
+Tensor call_boxed_sig_Tensor__Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0) {
   Stack stack;
   stack.reserve(1);
   stack.emplace_back(a0);
@@ -309,31 +309,31 @@ Tensor call_boxed_sig_7(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_7(OperatorKernel* functor, DispatchKeySet, const Tensor& a0) {
-  return static_cast<Kernel_sig_7*>(functor)->fn(a0);
+Tensor unboxed_sig_Tensor__Tensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0) {
+  return static_cast<Kernel_sig_Tensor__Tensor*>(functor)->fn(a0);
 }
 
-KernelFunction make_kernel_sig_7(Kernel_sig_7::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_7>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor(Kernel_sig_Tensor__Tensor::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_7), raw, &boxed_sig_7,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor), raw, &boxed_sig_Tensor__Tensor,
                                        std::move(functor));
 }
 
-// ===== sig_8: Tensor(const Tensor&, IntArrayRef) =====
-void boxed_sig_8(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_IntList: Tensor(const Tensor&, IntArrayRef) =====
+void boxed_sig_Tensor__Tensor_IntList(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   BoxingTraits<IntArrayRef>::Holder a1 = BoxingTraits<IntArrayRef>::unbox(std::move(args[1]));
-  Tensor result = static_cast<Kernel_sig_8*>(functor)->fn(a0, BoxingTraits<IntArrayRef>::view(a1));
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_IntList*>(functor)->fn(a0, BoxingTraits<IntArrayRef>::view(a1));
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_8(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1) {
+Tensor call_boxed_sig_Tensor__Tensor_IntList(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -343,19 +343,19 @@ Tensor call_boxed_sig_8(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_8(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, IntArrayRef a1) {
-  return static_cast<Kernel_sig_8*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__Tensor_IntList(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, IntArrayRef a1) {
+  return static_cast<Kernel_sig_Tensor__Tensor_IntList*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_8(Kernel_sig_8::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_8>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_IntList(Kernel_sig_Tensor__Tensor_IntList::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_IntList>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_8), raw, &boxed_sig_8,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_IntList), raw, &boxed_sig_Tensor__Tensor_IntList,
                                        std::move(functor));
 }
 
-// ===== sig_9: Tensor(const Tensor&, IntArrayRef, bool) =====
-void boxed_sig_9(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_IntList_Bool: Tensor(const Tensor&, IntArrayRef, bool) =====
+void boxed_sig_Tensor__Tensor_IntList_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -363,12 +363,12 @@ void boxed_sig_9(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   Tensor a0 = std::move(args[0]).toTensor();
   BoxingTraits<IntArrayRef>::Holder a1 = BoxingTraits<IntArrayRef>::unbox(std::move(args[1]));
   bool a2 = args[2].toBool();
-  Tensor result = static_cast<Kernel_sig_9*>(functor)->fn(a0, BoxingTraits<IntArrayRef>::view(a1), a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_IntList_Bool*>(functor)->fn(a0, BoxingTraits<IntArrayRef>::view(a1), a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_9(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1, bool a2) {
+Tensor call_boxed_sig_Tensor__Tensor_IntList_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1, bool a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -379,31 +379,31 @@ Tensor call_boxed_sig_9(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_9(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, IntArrayRef a1, bool a2) {
-  return static_cast<Kernel_sig_9*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_IntList_Bool(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, IntArrayRef a1, bool a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_IntList_Bool*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_9(Kernel_sig_9::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_9>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_IntList_Bool(Kernel_sig_Tensor__Tensor_IntList_Bool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_IntList_Bool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_9), raw, &boxed_sig_9,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_IntList_Bool), raw, &boxed_sig_Tensor__Tensor_IntList_Bool,
                                        std::move(functor));
 }
 
-// ===== sig_10: Tensor(const Tensor&, MemoryFormat) =====
-void boxed_sig_10(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_MemoryFormat: Tensor(const Tensor&, MemoryFormat) =====
+void boxed_sig_Tensor__Tensor_MemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   MemoryFormat a1 = args[1].toMemoryFormat();
-  Tensor result = static_cast<Kernel_sig_10*>(functor)->fn(a0, a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_MemoryFormat*>(functor)->fn(a0, a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_10(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, MemoryFormat a1) {
+Tensor call_boxed_sig_Tensor__Tensor_MemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, MemoryFormat a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -413,19 +413,19 @@ Tensor call_boxed_sig_10(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_10(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, MemoryFormat a1) {
-  return static_cast<Kernel_sig_10*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__Tensor_MemoryFormat(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, MemoryFormat a1) {
+  return static_cast<Kernel_sig_Tensor__Tensor_MemoryFormat*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_10(Kernel_sig_10::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_10>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_MemoryFormat(Kernel_sig_Tensor__Tensor_MemoryFormat::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_MemoryFormat>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_10), raw, &boxed_sig_10,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_MemoryFormat), raw, &boxed_sig_Tensor__Tensor_MemoryFormat,
                                        std::move(functor));
 }
 
-// ===== sig_11: Tensor(const Tensor&, ScalarType, bool, bool, std::optional<MemoryFormat>) =====
-void boxed_sig_11(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat: Tensor(const Tensor&, ScalarType, bool, bool, std::optional<MemoryFormat>) =====
+void boxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 5;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -435,12 +435,12 @@ void boxed_sig_11(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   bool a2 = args[2].toBool();
   bool a3 = args[3].toBool();
   std::optional<MemoryFormat> a4 = BoxingTraits<std::optional<MemoryFormat>>::unbox(std::move(args[4]));
-  Tensor result = static_cast<Kernel_sig_11*>(functor)->fn(a0, a1, a2, a3, a4);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat*>(functor)->fn(a0, a1, a2, a3, a4);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_11(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4) {
+Tensor call_boxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4) {
   Stack stack;
   stack.reserve(5);
   stack.emplace_back(a0);
@@ -453,31 +453,31 @@ Tensor call_boxed_sig_11(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_11(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4) {
-  return static_cast<Kernel_sig_11*>(functor)->fn(a0, a1, a2, a3, a4);
+Tensor unboxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4) {
+  return static_cast<Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat*>(functor)->fn(a0, a1, a2, a3, a4);
 }
 
-KernelFunction make_kernel_sig_11(Kernel_sig_11::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_11>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_11), raw, &boxed_sig_11,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat), raw, &boxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat,
                                        std::move(functor));
 }
 
-// ===== sig_12: Tensor(const Tensor&, const Scalar&) =====
-void boxed_sig_12(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Scalar: Tensor(const Tensor&, const Scalar&) =====
+void boxed_sig_Tensor__Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   Scalar a1 = BoxingTraits<Scalar>::unbox(std::move(args[1]));
-  Tensor result = static_cast<Kernel_sig_12*>(functor)->fn(a0, a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Scalar*>(functor)->fn(a0, a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_12(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1) {
+Tensor call_boxed_sig_Tensor__Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -487,19 +487,19 @@ Tensor call_boxed_sig_12(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_12(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Scalar& a1) {
-  return static_cast<Kernel_sig_12*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__Tensor_Scalar(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Scalar& a1) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Scalar*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_12(Kernel_sig_12::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_12>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Scalar(Kernel_sig_Tensor__Tensor_Scalar::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Scalar>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_12), raw, &boxed_sig_12,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Scalar), raw, &boxed_sig_Tensor__Tensor_Scalar,
                                        std::move(functor));
 }
 
-// ===== sig_13: Tensor(const Tensor&, const Scalar&, const Scalar&) =====
-void boxed_sig_13(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Scalar_Scalar: Tensor(const Tensor&, const Scalar&, const Scalar&) =====
+void boxed_sig_Tensor__Tensor_Scalar_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -507,12 +507,12 @@ void boxed_sig_13(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   Scalar a1 = BoxingTraits<Scalar>::unbox(std::move(args[1]));
   Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_13*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Scalar_Scalar*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_13(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1, const Scalar& a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Scalar_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1, const Scalar& a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -523,31 +523,31 @@ Tensor call_boxed_sig_13(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_13(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Scalar& a1, const Scalar& a2) {
-  return static_cast<Kernel_sig_13*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Scalar_Scalar(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Scalar& a1, const Scalar& a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Scalar_Scalar*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_13(Kernel_sig_13::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_13>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Scalar_Scalar(Kernel_sig_Tensor__Tensor_Scalar_Scalar::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Scalar_Scalar>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_13), raw, &boxed_sig_13,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Scalar_Scalar), raw, &boxed_sig_Tensor__Tensor_Scalar_Scalar,
                                        std::move(functor));
 }
 
-// ===== sig_14: Tensor(const Tensor&, const Tensor&) =====
-void boxed_sig_14(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor: Tensor(const Tensor&, const Tensor&) =====
+void boxed_sig_Tensor__Tensor_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
-  Tensor result = static_cast<Kernel_sig_14*>(functor)->fn(a0, a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor*>(functor)->fn(a0, a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_14(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -557,19 +557,19 @@ Tensor call_boxed_sig_14(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_14(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1) {
-  return static_cast<Kernel_sig_14*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__Tensor_Tensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_14(Kernel_sig_14::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_14>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor(Kernel_sig_Tensor__Tensor_Tensor::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_14), raw, &boxed_sig_14,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor), raw, &boxed_sig_Tensor__Tensor_Tensor,
                                        std::move(functor));
 }
 
-// ===== sig_15: Tensor(const Tensor&, const Tensor&, bool) =====
-void boxed_sig_15(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Bool: Tensor(const Tensor&, const Tensor&, bool) =====
+void boxed_sig_Tensor__Tensor_Tensor_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -577,12 +577,12 @@ void boxed_sig_15(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   bool a2 = args[2].toBool();
-  Tensor result = static_cast<Kernel_sig_15*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Bool*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_15(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, bool a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, bool a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -593,19 +593,19 @@ Tensor call_boxed_sig_15(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_15(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, bool a2) {
-  return static_cast<Kernel_sig_15*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Bool(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, bool a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Bool*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_15(Kernel_sig_15::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_15>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Bool(Kernel_sig_Tensor__Tensor_Tensor_Bool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Bool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_15), raw, &boxed_sig_15,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Bool), raw, &boxed_sig_Tensor__Tensor_Tensor_Bool,
                                        std::move(functor));
 }
 
-// ===== sig_16: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
-void boxed_sig_16(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
+void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -613,12 +613,12 @@ void boxed_sig_16(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_16*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_16(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -629,19 +629,19 @@ Tensor call_boxed_sig_16(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_16(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
-  return static_cast<Kernel_sig_16*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_16(Kernel_sig_16::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_16>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar(Kernel_sig_Tensor__Tensor_Tensor_Scalar::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Scalar>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_16), raw, &boxed_sig_16,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Scalar), raw, &boxed_sig_Tensor__Tensor_Tensor_Scalar,
                                        std::move(functor));
 }
 
-// ===== sig_17: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
-void boxed_sig_17(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Scalar_Tensor: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
+void boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 4;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -650,12 +650,12 @@ void boxed_sig_17(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a1 = std::move(args[1]).toTensor();
   Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
   Tensor a3 = std::move(args[3]).toTensor();
-  Tensor result = static_cast<Kernel_sig_17*>(functor)->fn(a0, a1, a2, a3);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor*>(functor)->fn(a0, a1, a2, a3);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_17(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
   Stack stack;
   stack.reserve(4);
   stack.emplace_back(a0);
@@ -667,19 +667,19 @@ Tensor call_boxed_sig_17(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_17(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
-  return static_cast<Kernel_sig_17*>(functor)->fn(a0, a1, a2, a3);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor*>(functor)->fn(a0, a1, a2, a3);
 }
 
-KernelFunction make_kernel_sig_17(Kernel_sig_17::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_17>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor(Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_17), raw, &boxed_sig_17,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor), raw, &boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor,
                                        std::move(functor));
 }
 
-// ===== sig_18: Tensor(const Tensor&, const Tensor&, const Tensor&) =====
-void boxed_sig_18(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Tensor: Tensor(const Tensor&, const Tensor&, const Tensor&) =====
+void boxed_sig_Tensor__Tensor_Tensor_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -687,12 +687,12 @@ void boxed_sig_18(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   Tensor a2 = std::move(args[2]).toTensor();
-  Tensor result = static_cast<Kernel_sig_18*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Tensor*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_18(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -703,19 +703,19 @@ Tensor call_boxed_sig_18(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_18(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Tensor& a2) {
-  return static_cast<Kernel_sig_18*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Tensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Tensor& a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Tensor*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_18(Kernel_sig_18::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_18>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Tensor(Kernel_sig_Tensor__Tensor_Tensor_Tensor::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Tensor>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_18), raw, &boxed_sig_18,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Tensor), raw, &boxed_sig_Tensor__Tensor_Tensor_Tensor,
                                        std::move(functor));
 }
 
-// ===== sig_19: Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&) =====
-void boxed_sig_19(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar: Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&) =====
+void boxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 5;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -725,12 +725,12 @@ void boxed_sig_19(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a2 = std::move(args[2]).toTensor();
   Scalar a3 = BoxingTraits<Scalar>::unbox(std::move(args[3]));
   Scalar a4 = BoxingTraits<Scalar>::unbox(std::move(args[4]));
-  Tensor result = static_cast<Kernel_sig_19*>(functor)->fn(a0, a1, a2, a3, a4);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar*>(functor)->fn(a0, a1, a2, a3, a4);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_19(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4) {
   Stack stack;
   stack.reserve(5);
   stack.emplace_back(a0);
@@ -743,19 +743,19 @@ Tensor call_boxed_sig_19(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_19(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4) {
-  return static_cast<Kernel_sig_19*>(functor)->fn(a0, a1, a2, a3, a4);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar*>(functor)->fn(a0, a1, a2, a3, a4);
 }
 
-KernelFunction make_kernel_sig_19(Kernel_sig_19::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_19>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_19), raw, &boxed_sig_19,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar), raw, &boxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar,
                                        std::move(functor));
 }
 
-// ===== sig_20: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
-void boxed_sig_20(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_OptTensor: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
+void boxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -763,12 +763,12 @@ void boxed_sig_20(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   std::optional<Tensor> a2 = BoxingTraits<std::optional<Tensor>>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_20*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_20(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -779,19 +779,19 @@ Tensor call_boxed_sig_20(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_20(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
-  return static_cast<Kernel_sig_20*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_20(Kernel_sig_20::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_20>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor(Kernel_sig_Tensor__Tensor_Tensor_OptTensor::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_OptTensor>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_20), raw, &boxed_sig_20,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_OptTensor), raw, &boxed_sig_Tensor__Tensor_Tensor_OptTensor,
                                        std::move(functor));
 }
 
-// ===== sig_21: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t) =====
-void boxed_sig_21(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_OptTensor_Int_Int: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t) =====
+void boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 5;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -801,12 +801,12 @@ void boxed_sig_21(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   std::optional<Tensor> a2 = BoxingTraits<std::optional<Tensor>>::unbox(std::move(args[2]));
   int64_t a3 = args[3].toInt();
   int64_t a4 = args[4].toInt();
-  Tensor result = static_cast<Kernel_sig_21*>(functor)->fn(a0, a1, a2, a3, a4);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int*>(functor)->fn(a0, a1, a2, a3, a4);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_21(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4) {
   Stack stack;
   stack.reserve(5);
   stack.emplace_back(a0);
@@ -819,19 +819,19 @@ Tensor call_boxed_sig_21(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_21(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4) {
-  return static_cast<Kernel_sig_21*>(functor)->fn(a0, a1, a2, a3, a4);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int*>(functor)->fn(a0, a1, a2, a3, a4);
 }
 
-KernelFunction make_kernel_sig_21(Kernel_sig_21::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_21>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_21), raw, &boxed_sig_21,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int), raw, &boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int,
                                        std::move(functor));
 }
 
-// ===== sig_22: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t, double) =====
-void boxed_sig_22(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t, double) =====
+void boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 6;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -842,12 +842,12 @@ void boxed_sig_22(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   int64_t a3 = args[3].toInt();
   int64_t a4 = args[4].toInt();
   double a5 = args[5].toDouble();
-  Tensor result = static_cast<Kernel_sig_22*>(functor)->fn(a0, a1, a2, a3, a4, a5);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double*>(functor)->fn(a0, a1, a2, a3, a4, a5);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_22(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5) {
   Stack stack;
   stack.reserve(6);
   stack.emplace_back(a0);
@@ -861,19 +861,19 @@ Tensor call_boxed_sig_22(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_22(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5) {
-  return static_cast<Kernel_sig_22*>(functor)->fn(a0, a1, a2, a3, a4, a5);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double*>(functor)->fn(a0, a1, a2, a3, a4, a5);
 }
 
-KernelFunction make_kernel_sig_22(Kernel_sig_22::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_22>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_22), raw, &boxed_sig_22,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double), raw, &boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double,
                                        std::move(functor));
 }
 
-// ===== sig_23: Tensor(const Tensor&, const Tensor&, int64_t) =====
-void boxed_sig_23(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Int: Tensor(const Tensor&, const Tensor&, int64_t) =====
+void boxed_sig_Tensor__Tensor_Tensor_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -881,12 +881,12 @@ void boxed_sig_23(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   int64_t a2 = args[2].toInt();
-  Tensor result = static_cast<Kernel_sig_23*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Int*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_23(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -897,19 +897,19 @@ Tensor call_boxed_sig_23(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_23(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, int64_t a2) {
-  return static_cast<Kernel_sig_23*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Int(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, int64_t a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Int*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_23(Kernel_sig_23::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_23>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Int(Kernel_sig_Tensor__Tensor_Tensor_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_23), raw, &boxed_sig_23,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Int), raw, &boxed_sig_Tensor__Tensor_Tensor_Int,
                                        std::move(functor));
 }
 
-// ===== sig_24: Tensor(const Tensor&, const Tensor&, int64_t, bool, bool) =====
-void boxed_sig_24(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Int_Bool_Bool: Tensor(const Tensor&, const Tensor&, int64_t, bool, bool) =====
+void boxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 5;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -919,12 +919,12 @@ void boxed_sig_24(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   int64_t a2 = args[2].toInt();
   bool a3 = args[3].toBool();
   bool a4 = args[4].toBool();
-  Tensor result = static_cast<Kernel_sig_24*>(functor)->fn(a0, a1, a2, a3, a4);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool*>(functor)->fn(a0, a1, a2, a3, a4);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_24(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4) {
   Stack stack;
   stack.reserve(5);
   stack.emplace_back(a0);
@@ -937,19 +937,19 @@ Tensor call_boxed_sig_24(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_24(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4) {
-  return static_cast<Kernel_sig_24*>(functor)->fn(a0, a1, a2, a3, a4);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool*>(functor)->fn(a0, a1, a2, a3, a4);
 }
 
-KernelFunction make_kernel_sig_24(Kernel_sig_24::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_24>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_24), raw, &boxed_sig_24,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool), raw, &boxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool,
                                        std::move(functor));
 }
 
-// ===== sig_25: Tensor(const Tensor&, const Tensor&, std::string_view) =====
-void boxed_sig_25(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Str: Tensor(const Tensor&, const Tensor&, std::string_view) =====
+void boxed_sig_Tensor__Tensor_Tensor_Str(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -957,12 +957,12 @@ void boxed_sig_25(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   std::string_view a2 = args[2].toStringRef();
-  Tensor result = static_cast<Kernel_sig_25*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Str*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_25(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, std::string_view a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Str(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, std::string_view a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -973,19 +973,19 @@ Tensor call_boxed_sig_25(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_25(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, std::string_view a2) {
-  return static_cast<Kernel_sig_25*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Str(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, std::string_view a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Str*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_25(Kernel_sig_25::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_25>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Str(Kernel_sig_Tensor__Tensor_Tensor_Str::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Str>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_25), raw, &boxed_sig_25,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Str), raw, &boxed_sig_Tensor__Tensor_Tensor_Str,
                                        std::move(functor));
 }
 
-// ===== sig_26: Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&) =====
-void boxed_sig_26(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_OptScalar_OptScalar: Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&) =====
+void boxed_sig_Tensor__Tensor_OptScalar_OptScalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -993,12 +993,12 @@ void boxed_sig_26(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   std::optional<Scalar> a1 = BoxingTraits<std::optional<Scalar>>::unbox(std::move(args[1]));
   std::optional<Scalar> a2 = BoxingTraits<std::optional<Scalar>>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_26*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_OptScalar_OptScalar*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_26(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2) {
+Tensor call_boxed_sig_Tensor__Tensor_OptScalar_OptScalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -1009,19 +1009,19 @@ Tensor call_boxed_sig_26(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_26(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2) {
-  return static_cast<Kernel_sig_26*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_OptScalar_OptScalar(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_OptScalar_OptScalar*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_26(Kernel_sig_26::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_26>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalar_OptScalar(Kernel_sig_Tensor__Tensor_OptScalar_OptScalar::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_OptScalar_OptScalar>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_26), raw, &boxed_sig_26,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_OptScalar_OptScalar), raw, &boxed_sig_Tensor__Tensor_OptScalar_OptScalar,
                                        std::move(functor));
 }
 
-// ===== sig_27: Tensor(const Tensor&, double, bool) =====
-void boxed_sig_27(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Double_Bool: Tensor(const Tensor&, double, bool) =====
+void boxed_sig_Tensor__Tensor_Double_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1029,12 +1029,12 @@ void boxed_sig_27(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   double a1 = args[1].toDouble();
   bool a2 = args[2].toBool();
-  Tensor result = static_cast<Kernel_sig_27*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Double_Bool*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_27(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, double a1, bool a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Double_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, double a1, bool a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -1045,31 +1045,31 @@ Tensor call_boxed_sig_27(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_27(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, double a1, bool a2) {
-  return static_cast<Kernel_sig_27*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Double_Bool(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, double a1, bool a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Double_Bool*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_27(Kernel_sig_27::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_27>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Double_Bool(Kernel_sig_Tensor__Tensor_Double_Bool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Double_Bool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_27), raw, &boxed_sig_27,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Double_Bool), raw, &boxed_sig_Tensor__Tensor_Double_Bool,
                                        std::move(functor));
 }
 
-// ===== sig_28: Tensor(const Tensor&, int64_t) =====
-void boxed_sig_28(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Int: Tensor(const Tensor&, int64_t) =====
+void boxed_sig_Tensor__Tensor_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   int64_t a1 = args[1].toInt();
-  Tensor result = static_cast<Kernel_sig_28*>(functor)->fn(a0, a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Int*>(functor)->fn(a0, a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_28(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1) {
+Tensor call_boxed_sig_Tensor__Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -1079,19 +1079,19 @@ Tensor call_boxed_sig_28(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_28(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1) {
-  return static_cast<Kernel_sig_28*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__Tensor_Int(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Int*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_28(Kernel_sig_28::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_28>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int(Kernel_sig_Tensor__Tensor_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_28), raw, &boxed_sig_28,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Int), raw, &boxed_sig_Tensor__Tensor_Int,
                                        std::move(functor));
 }
 
-// ===== sig_29: Tensor(const Tensor&, int64_t, bool) =====
-void boxed_sig_29(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Int_Bool: Tensor(const Tensor&, int64_t, bool) =====
+void boxed_sig_Tensor__Tensor_Int_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1099,12 +1099,12 @@ void boxed_sig_29(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   int64_t a1 = args[1].toInt();
   bool a2 = args[2].toBool();
-  Tensor result = static_cast<Kernel_sig_29*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Int_Bool*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_29(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Int_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -1115,19 +1115,19 @@ Tensor call_boxed_sig_29(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_29(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, bool a2) {
-  return static_cast<Kernel_sig_29*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Int_Bool(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, bool a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Int_Bool*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_29(Kernel_sig_29::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_29>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_Bool(Kernel_sig_Tensor__Tensor_Int_Bool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Int_Bool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_29), raw, &boxed_sig_29,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Int_Bool), raw, &boxed_sig_Tensor__Tensor_Int_Bool,
                                        std::move(functor));
 }
 
-// ===== sig_30: Tensor(const Tensor&, int64_t, int64_t) =====
-void boxed_sig_30(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Int_Int: Tensor(const Tensor&, int64_t, int64_t) =====
+void boxed_sig_Tensor__Tensor_Int_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1135,12 +1135,12 @@ void boxed_sig_30(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   int64_t a1 = args[1].toInt();
   int64_t a2 = args[2].toInt();
-  Tensor result = static_cast<Kernel_sig_30*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Int_Int*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_30(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -1151,19 +1151,19 @@ Tensor call_boxed_sig_30(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_30(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, int64_t a2) {
-  return static_cast<Kernel_sig_30*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Int_Int(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, int64_t a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Int_Int*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_30(Kernel_sig_30::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_30>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_Int(Kernel_sig_Tensor__Tensor_Int_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Int_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_30), raw, &boxed_sig_30,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Int_Int), raw, &boxed_sig_Tensor__Tensor_Int_Int,
                                        std::move(functor));
 }
 
-// ===== sig_31: Tensor(const Tensor&, int64_t, std::optional<ScalarType>) =====
-void boxed_sig_31(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Int_OptScalarType: Tensor(const Tensor&, int64_t, std::optional<ScalarType>) =====
+void boxed_sig_Tensor__Tensor_Int_OptScalarType(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1171,12 +1171,12 @@ void boxed_sig_31(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   int64_t a1 = args[1].toInt();
   std::optional<ScalarType> a2 = BoxingTraits<std::optional<ScalarType>>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_31*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Int_OptScalarType*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_31(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Int_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -1187,19 +1187,19 @@ Tensor call_boxed_sig_31(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_31(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2) {
-  return static_cast<Kernel_sig_31*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Int_OptScalarType(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Int_OptScalarType*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_31(Kernel_sig_31::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_31>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_OptScalarType(Kernel_sig_Tensor__Tensor_Int_OptScalarType::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Int_OptScalarType>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_31), raw, &boxed_sig_31,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Int_OptScalarType), raw, &boxed_sig_Tensor__Tensor_Int_OptScalarType,
                                        std::move(functor));
 }
 
-// ===== sig_32: Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t) =====
-void boxed_sig_32(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Int_OptInt_OptInt_Int: Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t) =====
+void boxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 5;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1209,12 +1209,12 @@ void boxed_sig_32(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   std::optional<int64_t> a2 = BoxingTraits<std::optional<int64_t>>::unbox(std::move(args[2]));
   std::optional<int64_t> a3 = BoxingTraits<std::optional<int64_t>>::unbox(std::move(args[3]));
   int64_t a4 = args[4].toInt();
-  Tensor result = static_cast<Kernel_sig_32*>(functor)->fn(a0, a1, a2, a3, a4);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int*>(functor)->fn(a0, a1, a2, a3, a4);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_32(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4) {
+Tensor call_boxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4) {
   Stack stack;
   stack.reserve(5);
   stack.emplace_back(a0);
@@ -1227,19 +1227,19 @@ Tensor call_boxed_sig_32(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_32(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4) {
-  return static_cast<Kernel_sig_32*>(functor)->fn(a0, a1, a2, a3, a4);
+Tensor unboxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int*>(functor)->fn(a0, a1, a2, a3, a4);
 }
 
-KernelFunction make_kernel_sig_32(Kernel_sig_32::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_32>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_32), raw, &boxed_sig_32,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int), raw, &boxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int,
                                        std::move(functor));
 }
 
-// ===== sig_33: Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>) =====
-void boxed_sig_33(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_OptIntList_Bool_OptScalarType: Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>) =====
+void boxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 4;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1248,12 +1248,12 @@ void boxed_sig_33(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   BoxingTraits<std::optional<IntArrayRef>>::Holder a1 = BoxingTraits<std::optional<IntArrayRef>>::unbox(std::move(args[1]));
   bool a2 = args[2].toBool();
   std::optional<ScalarType> a3 = BoxingTraits<std::optional<ScalarType>>::unbox(std::move(args[3]));
-  Tensor result = static_cast<Kernel_sig_33*>(functor)->fn(a0, BoxingTraits<std::optional<IntArrayRef>>::view(a1), a2, a3);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType*>(functor)->fn(a0, BoxingTraits<std::optional<IntArrayRef>>::view(a1), a2, a3);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_33(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3) {
+Tensor call_boxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3) {
   Stack stack;
   stack.reserve(4);
   stack.emplace_back(a0);
@@ -1265,31 +1265,31 @@ Tensor call_boxed_sig_33(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_33(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3) {
-  return static_cast<Kernel_sig_33*>(functor)->fn(a0, a1, a2, a3);
+Tensor unboxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3) {
+  return static_cast<Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType*>(functor)->fn(a0, a1, a2, a3);
 }
 
-KernelFunction make_kernel_sig_33(Kernel_sig_33::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_33>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_33), raw, &boxed_sig_33,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType), raw, &boxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType,
                                        std::move(functor));
 }
 
-// ===== sig_34: Tensor(const Tensor&, std::optional<MemoryFormat>) =====
-void boxed_sig_34(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_OptMemoryFormat: Tensor(const Tensor&, std::optional<MemoryFormat>) =====
+void boxed_sig_Tensor__Tensor_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   std::optional<MemoryFormat> a1 = BoxingTraits<std::optional<MemoryFormat>>::unbox(std::move(args[1]));
-  Tensor result = static_cast<Kernel_sig_34*>(functor)->fn(a0, a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_OptMemoryFormat*>(functor)->fn(a0, a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_34(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<MemoryFormat> a1) {
+Tensor call_boxed_sig_Tensor__Tensor_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<MemoryFormat> a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -1299,31 +1299,31 @@ Tensor call_boxed_sig_34(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_34(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<MemoryFormat> a1) {
-  return static_cast<Kernel_sig_34*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__Tensor_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<MemoryFormat> a1) {
+  return static_cast<Kernel_sig_Tensor__Tensor_OptMemoryFormat*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_34(Kernel_sig_34::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_34>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptMemoryFormat(Kernel_sig_Tensor__Tensor_OptMemoryFormat::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_OptMemoryFormat>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_34), raw, &boxed_sig_34,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_OptMemoryFormat), raw, &boxed_sig_Tensor__Tensor_OptMemoryFormat,
                                        std::move(functor));
 }
 
-// ===== sig_35: Tensor(const Tensor&, std::optional<ScalarType>) =====
-void boxed_sig_35(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_OptScalarType: Tensor(const Tensor&, std::optional<ScalarType>) =====
+void boxed_sig_Tensor__Tensor_OptScalarType(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   std::optional<ScalarType> a1 = BoxingTraits<std::optional<ScalarType>>::unbox(std::move(args[1]));
-  Tensor result = static_cast<Kernel_sig_35*>(functor)->fn(a0, a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_OptScalarType*>(functor)->fn(a0, a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_35(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1) {
+Tensor call_boxed_sig_Tensor__Tensor_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -1333,19 +1333,19 @@ Tensor call_boxed_sig_35(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_35(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<ScalarType> a1) {
-  return static_cast<Kernel_sig_35*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__Tensor_OptScalarType(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<ScalarType> a1) {
+  return static_cast<Kernel_sig_Tensor__Tensor_OptScalarType*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_35(Kernel_sig_35::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_35>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType(Kernel_sig_Tensor__Tensor_OptScalarType::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_OptScalarType>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_35), raw, &boxed_sig_35,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_OptScalarType), raw, &boxed_sig_Tensor__Tensor_OptScalarType,
                                        std::move(functor));
 }
 
-// ===== sig_36: Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, bool, std::optional<MemoryFormat>) =====
-void boxed_sig_36(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat: Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, bool, std::optional<MemoryFormat>) =====
+void boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 7;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1357,12 +1357,12 @@ void boxed_sig_36(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   std::optional<bool> a4 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[4]));
   bool a5 = args[5].toBool();
   std::optional<MemoryFormat> a6 = BoxingTraits<std::optional<MemoryFormat>>::unbox(std::move(args[6]));
-  Tensor result = static_cast<Kernel_sig_36*>(functor)->fn(a0, a1, a2, a3, a4, a5, a6);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat*>(functor)->fn(a0, a1, a2, a3, a4, a5, a6);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_36(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6) {
+Tensor call_boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6) {
   Stack stack;
   stack.reserve(7);
   stack.emplace_back(a0);
@@ -1377,19 +1377,19 @@ Tensor call_boxed_sig_36(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_36(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6) {
-  return static_cast<Kernel_sig_36*>(functor)->fn(a0, a1, a2, a3, a4, a5, a6);
+Tensor unboxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6) {
+  return static_cast<Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat*>(functor)->fn(a0, a1, a2, a3, a4, a5, a6);
 }
 
-KernelFunction make_kernel_sig_36(Kernel_sig_36::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_36>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_36), raw, &boxed_sig_36,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat), raw, &boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat,
                                        std::move(functor));
 }
 
-// ===== sig_37: Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>) =====
-void boxed_sig_37(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat: Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>) =====
+void boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 6;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1400,12 +1400,12 @@ void boxed_sig_37(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   std::optional<Device> a3 = BoxingTraits<std::optional<Device>>::unbox(std::move(args[3]));
   std::optional<bool> a4 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[4]));
   std::optional<MemoryFormat> a5 = BoxingTraits<std::optional<MemoryFormat>>::unbox(std::move(args[5]));
-  Tensor result = static_cast<Kernel_sig_37*>(functor)->fn(a0, a1, a2, a3, a4, a5);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat*>(functor)->fn(a0, a1, a2, a3, a4, a5);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_37(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
+Tensor call_boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
   Stack stack;
   stack.reserve(6);
   stack.emplace_back(a0);
@@ -1419,19 +1419,19 @@ Tensor call_boxed_sig_37(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_37(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
-  return static_cast<Kernel_sig_37*>(functor)->fn(a0, a1, a2, a3, a4, a5);
+Tensor unboxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
+  return static_cast<Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat*>(functor)->fn(a0, a1, a2, a3, a4, a5);
 }
 
-KernelFunction make_kernel_sig_37(Kernel_sig_37::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_37>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_37), raw, &boxed_sig_37,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat), raw, &boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat,
                                        std::move(functor));
 }
 
-// ===== sig_38: Tensor(const Tensor&, std::optional<int64_t>, bool) =====
-void boxed_sig_38(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_OptInt_Bool: Tensor(const Tensor&, std::optional<int64_t>, bool) =====
+void boxed_sig_Tensor__Tensor_OptInt_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1439,12 +1439,12 @@ void boxed_sig_38(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   std::optional<int64_t> a1 = BoxingTraits<std::optional<int64_t>>::unbox(std::move(args[1]));
   bool a2 = args[2].toBool();
-  Tensor result = static_cast<Kernel_sig_38*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_OptInt_Bool*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_38(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<int64_t> a1, bool a2) {
+Tensor call_boxed_sig_Tensor__Tensor_OptInt_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<int64_t> a1, bool a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -1455,31 +1455,31 @@ Tensor call_boxed_sig_38(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_38(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<int64_t> a1, bool a2) {
-  return static_cast<Kernel_sig_38*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_OptInt_Bool(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::optional<int64_t> a1, bool a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_OptInt_Bool*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_38(Kernel_sig_38::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_38>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptInt_Bool(Kernel_sig_Tensor__Tensor_OptInt_Bool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_OptInt_Bool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_38), raw, &boxed_sig_38,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_OptInt_Bool), raw, &boxed_sig_Tensor__Tensor_OptInt_Bool,
                                        std::move(functor));
 }
 
-// ===== sig_39: Tensor(const Tensor&, std::string_view) =====
-void boxed_sig_39(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Str: Tensor(const Tensor&, std::string_view) =====
+void boxed_sig_Tensor__Tensor_Str(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   std::string_view a1 = args[1].toStringRef();
-  Tensor result = static_cast<Kernel_sig_39*>(functor)->fn(a0, a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Str*>(functor)->fn(a0, a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_39(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::string_view a1) {
+Tensor call_boxed_sig_Tensor__Tensor_Str(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::string_view a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -1489,19 +1489,19 @@ Tensor call_boxed_sig_39(const KernelFunction& k, const OperatorHandle& op, Disp
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_39(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::string_view a1) {
-  return static_cast<Kernel_sig_39*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__Tensor_Str(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, std::string_view a1) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Str*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_39(Kernel_sig_39::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_39>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Str(Kernel_sig_Tensor__Tensor_Str::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Str>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_39), raw, &boxed_sig_39,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Str), raw, &boxed_sig_Tensor__Tensor_Str,
                                        std::move(functor));
 }
 
-// ===== sig_40: std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool) =====
-void boxed_sig_40(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tup2TensorTensor__Tensor_Int_Bool: std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool) =====
+void boxed_sig_Tup2TensorTensor__Tensor_Int_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1509,13 +1509,13 @@ void boxed_sig_40(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   int64_t a1 = args[1].toInt();
   bool a2 = args[2].toBool();
-  std::tuple<Tensor, Tensor> result = static_cast<Kernel_sig_40*>(functor)->fn(a0, a1, a2);
+  std::tuple<Tensor, Tensor> result = static_cast<Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(std::get<0>(result)));
   stack->emplace_back(std::move(std::get<1>(result)));
 }
 
-std::tuple<Tensor, Tensor> call_boxed_sig_40(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2) {
+std::tuple<Tensor, Tensor> call_boxed_sig_Tup2TensorTensor__Tensor_Int_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -1526,31 +1526,31 @@ std::tuple<Tensor, Tensor> call_boxed_sig_40(const KernelFunction& k, const Oper
   return std::tuple<Tensor, Tensor>(std::move(stack[0]).toTensor(), std::move(stack[1]).toTensor());
 }
 
-std::tuple<Tensor, Tensor> unboxed_sig_40(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, bool a2) {
-  return static_cast<Kernel_sig_40*>(functor)->fn(a0, a1, a2);
+std::tuple<Tensor, Tensor> unboxed_sig_Tup2TensorTensor__Tensor_Int_Bool(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, bool a2) {
+  return static_cast<Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_40(Kernel_sig_40::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_40>(fn);
+KernelFunction make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool(Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_40), raw, &boxed_sig_40,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tup2TensorTensor__Tensor_Int_Bool), raw, &boxed_sig_Tup2TensorTensor__Tensor_Int_Bool,
                                        std::move(functor));
 }
 
-// ===== sig_41: std::vector<Tensor>(const Tensor&, int64_t) =====
-void boxed_sig_41(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_TensorVec__Tensor_Int: std::vector<Tensor>(const Tensor&, int64_t) =====
+void boxed_sig_TensorVec__Tensor_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   Tensor a0 = std::move(args[0]).toTensor();
   int64_t a1 = args[1].toInt();
-  std::vector<Tensor> result = static_cast<Kernel_sig_41*>(functor)->fn(a0, a1);
+  std::vector<Tensor> result = static_cast<Kernel_sig_TensorVec__Tensor_Int*>(functor)->fn(a0, a1);
   drop(*stack, kNumArguments);
   stack->push_back(BoxingTraits<std::vector<Tensor>>::box(result));
 }
 
-std::vector<Tensor> call_boxed_sig_41(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1) {
+std::vector<Tensor> call_boxed_sig_TensorVec__Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1) {
   Stack stack;
   stack.reserve(2);
   stack.emplace_back(a0);
@@ -1560,19 +1560,19 @@ std::vector<Tensor> call_boxed_sig_41(const KernelFunction& k, const OperatorHan
   return BoxingTraits<std::vector<Tensor>>::unbox(std::move(stack[0]));
 }
 
-std::vector<Tensor> unboxed_sig_41(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1) {
-  return static_cast<Kernel_sig_41*>(functor)->fn(a0, a1);
+std::vector<Tensor> unboxed_sig_TensorVec__Tensor_Int(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1) {
+  return static_cast<Kernel_sig_TensorVec__Tensor_Int*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_41(Kernel_sig_41::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_41>(fn);
+KernelFunction make_kernel_sig_TensorVec__Tensor_Int(Kernel_sig_TensorVec__Tensor_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_TensorVec__Tensor_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_41), raw, &boxed_sig_41,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_TensorVec__Tensor_Int), raw, &boxed_sig_TensorVec__Tensor_Int,
                                        std::move(functor));
 }
 
-// ===== sig_42: std::vector<Tensor>(const Tensor&, int64_t, int64_t) =====
-void boxed_sig_42(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_TensorVec__Tensor_Int_Int: std::vector<Tensor>(const Tensor&, int64_t, int64_t) =====
+void boxed_sig_TensorVec__Tensor_Int_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -1580,12 +1580,12 @@ void boxed_sig_42(OperatorKernel* functor, const OperatorHandle& op, DispatchKey
   Tensor a0 = std::move(args[0]).toTensor();
   int64_t a1 = args[1].toInt();
   int64_t a2 = args[2].toInt();
-  std::vector<Tensor> result = static_cast<Kernel_sig_42*>(functor)->fn(a0, a1, a2);
+  std::vector<Tensor> result = static_cast<Kernel_sig_TensorVec__Tensor_Int_Int*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->push_back(BoxingTraits<std::vector<Tensor>>::box(result));
 }
 
-std::vector<Tensor> call_boxed_sig_42(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2) {
+std::vector<Tensor> call_boxed_sig_TensorVec__Tensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -1596,14 +1596,14 @@ std::vector<Tensor> call_boxed_sig_42(const KernelFunction& k, const OperatorHan
   return BoxingTraits<std::vector<Tensor>>::unbox(std::move(stack[0]));
 }
 
-std::vector<Tensor> unboxed_sig_42(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, int64_t a2) {
-  return static_cast<Kernel_sig_42*>(functor)->fn(a0, a1, a2);
+std::vector<Tensor> unboxed_sig_TensorVec__Tensor_Int_Int(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, int64_t a1, int64_t a2) {
+  return static_cast<Kernel_sig_TensorVec__Tensor_Int_Int*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_42(Kernel_sig_42::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_42>(fn);
+KernelFunction make_kernel_sig_TensorVec__Tensor_Int_Int(Kernel_sig_TensorVec__Tensor_Int_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_TensorVec__Tensor_Int_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_42), raw, &boxed_sig_42,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_TensorVec__Tensor_Int_Int), raw, &boxed_sig_TensorVec__Tensor_Int_Int,
                                        std::move(functor));
 }
 

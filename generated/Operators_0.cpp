@@ -30,7 +30,7 @@ Tensor _to_copy::call(const Tensor& self, std::optional<ScalarType> dtype, std::
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_36(k, op, ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);
 }
 
 Tensor _to_copy::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking, std::optional<MemoryFormat> memory_format) {
@@ -39,7 +39,7 @@ Tensor _to_copy::redispatch(DispatchKeySet ks, const Tensor& self, std::optional
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_36(k, op, ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);
 }
 
 // ===== dk::cos =====
@@ -54,7 +54,7 @@ Tensor cos::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor cos::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -63,7 +63,7 @@ Tensor cos::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::eq.Tensor =====
@@ -78,7 +78,7 @@ Tensor eq_Tensor::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor eq_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -87,7 +87,7 @@ Tensor eq_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::expand =====
@@ -102,7 +102,7 @@ Tensor expand::call(const Tensor& self, IntArrayRef size, bool implicit) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_9(k, op, ks, self, size, implicit);
+  return boxing::invoke_sig_Tensor__Tensor_IntList_Bool(k, op, ks, self, size, implicit);
 }
 
 Tensor expand::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size, bool implicit) {
@@ -111,7 +111,7 @@ Tensor expand::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef siz
     return op.redispatch(ks, self, size, implicit);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_9(k, op, ks, self, size, implicit);
+  return boxing::invoke_sig_Tensor__Tensor_IntList_Bool(k, op, ks, self, size, implicit);
 }
 
 // ===== dk::gelu_backward =====
@@ -126,7 +126,7 @@ Tensor gelu_backward::call(const Tensor& grad_output, const Tensor& self, std::s
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_25(k, op, ks, grad_output, self, approximate);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Str(k, op, ks, grad_output, self, approximate);
 }
 
 Tensor gelu_backward::redispatch(DispatchKeySet ks, const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
@@ -135,7 +135,7 @@ Tensor gelu_backward::redispatch(DispatchKeySet ks, const Tensor& grad_output, c
     return op.redispatch(ks, grad_output, self, approximate);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_25(k, op, ks, grad_output, self, approximate);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Str(k, op, ks, grad_output, self, approximate);
 }
 
 // ===== dk::linear =====
@@ -151,7 +151,7 @@ Tensor linear::call(const Tensor& input, const Tensor& weight, const std::option
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_20(k, op, ks, input, weight, bias);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, input, weight, bias);
 }
 
 Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
@@ -160,7 +160,7 @@ Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& 
     return op.redispatch(ks, input, weight, bias);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_20(k, op, ks, input, weight, bias);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, input, weight, bias);
 }
 
 // ===== dk::log =====
@@ -175,7 +175,7 @@ Tensor log::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor log::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -184,7 +184,7 @@ Tensor log::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::log_softmax.int =====
@@ -199,7 +199,7 @@ Tensor log_softmax_int::call(const Tensor& self, int64_t dim, std::optional<Scal
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_31(k, op, ks, self, dim, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, self, dim, dtype);
 }
 
 Tensor log_softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
@@ -208,7 +208,7 @@ Tensor log_softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_
     return op.redispatch(ks, self, dim, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_31(k, op, ks, self, dim, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, self, dim, dtype);
 }
 
 // ===== dk::maximum =====
@@ -223,7 +223,7 @@ Tensor maximum::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor maximum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -232,7 +232,7 @@ Tensor maximum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::mean.dim =====
@@ -247,7 +247,7 @@ Tensor mean_dim::call(const Tensor& self, std::optional<IntArrayRef> dim, bool k
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_33(k, op, ks, self, dim, keepdim, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, self, dim, keepdim, dtype);
 }
 
 Tensor mean_dim::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
@@ -256,7 +256,7 @@ Tensor mean_dim::redispatch(DispatchKeySet ks, const Tensor& self, std::optional
     return op.redispatch(ks, self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_33(k, op, ks, self, dim, keepdim, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, self, dim, keepdim, dtype);
 }
 
 // ===== dk::neg =====
@@ -271,7 +271,7 @@ Tensor neg::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor neg::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -280,7 +280,7 @@ Tensor neg::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::ones =====
@@ -295,7 +295,7 @@ Tensor ones::call(IntArrayRef size, std::optional<ScalarType> dtype, std::option
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 Tensor ones::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -304,7 +304,7 @@ Tensor ones::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scala
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::relu_ =====
@@ -319,7 +319,7 @@ Tensor relu_::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor relu_::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -328,7 +328,7 @@ Tensor relu_::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::squeeze.dim =====
@@ -343,7 +343,7 @@ Tensor squeeze_dim::call(const Tensor& self, int64_t dim) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_28(k, op, ks, self, dim);
+  return boxing::invoke_sig_Tensor__Tensor_Int(k, op, ks, self, dim);
 }
 
 Tensor squeeze_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
@@ -352,7 +352,7 @@ Tensor squeeze_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t di
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_28(k, op, ks, self, dim);
+  return boxing::invoke_sig_Tensor__Tensor_Int(k, op, ks, self, dim);
 }
 
 // ===== dk::sum =====
@@ -367,7 +367,7 @@ Tensor sum::call(const Tensor& self, std::optional<ScalarType> dtype) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_35(k, op, ks, self, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType(k, op, ks, self, dtype);
 }
 
 Tensor sum::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype) {
@@ -376,7 +376,7 @@ Tensor sum::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<Scal
     return op.redispatch(ks, self, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_35(k, op, ks, self, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType(k, op, ks, self, dtype);
 }
 
 // ===== dk::t =====
@@ -391,7 +391,7 @@ Tensor t::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor t::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -400,7 +400,7 @@ Tensor t::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::tanh =====
@@ -415,7 +415,7 @@ Tensor tanh::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor tanh::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -424,7 +424,7 @@ Tensor tanh::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::transpose.int =====
@@ -439,7 +439,7 @@ Tensor transpose_int::call(const Tensor& self, int64_t dim0, int64_t dim1) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_30(k, op, ks, self, dim0, dim1);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, dim0, dim1);
 }
 
 Tensor transpose_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim0, int64_t dim1) {
@@ -448,7 +448,7 @@ Tensor transpose_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t 
     return op.redispatch(ks, self, dim0, dim1);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_30(k, op, ks, self, dim0, dim1);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, dim0, dim1);
 }
 
 // ===== dk::zero_ =====
@@ -463,7 +463,7 @@ Tensor zero_::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor zero_::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -472,7 +472,7 @@ Tensor zero_::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::zeros_like =====
@@ -487,7 +487,7 @@ Tensor zeros_like::call(const Tensor& self, std::optional<ScalarType> dtype, std
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 Tensor zeros_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
@@ -496,7 +496,7 @@ Tensor zeros_like::redispatch(DispatchKeySet ks, const Tensor& self, std::option
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 }  // namespace dk::ops

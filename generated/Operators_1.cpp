@@ -30,7 +30,7 @@ Tensor argmax::call(const Tensor& self, std::optional<int64_t> dim, bool keepdim
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_38(k, op, ks, self, dim, keepdim);
+  return boxing::invoke_sig_Tensor__Tensor_OptInt_Bool(k, op, ks, self, dim, keepdim);
 }
 
 Tensor argmax::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
@@ -39,7 +39,7 @@ Tensor argmax::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<i
     return op.redispatch(ks, self, dim, keepdim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_38(k, op, ks, self, dim, keepdim);
+  return boxing::invoke_sig_Tensor__Tensor_OptInt_Bool(k, op, ks, self, dim, keepdim);
 }
 
 // ===== dk::cat =====
@@ -55,7 +55,7 @@ Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_1(k, op, ks, tensors, dim);
+  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
 }
 
 Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
@@ -64,7 +64,7 @@ Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim)
     return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_1(k, op, ks, tensors, dim);
+  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
 }
 
 // ===== dk::clone =====
@@ -79,7 +79,7 @@ Tensor clone::call(const Tensor& self, std::optional<MemoryFormat> memory_format
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_34(k, op, ks, self, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptMemoryFormat(k, op, ks, self, memory_format);
 }
 
 Tensor clone::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<MemoryFormat> memory_format) {
@@ -88,7 +88,7 @@ Tensor clone::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<Me
     return op.redispatch(ks, self, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_34(k, op, ks, self, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptMemoryFormat(k, op, ks, self, memory_format);
 }
 
 // ===== dk::embedding =====
@@ -103,7 +103,7 @@ Tensor embedding::call(const Tensor& weight, const Tensor& indices, int64_t padd
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_24(k, op, ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(k, op, ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);
 }
 
 Tensor embedding::redispatch(DispatchKeySet ks, const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse) {
@@ -112,7 +112,7 @@ Tensor embedding::redispatch(DispatchKeySet ks, const Tensor& weight, const Tens
     return op.redispatch(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_24(k, op, ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(k, op, ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);
 }
 
 // ===== dk::eq.Scalar =====
@@ -127,7 +127,7 @@ Tensor eq_Scalar::call(const Tensor& self, const Scalar& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_12(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
 }
 
 Tensor eq_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
@@ -136,7 +136,7 @@ Tensor eq_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_12(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
 }
 
 // ===== dk::item =====
@@ -151,7 +151,7 @@ Scalar item::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_0(k, op, ks, self);
+  return boxing::invoke_sig_Scalar__Tensor(k, op, ks, self);
 }
 
 Scalar item::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -160,7 +160,7 @@ Scalar item::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_0(k, op, ks, self);
+  return boxing::invoke_sig_Scalar__Tensor(k, op, ks, self);
 }
 
 // ===== dk::matmul =====
@@ -175,7 +175,7 @@ Tensor matmul::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor matmul::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -184,7 +184,7 @@ Tensor matmul::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& o
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::ones_like =====
@@ -199,7 +199,7 @@ Tensor ones_like::call(const Tensor& self, std::optional<ScalarType> dtype, std:
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 Tensor ones_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
@@ -208,7 +208,7 @@ Tensor ones_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optiona
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 // ===== dk::permute =====
@@ -223,7 +223,7 @@ Tensor permute::call(const Tensor& self, IntArrayRef dims) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_8(k, op, ks, self, dims);
+  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, dims);
 }
 
 Tensor permute::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef dims) {
@@ -232,7 +232,7 @@ Tensor permute::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef di
     return op.redispatch(ks, self, dims);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_8(k, op, ks, self, dims);
+  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, dims);
 }
 
 // ===== dk::pow.Tensor_Scalar =====
@@ -247,7 +247,7 @@ Tensor pow_Tensor_Scalar::call(const Tensor& self, const Scalar& exponent) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_12(k, op, ks, self, exponent);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, exponent);
 }
 
 Tensor pow_Tensor_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
@@ -256,7 +256,7 @@ Tensor pow_Tensor_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, cons
     return op.redispatch(ks, self, exponent);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_12(k, op, ks, self, exponent);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, exponent);
 }
 
 // ===== dk::rand.generator =====
@@ -271,7 +271,7 @@ Tensor rand_generator::call(IntArrayRef size, std::optional<Generator> generator
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_3(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
 Tensor rand_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -280,7 +280,7 @@ Tensor rand_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::opti
     return op.redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_3(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
 // ===== dk::sigmoid =====
@@ -295,7 +295,7 @@ Tensor sigmoid::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor sigmoid::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -304,7 +304,7 @@ Tensor sigmoid::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::slice.Tensor =====
@@ -319,7 +319,7 @@ Tensor slice_Tensor::call(const Tensor& self, int64_t dim, std::optional<int64_t
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_32(k, op, ks, self, dim, start, end, step);
+  return boxing::invoke_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(k, op, ks, self, dim, start, end, step);
 }
 
 Tensor slice_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
@@ -328,7 +328,7 @@ Tensor slice_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t d
     return op.redispatch(ks, self, dim, start, end, step);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_32(k, op, ks, self, dim, start, end, step);
+  return boxing::invoke_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(k, op, ks, self, dim, start, end, step);
 }
 
 // ===== dk::sum.dim_IntList =====
@@ -343,7 +343,7 @@ Tensor sum_dim_IntList::call(const Tensor& self, std::optional<IntArrayRef> dim,
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_33(k, op, ks, self, dim, keepdim, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, self, dim, keepdim, dtype);
 }
 
 Tensor sum_dim_IntList::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
@@ -352,7 +352,7 @@ Tensor sum_dim_IntList::redispatch(DispatchKeySet ks, const Tensor& self, std::o
     return op.redispatch(ks, self, dim, keepdim, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_33(k, op, ks, self, dim, keepdim, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, self, dim, keepdim, dtype);
 }
 
 // ===== dk::to.dtype =====
@@ -367,7 +367,7 @@ Tensor to_dtype::call(const Tensor& self, ScalarType dtype, bool non_blocking, b
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_11(k, op, ks, self, dtype, non_blocking, copy, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(k, op, ks, self, dtype, non_blocking, copy, memory_format);
 }
 
 Tensor to_dtype::redispatch(DispatchKeySet ks, const Tensor& self, ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) {
@@ -376,7 +376,7 @@ Tensor to_dtype::redispatch(DispatchKeySet ks, const Tensor& self, ScalarType dt
     return op.redispatch(ks, self, dtype, non_blocking, copy, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_11(k, op, ks, self, dtype, non_blocking, copy, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(k, op, ks, self, dtype, non_blocking, copy, memory_format);
 }
 
 // ===== dk::view =====
@@ -391,7 +391,7 @@ Tensor view::call(const Tensor& self, IntArrayRef size) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_8(k, op, ks, self, size);
+  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, size);
 }
 
 Tensor view::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size) {
@@ -400,7 +400,7 @@ Tensor view::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size)
     return op.redispatch(ks, self, size);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_8(k, op, ks, self, size);
+  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, size);
 }
 
 }  // namespace dk::ops

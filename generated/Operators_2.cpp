@@ -30,7 +30,7 @@ Tensor _log_softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_29(k, op, ks, self, dim, half_to_float);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Bool(k, op, ks, self, dim, half_to_float);
 }
 
 Tensor _log_softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool half_to_float) {
@@ -39,7 +39,7 @@ Tensor _log_softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t d
     return op.redispatch(ks, self, dim, half_to_float);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_29(k, op, ks, self, dim, half_to_float);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Bool(k, op, ks, self, dim, half_to_float);
 }
 
 // ===== dk::add.Tensor =====
@@ -54,7 +54,7 @@ Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
 }
 
 Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
@@ -63,7 +63,7 @@ Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
 }
 
 // ===== dk::add.out =====
@@ -78,7 +78,7 @@ Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alph
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_17(k, op, ks, self, other, alpha, out);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, self, other, alpha, out);
 }
 
 Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
@@ -87,7 +87,7 @@ Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
     return op.redispatch(ks, self, other, alpha, out);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_17(k, op, ks, self, other, alpha, out);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, self, other, alpha, out);
 }
 
 // ===== dk::addmm =====
@@ -102,7 +102,7 @@ Tensor addmm::call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, c
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_19(k, op, ks, self, mat1, mat2, beta, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(k, op, ks, self, mat1, mat2, beta, alpha);
 }
 
 Tensor addmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
@@ -111,7 +111,7 @@ Tensor addmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& ma
     return op.redispatch(ks, self, mat1, mat2, beta, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_19(k, op, ks, self, mat1, mat2, beta, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(k, op, ks, self, mat1, mat2, beta, alpha);
 }
 
 // ===== dk::bmm =====
@@ -126,7 +126,7 @@ Tensor bmm::call(const Tensor& self, const Tensor& mat2) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, mat2);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, mat2);
 }
 
 Tensor bmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
@@ -135,7 +135,7 @@ Tensor bmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2
     return op.redispatch(ks, self, mat2);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, mat2);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, mat2);
 }
 
 // ===== dk::copy_ =====
@@ -150,7 +150,7 @@ Tensor copy_::call(const Tensor& self, const Tensor& src, bool non_blocking) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_15(k, op, ks, self, src, non_blocking);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Bool(k, op, ks, self, src, non_blocking);
 }
 
 Tensor copy_::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
@@ -159,7 +159,7 @@ Tensor copy_::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& sr
     return op.redispatch(ks, self, src, non_blocking);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_15(k, op, ks, self, src, non_blocking);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Bool(k, op, ks, self, src, non_blocking);
 }
 
 // ===== dk::div.Scalar =====
@@ -174,7 +174,7 @@ Tensor div_Scalar::call(const Tensor& self, const Scalar& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_12(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
 }
 
 Tensor div_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
@@ -183,7 +183,7 @@ Tensor div_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_12(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
 }
 
 // ===== dk::empty_like =====
@@ -198,7 +198,7 @@ Tensor empty_like::call(const Tensor& self, std::optional<ScalarType> dtype, std
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 Tensor empty_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
@@ -207,7 +207,7 @@ Tensor empty_like::redispatch(DispatchKeySet ks, const Tensor& self, std::option
     return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_37(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 // ===== dk::exp =====
@@ -222,7 +222,7 @@ Tensor exp::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor exp::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -231,7 +231,7 @@ Tensor exp::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::fill_.Scalar =====
@@ -246,7 +246,7 @@ Tensor fill__Scalar::call(const Tensor& self, const Scalar& value) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_12(k, op, ks, self, value);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, value);
 }
 
 Tensor fill__Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
@@ -255,7 +255,7 @@ Tensor fill__Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Sca
     return op.redispatch(ks, self, value);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_12(k, op, ks, self, value);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, value);
 }
 
 // ===== dk::flatten.using_ints =====
@@ -270,7 +270,7 @@ Tensor flatten_using_ints::call(const Tensor& self, int64_t start_dim, int64_t e
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_30(k, op, ks, self, start_dim, end_dim);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, start_dim, end_dim);
 }
 
 Tensor flatten_using_ints::redispatch(DispatchKeySet ks, const Tensor& self, int64_t start_dim, int64_t end_dim) {
@@ -279,7 +279,7 @@ Tensor flatten_using_ints::redispatch(DispatchKeySet ks, const Tensor& self, int
     return op.redispatch(ks, self, start_dim, end_dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_30(k, op, ks, self, start_dim, end_dim);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, start_dim, end_dim);
 }
 
 // ===== dk::gelu =====
@@ -294,7 +294,7 @@ Tensor gelu::call(const Tensor& self, std::string_view approximate) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_39(k, op, ks, self, approximate);
+  return boxing::invoke_sig_Tensor__Tensor_Str(k, op, ks, self, approximate);
 }
 
 Tensor gelu::redispatch(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
@@ -303,7 +303,7 @@ Tensor gelu::redispatch(DispatchKeySet ks, const Tensor& self, std::string_view 
     return op.redispatch(ks, self, approximate);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_39(k, op, ks, self, approximate);
+  return boxing::invoke_sig_Tensor__Tensor_Str(k, op, ks, self, approximate);
 }
 
 // ===== dk::gt.Tensor =====
@@ -318,7 +318,7 @@ Tensor gt_Tensor::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor gt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -327,7 +327,7 @@ Tensor gt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::max.dim =====
@@ -342,7 +342,7 @@ std::tuple<Tensor, Tensor> max_dim::call(const Tensor& self, int64_t dim, bool k
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_40(k, op, ks, self, dim, keepdim);
+  return boxing::invoke_sig_Tup2TensorTensor__Tensor_Int_Bool(k, op, ks, self, dim, keepdim);
 }
 
 std::tuple<Tensor, Tensor> max_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
@@ -351,7 +351,7 @@ std::tuple<Tensor, Tensor> max_dim::redispatch(DispatchKeySet ks, const Tensor& 
     return op.redispatch(ks, self, dim, keepdim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_40(k, op, ks, self, dim, keepdim);
+  return boxing::invoke_sig_Tup2TensorTensor__Tensor_Int_Bool(k, op, ks, self, dim, keepdim);
 }
 
 // ===== dk::mm.out =====
@@ -366,7 +366,7 @@ Tensor mm_out::call(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_18(k, op, ks, self, mat2, out);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, self, mat2, out);
 }
 
 Tensor mm_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
@@ -375,7 +375,7 @@ Tensor mm_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& m
     return op.redispatch(ks, self, mat2, out);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_18(k, op, ks, self, mat2, out);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, self, mat2, out);
 }
 
 // ===== dk::mul.Scalar =====
@@ -390,7 +390,7 @@ Tensor mul_Scalar::call(const Tensor& self, const Scalar& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_12(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
 }
 
 Tensor mul_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
@@ -399,7 +399,7 @@ Tensor mul_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_12(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
 }
 
 // ===== dk::mul_.Tensor =====
@@ -414,7 +414,7 @@ Tensor mul__Tensor::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor mul__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -423,7 +423,7 @@ Tensor mul__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tens
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::randn.generator =====
@@ -438,7 +438,7 @@ Tensor randn_generator::call(IntArrayRef size, std::optional<Generator> generato
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_3(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
 Tensor randn_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -447,7 +447,7 @@ Tensor randn_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::opt
     return op.redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_3(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
 // ===== dk::reshape =====
@@ -462,7 +462,7 @@ Tensor reshape::call(const Tensor& self, IntArrayRef shape) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_8(k, op, ks, self, shape);
+  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, shape);
 }
 
 Tensor reshape::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef shape) {
@@ -471,7 +471,7 @@ Tensor reshape::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef sh
     return op.redispatch(ks, self, shape);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_8(k, op, ks, self, shape);
+  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, shape);
 }
 
 // ===== dk::select.int =====
@@ -486,7 +486,7 @@ Tensor select_int::call(const Tensor& self, int64_t dim, int64_t index) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_30(k, op, ks, self, dim, index);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, dim, index);
 }
 
 Tensor select_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
@@ -495,7 +495,7 @@ Tensor select_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim
     return op.redispatch(ks, self, dim, index);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_30(k, op, ks, self, dim, index);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, dim, index);
 }
 
 // ===== dk::softmax.int =====
@@ -510,7 +510,7 @@ Tensor softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarTy
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_31(k, op, ks, self, dim, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, self, dim, dtype);
 }
 
 Tensor softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
@@ -519,7 +519,7 @@ Tensor softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t di
     return op.redispatch(ks, self, dim, dtype);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_31(k, op, ks, self, dim, dtype);
+  return boxing::invoke_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, self, dim, dtype);
 }
 
 // ===== dk::split.Tensor =====
@@ -534,7 +534,7 @@ std::vector<Tensor> split_Tensor::call(const Tensor& self, int64_t split_size, i
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_42(k, op, ks, self, split_size, dim);
+  return boxing::invoke_sig_TensorVec__Tensor_Int_Int(k, op, ks, self, split_size, dim);
 }
 
 std::vector<Tensor> split_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t split_size, int64_t dim) {
@@ -543,7 +543,7 @@ std::vector<Tensor> split_Tensor::redispatch(DispatchKeySet ks, const Tensor& se
     return op.redispatch(ks, self, split_size, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_42(k, op, ks, self, split_size, dim);
+  return boxing::invoke_sig_TensorVec__Tensor_Int_Int(k, op, ks, self, split_size, dim);
 }
 
 // ===== dk::sub.Tensor =====
@@ -558,7 +558,7 @@ Tensor sub_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
 }
 
 Tensor sub_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
@@ -567,7 +567,7 @@ Tensor sub_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
 }
 
 // ===== dk::unbind.int =====
@@ -582,7 +582,7 @@ std::vector<Tensor> unbind_int::call(const Tensor& self, int64_t dim) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_41(k, op, ks, self, dim);
+  return boxing::invoke_sig_TensorVec__Tensor_Int(k, op, ks, self, dim);
 }
 
 std::vector<Tensor> unbind_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
@@ -591,7 +591,7 @@ std::vector<Tensor> unbind_int::redispatch(DispatchKeySet ks, const Tensor& self
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_41(k, op, ks, self, dim);
+  return boxing::invoke_sig_TensorVec__Tensor_Int(k, op, ks, self, dim);
 }
 
 // ===== dk::unsqueeze =====
@@ -606,7 +606,7 @@ Tensor unsqueeze::call(const Tensor& self, int64_t dim) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_28(k, op, ks, self, dim);
+  return boxing::invoke_sig_Tensor__Tensor_Int(k, op, ks, self, dim);
 }
 
 Tensor unsqueeze::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
@@ -615,7 +615,7 @@ Tensor unsqueeze::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim)
     return op.redispatch(ks, self, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_28(k, op, ks, self, dim);
+  return boxing::invoke_sig_Tensor__Tensor_Int(k, op, ks, self, dim);
 }
 
 // ===== dk::where.self =====
@@ -630,7 +630,7 @@ Tensor where_self::call(const Tensor& condition, const Tensor& self, const Tenso
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_18(k, op, ks, condition, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, condition, self, other);
 }
 
 Tensor where_self::redispatch(DispatchKeySet ks, const Tensor& condition, const Tensor& self, const Tensor& other) {
@@ -639,7 +639,7 @@ Tensor where_self::redispatch(DispatchKeySet ks, const Tensor& condition, const 
     return op.redispatch(ks, condition, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_18(k, op, ks, condition, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, condition, self, other);
 }
 
 }  // namespace dk::ops

@@ -30,7 +30,7 @@ Tensor _softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_29(k, op, ks, self, dim, half_to_float);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Bool(k, op, ks, self, dim, half_to_float);
 }
 
 Tensor _softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool half_to_float) {
@@ -39,7 +39,7 @@ Tensor _softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, 
     return op.redispatch(ks, self, dim, half_to_float);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_29(k, op, ks, self, dim, half_to_float);
+  return boxing::invoke_sig_Tensor__Tensor_Int_Bool(k, op, ks, self, dim, half_to_float);
 }
 
 // ===== dk::abs =====
@@ -54,7 +54,7 @@ Tensor abs::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor abs::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -63,7 +63,7 @@ Tensor abs::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::add.Scalar =====
@@ -78,7 +78,7 @@ Tensor add_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& a
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_13(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, self, other, alpha);
 }
 
 Tensor add_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
@@ -87,7 +87,7 @@ Tensor add_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_13(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, self, other, alpha);
 }
 
 // ===== dk::add_.Tensor =====
@@ -102,7 +102,7 @@ Tensor add__Tensor::call(const Tensor& self, const Tensor& other, const Scalar& 
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
 }
 
 Tensor add__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
@@ -111,7 +111,7 @@ Tensor add__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tens
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_16(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
 }
 
 // ===== dk::arange.start_step =====
@@ -126,7 +126,7 @@ Tensor arange_start_step::call(const Scalar& start, const Scalar& end, const Sca
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_6(k, op, ks, start, end, step, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, start, end, step, dtype, layout, device, pin_memory);
 }
 
 Tensor arange_start_step::redispatch(DispatchKeySet ks, const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -135,7 +135,7 @@ Tensor arange_start_step::redispatch(DispatchKeySet ks, const Scalar& start, con
     return op.redispatch(ks, start, end, step, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_6(k, op, ks, start, end, step, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, start, end, step, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::clamp =====
@@ -150,7 +150,7 @@ Tensor clamp::call(const Tensor& self, const std::optional<Scalar>& min, const s
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_26(k, op, ks, self, min, max);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalar_OptScalar(k, op, ks, self, min, max);
 }
 
 Tensor clamp::redispatch(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
@@ -159,7 +159,7 @@ Tensor clamp::redispatch(DispatchKeySet ks, const Tensor& self, const std::optio
     return op.redispatch(ks, self, min, max);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_26(k, op, ks, self, min, max);
+  return boxing::invoke_sig_Tensor__Tensor_OptScalar_OptScalar(k, op, ks, self, min, max);
 }
 
 // ===== dk::contiguous =====
@@ -174,7 +174,7 @@ Tensor contiguous::call(const Tensor& self, MemoryFormat memory_format) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_10(k, op, ks, self, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_MemoryFormat(k, op, ks, self, memory_format);
 }
 
 Tensor contiguous::redispatch(DispatchKeySet ks, const Tensor& self, MemoryFormat memory_format) {
@@ -183,7 +183,7 @@ Tensor contiguous::redispatch(DispatchKeySet ks, const Tensor& self, MemoryForma
     return op.redispatch(ks, self, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_10(k, op, ks, self, memory_format);
+  return boxing::invoke_sig_Tensor__Tensor_MemoryFormat(k, op, ks, self, memory_format);
 }
 
 // ===== dk::cross_entropy_loss =====
@@ -199,7 +199,7 @@ Tensor cross_entropy_loss::call(const Tensor& self, const Tensor& target, const 
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_22(k, op, ks, self, target, weight, reduction, ignore_index, label_smoothing);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(k, op, ks, self, target, weight, reduction, ignore_index, label_smoothing);
 }
 
 Tensor cross_entropy_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
@@ -208,7 +208,7 @@ Tensor cross_entropy_loss::redispatch(DispatchKeySet ks, const Tensor& self, con
     return op.redispatch(ks, self, target, weight, reduction, ignore_index, label_smoothing);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_22(k, op, ks, self, target, weight, reduction, ignore_index, label_smoothing);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(k, op, ks, self, target, weight, reduction, ignore_index, label_smoothing);
 }
 
 // ===== dk::div.Tensor =====
@@ -223,7 +223,7 @@ Tensor div_Tensor::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor div_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -232,7 +232,7 @@ Tensor div_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::dropout =====
@@ -247,7 +247,7 @@ Tensor dropout::call(const Tensor& input, double p, bool train) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_27(k, op, ks, input, p, train);
+  return boxing::invoke_sig_Tensor__Tensor_Double_Bool(k, op, ks, input, p, train);
 }
 
 Tensor dropout::redispatch(DispatchKeySet ks, const Tensor& input, double p, bool train) {
@@ -256,7 +256,7 @@ Tensor dropout::redispatch(DispatchKeySet ks, const Tensor& input, double p, boo
     return op.redispatch(ks, input, p, train);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_27(k, op, ks, input, p, train);
+  return boxing::invoke_sig_Tensor__Tensor_Double_Bool(k, op, ks, input, p, train);
 }
 
 // ===== dk::empty.memory_format =====
@@ -271,7 +271,7 @@ Tensor empty_memory_format::call(IntArrayRef size, std::optional<ScalarType> dty
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_5(k, op, ks, size, dtype, layout, device, pin_memory, memory_format);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, size, dtype, layout, device, pin_memory, memory_format);
 }
 
 Tensor empty_memory_format::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
@@ -280,7 +280,7 @@ Tensor empty_memory_format::redispatch(DispatchKeySet ks, IntArrayRef size, std:
     return op.redispatch(ks, size, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_5(k, op, ks, size, dtype, layout, device, pin_memory, memory_format);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, size, dtype, layout, device, pin_memory, memory_format);
 }
 
 // ===== dk::full =====
@@ -295,7 +295,7 @@ Tensor full::call(IntArrayRef size, const Scalar& fill_value, std::optional<Scal
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_2(k, op, ks, size, fill_value, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, fill_value, dtype, layout, device, pin_memory);
 }
 
 Tensor full::redispatch(DispatchKeySet ks, IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -304,7 +304,7 @@ Tensor full::redispatch(DispatchKeySet ks, IntArrayRef size, const Scalar& fill_
     return op.redispatch(ks, size, fill_value, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_2(k, op, ks, size, fill_value, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, fill_value, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::lt.Tensor =====
@@ -319,7 +319,7 @@ Tensor lt_Tensor::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor lt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -328,7 +328,7 @@ Tensor lt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::minimum =====
@@ -343,7 +343,7 @@ Tensor minimum::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor minimum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -352,7 +352,7 @@ Tensor minimum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::mm =====
@@ -367,7 +367,7 @@ Tensor mm::call(const Tensor& self, const Tensor& mat2) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, mat2);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, mat2);
 }
 
 Tensor mm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
@@ -376,7 +376,7 @@ Tensor mm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2)
     return op.redispatch(ks, self, mat2);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, mat2);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, mat2);
 }
 
 // ===== dk::mse_loss =====
@@ -391,7 +391,7 @@ Tensor mse_loss::call(const Tensor& self, const Tensor& target, int64_t reductio
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_23(k, op, ks, self, target, reduction);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Int(k, op, ks, self, target, reduction);
 }
 
 Tensor mse_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, int64_t reduction) {
@@ -400,7 +400,7 @@ Tensor mse_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor&
     return op.redispatch(ks, self, target, reduction);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_23(k, op, ks, self, target, reduction);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Int(k, op, ks, self, target, reduction);
 }
 
 // ===== dk::mul.Tensor =====
@@ -415,7 +415,7 @@ Tensor mul_Tensor::call(const Tensor& self, const Tensor& other) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 Tensor mul_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
@@ -424,7 +424,7 @@ Tensor mul_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
     return op.redispatch(ks, self, other);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_14(k, op, ks, self, other);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
 }
 
 // ===== dk::nll_loss =====
@@ -440,7 +440,7 @@ Tensor nll_loss::call(const Tensor& self, const Tensor& target, const std::optio
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_21(k, op, ks, self, target, weight, reduction, ignore_index);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(k, op, ks, self, target, weight, reduction, ignore_index);
 }
 
 Tensor nll_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
@@ -449,7 +449,7 @@ Tensor nll_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor&
     return op.redispatch(ks, self, target, weight, reduction, ignore_index);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_21(k, op, ks, self, target, weight, reduction, ignore_index);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(k, op, ks, self, target, weight, reduction, ignore_index);
 }
 
 // ===== dk::rand =====
@@ -464,7 +464,7 @@ Tensor rand::call(IntArrayRef size, std::optional<ScalarType> dtype, std::option
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 Tensor rand::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -473,7 +473,7 @@ Tensor rand::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scala
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::randn =====
@@ -488,7 +488,7 @@ Tensor randn::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 Tensor randn::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -497,7 +497,7 @@ Tensor randn::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scal
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::relu =====
@@ -512,7 +512,7 @@ Tensor relu::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor relu::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -521,7 +521,7 @@ Tensor relu::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::rsqrt =====
@@ -536,7 +536,7 @@ Tensor rsqrt::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor rsqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -545,7 +545,7 @@ Tensor rsqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::sin =====
@@ -560,7 +560,7 @@ Tensor sin::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor sin::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -569,7 +569,7 @@ Tensor sin::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::sqrt =====
@@ -584,7 +584,7 @@ Tensor sqrt::call(const Tensor& self) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 Tensor sqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
@@ -593,7 +593,7 @@ Tensor sqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
     return op.redispatch(ks, self);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_7(k, op, ks, self);
+  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
 }
 
 // ===== dk::stack =====
@@ -609,7 +609,7 @@ Tensor stack::call(ArrayRef<Tensor> tensors, int64_t dim) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_1(k, op, ks, tensors, dim);
+  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
 }
 
 Tensor stack::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
@@ -618,7 +618,7 @@ Tensor stack::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t di
     return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_1(k, op, ks, tensors, dim);
+  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
 }
 
 // ===== dk::sub.Scalar =====
@@ -633,7 +633,7 @@ Tensor sub_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& a
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_13(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, self, other, alpha);
 }
 
 Tensor sub_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
@@ -642,7 +642,7 @@ Tensor sub_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scala
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_13(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, self, other, alpha);
 }
 
 // ===== dk::zeros =====
@@ -657,7 +657,7 @@ Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -666,7 +666,7 @@ Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scal
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_4(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 }  // namespace dk::ops

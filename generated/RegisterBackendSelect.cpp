@@ -71,15 +71,15 @@ Tensor backend_select_zeros(IntArrayRef size, std::optional<ScalarType> dtype, s
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, BackendSelect, m) {
-  /* 0 */ m.impl("arange.start_step", boxing::kernelFor<ops::arange_start_step>(boxing::make_kernel_sig_6<&backend_select_arange_start_step>(), "backend_select_arange_start_step"));  // arange.start_step @ BackendSelect
-  /* 1 */ m.impl("empty.memory_format", boxing::kernelFor<ops::empty_memory_format>(boxing::make_kernel_sig_5<&backend_select_empty_memory_format>(), "backend_select_empty_memory_format"));  // empty.memory_format @ BackendSelect
-  /* 2 */ m.impl("full", boxing::kernelFor<ops::full>(boxing::make_kernel_sig_2<&backend_select_full>(), "backend_select_full"));  // full @ BackendSelect
-  /* 3 */ m.impl("ones", boxing::kernelFor<ops::ones>(boxing::make_kernel_sig_4<&backend_select_ones>(), "backend_select_ones"));  // ones @ BackendSelect
-  /* 4 */ m.impl("rand", boxing::kernelFor<ops::rand>(boxing::make_kernel_sig_4<&backend_select_rand>(), "backend_select_rand"));  // rand @ BackendSelect
-  /* 5 */ m.impl("rand.generator", boxing::kernelFor<ops::rand_generator>(boxing::make_kernel_sig_3<&backend_select_rand_generator>(), "backend_select_rand_generator"));  // rand.generator @ BackendSelect
-  /* 6 */ m.impl("randn", boxing::kernelFor<ops::randn>(boxing::make_kernel_sig_4<&backend_select_randn>(), "backend_select_randn"));  // randn @ BackendSelect
-  /* 7 */ m.impl("randn.generator", boxing::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_3<&backend_select_randn_generator>(), "backend_select_randn_generator"));  // randn.generator @ BackendSelect
-  /* 8 */ m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_4<&backend_select_zeros>(), "backend_select_zeros"));  // zeros @ BackendSelect
+  m.impl("arange.start_step", boxing::kernelFor<ops::arange_start_step>(boxing::make_kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_arange_start_step>(), "backend_select_arange_start_step"));  // arange.start_step @ BackendSelect
+  m.impl("empty.memory_format", boxing::kernelFor<ops::empty_memory_format>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat<&backend_select_empty_memory_format>(), "backend_select_empty_memory_format"));  // empty.memory_format @ BackendSelect
+  m.impl("full", boxing::kernelFor<ops::full>(boxing::make_kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_full>(), "backend_select_full"));  // full @ BackendSelect
+  m.impl("ones", boxing::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_ones>(), "backend_select_ones"));  // ones @ BackendSelect
+  m.impl("rand", boxing::kernelFor<ops::rand>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_rand>(), "backend_select_rand"));  // rand @ BackendSelect
+  m.impl("rand.generator", boxing::kernelFor<ops::rand_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_rand_generator>(), "backend_select_rand_generator"));  // rand.generator @ BackendSelect
+  m.impl("randn", boxing::kernelFor<ops::randn>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_randn>(), "backend_select_randn"));  // randn @ BackendSelect
+  m.impl("randn.generator", boxing::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_randn_generator>(), "backend_select_randn_generator"));  // randn.generator @ BackendSelect
+  m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_zeros>(), "backend_select_zeros"));  // zeros @ BackendSelect
 }
 
 }  // namespace dk

@@ -5,93 +5,93 @@
 #include "dk/dispatch/library.h"
 
 DK_LIBRARY(dk, m) {
-  /* 0 */ m.def("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor");  // dk::_log_softmax
-  /* 1 */ m.def("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor");  // dk::_softmax
-  /* 2 */ m.def("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor");  // dk::_to_copy
-  /* 3 */ m.def("abs(Tensor self) -> Tensor");  // dk::abs
-  /* 4 */ m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");  // dk::add.Scalar
-  /* 5 */ m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
-  /* 6 */ m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");  // dk::add.out
-  /* 7 */ m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");  // dk::add_.Tensor
-  /* 8 */ m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");  // dk::addmm
-  /* 9 */ m.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::arange.start_step
-  /* 10 */ m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");  // dk::argmax
-  /* 11 */ m.def("bmm(Tensor self, Tensor mat2) -> Tensor");  // dk::bmm
-  /* 12 */ m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");  // dk::cat
-  /* 13 */ m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");  // dk::clamp
-  /* 14 */ m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor");  // dk::clone
-  /* 15 */ m.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)");  // dk::contiguous
-  /* 16 */ m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");  // dk::copy_
-  /* 17 */ m.def("cos(Tensor self) -> Tensor");  // dk::cos
-  /* 18 */ m.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor");  // dk::cross_entropy_loss
-  /* 19 */ m.def("div.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::div.Scalar
-  /* 20 */ m.def("div.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::div.Tensor
-  /* 21 */ m.def("dropout(Tensor input, float p, bool train) -> Tensor");  // dk::dropout
-  /* 22 */ m.def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor");  // dk::embedding
-  /* 23 */ m.def("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::empty.memory_format
-  /* 24 */ m.def("empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::empty_like
-  /* 25 */ m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::eq.Scalar
-  /* 26 */ m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::eq.Tensor
-  /* 27 */ m.def("exp(Tensor self) -> Tensor");  // dk::exp
-  /* 28 */ m.def("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)");  // dk::expand
-  /* 29 */ m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");  // dk::fill_.Scalar
-  /* 30 */ m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)");  // dk::flatten.using_ints
-  /* 31 */ m.def("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::full
-  /* 32 */ m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");  // dk::gelu
-  /* 33 */ m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor");  // dk::gelu_backward
-  /* 34 */ m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::gt.Tensor
-  /* 35 */ m.def("item(Tensor self) -> Scalar");  // dk::item
-  /* 36 */ m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // dk::linear
-  /* 37 */ m.def("log(Tensor self) -> Tensor");  // dk::log
-  /* 38 */ m.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");  // dk::log_softmax.int
-  /* 39 */ m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::lt.Tensor
-  /* 40 */ m.def("matmul(Tensor self, Tensor other) -> Tensor");  // dk::matmul
-  /* 41 */ m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");  // dk::max.dim
-  /* 42 */ m.def("maximum(Tensor self, Tensor other) -> Tensor");  // dk::maximum
-  /* 43 */ m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");  // dk::mean.dim
-  /* 44 */ m.def("minimum(Tensor self, Tensor other) -> Tensor");  // dk::minimum
-  /* 45 */ m.def("mm(Tensor self, Tensor mat2) -> Tensor");  // dk::mm
-  /* 46 */ m.def("mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)");  // dk::mm.out
-  /* 47 */ m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor");  // dk::mse_loss
-  /* 48 */ m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::mul.Scalar
-  /* 49 */ m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::mul.Tensor
-  /* 50 */ m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");  // dk::mul_.Tensor
-  /* 51 */ m.def("neg(Tensor self) -> Tensor");  // dk::neg
-  /* 52 */ m.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor");  // dk::nll_loss
-  /* 53 */ m.def("ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::ones
-  /* 54 */ m.def("ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::ones_like
-  /* 55 */ m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");  // dk::permute
-  /* 56 */ m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor");  // dk::pow.Tensor_Scalar
-  /* 57 */ m.def("rand(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::rand
-  /* 58 */ m.def("rand.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::rand.generator
-  /* 59 */ m.def("randn(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::randn
-  /* 60 */ m.def("randn.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::randn.generator
-  /* 61 */ m.def("relu(Tensor self) -> Tensor");  // dk::relu
-  /* 62 */ m.def("relu_(Tensor(a!) self) -> Tensor(a!)");  // dk::relu_
-  /* 63 */ m.def("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)");  // dk::reshape
-  /* 64 */ m.def("rsqrt(Tensor self) -> Tensor");  // dk::rsqrt
-  /* 65 */ m.def("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)");  // dk::select.int
-  /* 66 */ m.def("sigmoid(Tensor self) -> Tensor");  // dk::sigmoid
-  /* 67 */ m.def("sin(Tensor self) -> Tensor");  // dk::sin
-  /* 68 */ m.def("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)");  // dk::slice.Tensor
-  /* 69 */ m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");  // dk::softmax.int
-  /* 70 */ m.def("split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]");  // dk::split.Tensor
-  /* 71 */ m.def("sqrt(Tensor self) -> Tensor");  // dk::sqrt
-  /* 72 */ m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)");  // dk::squeeze.dim
-  /* 73 */ m.def("stack(Tensor[] tensors, int dim=0) -> Tensor");  // dk::stack
-  /* 74 */ m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");  // dk::sub.Scalar
-  /* 75 */ m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::sub.Tensor
-  /* 76 */ m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");  // dk::sum
-  /* 77 */ m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");  // dk::sum.dim_IntList
-  /* 78 */ m.def("t(Tensor(a) self) -> Tensor(a)");  // dk::t
-  /* 79 */ m.def("tanh(Tensor self) -> Tensor");  // dk::tanh
-  /* 80 */ m.def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)");  // dk::to.dtype
-  /* 81 */ m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");  // dk::transpose.int
-  /* 82 */ m.def("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]");  // dk::unbind.int
-  /* 83 */ m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");  // dk::unsqueeze
-  /* 84 */ m.def("view(Tensor(a) self, SymInt[] size) -> Tensor(a)");  // dk::view
-  /* 85 */ m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");  // dk::where.self
-  /* 86 */ m.def("zero_(Tensor(a!) self) -> Tensor(a!)");  // dk::zero_
-  /* 87 */ m.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::zeros
-  /* 88 */ m.def("zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::zeros_like
+  m.def("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor");  // dk::_log_softmax
+  m.def("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor");  // dk::_softmax
+  m.def("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor");  // dk::_to_copy
+  m.def("abs(Tensor self) -> Tensor");  // dk::abs
+  m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");  // dk::add.Scalar
+  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
+  m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");  // dk::add.out
+  m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");  // dk::add_.Tensor
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");  // dk::addmm
+  m.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::arange.start_step
+  m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");  // dk::argmax
+  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");  // dk::bmm
+  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");  // dk::cat
+  m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");  // dk::clamp
+  m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor");  // dk::clone
+  m.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)");  // dk::contiguous
+  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");  // dk::copy_
+  m.def("cos(Tensor self) -> Tensor");  // dk::cos
+  m.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor");  // dk::cross_entropy_loss
+  m.def("div.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::div.Scalar
+  m.def("div.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::div.Tensor
+  m.def("dropout(Tensor input, float p, bool train) -> Tensor");  // dk::dropout
+  m.def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor");  // dk::embedding
+  m.def("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::empty.memory_format
+  m.def("empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::empty_like
+  m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::eq.Scalar
+  m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::eq.Tensor
+  m.def("exp(Tensor self) -> Tensor");  // dk::exp
+  m.def("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)");  // dk::expand
+  m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");  // dk::fill_.Scalar
+  m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)");  // dk::flatten.using_ints
+  m.def("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::full
+  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");  // dk::gelu
+  m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor");  // dk::gelu_backward
+  m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::gt.Tensor
+  m.def("item(Tensor self) -> Scalar");  // dk::item
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // dk::linear
+  m.def("log(Tensor self) -> Tensor");  // dk::log
+  m.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");  // dk::log_softmax.int
+  m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::lt.Tensor
+  m.def("matmul(Tensor self, Tensor other) -> Tensor");  // dk::matmul
+  m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");  // dk::max.dim
+  m.def("maximum(Tensor self, Tensor other) -> Tensor");  // dk::maximum
+  m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");  // dk::mean.dim
+  m.def("minimum(Tensor self, Tensor other) -> Tensor");  // dk::minimum
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor");  // dk::mm
+  m.def("mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)");  // dk::mm.out
+  m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor");  // dk::mse_loss
+  m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::mul.Scalar
+  m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::mul.Tensor
+  m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");  // dk::mul_.Tensor
+  m.def("neg(Tensor self) -> Tensor");  // dk::neg
+  m.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor");  // dk::nll_loss
+  m.def("ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::ones
+  m.def("ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::ones_like
+  m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");  // dk::permute
+  m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor");  // dk::pow.Tensor_Scalar
+  m.def("rand(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::rand
+  m.def("rand.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::rand.generator
+  m.def("randn(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::randn
+  m.def("randn.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::randn.generator
+  m.def("relu(Tensor self) -> Tensor");  // dk::relu
+  m.def("relu_(Tensor(a!) self) -> Tensor(a!)");  // dk::relu_
+  m.def("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)");  // dk::reshape
+  m.def("rsqrt(Tensor self) -> Tensor");  // dk::rsqrt
+  m.def("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)");  // dk::select.int
+  m.def("sigmoid(Tensor self) -> Tensor");  // dk::sigmoid
+  m.def("sin(Tensor self) -> Tensor");  // dk::sin
+  m.def("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)");  // dk::slice.Tensor
+  m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");  // dk::softmax.int
+  m.def("split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]");  // dk::split.Tensor
+  m.def("sqrt(Tensor self) -> Tensor");  // dk::sqrt
+  m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)");  // dk::squeeze.dim
+  m.def("stack(Tensor[] tensors, int dim=0) -> Tensor");  // dk::stack
+  m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");  // dk::sub.Scalar
+  m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::sub.Tensor
+  m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");  // dk::sum
+  m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");  // dk::sum.dim_IntList
+  m.def("t(Tensor(a) self) -> Tensor(a)");  // dk::t
+  m.def("tanh(Tensor self) -> Tensor");  // dk::tanh
+  m.def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)");  // dk::to.dtype
+  m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");  // dk::transpose.int
+  m.def("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]");  // dk::unbind.int
+  m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");  // dk::unsqueeze
+  m.def("view(Tensor(a) self, SymInt[] size) -> Tensor(a)");  // dk::view
+  m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");  // dk::where.self
+  m.def("zero_(Tensor(a!) self) -> Tensor(a!)");  // dk::zero_
+  m.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::zeros
+  m.def("zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::zeros_like
 }

@@ -29,7 +29,7 @@ unsupported -> IValue); several -> std::tuple of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from codegen.errors import GenError
 from codegen.model import (
@@ -248,6 +248,63 @@ class Binding:
         return f"{self.type.text} {self.name}"
 
 
+# Note [Signature ids]
+# Each distinct C++ signature gets boxing adapters named after it: the id spells the types
+# (``sig_Tensor__Tensor_Scalar`` for ``Tensor(const Tensor&, const Scalar&)``), so it depends on
+# the signature alone and adding an operator never renames another operator's adapters.
+# Const references are the default and leave no mark; a mutable reference adds ``Mut``,
+# std::optional ``Opt``, ArrayRef ``List``, std::vector ``Vec``, a tuple ``TupN``.
+_ID_WORDS = {"int64_t": "Int", "double": "Double", "bool": "Bool", "std::string_view": "Str",
+             "IntArrayRef": "IntList", "void": "Void"}
+
+
+def _type_id(text: str) -> str:
+    text = text.strip()
+    if text.startswith("const ") and text.endswith("&"):
+        return _type_id(text[len("const "):-1])
+    if text.endswith("&"):
+        return "Mut" + _type_id(text[:-1])
+    if text in _ID_WORDS:
+        return _ID_WORDS[text]
+    if "<" in text and text.endswith(">"):
+        outer, inner = text[:-1].split("<", 1)
+        parts = _split_template_arguments(inner)
+        ids = [_type_id(p) for p in parts]
+        outer = outer.strip()
+        if outer == "std::optional":
+            return "Opt" + ids[0]
+        if outer == "ArrayRef":
+            return ids[0] + "List"
+        if outer == "std::vector":
+            return ids[0] + "Vec"
+        if outer == "std::tuple":
+            return f"Tup{len(ids)}" + "".join(ids)
+        raise GenError(f"internal error: no signature id for the C++ type '{text}'")
+    word = text.split("::")[-1]
+    if not word.isidentifier() or "_" in word:
+        raise GenError(f"internal error: no signature id for the C++ type '{text}'")
+    return word
+
+
+def _split_template_arguments(text: str) -> List[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def signature_id(returns: str, parameter_types: Sequence[str]) -> str:
+    """The adapters' name for a C++ signature (Note [Signature ids])."""
+    return f"sig_{_type_id(returns)}__" + ("_".join(_type_id(t) for t in parameter_types) or "Void")
+
+
 @dataclass(frozen=True)
 class DispatcherSignature:
     """An operator's unboxed signature: ``R(A0, A1, ...)`` with named parameters."""
@@ -261,6 +318,11 @@ class DispatcherSignature:
         """The C++ function type, e.g. ``Tensor(const Tensor&, const Scalar&)``: what
         distinct boxing adapters are keyed by."""
         return f"{self.returns}({', '.join(b.type.text for b in self.bindings)})"
+
+    @property
+    def id(self) -> str:
+        """``sig_Tensor__Tensor_Scalar``: the name of this signature's adapters (Note [Signature ids])."""
+        return signature_id(self.returns, [b.type.text for b in self.bindings])
 
     def params(self) -> str:
         """``const Tensor& self, const Scalar& other``"""

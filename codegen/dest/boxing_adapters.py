@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List
 
 from codegen.api import boxed
-from codegen.dest.common import GenContext, Signature, chunks, render, shard_name
+from codegen.dest.common import GenContext, Signature, render, shard_by_hash, shard_name
 
 DEFAULT_SHARDS = 1
 
@@ -76,9 +76,7 @@ def emit(ctx: GenContext, files, shards: int = DEFAULT_SHARDS) -> None:
                    push_return_lines=push_return_lines, push_argument_lines=push_argument_lines,
                    pop_return_expr=pop_return_expr)
     files.write(ctx.header("BoxingAdapters.h"), render(ctx, "BoxingAdapters.h.j2", signatures=ctx.signatures))
-    size = max(1, -(-len(ctx.signatures) // shards))
-    runs = chunks(ctx.signatures, size)
-    runs += [[] for _ in range(shards - len(runs))]  # the file list depends on the shard count only
-    for index, sigs in enumerate(runs):
+    # By a stable hash of the signature id: a new signature moves no other one.
+    for index, sigs in enumerate(shard_by_hash(ctx.signatures, lambda sig: sig.id, shards)):
         files.write(shard_name("BoxingAdapters", index, shards, "cpp"),
                     render(ctx, "BoxingAdapters.cpp.j2", signatures=sigs, shard=index, shards=shards, **helpers))

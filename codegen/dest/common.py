@@ -2,8 +2,8 @@
 shards and the distinct C++ signatures.
 
 ``GenContext.build(native_functions, ...)`` sorts the operators by name, computes each
-one's dispatcher signature and bitmap once, and numbers the distinct signatures
-(``sig_0``, ``sig_1``, ... in sorted order of their text). Emitters read the context
+one's dispatcher signature and bitmap once, and names the distinct signatures by their types
+(``sig_Tensor__Tensor_Scalar``: Note [Signature ids] in codegen/api/dispatcher.py). Emitters read the context
 and render templates; they never look at YAML.
 """
 
@@ -34,7 +34,7 @@ class Operator:
     namespace: str               # "dk"
     struct: str                  # "add_Tensor"
     sig: DispatcherSignature
-    sig_id: str                  # "sig_3"
+    sig_id: str                  # "sig_Tensor__Tensor_Scalar"
 
     @property
     def name(self) -> str:
@@ -80,7 +80,7 @@ class Operator:
 class Signature:
     """One distinct C++ signature and the adapters generated for it."""
 
-    id: str                      # "sig_3"
+    id: str                      # "sig_Tensor__Tensor_Scalar"
     sig: DispatcherSignature     # of the first operator that has it (names unused)
     users: Tuple[str, ...]       # the operators with it, "add.Tensor"
 
@@ -146,10 +146,13 @@ class GenContext:
         for nf in nfs:
             by_text.setdefault(sigs[nf].canonical, []).append(nf)
         signatures = tuple(
-            Signature(f"sig_{i}", sigs[users[0]], tuple(str(nf.func.name) for nf in users))
-            for i, (_, users) in enumerate(sorted(by_text.items()))
+            Signature(sigs[users[0]].id, sigs[users[0]], tuple(str(nf.func.name) for nf in users))
+            for _, users in sorted(by_text.items())
         )
         sig_ids = {s.canonical: s.id for s in signatures}
+        if len(set(sig_ids.values())) != len(sig_ids):
+            raise GenError("internal error: two C++ signatures got the same id (Note [Signature ids] in "
+                           "codegen/api/dispatcher.py): " + ", ".join(sorted(sig_ids)))
         operators = tuple(
             Operator(nf, namespace, dispatcher.struct_name(nf.func.name), sigs[nf], sig_ids[sigs[nf].canonical])
             for nf in nfs
@@ -210,13 +213,6 @@ def shard_by_hash(items: Sequence, key, shards: int) -> List[List]:
     for item in items:
         out[stable_shard(key(item), shards)].append(item)
     return out
-
-
-def chunks(items: Sequence, size: int) -> List[List]:
-    """``items`` in consecutive runs of at most ``size`` (at least one, maybe empty, run)."""
-    if not items:
-        return [[]]
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 
 def shard_name(base: str, index: int, count: int, ext: str) -> str:

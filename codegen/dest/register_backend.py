@@ -6,9 +6,10 @@ Each registration goes through a generated wrapper ``wrapper_<Key>_<op>`` that c
 every tensor argument is on one device (backend keys only, unless the entry says
 ``device_check: NoCheck``), sets the CUDA device guard (CUDA keys, under
 ``DK_WITH_CUDA``, unless ``device_guard: False``), and calls the kernel. The wrapper is
-registered with the boxing adapters of its signature (``make_kernel_sig_<n>``). A key
+registered with the boxing adapters of its signature (``make_kernel_sig_<types>``). A key
 with more than ``MAX_OPERATORS_PER_FILE`` operators is split into ``Register<Key>_<i>.cpp``
-files of consecutive operators.
+files, a power of two of them; each operator's file is chosen by a stable hash of its name, so
+adding an operator moves no other one (until the count of files doubles).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 from codegen.api import native
 from codegen.api.native import NativeKernel
-from codegen.dest.common import GenContext, Operator, chunks, forward_all, render
+from codegen.dest.common import GenContext, Operator, forward_all, render, shard_by_hash
 from codegen.model import DispatchKey
 
 MAX_OPERATORS_PER_FILE = 50
@@ -95,7 +96,9 @@ def native_kernels(regs: Dict[DispatchKey, List[Registration]]) -> List[Tuple[Na
 
 
 def register_file_names(key: DispatchKey, count: int) -> List[str]:
-    runs = max(1, -(-count // MAX_OPERATORS_PER_FILE))
+    runs = 1
+    while runs * MAX_OPERATORS_PER_FILE < count:
+        runs *= 2
     base = f"Register{key.name}"
     return [f"{base}.cpp"] if runs == 1 else [f"{base}_{i}.cpp" for i in range(runs)]
 
@@ -109,9 +112,9 @@ def emit(ctx: GenContext, files) -> None:
     files.write(ctx.header("DeviceCheck.h"), render(ctx, "DeviceCheck.h.j2"))
     for key, rows in regs.items():
         names = register_file_names(key, len(rows))
-        for index, (name, run) in enumerate(zip(names, chunks(rows, MAX_OPERATORS_PER_FILE))):
+        runs = shard_by_hash(rows, lambda reg: reg.op.qualified, len(names))
+        for index, (name, run) in enumerate(zip(names, runs)):
             files.write(name, render(
                 ctx, "RegisterKey.cpp.j2", key=key.name, registrations=run, part=index, parts=len(names),
                 checks_devices=key in _DEVICE_KEYS, guards_cuda=key in _CUDA_KEYS,
-                first=index * MAX_OPERATORS_PER_FILE,
             ))

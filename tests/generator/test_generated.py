@@ -97,7 +97,7 @@ struct add_out {
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out);
 };
 """)
-        self.assertFragment("dk/generated/Operators.h", "    /* 3 */ {linear::name, linear::overload_name, "
+        self.assertFragment("dk/generated/Operators.h", "    {linear::name, linear::overload_name, "
                                                         "linear::schema_str, linear::dispatch_bitmap},  // linear\n")
 
     def test_call_reads_exactly_the_dispatch_arguments(self):
@@ -110,7 +110,7 @@ struct add_out {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_4(k, op, ks, input, weight, bias);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, input, weight, bias);
 """, shard)
         shard = next(text for name, text in self.outputs.items() if "Tensor zeros::call(" in text)
         self.assertIn("  // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).\n"
@@ -139,7 +139,7 @@ inline Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const {
     def test_schema_registration(self):
         self.assertFragment("RegisterSchema.cpp", """\
 DK_LIBRARY(dk, m) {
-  /* 0 */ m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
+  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
 """)
 
     def test_backend_wrapper(self):
@@ -156,7 +156,7 @@ Tensor wrapper_CUDA_add_out(const Tensor& self, const Tensor& other, const Scala
   return native::add_out_cuda(self, other, alpha, out);
 }
 """)
-        self.assertFragment("RegisterCPU.cpp", '  /* 2 */ m.impl("cat", boxing::kernelFor<ops::cat>(boxing::make_kernel_sig_0'
+        self.assertFragment("RegisterCPU.cpp", '  m.impl("cat", boxing::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int'
                                                '<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu\n')
         self.assertNotIn("detail::DeviceCheck", self.outputs["RegisterCompositeImplicitAutograd.cpp"])
 
@@ -170,8 +170,8 @@ Tensor backend_select_zeros(IntArrayRef size, std::optional<ScalarType> dtype, s
 
     def test_boxing_adapters(self):
         self.assertFragment("BoxingAdapters.cpp", """\
-// ===== sig_2: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
-void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
+void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -179,12 +179,12 @@ void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_2*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 """)
-        self.assertFragment("dk/generated/BoxingAdapters.h", "// ===== sig_2: Tensor(const Tensor&, const Tensor&, "
+        self.assertFragment("dk/generated/BoxingAdapters.h", "// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, "
                                                              "const Scalar&) =====\n// Used by add.Tensor.\n")
 
     def test_native_functions(self):
@@ -198,7 +198,7 @@ void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
         self.assertEqual(add, {
             "backend_select": False,
             "cpp_signature": "Tensor(const Tensor&, const Tensor&, const Scalar&)",
-            "cpp_signature_id": "sig_2",
+            "cpp_signature_id": "sig_Tensor__Tensor_Tensor_Scalar",
             "dispatch": {"CPU": "add_cpu", "CUDA": "add_cuda", "Meta": "add_meta"},
             "dispatch_bitmap": 6,
             "dispatch_bitmap_literal": "0b110",

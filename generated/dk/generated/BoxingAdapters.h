@@ -2,8 +2,9 @@
 // (template codegen/templates/BoxingAdapters.h.j2). Do not edit: change the YAML or the generator.
 //
 // Note [Generated boxing adapters]
-// One set of adapters per distinct C++ signature (not per operator), named sig_<n> in the
-// sorted order of the signature's text:
+// One set of adapters per distinct C++ signature (not per operator), named after its types
+// (sig_Tensor__Tensor_Scalar for Tensor(const Tensor&, const Scalar&): Note [Signature ids] in
+// codegen/api/dispatcher.py), written sig_n below:
 //   Kernel_sig_n              the functor of a kernel made here: the C++ function it calls;
 //   boxed_sig_n               the boxed entry: unbox the arguments from the top of the stack,
 //                             call, drop the arguments, push the returns;
@@ -48,1208 +49,1208 @@ CppFunction kernelFor(KernelFunction kernel, const char* debug) {
       .debug(debug);
 }
 
-// ===== sig_0: Scalar(const Tensor&) =====
+// ===== sig_Scalar__Tensor: Scalar(const Tensor&) =====
 // Used by item.
-struct Kernel_sig_0 final : OperatorKernel {
+struct Kernel_sig_Scalar__Tensor final : OperatorKernel {
   using Fn = Scalar(const Tensor&);
-  explicit Kernel_sig_0(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Scalar__Tensor(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_0(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Scalar call_boxed_sig_0(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0);
-Scalar unboxed_sig_0(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0);
+void boxed_sig_Scalar__Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Scalar call_boxed_sig_Scalar__Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0);
+Scalar unboxed_sig_Scalar__Tensor(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0);
 
-inline Scalar invoke_sig_0(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0) {
+inline Scalar invoke_sig_Scalar__Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Scalar(OperatorKernel*, DispatchKeySet, const Tensor&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0);
   }
-  return call_boxed_sig_0(k, op, ks, a0);
+  return call_boxed_sig_Scalar__Tensor(k, op, ks, a0);
 }
 
-template <Kernel_sig_0::Fn* fn>
-KernelFunction make_kernel_sig_0() {
-  static Kernel_sig_0 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_0);
+template <Kernel_sig_Scalar__Tensor::Fn* fn>
+KernelFunction make_kernel_sig_Scalar__Tensor() {
+  static Kernel_sig_Scalar__Tensor functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Scalar__Tensor);
 }
 
-KernelFunction make_kernel_sig_0(Kernel_sig_0::Fn* fn);
+KernelFunction make_kernel_sig_Scalar__Tensor(Kernel_sig_Scalar__Tensor::Fn* fn);
 
-// ===== sig_1: Tensor(ArrayRef<Tensor>, int64_t) =====
+// ===== sig_Tensor__TensorList_Int: Tensor(ArrayRef<Tensor>, int64_t) =====
 // Used by cat, stack.
-struct Kernel_sig_1 final : OperatorKernel {
+struct Kernel_sig_Tensor__TensorList_Int final : OperatorKernel {
   using Fn = Tensor(ArrayRef<Tensor>, int64_t);
-  explicit Kernel_sig_1(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__TensorList_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_1(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_1(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1);
-Tensor unboxed_sig_1(OperatorKernel* functor, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1);
+void boxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__TensorList_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1);
+Tensor unboxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1);
 
-inline Tensor invoke_sig_1(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
+inline Tensor invoke_sig_Tensor__TensorList_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, ArrayRef<Tensor>, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_1(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__TensorList_Int(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_1::Fn* fn>
-KernelFunction make_kernel_sig_1() {
-  static Kernel_sig_1 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_1);
+template <Kernel_sig_Tensor__TensorList_Int::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__TensorList_Int() {
+  static Kernel_sig_Tensor__TensorList_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__TensorList_Int);
 }
 
-KernelFunction make_kernel_sig_1(Kernel_sig_1::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__TensorList_Int(Kernel_sig_Tensor__TensorList_Int::Fn* fn);
 
-// ===== sig_2: Tensor(IntArrayRef, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+// ===== sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
 // Used by full.
-struct Kernel_sig_2 final : OperatorKernel {
+struct Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool final : OperatorKernel {
   using Fn = Tensor(IntArrayRef, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
-  explicit Kernel_sig_2(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_2(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5);
-Tensor unboxed_sig_2(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5);
+void boxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5);
+Tensor unboxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5);
 
-inline Tensor invoke_sig_2(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
+inline Tensor invoke_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, const Scalar& a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, IntArrayRef, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4, a5);
   }
-  return call_boxed_sig_2(k, op, ks, a0, a1, a2, a3, a4, a5);
+  return call_boxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, a0, a1, a2, a3, a4, a5);
 }
 
-template <Kernel_sig_2::Fn* fn>
-KernelFunction make_kernel_sig_2() {
-  static Kernel_sig_2 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_2);
+template <Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool() {
+  static Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool);
 }
 
-KernelFunction make_kernel_sig_2(Kernel_sig_2::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn);
 
-// ===== sig_3: Tensor(IntArrayRef, std::optional<Generator>, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+// ===== sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, std::optional<Generator>, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
 // Used by rand.generator, randn.generator.
-struct Kernel_sig_3 final : OperatorKernel {
+struct Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool final : OperatorKernel {
   using Fn = Tensor(IntArrayRef, std::optional<Generator>, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
-  explicit Kernel_sig_3(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_3(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_3(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5);
-Tensor unboxed_sig_3(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5);
+void boxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5);
+Tensor unboxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5);
 
-inline Tensor invoke_sig_3(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
+inline Tensor invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<Generator> a1, std::optional<ScalarType> a2, std::optional<Layout> a3, std::optional<Device> a4, std::optional<bool> a5) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, IntArrayRef, std::optional<Generator>, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, std::move(a1), a2, a3, a4, a5);
   }
-  return call_boxed_sig_3(k, op, ks, a0, std::move(a1), a2, a3, a4, a5);
+  return call_boxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, a0, std::move(a1), a2, a3, a4, a5);
 }
 
-template <Kernel_sig_3::Fn* fn>
-KernelFunction make_kernel_sig_3() {
-  static Kernel_sig_3 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_3);
+template <Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool() {
+  static Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool);
 }
 
-KernelFunction make_kernel_sig_3(Kernel_sig_3::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn);
 
-// ===== sig_4: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+// ===== sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
 // Used by ones, rand, randn, zeros.
-struct Kernel_sig_4 final : OperatorKernel {
+struct Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool final : OperatorKernel {
   using Fn = Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
-  explicit Kernel_sig_4(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_4(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_4(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4);
-Tensor unboxed_sig_4(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4);
+void boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4);
+Tensor unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4);
 
-inline Tensor invoke_sig_4(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
+inline Tensor invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4);
   }
-  return call_boxed_sig_4(k, op, ks, a0, a1, a2, a3, a4);
+  return call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, a0, a1, a2, a3, a4);
 }
 
-template <Kernel_sig_4::Fn* fn>
-KernelFunction make_kernel_sig_4() {
-  static Kernel_sig_4 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_4);
+template <Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool() {
+  static Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool);
 }
 
-KernelFunction make_kernel_sig_4(Kernel_sig_4::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn);
 
-// ===== sig_5: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>) =====
+// ===== sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>) =====
 // Used by empty.memory_format.
-struct Kernel_sig_5 final : OperatorKernel {
+struct Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat final : OperatorKernel {
   using Fn = Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>);
-  explicit Kernel_sig_5(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_5(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_5(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5);
-Tensor unboxed_sig_5(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5);
+void boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5);
+Tensor unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5);
 
-inline Tensor invoke_sig_5(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
+inline Tensor invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4, a5);
   }
-  return call_boxed_sig_5(k, op, ks, a0, a1, a2, a3, a4, a5);
+  return call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, a0, a1, a2, a3, a4, a5);
 }
 
-template <Kernel_sig_5::Fn* fn>
-KernelFunction make_kernel_sig_5() {
-  static Kernel_sig_5 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_5);
+template <Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat() {
+  static Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat);
 }
 
-KernelFunction make_kernel_sig_5(Kernel_sig_5::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat::Fn* fn);
 
-// ===== sig_6: Tensor(const Scalar&, const Scalar&, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+// ===== sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(const Scalar&, const Scalar&, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
 // Used by arange.start_step.
-struct Kernel_sig_6 final : OperatorKernel {
+struct Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool final : OperatorKernel {
   using Fn = Tensor(const Scalar&, const Scalar&, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
-  explicit Kernel_sig_6(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_6(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_6(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6);
-Tensor unboxed_sig_6(OperatorKernel* functor, DispatchKeySet ks, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6);
+void boxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6);
+Tensor unboxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet ks, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6);
 
-inline Tensor invoke_sig_6(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6) {
+inline Tensor invoke_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Scalar& a0, const Scalar& a1, const Scalar& a2, std::optional<ScalarType> a3, std::optional<Layout> a4, std::optional<Device> a5, std::optional<bool> a6) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Scalar&, const Scalar&, const Scalar&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4, a5, a6);
   }
-  return call_boxed_sig_6(k, op, ks, a0, a1, a2, a3, a4, a5, a6);
+  return call_boxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, a0, a1, a2, a3, a4, a5, a6);
 }
 
-template <Kernel_sig_6::Fn* fn>
-KernelFunction make_kernel_sig_6() {
-  static Kernel_sig_6 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_6);
+template <Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool() {
+  static Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool);
 }
 
-KernelFunction make_kernel_sig_6(Kernel_sig_6::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn);
 
-// ===== sig_7: Tensor(const Tensor&) =====
+// ===== sig_Tensor__Tensor: Tensor(const Tensor&) =====
 // Used by abs, cos, exp, log, neg, relu, relu_, rsqrt, sigmoid, sin, sqrt, t, tanh, zero_.
-struct Kernel_sig_7 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor final : OperatorKernel {
   using Fn = Tensor(const Tensor&);
-  explicit Kernel_sig_7(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_7(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_7(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0);
-Tensor unboxed_sig_7(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0);
+void boxed_sig_Tensor__Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0);
+Tensor unboxed_sig_Tensor__Tensor(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0);
 
-inline Tensor invoke_sig_7(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0) {
+inline Tensor invoke_sig_Tensor__Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0);
   }
-  return call_boxed_sig_7(k, op, ks, a0);
+  return call_boxed_sig_Tensor__Tensor(k, op, ks, a0);
 }
 
-template <Kernel_sig_7::Fn* fn>
-KernelFunction make_kernel_sig_7() {
-  static Kernel_sig_7 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_7);
+template <Kernel_sig_Tensor__Tensor::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor() {
+  static Kernel_sig_Tensor__Tensor functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor);
 }
 
-KernelFunction make_kernel_sig_7(Kernel_sig_7::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor(Kernel_sig_Tensor__Tensor::Fn* fn);
 
-// ===== sig_8: Tensor(const Tensor&, IntArrayRef) =====
+// ===== sig_Tensor__Tensor_IntList: Tensor(const Tensor&, IntArrayRef) =====
 // Used by permute, reshape, view.
-struct Kernel_sig_8 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_IntList final : OperatorKernel {
   using Fn = Tensor(const Tensor&, IntArrayRef);
-  explicit Kernel_sig_8(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_IntList(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_8(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_8(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1);
-Tensor unboxed_sig_8(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1);
+void boxed_sig_Tensor__Tensor_IntList(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_IntList(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1);
+Tensor unboxed_sig_Tensor__Tensor_IntList(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1);
 
-inline Tensor invoke_sig_8(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1) {
+inline Tensor invoke_sig_Tensor__Tensor_IntList(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, IntArrayRef);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_8(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__Tensor_IntList(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_8::Fn* fn>
-KernelFunction make_kernel_sig_8() {
-  static Kernel_sig_8 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_8);
+template <Kernel_sig_Tensor__Tensor_IntList::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_IntList() {
+  static Kernel_sig_Tensor__Tensor_IntList functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_IntList);
 }
 
-KernelFunction make_kernel_sig_8(Kernel_sig_8::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_IntList(Kernel_sig_Tensor__Tensor_IntList::Fn* fn);
 
-// ===== sig_9: Tensor(const Tensor&, IntArrayRef, bool) =====
+// ===== sig_Tensor__Tensor_IntList_Bool: Tensor(const Tensor&, IntArrayRef, bool) =====
 // Used by expand.
-struct Kernel_sig_9 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_IntList_Bool final : OperatorKernel {
   using Fn = Tensor(const Tensor&, IntArrayRef, bool);
-  explicit Kernel_sig_9(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_IntList_Bool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_9(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_9(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1, bool a2);
-Tensor unboxed_sig_9(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1, bool a2);
+void boxed_sig_Tensor__Tensor_IntList_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_IntList_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1, bool a2);
+Tensor unboxed_sig_Tensor__Tensor_IntList_Bool(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1, bool a2);
 
-inline Tensor invoke_sig_9(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1, bool a2) {
+inline Tensor invoke_sig_Tensor__Tensor_IntList_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, IntArrayRef a1, bool a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, IntArrayRef, bool);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_9(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_IntList_Bool(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_9::Fn* fn>
-KernelFunction make_kernel_sig_9() {
-  static Kernel_sig_9 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_9);
+template <Kernel_sig_Tensor__Tensor_IntList_Bool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_IntList_Bool() {
+  static Kernel_sig_Tensor__Tensor_IntList_Bool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_IntList_Bool);
 }
 
-KernelFunction make_kernel_sig_9(Kernel_sig_9::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_IntList_Bool(Kernel_sig_Tensor__Tensor_IntList_Bool::Fn* fn);
 
-// ===== sig_10: Tensor(const Tensor&, MemoryFormat) =====
+// ===== sig_Tensor__Tensor_MemoryFormat: Tensor(const Tensor&, MemoryFormat) =====
 // Used by contiguous.
-struct Kernel_sig_10 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_MemoryFormat final : OperatorKernel {
   using Fn = Tensor(const Tensor&, MemoryFormat);
-  explicit Kernel_sig_10(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_MemoryFormat(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_10(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_10(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, MemoryFormat a1);
-Tensor unboxed_sig_10(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, MemoryFormat a1);
+void boxed_sig_Tensor__Tensor_MemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_MemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, MemoryFormat a1);
+Tensor unboxed_sig_Tensor__Tensor_MemoryFormat(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, MemoryFormat a1);
 
-inline Tensor invoke_sig_10(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, MemoryFormat a1) {
+inline Tensor invoke_sig_Tensor__Tensor_MemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, MemoryFormat a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, MemoryFormat);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_10(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__Tensor_MemoryFormat(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_10::Fn* fn>
-KernelFunction make_kernel_sig_10() {
-  static Kernel_sig_10 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_10);
+template <Kernel_sig_Tensor__Tensor_MemoryFormat::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_MemoryFormat() {
+  static Kernel_sig_Tensor__Tensor_MemoryFormat functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_MemoryFormat);
 }
 
-KernelFunction make_kernel_sig_10(Kernel_sig_10::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_MemoryFormat(Kernel_sig_Tensor__Tensor_MemoryFormat::Fn* fn);
 
-// ===== sig_11: Tensor(const Tensor&, ScalarType, bool, bool, std::optional<MemoryFormat>) =====
+// ===== sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat: Tensor(const Tensor&, ScalarType, bool, bool, std::optional<MemoryFormat>) =====
 // Used by to.dtype.
-struct Kernel_sig_11 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat final : OperatorKernel {
   using Fn = Tensor(const Tensor&, ScalarType, bool, bool, std::optional<MemoryFormat>);
-  explicit Kernel_sig_11(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_11(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_11(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4);
-Tensor unboxed_sig_11(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4);
+void boxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4);
+Tensor unboxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4);
 
-inline Tensor invoke_sig_11(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4) {
+inline Tensor invoke_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, ScalarType a1, bool a2, bool a3, std::optional<MemoryFormat> a4) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, ScalarType, bool, bool, std::optional<MemoryFormat>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4);
   }
-  return call_boxed_sig_11(k, op, ks, a0, a1, a2, a3, a4);
+  return call_boxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(k, op, ks, a0, a1, a2, a3, a4);
 }
 
-template <Kernel_sig_11::Fn* fn>
-KernelFunction make_kernel_sig_11() {
-  static Kernel_sig_11 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_11);
+template <Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat() {
+  static Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat);
 }
 
-KernelFunction make_kernel_sig_11(Kernel_sig_11::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(Kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat::Fn* fn);
 
-// ===== sig_12: Tensor(const Tensor&, const Scalar&) =====
+// ===== sig_Tensor__Tensor_Scalar: Tensor(const Tensor&, const Scalar&) =====
 // Used by div.Scalar, eq.Scalar, fill_.Scalar, mul.Scalar, pow.Tensor_Scalar.
-struct Kernel_sig_12 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Scalar final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Scalar&);
-  explicit Kernel_sig_12(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Scalar(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_12(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_12(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1);
-Tensor unboxed_sig_12(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Scalar& a1);
+void boxed_sig_Tensor__Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1);
+Tensor unboxed_sig_Tensor__Tensor_Scalar(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Scalar& a1);
 
-inline Tensor invoke_sig_12(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1) {
+inline Tensor invoke_sig_Tensor__Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Scalar&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_12(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__Tensor_Scalar(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_12::Fn* fn>
-KernelFunction make_kernel_sig_12() {
-  static Kernel_sig_12 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_12);
+template <Kernel_sig_Tensor__Tensor_Scalar::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Scalar() {
+  static Kernel_sig_Tensor__Tensor_Scalar functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Scalar);
 }
 
-KernelFunction make_kernel_sig_12(Kernel_sig_12::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Scalar(Kernel_sig_Tensor__Tensor_Scalar::Fn* fn);
 
-// ===== sig_13: Tensor(const Tensor&, const Scalar&, const Scalar&) =====
+// ===== sig_Tensor__Tensor_Scalar_Scalar: Tensor(const Tensor&, const Scalar&, const Scalar&) =====
 // Used by add.Scalar, sub.Scalar.
-struct Kernel_sig_13 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Scalar_Scalar final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Scalar&, const Scalar&);
-  explicit Kernel_sig_13(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Scalar_Scalar(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_13(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_13(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1, const Scalar& a2);
-Tensor unboxed_sig_13(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Scalar& a1, const Scalar& a2);
+void boxed_sig_Tensor__Tensor_Scalar_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Scalar_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1, const Scalar& a2);
+Tensor unboxed_sig_Tensor__Tensor_Scalar_Scalar(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Scalar& a1, const Scalar& a2);
 
-inline Tensor invoke_sig_13(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1, const Scalar& a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Scalar_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Scalar& a1, const Scalar& a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Scalar&, const Scalar&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_13(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_13::Fn* fn>
-KernelFunction make_kernel_sig_13() {
-  static Kernel_sig_13 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_13);
+template <Kernel_sig_Tensor__Tensor_Scalar_Scalar::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Scalar_Scalar() {
+  static Kernel_sig_Tensor__Tensor_Scalar_Scalar functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Scalar_Scalar);
 }
 
-KernelFunction make_kernel_sig_13(Kernel_sig_13::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Scalar_Scalar(Kernel_sig_Tensor__Tensor_Scalar_Scalar::Fn* fn);
 
-// ===== sig_14: Tensor(const Tensor&, const Tensor&) =====
+// ===== sig_Tensor__Tensor_Tensor: Tensor(const Tensor&, const Tensor&) =====
 // Used by bmm, div.Tensor, eq.Tensor, gt.Tensor, lt.Tensor, matmul, maximum, minimum, mm, mul.Tensor, mul_.Tensor.
-struct Kernel_sig_14 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&);
-  explicit Kernel_sig_14(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_14(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_14(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1);
-Tensor unboxed_sig_14(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1);
+void boxed_sig_Tensor__Tensor_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1);
+Tensor unboxed_sig_Tensor__Tensor_Tensor(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1);
 
-inline Tensor invoke_sig_14(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_14(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__Tensor_Tensor(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_14::Fn* fn>
-KernelFunction make_kernel_sig_14() {
-  static Kernel_sig_14 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_14);
+template <Kernel_sig_Tensor__Tensor_Tensor::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor() {
+  static Kernel_sig_Tensor__Tensor_Tensor functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor);
 }
 
-KernelFunction make_kernel_sig_14(Kernel_sig_14::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor(Kernel_sig_Tensor__Tensor_Tensor::Fn* fn);
 
-// ===== sig_15: Tensor(const Tensor&, const Tensor&, bool) =====
+// ===== sig_Tensor__Tensor_Tensor_Bool: Tensor(const Tensor&, const Tensor&, bool) =====
 // Used by copy_.
-struct Kernel_sig_15 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Bool final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, bool);
-  explicit Kernel_sig_15(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Bool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_15(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_15(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, bool a2);
-Tensor unboxed_sig_15(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, bool a2);
+void boxed_sig_Tensor__Tensor_Tensor_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, bool a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Bool(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, bool a2);
 
-inline Tensor invoke_sig_15(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, bool a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, bool a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, bool);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_15(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Bool(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_15::Fn* fn>
-KernelFunction make_kernel_sig_15() {
-  static Kernel_sig_15 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_15);
+template <Kernel_sig_Tensor__Tensor_Tensor_Bool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Bool() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Bool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Bool);
 }
 
-KernelFunction make_kernel_sig_15(Kernel_sig_15::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Bool(Kernel_sig_Tensor__Tensor_Tensor_Bool::Fn* fn);
 
-// ===== sig_16: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
+// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
 // Used by add.Tensor, add_.Tensor, sub.Tensor.
-struct Kernel_sig_16 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Scalar final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const Scalar&);
-  explicit Kernel_sig_16(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Scalar(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_16(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_16(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2);
-Tensor unboxed_sig_16(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2);
+void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2);
 
-inline Tensor invoke_sig_16(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const Scalar&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_16(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_16::Fn* fn>
-KernelFunction make_kernel_sig_16() {
-  static Kernel_sig_16 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_16);
+template <Kernel_sig_Tensor__Tensor_Tensor_Scalar::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Scalar functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Scalar);
 }
 
-KernelFunction make_kernel_sig_16(Kernel_sig_16::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar(Kernel_sig_Tensor__Tensor_Tensor_Scalar::Fn* fn);
 
-// ===== sig_17: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
+// ===== sig_Tensor__Tensor_Tensor_Scalar_Tensor: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
 // Used by add.out.
-struct Kernel_sig_17 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&);
-  explicit Kernel_sig_17(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_17(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_17(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3);
-Tensor unboxed_sig_17(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3);
+void boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3);
 
-inline Tensor invoke_sig_17(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const Scalar&, const Tensor&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3);
   }
-  return call_boxed_sig_17(k, op, ks, a0, a1, a2, a3);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, a0, a1, a2, a3);
 }
 
-template <Kernel_sig_17::Fn* fn>
-KernelFunction make_kernel_sig_17() {
-  static Kernel_sig_17 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_17);
+template <Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor);
 }
 
-KernelFunction make_kernel_sig_17(Kernel_sig_17::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor(Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor::Fn* fn);
 
-// ===== sig_18: Tensor(const Tensor&, const Tensor&, const Tensor&) =====
+// ===== sig_Tensor__Tensor_Tensor_Tensor: Tensor(const Tensor&, const Tensor&, const Tensor&) =====
 // Used by mm.out, where.self.
-struct Kernel_sig_18 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Tensor final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const Tensor&);
-  explicit Kernel_sig_18(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Tensor(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_18(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_18(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2);
-Tensor unboxed_sig_18(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2);
+void boxed_sig_Tensor__Tensor_Tensor_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Tensor(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2);
 
-inline Tensor invoke_sig_18(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const Tensor&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_18(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_18::Fn* fn>
-KernelFunction make_kernel_sig_18() {
-  static Kernel_sig_18 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_18);
+template <Kernel_sig_Tensor__Tensor_Tensor_Tensor::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Tensor() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Tensor functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Tensor);
 }
 
-KernelFunction make_kernel_sig_18(Kernel_sig_18::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Tensor(Kernel_sig_Tensor__Tensor_Tensor_Tensor::Fn* fn);
 
-// ===== sig_19: Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&) =====
+// ===== sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar: Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&) =====
 // Used by addmm.
-struct Kernel_sig_19 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&);
-  explicit Kernel_sig_19(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_19(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_19(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4);
-Tensor unboxed_sig_19(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4);
+void boxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4);
 
-inline Tensor invoke_sig_19(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Tensor& a2, const Scalar& a3, const Scalar& a4) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4);
   }
-  return call_boxed_sig_19(k, op, ks, a0, a1, a2, a3, a4);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(k, op, ks, a0, a1, a2, a3, a4);
 }
 
-template <Kernel_sig_19::Fn* fn>
-KernelFunction make_kernel_sig_19() {
-  static Kernel_sig_19 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_19);
+template <Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar);
 }
 
-KernelFunction make_kernel_sig_19(Kernel_sig_19::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(Kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar::Fn* fn);
 
-// ===== sig_20: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
+// ===== sig_Tensor__Tensor_Tensor_OptTensor: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
 // Used by linear.
-struct Kernel_sig_20 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_OptTensor final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&);
-  explicit Kernel_sig_20(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_OptTensor(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_20(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_20(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2);
-Tensor unboxed_sig_20(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2);
+void boxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2);
 
-inline Tensor invoke_sig_20(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_OptTensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const std::optional<Tensor>&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_20(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_20::Fn* fn>
-KernelFunction make_kernel_sig_20() {
-  static Kernel_sig_20 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_20);
+template <Kernel_sig_Tensor__Tensor_Tensor_OptTensor::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor() {
+  static Kernel_sig_Tensor__Tensor_Tensor_OptTensor functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_OptTensor);
 }
 
-KernelFunction make_kernel_sig_20(Kernel_sig_20::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor(Kernel_sig_Tensor__Tensor_Tensor_OptTensor::Fn* fn);
 
-// ===== sig_21: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t) =====
+// ===== sig_Tensor__Tensor_Tensor_OptTensor_Int_Int: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t) =====
 // Used by nll_loss.
-struct Kernel_sig_21 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t);
-  explicit Kernel_sig_21(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_21(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_21(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4);
-Tensor unboxed_sig_21(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4);
+void boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4);
 
-inline Tensor invoke_sig_21(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4);
   }
-  return call_boxed_sig_21(k, op, ks, a0, a1, a2, a3, a4);
+  return call_boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(k, op, ks, a0, a1, a2, a3, a4);
 }
 
-template <Kernel_sig_21::Fn* fn>
-KernelFunction make_kernel_sig_21() {
-  static Kernel_sig_21 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_21);
+template <Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int() {
+  static Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int);
 }
 
-KernelFunction make_kernel_sig_21(Kernel_sig_21::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int::Fn* fn);
 
-// ===== sig_22: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t, double) =====
+// ===== sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t, double) =====
 // Used by cross_entropy_loss.
-struct Kernel_sig_22 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t, double);
-  explicit Kernel_sig_22(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_22(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_22(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5);
-Tensor unboxed_sig_22(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5);
+void boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5);
 
-inline Tensor invoke_sig_22(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2, int64_t a3, int64_t a4, double a5) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t, double);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4, a5);
   }
-  return call_boxed_sig_22(k, op, ks, a0, a1, a2, a3, a4, a5);
+  return call_boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(k, op, ks, a0, a1, a2, a3, a4, a5);
 }
 
-template <Kernel_sig_22::Fn* fn>
-KernelFunction make_kernel_sig_22() {
-  static Kernel_sig_22 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_22);
+template <Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double() {
+  static Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double);
 }
 
-KernelFunction make_kernel_sig_22(Kernel_sig_22::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(Kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double::Fn* fn);
 
-// ===== sig_23: Tensor(const Tensor&, const Tensor&, int64_t) =====
+// ===== sig_Tensor__Tensor_Tensor_Int: Tensor(const Tensor&, const Tensor&, int64_t) =====
 // Used by mse_loss.
-struct Kernel_sig_23 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Int final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, int64_t);
-  explicit Kernel_sig_23(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_23(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_23(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2);
-Tensor unboxed_sig_23(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2);
+void boxed_sig_Tensor__Tensor_Tensor_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Int(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2);
 
-inline Tensor invoke_sig_23(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_23(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Int(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_23::Fn* fn>
-KernelFunction make_kernel_sig_23() {
-  static Kernel_sig_23 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_23);
+template <Kernel_sig_Tensor__Tensor_Tensor_Int::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Int() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Int);
 }
 
-KernelFunction make_kernel_sig_23(Kernel_sig_23::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Int(Kernel_sig_Tensor__Tensor_Tensor_Int::Fn* fn);
 
-// ===== sig_24: Tensor(const Tensor&, const Tensor&, int64_t, bool, bool) =====
+// ===== sig_Tensor__Tensor_Tensor_Int_Bool_Bool: Tensor(const Tensor&, const Tensor&, int64_t, bool, bool) =====
 // Used by embedding.
-struct Kernel_sig_24 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, int64_t, bool, bool);
-  explicit Kernel_sig_24(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_24(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_24(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4);
-Tensor unboxed_sig_24(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4);
+void boxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4);
 
-inline Tensor invoke_sig_24(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, int64_t a2, bool a3, bool a4) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, int64_t, bool, bool);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4);
   }
-  return call_boxed_sig_24(k, op, ks, a0, a1, a2, a3, a4);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(k, op, ks, a0, a1, a2, a3, a4);
 }
 
-template <Kernel_sig_24::Fn* fn>
-KernelFunction make_kernel_sig_24() {
-  static Kernel_sig_24 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_24);
+template <Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Int_Bool_Bool);
 }
 
-KernelFunction make_kernel_sig_24(Kernel_sig_24::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(Kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool::Fn* fn);
 
-// ===== sig_25: Tensor(const Tensor&, const Tensor&, std::string_view) =====
+// ===== sig_Tensor__Tensor_Tensor_Str: Tensor(const Tensor&, const Tensor&, std::string_view) =====
 // Used by gelu_backward.
-struct Kernel_sig_25 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Str final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, std::string_view);
-  explicit Kernel_sig_25(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Str(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_25(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_25(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, std::string_view a2);
-Tensor unboxed_sig_25(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, std::string_view a2);
+void boxed_sig_Tensor__Tensor_Tensor_Str(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Str(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, std::string_view a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Str(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, std::string_view a2);
 
-inline Tensor invoke_sig_25(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, std::string_view a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Str(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, std::string_view a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, std::string_view);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_25(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Str(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_25::Fn* fn>
-KernelFunction make_kernel_sig_25() {
-  static Kernel_sig_25 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_25);
+template <Kernel_sig_Tensor__Tensor_Tensor_Str::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Str() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Str functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Str);
 }
 
-KernelFunction make_kernel_sig_25(Kernel_sig_25::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Str(Kernel_sig_Tensor__Tensor_Tensor_Str::Fn* fn);
 
-// ===== sig_26: Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&) =====
+// ===== sig_Tensor__Tensor_OptScalar_OptScalar: Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&) =====
 // Used by clamp.
-struct Kernel_sig_26 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_OptScalar_OptScalar final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&);
-  explicit Kernel_sig_26(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_OptScalar_OptScalar(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_26(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_26(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2);
-Tensor unboxed_sig_26(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2);
+void boxed_sig_Tensor__Tensor_OptScalar_OptScalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_OptScalar_OptScalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2);
+Tensor unboxed_sig_Tensor__Tensor_OptScalar_OptScalar(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2);
 
-inline Tensor invoke_sig_26(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2) {
+inline Tensor invoke_sig_Tensor__Tensor_OptScalar_OptScalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const std::optional<Scalar>& a1, const std::optional<Scalar>& a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_26(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_OptScalar_OptScalar(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_26::Fn* fn>
-KernelFunction make_kernel_sig_26() {
-  static Kernel_sig_26 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_26);
+template <Kernel_sig_Tensor__Tensor_OptScalar_OptScalar::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalar_OptScalar() {
+  static Kernel_sig_Tensor__Tensor_OptScalar_OptScalar functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_OptScalar_OptScalar);
 }
 
-KernelFunction make_kernel_sig_26(Kernel_sig_26::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalar_OptScalar(Kernel_sig_Tensor__Tensor_OptScalar_OptScalar::Fn* fn);
 
-// ===== sig_27: Tensor(const Tensor&, double, bool) =====
+// ===== sig_Tensor__Tensor_Double_Bool: Tensor(const Tensor&, double, bool) =====
 // Used by dropout.
-struct Kernel_sig_27 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Double_Bool final : OperatorKernel {
   using Fn = Tensor(const Tensor&, double, bool);
-  explicit Kernel_sig_27(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Double_Bool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_27(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_27(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, double a1, bool a2);
-Tensor unboxed_sig_27(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, double a1, bool a2);
+void boxed_sig_Tensor__Tensor_Double_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Double_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, double a1, bool a2);
+Tensor unboxed_sig_Tensor__Tensor_Double_Bool(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, double a1, bool a2);
 
-inline Tensor invoke_sig_27(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, double a1, bool a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Double_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, double a1, bool a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, double, bool);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_27(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Double_Bool(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_27::Fn* fn>
-KernelFunction make_kernel_sig_27() {
-  static Kernel_sig_27 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_27);
+template <Kernel_sig_Tensor__Tensor_Double_Bool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Double_Bool() {
+  static Kernel_sig_Tensor__Tensor_Double_Bool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Double_Bool);
 }
 
-KernelFunction make_kernel_sig_27(Kernel_sig_27::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Double_Bool(Kernel_sig_Tensor__Tensor_Double_Bool::Fn* fn);
 
-// ===== sig_28: Tensor(const Tensor&, int64_t) =====
+// ===== sig_Tensor__Tensor_Int: Tensor(const Tensor&, int64_t) =====
 // Used by squeeze.dim, unsqueeze.
-struct Kernel_sig_28 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Int final : OperatorKernel {
   using Fn = Tensor(const Tensor&, int64_t);
-  explicit Kernel_sig_28(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_28(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_28(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1);
-Tensor unboxed_sig_28(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1);
+void boxed_sig_Tensor__Tensor_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1);
+Tensor unboxed_sig_Tensor__Tensor_Int(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1);
 
-inline Tensor invoke_sig_28(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1) {
+inline Tensor invoke_sig_Tensor__Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_28(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__Tensor_Int(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_28::Fn* fn>
-KernelFunction make_kernel_sig_28() {
-  static Kernel_sig_28 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_28);
+template <Kernel_sig_Tensor__Tensor_Int::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Int() {
+  static Kernel_sig_Tensor__Tensor_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Int);
 }
 
-KernelFunction make_kernel_sig_28(Kernel_sig_28::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int(Kernel_sig_Tensor__Tensor_Int::Fn* fn);
 
-// ===== sig_29: Tensor(const Tensor&, int64_t, bool) =====
+// ===== sig_Tensor__Tensor_Int_Bool: Tensor(const Tensor&, int64_t, bool) =====
 // Used by _log_softmax, _softmax.
-struct Kernel_sig_29 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Int_Bool final : OperatorKernel {
   using Fn = Tensor(const Tensor&, int64_t, bool);
-  explicit Kernel_sig_29(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Int_Bool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_29(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_29(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2);
-Tensor unboxed_sig_29(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2);
+void boxed_sig_Tensor__Tensor_Int_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Int_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2);
+Tensor unboxed_sig_Tensor__Tensor_Int_Bool(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2);
 
-inline Tensor invoke_sig_29(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Int_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, int64_t, bool);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_29(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Int_Bool(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_29::Fn* fn>
-KernelFunction make_kernel_sig_29() {
-  static Kernel_sig_29 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_29);
+template <Kernel_sig_Tensor__Tensor_Int_Bool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_Bool() {
+  static Kernel_sig_Tensor__Tensor_Int_Bool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Int_Bool);
 }
 
-KernelFunction make_kernel_sig_29(Kernel_sig_29::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_Bool(Kernel_sig_Tensor__Tensor_Int_Bool::Fn* fn);
 
-// ===== sig_30: Tensor(const Tensor&, int64_t, int64_t) =====
+// ===== sig_Tensor__Tensor_Int_Int: Tensor(const Tensor&, int64_t, int64_t) =====
 // Used by flatten.using_ints, select.int, transpose.int.
-struct Kernel_sig_30 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Int_Int final : OperatorKernel {
   using Fn = Tensor(const Tensor&, int64_t, int64_t);
-  explicit Kernel_sig_30(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Int_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_30(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_30(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2);
-Tensor unboxed_sig_30(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2);
+void boxed_sig_Tensor__Tensor_Int_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2);
+Tensor unboxed_sig_Tensor__Tensor_Int_Int(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2);
 
-inline Tensor invoke_sig_30(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, int64_t, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_30(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Int_Int(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_30::Fn* fn>
-KernelFunction make_kernel_sig_30() {
-  static Kernel_sig_30 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_30);
+template <Kernel_sig_Tensor__Tensor_Int_Int::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_Int() {
+  static Kernel_sig_Tensor__Tensor_Int_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Int_Int);
 }
 
-KernelFunction make_kernel_sig_30(Kernel_sig_30::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_Int(Kernel_sig_Tensor__Tensor_Int_Int::Fn* fn);
 
-// ===== sig_31: Tensor(const Tensor&, int64_t, std::optional<ScalarType>) =====
+// ===== sig_Tensor__Tensor_Int_OptScalarType: Tensor(const Tensor&, int64_t, std::optional<ScalarType>) =====
 // Used by log_softmax.int, softmax.int.
-struct Kernel_sig_31 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Int_OptScalarType final : OperatorKernel {
   using Fn = Tensor(const Tensor&, int64_t, std::optional<ScalarType>);
-  explicit Kernel_sig_31(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Int_OptScalarType(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_31(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_31(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2);
-Tensor unboxed_sig_31(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2);
+void boxed_sig_Tensor__Tensor_Int_OptScalarType(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Int_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2);
+Tensor unboxed_sig_Tensor__Tensor_Int_OptScalarType(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2);
 
-inline Tensor invoke_sig_31(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Int_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<ScalarType> a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, int64_t, std::optional<ScalarType>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_31(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_31::Fn* fn>
-KernelFunction make_kernel_sig_31() {
-  static Kernel_sig_31 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_31);
+template <Kernel_sig_Tensor__Tensor_Int_OptScalarType::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_OptScalarType() {
+  static Kernel_sig_Tensor__Tensor_Int_OptScalarType functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Int_OptScalarType);
 }
 
-KernelFunction make_kernel_sig_31(Kernel_sig_31::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_OptScalarType(Kernel_sig_Tensor__Tensor_Int_OptScalarType::Fn* fn);
 
-// ===== sig_32: Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t) =====
+// ===== sig_Tensor__Tensor_Int_OptInt_OptInt_Int: Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t) =====
 // Used by slice.Tensor.
-struct Kernel_sig_32 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int final : OperatorKernel {
   using Fn = Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t);
-  explicit Kernel_sig_32(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_32(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_32(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4);
-Tensor unboxed_sig_32(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4);
+void boxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4);
+Tensor unboxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4);
 
-inline Tensor invoke_sig_32(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4) {
+inline Tensor invoke_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, std::optional<int64_t> a2, std::optional<int64_t> a3, int64_t a4) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4);
   }
-  return call_boxed_sig_32(k, op, ks, a0, a1, a2, a3, a4);
+  return call_boxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(k, op, ks, a0, a1, a2, a3, a4);
 }
 
-template <Kernel_sig_32::Fn* fn>
-KernelFunction make_kernel_sig_32() {
-  static Kernel_sig_32 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_32);
+template <Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int() {
+  static Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Int_OptInt_OptInt_Int);
 }
 
-KernelFunction make_kernel_sig_32(Kernel_sig_32::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(Kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int::Fn* fn);
 
-// ===== sig_33: Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>) =====
+// ===== sig_Tensor__Tensor_OptIntList_Bool_OptScalarType: Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>) =====
 // Used by mean.dim, sum.dim_IntList.
-struct Kernel_sig_33 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType final : OperatorKernel {
   using Fn = Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>);
-  explicit Kernel_sig_33(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_33(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_33(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3);
-Tensor unboxed_sig_33(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3);
+void boxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3);
+Tensor unboxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3);
 
-inline Tensor invoke_sig_33(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3) {
+inline Tensor invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<IntArrayRef> a1, bool a2, std::optional<ScalarType> a3) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3);
   }
-  return call_boxed_sig_33(k, op, ks, a0, a1, a2, a3);
+  return call_boxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, a0, a1, a2, a3);
 }
 
-template <Kernel_sig_33::Fn* fn>
-KernelFunction make_kernel_sig_33() {
-  static Kernel_sig_33 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_33);
+template <Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType() {
+  static Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType);
 }
 
-KernelFunction make_kernel_sig_33(Kernel_sig_33::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(Kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType::Fn* fn);
 
-// ===== sig_34: Tensor(const Tensor&, std::optional<MemoryFormat>) =====
+// ===== sig_Tensor__Tensor_OptMemoryFormat: Tensor(const Tensor&, std::optional<MemoryFormat>) =====
 // Used by clone.
-struct Kernel_sig_34 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_OptMemoryFormat final : OperatorKernel {
   using Fn = Tensor(const Tensor&, std::optional<MemoryFormat>);
-  explicit Kernel_sig_34(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_OptMemoryFormat(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_34(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_34(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<MemoryFormat> a1);
-Tensor unboxed_sig_34(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<MemoryFormat> a1);
+void boxed_sig_Tensor__Tensor_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<MemoryFormat> a1);
+Tensor unboxed_sig_Tensor__Tensor_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<MemoryFormat> a1);
 
-inline Tensor invoke_sig_34(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<MemoryFormat> a1) {
+inline Tensor invoke_sig_Tensor__Tensor_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<MemoryFormat> a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, std::optional<MemoryFormat>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_34(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__Tensor_OptMemoryFormat(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_34::Fn* fn>
-KernelFunction make_kernel_sig_34() {
-  static Kernel_sig_34 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_34);
+template <Kernel_sig_Tensor__Tensor_OptMemoryFormat::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_OptMemoryFormat() {
+  static Kernel_sig_Tensor__Tensor_OptMemoryFormat functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_OptMemoryFormat);
 }
 
-KernelFunction make_kernel_sig_34(Kernel_sig_34::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptMemoryFormat(Kernel_sig_Tensor__Tensor_OptMemoryFormat::Fn* fn);
 
-// ===== sig_35: Tensor(const Tensor&, std::optional<ScalarType>) =====
+// ===== sig_Tensor__Tensor_OptScalarType: Tensor(const Tensor&, std::optional<ScalarType>) =====
 // Used by sum.
-struct Kernel_sig_35 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_OptScalarType final : OperatorKernel {
   using Fn = Tensor(const Tensor&, std::optional<ScalarType>);
-  explicit Kernel_sig_35(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_OptScalarType(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_35(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_35(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1);
-Tensor unboxed_sig_35(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1);
+void boxed_sig_Tensor__Tensor_OptScalarType(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1);
+Tensor unboxed_sig_Tensor__Tensor_OptScalarType(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1);
 
-inline Tensor invoke_sig_35(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1) {
+inline Tensor invoke_sig_Tensor__Tensor_OptScalarType(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, std::optional<ScalarType>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_35(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__Tensor_OptScalarType(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_35::Fn* fn>
-KernelFunction make_kernel_sig_35() {
-  static Kernel_sig_35 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_35);
+template <Kernel_sig_Tensor__Tensor_OptScalarType::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType() {
+  static Kernel_sig_Tensor__Tensor_OptScalarType functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_OptScalarType);
 }
 
-KernelFunction make_kernel_sig_35(Kernel_sig_35::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType(Kernel_sig_Tensor__Tensor_OptScalarType::Fn* fn);
 
-// ===== sig_36: Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, bool, std::optional<MemoryFormat>) =====
+// ===== sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat: Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, bool, std::optional<MemoryFormat>) =====
 // Used by _to_copy.
-struct Kernel_sig_36 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat final : OperatorKernel {
   using Fn = Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, bool, std::optional<MemoryFormat>);
-  explicit Kernel_sig_36(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_36(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_36(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6);
-Tensor unboxed_sig_36(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6);
+void boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6);
+Tensor unboxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6);
 
-inline Tensor invoke_sig_36(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6) {
+inline Tensor invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, bool a5, std::optional<MemoryFormat> a6) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, bool, std::optional<MemoryFormat>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4, a5, a6);
   }
-  return call_boxed_sig_36(k, op, ks, a0, a1, a2, a3, a4, a5, a6);
+  return call_boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(k, op, ks, a0, a1, a2, a3, a4, a5, a6);
 }
 
-template <Kernel_sig_36::Fn* fn>
-KernelFunction make_kernel_sig_36() {
-  static Kernel_sig_36 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_36);
+template <Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat() {
+  static Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat);
 }
 
-KernelFunction make_kernel_sig_36(Kernel_sig_36::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat::Fn* fn);
 
-// ===== sig_37: Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>) =====
+// ===== sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat: Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>) =====
 // Used by empty_like, ones_like, zeros_like.
-struct Kernel_sig_37 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat final : OperatorKernel {
   using Fn = Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>);
-  explicit Kernel_sig_37(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_37(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_37(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5);
-Tensor unboxed_sig_37(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5);
+void boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5);
+Tensor unboxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5);
 
-inline Tensor invoke_sig_37(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
+inline Tensor invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4, std::optional<MemoryFormat> a5) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4, a5);
   }
-  return call_boxed_sig_37(k, op, ks, a0, a1, a2, a3, a4, a5);
+  return call_boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, a0, a1, a2, a3, a4, a5);
 }
 
-template <Kernel_sig_37::Fn* fn>
-KernelFunction make_kernel_sig_37() {
-  static Kernel_sig_37 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_37);
+template <Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat() {
+  static Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat);
 }
 
-KernelFunction make_kernel_sig_37(Kernel_sig_37::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(Kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat::Fn* fn);
 
-// ===== sig_38: Tensor(const Tensor&, std::optional<int64_t>, bool) =====
+// ===== sig_Tensor__Tensor_OptInt_Bool: Tensor(const Tensor&, std::optional<int64_t>, bool) =====
 // Used by argmax.
-struct Kernel_sig_38 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_OptInt_Bool final : OperatorKernel {
   using Fn = Tensor(const Tensor&, std::optional<int64_t>, bool);
-  explicit Kernel_sig_38(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_OptInt_Bool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_38(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_38(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<int64_t> a1, bool a2);
-Tensor unboxed_sig_38(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<int64_t> a1, bool a2);
+void boxed_sig_Tensor__Tensor_OptInt_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_OptInt_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<int64_t> a1, bool a2);
+Tensor unboxed_sig_Tensor__Tensor_OptInt_Bool(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::optional<int64_t> a1, bool a2);
 
-inline Tensor invoke_sig_38(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<int64_t> a1, bool a2) {
+inline Tensor invoke_sig_Tensor__Tensor_OptInt_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::optional<int64_t> a1, bool a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, std::optional<int64_t>, bool);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_38(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_OptInt_Bool(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_38::Fn* fn>
-KernelFunction make_kernel_sig_38() {
-  static Kernel_sig_38 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_38);
+template <Kernel_sig_Tensor__Tensor_OptInt_Bool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_OptInt_Bool() {
+  static Kernel_sig_Tensor__Tensor_OptInt_Bool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_OptInt_Bool);
 }
 
-KernelFunction make_kernel_sig_38(Kernel_sig_38::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_OptInt_Bool(Kernel_sig_Tensor__Tensor_OptInt_Bool::Fn* fn);
 
-// ===== sig_39: Tensor(const Tensor&, std::string_view) =====
+// ===== sig_Tensor__Tensor_Str: Tensor(const Tensor&, std::string_view) =====
 // Used by gelu.
-struct Kernel_sig_39 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Str final : OperatorKernel {
   using Fn = Tensor(const Tensor&, std::string_view);
-  explicit Kernel_sig_39(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Str(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_39(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_39(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::string_view a1);
-Tensor unboxed_sig_39(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::string_view a1);
+void boxed_sig_Tensor__Tensor_Str(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Str(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::string_view a1);
+Tensor unboxed_sig_Tensor__Tensor_Str(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, std::string_view a1);
 
-inline Tensor invoke_sig_39(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::string_view a1) {
+inline Tensor invoke_sig_Tensor__Tensor_Str(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, std::string_view a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, std::string_view);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_39(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__Tensor_Str(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_39::Fn* fn>
-KernelFunction make_kernel_sig_39() {
-  static Kernel_sig_39 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_39);
+template <Kernel_sig_Tensor__Tensor_Str::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Str() {
+  static Kernel_sig_Tensor__Tensor_Str functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Str);
 }
 
-KernelFunction make_kernel_sig_39(Kernel_sig_39::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Str(Kernel_sig_Tensor__Tensor_Str::Fn* fn);
 
-// ===== sig_40: std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool) =====
+// ===== sig_Tup2TensorTensor__Tensor_Int_Bool: std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool) =====
 // Used by max.dim.
-struct Kernel_sig_40 final : OperatorKernel {
+struct Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool final : OperatorKernel {
   using Fn = std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool);
-  explicit Kernel_sig_40(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_40(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-std::tuple<Tensor, Tensor> call_boxed_sig_40(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2);
-std::tuple<Tensor, Tensor> unboxed_sig_40(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2);
+void boxed_sig_Tup2TensorTensor__Tensor_Int_Bool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+std::tuple<Tensor, Tensor> call_boxed_sig_Tup2TensorTensor__Tensor_Int_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2);
+std::tuple<Tensor, Tensor> unboxed_sig_Tup2TensorTensor__Tensor_Int_Bool(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2);
 
-inline std::tuple<Tensor, Tensor> invoke_sig_40(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2) {
+inline std::tuple<Tensor, Tensor> invoke_sig_Tup2TensorTensor__Tensor_Int_Bool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, bool a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = std::tuple<Tensor, Tensor>(OperatorKernel*, DispatchKeySet, const Tensor&, int64_t, bool);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_40(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tup2TensorTensor__Tensor_Int_Bool(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_40::Fn* fn>
-KernelFunction make_kernel_sig_40() {
-  static Kernel_sig_40 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_40);
+template <Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool::Fn* fn>
+KernelFunction make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool() {
+  static Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tup2TensorTensor__Tensor_Int_Bool);
 }
 
-KernelFunction make_kernel_sig_40(Kernel_sig_40::Fn* fn);
+KernelFunction make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool(Kernel_sig_Tup2TensorTensor__Tensor_Int_Bool::Fn* fn);
 
-// ===== sig_41: std::vector<Tensor>(const Tensor&, int64_t) =====
+// ===== sig_TensorVec__Tensor_Int: std::vector<Tensor>(const Tensor&, int64_t) =====
 // Used by unbind.int.
-struct Kernel_sig_41 final : OperatorKernel {
+struct Kernel_sig_TensorVec__Tensor_Int final : OperatorKernel {
   using Fn = std::vector<Tensor>(const Tensor&, int64_t);
-  explicit Kernel_sig_41(Fn* f) : fn(f) {}
+  explicit Kernel_sig_TensorVec__Tensor_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_41(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-std::vector<Tensor> call_boxed_sig_41(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1);
-std::vector<Tensor> unboxed_sig_41(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1);
+void boxed_sig_TensorVec__Tensor_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+std::vector<Tensor> call_boxed_sig_TensorVec__Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1);
+std::vector<Tensor> unboxed_sig_TensorVec__Tensor_Int(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1);
 
-inline std::vector<Tensor> invoke_sig_41(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1) {
+inline std::vector<Tensor> invoke_sig_TensorVec__Tensor_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = std::vector<Tensor>(OperatorKernel*, DispatchKeySet, const Tensor&, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_41(k, op, ks, a0, a1);
+  return call_boxed_sig_TensorVec__Tensor_Int(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_41::Fn* fn>
-KernelFunction make_kernel_sig_41() {
-  static Kernel_sig_41 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_41);
+template <Kernel_sig_TensorVec__Tensor_Int::Fn* fn>
+KernelFunction make_kernel_sig_TensorVec__Tensor_Int() {
+  static Kernel_sig_TensorVec__Tensor_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_TensorVec__Tensor_Int);
 }
 
-KernelFunction make_kernel_sig_41(Kernel_sig_41::Fn* fn);
+KernelFunction make_kernel_sig_TensorVec__Tensor_Int(Kernel_sig_TensorVec__Tensor_Int::Fn* fn);
 
-// ===== sig_42: std::vector<Tensor>(const Tensor&, int64_t, int64_t) =====
+// ===== sig_TensorVec__Tensor_Int_Int: std::vector<Tensor>(const Tensor&, int64_t, int64_t) =====
 // Used by split.Tensor.
-struct Kernel_sig_42 final : OperatorKernel {
+struct Kernel_sig_TensorVec__Tensor_Int_Int final : OperatorKernel {
   using Fn = std::vector<Tensor>(const Tensor&, int64_t, int64_t);
-  explicit Kernel_sig_42(Fn* f) : fn(f) {}
+  explicit Kernel_sig_TensorVec__Tensor_Int_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_42(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-std::vector<Tensor> call_boxed_sig_42(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2);
-std::vector<Tensor> unboxed_sig_42(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2);
+void boxed_sig_TensorVec__Tensor_Int_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+std::vector<Tensor> call_boxed_sig_TensorVec__Tensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2);
+std::vector<Tensor> unboxed_sig_TensorVec__Tensor_Int_Int(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2);
 
-inline std::vector<Tensor> invoke_sig_42(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2) {
+inline std::vector<Tensor> invoke_sig_TensorVec__Tensor_Int_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, int64_t a1, int64_t a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = std::vector<Tensor>(OperatorKernel*, DispatchKeySet, const Tensor&, int64_t, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_42(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_TensorVec__Tensor_Int_Int(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_42::Fn* fn>
-KernelFunction make_kernel_sig_42() {
-  static Kernel_sig_42 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_42);
+template <Kernel_sig_TensorVec__Tensor_Int_Int::Fn* fn>
+KernelFunction make_kernel_sig_TensorVec__Tensor_Int_Int() {
+  static Kernel_sig_TensorVec__Tensor_Int_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_TensorVec__Tensor_Int_Int);
 }
 
-KernelFunction make_kernel_sig_42(Kernel_sig_42::Fn* fn);
+KernelFunction make_kernel_sig_TensorVec__Tensor_Int_Int(Kernel_sig_TensorVec__Tensor_Int_Int::Fn* fn);
 
 }  // namespace dk::boxing

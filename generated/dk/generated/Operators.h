@@ -1019,95 +1019,95 @@ struct OperatorInfo {
 };
 
 inline constexpr OperatorInfo kAllOperators[] = {
-    /* 0 */ {_log_softmax::name, _log_softmax::overload_name, _log_softmax::schema_str, _log_softmax::dispatch_bitmap},  // _log_softmax
-    /* 1 */ {_softmax::name, _softmax::overload_name, _softmax::schema_str, _softmax::dispatch_bitmap},  // _softmax
-    /* 2 */ {_to_copy::name, _to_copy::overload_name, _to_copy::schema_str, _to_copy::dispatch_bitmap},  // _to_copy
-    /* 3 */ {abs::name, abs::overload_name, abs::schema_str, abs::dispatch_bitmap},  // abs
-    /* 4 */ {add_Scalar::name, add_Scalar::overload_name, add_Scalar::schema_str, add_Scalar::dispatch_bitmap},  // add.Scalar
-    /* 5 */ {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap},  // add.Tensor
-    /* 6 */ {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap},  // add.out
-    /* 7 */ {add__Tensor::name, add__Tensor::overload_name, add__Tensor::schema_str, add__Tensor::dispatch_bitmap},  // add_.Tensor
-    /* 8 */ {addmm::name, addmm::overload_name, addmm::schema_str, addmm::dispatch_bitmap},  // addmm
-    /* 9 */ {arange_start_step::name, arange_start_step::overload_name, arange_start_step::schema_str, arange_start_step::dispatch_bitmap},  // arange.start_step
-    /* 10 */ {argmax::name, argmax::overload_name, argmax::schema_str, argmax::dispatch_bitmap},  // argmax
-    /* 11 */ {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
-    /* 12 */ {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
-    /* 13 */ {clamp::name, clamp::overload_name, clamp::schema_str, clamp::dispatch_bitmap},  // clamp
-    /* 14 */ {clone::name, clone::overload_name, clone::schema_str, clone::dispatch_bitmap},  // clone
-    /* 15 */ {contiguous::name, contiguous::overload_name, contiguous::schema_str, contiguous::dispatch_bitmap},  // contiguous
-    /* 16 */ {copy_::name, copy_::overload_name, copy_::schema_str, copy_::dispatch_bitmap},  // copy_
-    /* 17 */ {cos::name, cos::overload_name, cos::schema_str, cos::dispatch_bitmap},  // cos
-    /* 18 */ {cross_entropy_loss::name, cross_entropy_loss::overload_name, cross_entropy_loss::schema_str, cross_entropy_loss::dispatch_bitmap},  // cross_entropy_loss
-    /* 19 */ {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
-    /* 20 */ {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
-    /* 21 */ {dropout::name, dropout::overload_name, dropout::schema_str, dropout::dispatch_bitmap},  // dropout
-    /* 22 */ {embedding::name, embedding::overload_name, embedding::schema_str, embedding::dispatch_bitmap},  // embedding
-    /* 23 */ {empty_memory_format::name, empty_memory_format::overload_name, empty_memory_format::schema_str, empty_memory_format::dispatch_bitmap},  // empty.memory_format
-    /* 24 */ {empty_like::name, empty_like::overload_name, empty_like::schema_str, empty_like::dispatch_bitmap},  // empty_like
-    /* 25 */ {eq_Scalar::name, eq_Scalar::overload_name, eq_Scalar::schema_str, eq_Scalar::dispatch_bitmap},  // eq.Scalar
-    /* 26 */ {eq_Tensor::name, eq_Tensor::overload_name, eq_Tensor::schema_str, eq_Tensor::dispatch_bitmap},  // eq.Tensor
-    /* 27 */ {exp::name, exp::overload_name, exp::schema_str, exp::dispatch_bitmap},  // exp
-    /* 28 */ {expand::name, expand::overload_name, expand::schema_str, expand::dispatch_bitmap},  // expand
-    /* 29 */ {fill__Scalar::name, fill__Scalar::overload_name, fill__Scalar::schema_str, fill__Scalar::dispatch_bitmap},  // fill_.Scalar
-    /* 30 */ {flatten_using_ints::name, flatten_using_ints::overload_name, flatten_using_ints::schema_str, flatten_using_ints::dispatch_bitmap},  // flatten.using_ints
-    /* 31 */ {full::name, full::overload_name, full::schema_str, full::dispatch_bitmap},  // full
-    /* 32 */ {gelu::name, gelu::overload_name, gelu::schema_str, gelu::dispatch_bitmap},  // gelu
-    /* 33 */ {gelu_backward::name, gelu_backward::overload_name, gelu_backward::schema_str, gelu_backward::dispatch_bitmap},  // gelu_backward
-    /* 34 */ {gt_Tensor::name, gt_Tensor::overload_name, gt_Tensor::schema_str, gt_Tensor::dispatch_bitmap},  // gt.Tensor
-    /* 35 */ {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
-    /* 36 */ {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
-    /* 37 */ {log::name, log::overload_name, log::schema_str, log::dispatch_bitmap},  // log
-    /* 38 */ {log_softmax_int::name, log_softmax_int::overload_name, log_softmax_int::schema_str, log_softmax_int::dispatch_bitmap},  // log_softmax.int
-    /* 39 */ {lt_Tensor::name, lt_Tensor::overload_name, lt_Tensor::schema_str, lt_Tensor::dispatch_bitmap},  // lt.Tensor
-    /* 40 */ {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap},  // matmul
-    /* 41 */ {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap},  // max.dim
-    /* 42 */ {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap},  // maximum
-    /* 43 */ {mean_dim::name, mean_dim::overload_name, mean_dim::schema_str, mean_dim::dispatch_bitmap},  // mean.dim
-    /* 44 */ {minimum::name, minimum::overload_name, minimum::schema_str, minimum::dispatch_bitmap},  // minimum
-    /* 45 */ {mm::name, mm::overload_name, mm::schema_str, mm::dispatch_bitmap},  // mm
-    /* 46 */ {mm_out::name, mm_out::overload_name, mm_out::schema_str, mm_out::dispatch_bitmap},  // mm.out
-    /* 47 */ {mse_loss::name, mse_loss::overload_name, mse_loss::schema_str, mse_loss::dispatch_bitmap},  // mse_loss
-    /* 48 */ {mul_Scalar::name, mul_Scalar::overload_name, mul_Scalar::schema_str, mul_Scalar::dispatch_bitmap},  // mul.Scalar
-    /* 49 */ {mul_Tensor::name, mul_Tensor::overload_name, mul_Tensor::schema_str, mul_Tensor::dispatch_bitmap},  // mul.Tensor
-    /* 50 */ {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap},  // mul_.Tensor
-    /* 51 */ {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap},  // neg
-    /* 52 */ {nll_loss::name, nll_loss::overload_name, nll_loss::schema_str, nll_loss::dispatch_bitmap},  // nll_loss
-    /* 53 */ {ones::name, ones::overload_name, ones::schema_str, ones::dispatch_bitmap},  // ones
-    /* 54 */ {ones_like::name, ones_like::overload_name, ones_like::schema_str, ones_like::dispatch_bitmap},  // ones_like
-    /* 55 */ {permute::name, permute::overload_name, permute::schema_str, permute::dispatch_bitmap},  // permute
-    /* 56 */ {pow_Tensor_Scalar::name, pow_Tensor_Scalar::overload_name, pow_Tensor_Scalar::schema_str, pow_Tensor_Scalar::dispatch_bitmap},  // pow.Tensor_Scalar
-    /* 57 */ {rand::name, rand::overload_name, rand::schema_str, rand::dispatch_bitmap},  // rand
-    /* 58 */ {rand_generator::name, rand_generator::overload_name, rand_generator::schema_str, rand_generator::dispatch_bitmap},  // rand.generator
-    /* 59 */ {randn::name, randn::overload_name, randn::schema_str, randn::dispatch_bitmap},  // randn
-    /* 60 */ {randn_generator::name, randn_generator::overload_name, randn_generator::schema_str, randn_generator::dispatch_bitmap},  // randn.generator
-    /* 61 */ {relu::name, relu::overload_name, relu::schema_str, relu::dispatch_bitmap},  // relu
-    /* 62 */ {relu_::name, relu_::overload_name, relu_::schema_str, relu_::dispatch_bitmap},  // relu_
-    /* 63 */ {reshape::name, reshape::overload_name, reshape::schema_str, reshape::dispatch_bitmap},  // reshape
-    /* 64 */ {rsqrt::name, rsqrt::overload_name, rsqrt::schema_str, rsqrt::dispatch_bitmap},  // rsqrt
-    /* 65 */ {select_int::name, select_int::overload_name, select_int::schema_str, select_int::dispatch_bitmap},  // select.int
-    /* 66 */ {sigmoid::name, sigmoid::overload_name, sigmoid::schema_str, sigmoid::dispatch_bitmap},  // sigmoid
-    /* 67 */ {sin::name, sin::overload_name, sin::schema_str, sin::dispatch_bitmap},  // sin
-    /* 68 */ {slice_Tensor::name, slice_Tensor::overload_name, slice_Tensor::schema_str, slice_Tensor::dispatch_bitmap},  // slice.Tensor
-    /* 69 */ {softmax_int::name, softmax_int::overload_name, softmax_int::schema_str, softmax_int::dispatch_bitmap},  // softmax.int
-    /* 70 */ {split_Tensor::name, split_Tensor::overload_name, split_Tensor::schema_str, split_Tensor::dispatch_bitmap},  // split.Tensor
-    /* 71 */ {sqrt::name, sqrt::overload_name, sqrt::schema_str, sqrt::dispatch_bitmap},  // sqrt
-    /* 72 */ {squeeze_dim::name, squeeze_dim::overload_name, squeeze_dim::schema_str, squeeze_dim::dispatch_bitmap},  // squeeze.dim
-    /* 73 */ {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap},  // stack
-    /* 74 */ {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap},  // sub.Scalar
-    /* 75 */ {sub_Tensor::name, sub_Tensor::overload_name, sub_Tensor::schema_str, sub_Tensor::dispatch_bitmap},  // sub.Tensor
-    /* 76 */ {sum::name, sum::overload_name, sum::schema_str, sum::dispatch_bitmap},  // sum
-    /* 77 */ {sum_dim_IntList::name, sum_dim_IntList::overload_name, sum_dim_IntList::schema_str, sum_dim_IntList::dispatch_bitmap},  // sum.dim_IntList
-    /* 78 */ {t::name, t::overload_name, t::schema_str, t::dispatch_bitmap},  // t
-    /* 79 */ {tanh::name, tanh::overload_name, tanh::schema_str, tanh::dispatch_bitmap},  // tanh
-    /* 80 */ {to_dtype::name, to_dtype::overload_name, to_dtype::schema_str, to_dtype::dispatch_bitmap},  // to.dtype
-    /* 81 */ {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap},  // transpose.int
-    /* 82 */ {unbind_int::name, unbind_int::overload_name, unbind_int::schema_str, unbind_int::dispatch_bitmap},  // unbind.int
-    /* 83 */ {unsqueeze::name, unsqueeze::overload_name, unsqueeze::schema_str, unsqueeze::dispatch_bitmap},  // unsqueeze
-    /* 84 */ {view::name, view::overload_name, view::schema_str, view::dispatch_bitmap},  // view
-    /* 85 */ {where_self::name, where_self::overload_name, where_self::schema_str, where_self::dispatch_bitmap},  // where.self
-    /* 86 */ {zero_::name, zero_::overload_name, zero_::schema_str, zero_::dispatch_bitmap},  // zero_
-    /* 87 */ {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap},  // zeros
-    /* 88 */ {zeros_like::name, zeros_like::overload_name, zeros_like::schema_str, zeros_like::dispatch_bitmap},  // zeros_like
+    {_log_softmax::name, _log_softmax::overload_name, _log_softmax::schema_str, _log_softmax::dispatch_bitmap},  // _log_softmax
+    {_softmax::name, _softmax::overload_name, _softmax::schema_str, _softmax::dispatch_bitmap},  // _softmax
+    {_to_copy::name, _to_copy::overload_name, _to_copy::schema_str, _to_copy::dispatch_bitmap},  // _to_copy
+    {abs::name, abs::overload_name, abs::schema_str, abs::dispatch_bitmap},  // abs
+    {add_Scalar::name, add_Scalar::overload_name, add_Scalar::schema_str, add_Scalar::dispatch_bitmap},  // add.Scalar
+    {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap},  // add.Tensor
+    {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap},  // add.out
+    {add__Tensor::name, add__Tensor::overload_name, add__Tensor::schema_str, add__Tensor::dispatch_bitmap},  // add_.Tensor
+    {addmm::name, addmm::overload_name, addmm::schema_str, addmm::dispatch_bitmap},  // addmm
+    {arange_start_step::name, arange_start_step::overload_name, arange_start_step::schema_str, arange_start_step::dispatch_bitmap},  // arange.start_step
+    {argmax::name, argmax::overload_name, argmax::schema_str, argmax::dispatch_bitmap},  // argmax
+    {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
+    {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
+    {clamp::name, clamp::overload_name, clamp::schema_str, clamp::dispatch_bitmap},  // clamp
+    {clone::name, clone::overload_name, clone::schema_str, clone::dispatch_bitmap},  // clone
+    {contiguous::name, contiguous::overload_name, contiguous::schema_str, contiguous::dispatch_bitmap},  // contiguous
+    {copy_::name, copy_::overload_name, copy_::schema_str, copy_::dispatch_bitmap},  // copy_
+    {cos::name, cos::overload_name, cos::schema_str, cos::dispatch_bitmap},  // cos
+    {cross_entropy_loss::name, cross_entropy_loss::overload_name, cross_entropy_loss::schema_str, cross_entropy_loss::dispatch_bitmap},  // cross_entropy_loss
+    {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
+    {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
+    {dropout::name, dropout::overload_name, dropout::schema_str, dropout::dispatch_bitmap},  // dropout
+    {embedding::name, embedding::overload_name, embedding::schema_str, embedding::dispatch_bitmap},  // embedding
+    {empty_memory_format::name, empty_memory_format::overload_name, empty_memory_format::schema_str, empty_memory_format::dispatch_bitmap},  // empty.memory_format
+    {empty_like::name, empty_like::overload_name, empty_like::schema_str, empty_like::dispatch_bitmap},  // empty_like
+    {eq_Scalar::name, eq_Scalar::overload_name, eq_Scalar::schema_str, eq_Scalar::dispatch_bitmap},  // eq.Scalar
+    {eq_Tensor::name, eq_Tensor::overload_name, eq_Tensor::schema_str, eq_Tensor::dispatch_bitmap},  // eq.Tensor
+    {exp::name, exp::overload_name, exp::schema_str, exp::dispatch_bitmap},  // exp
+    {expand::name, expand::overload_name, expand::schema_str, expand::dispatch_bitmap},  // expand
+    {fill__Scalar::name, fill__Scalar::overload_name, fill__Scalar::schema_str, fill__Scalar::dispatch_bitmap},  // fill_.Scalar
+    {flatten_using_ints::name, flatten_using_ints::overload_name, flatten_using_ints::schema_str, flatten_using_ints::dispatch_bitmap},  // flatten.using_ints
+    {full::name, full::overload_name, full::schema_str, full::dispatch_bitmap},  // full
+    {gelu::name, gelu::overload_name, gelu::schema_str, gelu::dispatch_bitmap},  // gelu
+    {gelu_backward::name, gelu_backward::overload_name, gelu_backward::schema_str, gelu_backward::dispatch_bitmap},  // gelu_backward
+    {gt_Tensor::name, gt_Tensor::overload_name, gt_Tensor::schema_str, gt_Tensor::dispatch_bitmap},  // gt.Tensor
+    {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
+    {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
+    {log::name, log::overload_name, log::schema_str, log::dispatch_bitmap},  // log
+    {log_softmax_int::name, log_softmax_int::overload_name, log_softmax_int::schema_str, log_softmax_int::dispatch_bitmap},  // log_softmax.int
+    {lt_Tensor::name, lt_Tensor::overload_name, lt_Tensor::schema_str, lt_Tensor::dispatch_bitmap},  // lt.Tensor
+    {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap},  // matmul
+    {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap},  // max.dim
+    {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap},  // maximum
+    {mean_dim::name, mean_dim::overload_name, mean_dim::schema_str, mean_dim::dispatch_bitmap},  // mean.dim
+    {minimum::name, minimum::overload_name, minimum::schema_str, minimum::dispatch_bitmap},  // minimum
+    {mm::name, mm::overload_name, mm::schema_str, mm::dispatch_bitmap},  // mm
+    {mm_out::name, mm_out::overload_name, mm_out::schema_str, mm_out::dispatch_bitmap},  // mm.out
+    {mse_loss::name, mse_loss::overload_name, mse_loss::schema_str, mse_loss::dispatch_bitmap},  // mse_loss
+    {mul_Scalar::name, mul_Scalar::overload_name, mul_Scalar::schema_str, mul_Scalar::dispatch_bitmap},  // mul.Scalar
+    {mul_Tensor::name, mul_Tensor::overload_name, mul_Tensor::schema_str, mul_Tensor::dispatch_bitmap},  // mul.Tensor
+    {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap},  // mul_.Tensor
+    {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap},  // neg
+    {nll_loss::name, nll_loss::overload_name, nll_loss::schema_str, nll_loss::dispatch_bitmap},  // nll_loss
+    {ones::name, ones::overload_name, ones::schema_str, ones::dispatch_bitmap},  // ones
+    {ones_like::name, ones_like::overload_name, ones_like::schema_str, ones_like::dispatch_bitmap},  // ones_like
+    {permute::name, permute::overload_name, permute::schema_str, permute::dispatch_bitmap},  // permute
+    {pow_Tensor_Scalar::name, pow_Tensor_Scalar::overload_name, pow_Tensor_Scalar::schema_str, pow_Tensor_Scalar::dispatch_bitmap},  // pow.Tensor_Scalar
+    {rand::name, rand::overload_name, rand::schema_str, rand::dispatch_bitmap},  // rand
+    {rand_generator::name, rand_generator::overload_name, rand_generator::schema_str, rand_generator::dispatch_bitmap},  // rand.generator
+    {randn::name, randn::overload_name, randn::schema_str, randn::dispatch_bitmap},  // randn
+    {randn_generator::name, randn_generator::overload_name, randn_generator::schema_str, randn_generator::dispatch_bitmap},  // randn.generator
+    {relu::name, relu::overload_name, relu::schema_str, relu::dispatch_bitmap},  // relu
+    {relu_::name, relu_::overload_name, relu_::schema_str, relu_::dispatch_bitmap},  // relu_
+    {reshape::name, reshape::overload_name, reshape::schema_str, reshape::dispatch_bitmap},  // reshape
+    {rsqrt::name, rsqrt::overload_name, rsqrt::schema_str, rsqrt::dispatch_bitmap},  // rsqrt
+    {select_int::name, select_int::overload_name, select_int::schema_str, select_int::dispatch_bitmap},  // select.int
+    {sigmoid::name, sigmoid::overload_name, sigmoid::schema_str, sigmoid::dispatch_bitmap},  // sigmoid
+    {sin::name, sin::overload_name, sin::schema_str, sin::dispatch_bitmap},  // sin
+    {slice_Tensor::name, slice_Tensor::overload_name, slice_Tensor::schema_str, slice_Tensor::dispatch_bitmap},  // slice.Tensor
+    {softmax_int::name, softmax_int::overload_name, softmax_int::schema_str, softmax_int::dispatch_bitmap},  // softmax.int
+    {split_Tensor::name, split_Tensor::overload_name, split_Tensor::schema_str, split_Tensor::dispatch_bitmap},  // split.Tensor
+    {sqrt::name, sqrt::overload_name, sqrt::schema_str, sqrt::dispatch_bitmap},  // sqrt
+    {squeeze_dim::name, squeeze_dim::overload_name, squeeze_dim::schema_str, squeeze_dim::dispatch_bitmap},  // squeeze.dim
+    {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap},  // stack
+    {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap},  // sub.Scalar
+    {sub_Tensor::name, sub_Tensor::overload_name, sub_Tensor::schema_str, sub_Tensor::dispatch_bitmap},  // sub.Tensor
+    {sum::name, sum::overload_name, sum::schema_str, sum::dispatch_bitmap},  // sum
+    {sum_dim_IntList::name, sum_dim_IntList::overload_name, sum_dim_IntList::schema_str, sum_dim_IntList::dispatch_bitmap},  // sum.dim_IntList
+    {t::name, t::overload_name, t::schema_str, t::dispatch_bitmap},  // t
+    {tanh::name, tanh::overload_name, tanh::schema_str, tanh::dispatch_bitmap},  // tanh
+    {to_dtype::name, to_dtype::overload_name, to_dtype::schema_str, to_dtype::dispatch_bitmap},  // to.dtype
+    {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap},  // transpose.int
+    {unbind_int::name, unbind_int::overload_name, unbind_int::schema_str, unbind_int::dispatch_bitmap},  // unbind.int
+    {unsqueeze::name, unsqueeze::overload_name, unsqueeze::schema_str, unsqueeze::dispatch_bitmap},  // unsqueeze
+    {view::name, view::overload_name, view::schema_str, view::dispatch_bitmap},  // view
+    {where_self::name, where_self::overload_name, where_self::schema_str, where_self::dispatch_bitmap},  // where.self
+    {zero_::name, zero_::overload_name, zero_::schema_str, zero_::dispatch_bitmap},  // zero_
+    {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap},  // zeros
+    {zeros_like::name, zeros_like::overload_name, zeros_like::schema_str, zeros_like::dispatch_bitmap},  // zeros_like
 };
 
 // Every operator of this file, sorted by name.

@@ -12,20 +12,20 @@
 
 namespace dk::boxing {
 
-// ===== sig_0: Tensor(ArrayRef<Tensor>, int64_t) =====
-void boxed_sig_0(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__TensorList_Int: Tensor(ArrayRef<Tensor>, int64_t) =====
+void boxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 2;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
   IValue* args = stack->data() + (stack->size() - kNumArguments);
   BoxingTraits<ArrayRef<Tensor>>::Holder a0 = BoxingTraits<ArrayRef<Tensor>>::unbox(std::move(args[0]));
   int64_t a1 = args[1].toInt();
-  Tensor result = static_cast<Kernel_sig_0*>(functor)->fn(BoxingTraits<ArrayRef<Tensor>>::view(a0), a1);
+  Tensor result = static_cast<Kernel_sig_Tensor__TensorList_Int*>(functor)->fn(BoxingTraits<ArrayRef<Tensor>>::view(a0), a1);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_0(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
+Tensor call_boxed_sig_Tensor__TensorList_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
   Stack stack;
   stack.reserve(2);
   stack.push_back(BoxingTraits<ArrayRef<Tensor>>::box(a0));
@@ -35,19 +35,19 @@ Tensor call_boxed_sig_0(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_0(OperatorKernel* functor, DispatchKeySet, ArrayRef<Tensor> a0, int64_t a1) {
-  return static_cast<Kernel_sig_0*>(functor)->fn(a0, a1);
+Tensor unboxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, DispatchKeySet, ArrayRef<Tensor> a0, int64_t a1) {
+  return static_cast<Kernel_sig_Tensor__TensorList_Int*>(functor)->fn(a0, a1);
 }
 
-KernelFunction make_kernel_sig_0(Kernel_sig_0::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_0>(fn);
+KernelFunction make_kernel_sig_Tensor__TensorList_Int(Kernel_sig_Tensor__TensorList_Int::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__TensorList_Int>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_0), raw, &boxed_sig_0,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__TensorList_Int), raw, &boxed_sig_Tensor__TensorList_Int,
                                        std::move(functor));
 }
 
-// ===== sig_1: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
-void boxed_sig_1(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+void boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 5;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -57,12 +57,12 @@ void boxed_sig_1(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   std::optional<Layout> a2 = BoxingTraits<std::optional<Layout>>::unbox(std::move(args[2]));
   std::optional<Device> a3 = BoxingTraits<std::optional<Device>>::unbox(std::move(args[3]));
   std::optional<bool> a4 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[4]));
-  Tensor result = static_cast<Kernel_sig_1*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4);
+  Tensor result = static_cast<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_1(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
+Tensor call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
   Stack stack;
   stack.reserve(5);
   stack.push_back(BoxingTraits<IntArrayRef>::box(a0));
@@ -75,19 +75,19 @@ Tensor call_boxed_sig_1(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_1(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
-  return static_cast<Kernel_sig_1*>(functor)->fn(a0, a1, a2, a3, a4);
+Tensor unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
+  return static_cast<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(a0, a1, a2, a3, a4);
 }
 
-KernelFunction make_kernel_sig_1(Kernel_sig_1::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_1>(fn);
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_1), raw, &boxed_sig_1,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool), raw, &boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool,
                                        std::move(functor));
 }
 
-// ===== sig_2: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
-void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
+void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -95,12 +95,12 @@ void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_2*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_2(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -111,19 +111,19 @@ Tensor call_boxed_sig_2(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_2(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
-  return static_cast<Kernel_sig_2*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_2(Kernel_sig_2::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_2>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar(Kernel_sig_Tensor__Tensor_Tensor_Scalar::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Scalar>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_2), raw, &boxed_sig_2,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Scalar), raw, &boxed_sig_Tensor__Tensor_Tensor_Scalar,
                                        std::move(functor));
 }
 
-// ===== sig_3: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
-void boxed_sig_3(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_Scalar_Tensor: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
+void boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 4;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -132,12 +132,12 @@ void boxed_sig_3(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   Tensor a1 = std::move(args[1]).toTensor();
   Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
   Tensor a3 = std::move(args[3]).toTensor();
-  Tensor result = static_cast<Kernel_sig_3*>(functor)->fn(a0, a1, a2, a3);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor*>(functor)->fn(a0, a1, a2, a3);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_3(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
   Stack stack;
   stack.reserve(4);
   stack.emplace_back(a0);
@@ -149,19 +149,19 @@ Tensor call_boxed_sig_3(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_3(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
-  return static_cast<Kernel_sig_3*>(functor)->fn(a0, a1, a2, a3);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor*>(functor)->fn(a0, a1, a2, a3);
 }
 
-KernelFunction make_kernel_sig_3(Kernel_sig_3::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_3>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor(Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_3), raw, &boxed_sig_3,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor), raw, &boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor,
                                        std::move(functor));
 }
 
-// ===== sig_4: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
-void boxed_sig_4(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+// ===== sig_Tensor__Tensor_Tensor_OptTensor: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
+void boxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   constexpr size_t kNumArguments = 3;
   DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
            " arguments on the stack but the stack has ", stack->size());
@@ -169,12 +169,12 @@ void boxed_sig_4(OperatorKernel* functor, const OperatorHandle& op, DispatchKeyS
   Tensor a0 = std::move(args[0]).toTensor();
   Tensor a1 = std::move(args[1]).toTensor();
   std::optional<Tensor> a2 = BoxingTraits<std::optional<Tensor>>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_4*>(functor)->fn(a0, a1, a2);
+  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor*>(functor)->fn(a0, a1, a2);
   drop(*stack, kNumArguments);
   stack->emplace_back(std::move(result));
 }
 
-Tensor call_boxed_sig_4(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
   Stack stack;
   stack.reserve(3);
   stack.emplace_back(a0);
@@ -185,14 +185,14 @@ Tensor call_boxed_sig_4(const KernelFunction& k, const OperatorHandle& op, Dispa
   return std::move(stack[0]).toTensor();
 }
 
-Tensor unboxed_sig_4(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
-  return static_cast<Kernel_sig_4*>(functor)->fn(a0, a1, a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
+  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor*>(functor)->fn(a0, a1, a2);
 }
 
-KernelFunction make_kernel_sig_4(Kernel_sig_4::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_4>(fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor(Kernel_sig_Tensor__Tensor_Tensor_OptTensor::Fn* fn) {
+  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_OptTensor>(fn);
   OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_4), raw, &boxed_sig_4,
+  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_OptTensor), raw, &boxed_sig_Tensor__Tensor_Tensor_OptTensor,
                                        std::move(functor));
 }
 

@@ -31,7 +31,7 @@ Tensor linear::call(const Tensor& input, const Tensor& weight, const std::option
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_4(k, op, ks, input, weight, bias);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, input, weight, bias);
 }
 
 Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
@@ -40,7 +40,7 @@ Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& 
     return op.redispatch(ks, input, weight, bias);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_4(k, op, ks, input, weight, bias);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, input, weight, bias);
 }
 
 }  // namespace dk::ops

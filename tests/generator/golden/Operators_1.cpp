@@ -31,7 +31,7 @@ Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_0(k, op, ks, tensors, dim);
+  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
 }
 
 Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
@@ -40,7 +40,7 @@ Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim)
     return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_0(k, op, ks, tensors, dim);
+  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
 }
 
 }  // namespace dk::ops

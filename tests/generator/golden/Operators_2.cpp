@@ -30,7 +30,7 @@ Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& a
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_2(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
 }
 
 Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
@@ -39,7 +39,7 @@ Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tenso
     return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_2(k, op, ks, self, other, alpha);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
 }
 
 // ===== dk::add.out =====
@@ -54,7 +54,7 @@ Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alph
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_3(k, op, ks, self, other, alpha, out);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, self, other, alpha, out);
 }
 
 Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
@@ -63,7 +63,7 @@ Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& 
     return op.redispatch(ks, self, other, alpha, out);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_3(k, op, ks, self, other, alpha, out);
+  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, self, other, alpha, out);
 }
 
 }  // namespace dk::ops

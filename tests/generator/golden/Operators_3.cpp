@@ -30,7 +30,7 @@ Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optio
   ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_1(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
@@ -39,7 +39,7 @@ Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Scal
     return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
   }
   const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_1(k, op, ks, size, dtype, layout, device, pin_memory);
+  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
 }
 
 }  // namespace dk::ops

@@ -50,10 +50,10 @@ Tensor wrapper_CPU_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std:
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CPU, m) {
-  /* 0 */ m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_2<&wrapper_CPU_add_Tensor>(), "wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
-  /* 1 */ m.impl("add.out", boxing::kernelFor<ops::add_out>(boxing::make_kernel_sig_3<&wrapper_CPU_add_out>(), "wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
-  /* 2 */ m.impl("cat", boxing::kernelFor<ops::cat>(boxing::make_kernel_sig_0<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
-  /* 3 */ m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_1<&wrapper_CPU_zeros>(), "wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
+  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_add_Tensor>(), "wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
+  m.impl("add.out", boxing::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CPU_add_out>(), "wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
+  m.impl("cat", boxing::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
+  m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_zeros>(), "wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
 }
 
 }  // namespace dk

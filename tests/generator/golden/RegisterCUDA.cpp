@@ -65,10 +65,10 @@ Tensor wrapper_CUDA_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CUDA, m) {
-  /* 0 */ m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_2<&wrapper_CUDA_add_Tensor>(), "wrapper_CUDA_add_Tensor"));  // add.Tensor @ CUDA -> native::add_cuda
-  /* 1 */ m.impl("add.out", boxing::kernelFor<ops::add_out>(boxing::make_kernel_sig_3<&wrapper_CUDA_add_out>(), "wrapper_CUDA_add_out"));  // add.out @ CUDA -> native::add_out_cuda
-  /* 2 */ m.impl("cat", boxing::kernelFor<ops::cat>(boxing::make_kernel_sig_0<&wrapper_CUDA_cat>(), "wrapper_CUDA_cat"));  // cat @ CUDA -> native::cat_cuda
-  /* 3 */ m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_1<&wrapper_CUDA_zeros>(), "wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
+  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CUDA_add_Tensor>(), "wrapper_CUDA_add_Tensor"));  // add.Tensor @ CUDA -> native::add_cuda
+  m.impl("add.out", boxing::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CUDA_add_out>(), "wrapper_CUDA_add_out"));  // add.out @ CUDA -> native::add_out_cuda
+  m.impl("cat", boxing::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CUDA_cat>(), "wrapper_CUDA_cat"));  // cat @ CUDA -> native::cat_cuda
+  m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_zeros>(), "wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
 }
 
 }  // namespace dk

@@ -24,7 +24,7 @@ Tensor wrapper_CompositeImplicitAutograd_linear(const Tensor& input, const Tenso
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
-  /* 0 */ m.impl("linear", boxing::kernelFor<ops::linear>(boxing::make_kernel_sig_4<&wrapper_CompositeImplicitAutograd_linear>(), "wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
+  m.impl("linear", boxing::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&wrapper_CompositeImplicitAutograd_linear>(), "wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
 }
 
 }  // namespace dk

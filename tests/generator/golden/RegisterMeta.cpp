@@ -34,8 +34,8 @@ Tensor wrapper_Meta_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, Meta, m) {
-  /* 0 */ m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_2<&wrapper_Meta_add_Tensor>(), "wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
-  /* 1 */ m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_1<&wrapper_Meta_zeros>(), "wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
+  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_add_Tensor>(), "wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
+  m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_zeros>(), "wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
 }
 
 }  // namespace dk

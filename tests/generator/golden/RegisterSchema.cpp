@@ -5,9 +5,9 @@
 #include "dk/dispatch/library.h"
 
 DK_LIBRARY(dk, m) {
-  /* 0 */ m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
-  /* 1 */ m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");  // dk::add.out
-  /* 2 */ m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");  // dk::cat
-  /* 3 */ m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // dk::linear
-  /* 4 */ m.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::zeros
+  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
+  m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");  // dk::add.out
+  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");  // dk::cat
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // dk::linear
+  m.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::zeros
 }

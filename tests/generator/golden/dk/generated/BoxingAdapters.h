@@ -2,8 +2,9 @@
 // (template codegen/templates/BoxingAdapters.h.j2). Do not edit: change the YAML or the generator.
 //
 // Note [Generated boxing adapters]
-// One set of adapters per distinct C++ signature (not per operator), named sig_<n> in the
-// sorted order of the signature's text:
+// One set of adapters per distinct C++ signature (not per operator), named after its types
+// (sig_Tensor__Tensor_Scalar for Tensor(const Tensor&, const Scalar&): Note [Signature ids] in
+// codegen/api/dispatcher.py), written sig_n below:
 //   Kernel_sig_n              the functor of a kernel made here: the C++ function it calls;
 //   boxed_sig_n               the boxed entry: unbox the arguments from the top of the stack,
 //                             call, drop the arguments, push the returns;
@@ -48,144 +49,144 @@ CppFunction kernelFor(KernelFunction kernel, const char* debug) {
       .debug(debug);
 }
 
-// ===== sig_0: Tensor(ArrayRef<Tensor>, int64_t) =====
+// ===== sig_Tensor__TensorList_Int: Tensor(ArrayRef<Tensor>, int64_t) =====
 // Used by cat.
-struct Kernel_sig_0 final : OperatorKernel {
+struct Kernel_sig_Tensor__TensorList_Int final : OperatorKernel {
   using Fn = Tensor(ArrayRef<Tensor>, int64_t);
-  explicit Kernel_sig_0(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__TensorList_Int(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_0(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_0(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1);
-Tensor unboxed_sig_0(OperatorKernel* functor, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1);
+void boxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__TensorList_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1);
+Tensor unboxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1);
 
-inline Tensor invoke_sig_0(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
+inline Tensor invoke_sig_Tensor__TensorList_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, ArrayRef<Tensor>, int64_t);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1);
   }
-  return call_boxed_sig_0(k, op, ks, a0, a1);
+  return call_boxed_sig_Tensor__TensorList_Int(k, op, ks, a0, a1);
 }
 
-template <Kernel_sig_0::Fn* fn>
-KernelFunction make_kernel_sig_0() {
-  static Kernel_sig_0 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_0);
+template <Kernel_sig_Tensor__TensorList_Int::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__TensorList_Int() {
+  static Kernel_sig_Tensor__TensorList_Int functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__TensorList_Int);
 }
 
-KernelFunction make_kernel_sig_0(Kernel_sig_0::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__TensorList_Int(Kernel_sig_Tensor__TensorList_Int::Fn* fn);
 
-// ===== sig_1: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
+// ===== sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
 // Used by zeros.
-struct Kernel_sig_1 final : OperatorKernel {
+struct Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool final : OperatorKernel {
   using Fn = Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
-  explicit Kernel_sig_1(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_1(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_1(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4);
-Tensor unboxed_sig_1(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4);
+void boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4);
+Tensor unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4);
 
-inline Tensor invoke_sig_1(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
+inline Tensor invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3, a4);
   }
-  return call_boxed_sig_1(k, op, ks, a0, a1, a2, a3, a4);
+  return call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, a0, a1, a2, a3, a4);
 }
 
-template <Kernel_sig_1::Fn* fn>
-KernelFunction make_kernel_sig_1() {
-  static Kernel_sig_1 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_1);
+template <Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool() {
+  static Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool);
 }
 
-KernelFunction make_kernel_sig_1(Kernel_sig_1::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn);
 
-// ===== sig_2: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
+// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
 // Used by add.Tensor.
-struct Kernel_sig_2 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Scalar final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const Scalar&);
-  explicit Kernel_sig_2(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Scalar(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_2(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_2(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2);
-Tensor unboxed_sig_2(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2);
+void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2);
 
-inline Tensor invoke_sig_2(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const Scalar&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_2(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_2::Fn* fn>
-KernelFunction make_kernel_sig_2() {
-  static Kernel_sig_2 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_2);
+template <Kernel_sig_Tensor__Tensor_Tensor_Scalar::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Scalar functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Scalar);
 }
 
-KernelFunction make_kernel_sig_2(Kernel_sig_2::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar(Kernel_sig_Tensor__Tensor_Tensor_Scalar::Fn* fn);
 
-// ===== sig_3: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
+// ===== sig_Tensor__Tensor_Tensor_Scalar_Tensor: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
 // Used by add.out.
-struct Kernel_sig_3 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&);
-  explicit Kernel_sig_3(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_3(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_3(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3);
-Tensor unboxed_sig_3(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3);
+void boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3);
 
-inline Tensor invoke_sig_3(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const Scalar&, const Tensor&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2, a3);
   }
-  return call_boxed_sig_3(k, op, ks, a0, a1, a2, a3);
+  return call_boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, a0, a1, a2, a3);
 }
 
-template <Kernel_sig_3::Fn* fn>
-KernelFunction make_kernel_sig_3() {
-  static Kernel_sig_3 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_3);
+template <Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor() {
+  static Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor);
 }
 
-KernelFunction make_kernel_sig_3(Kernel_sig_3::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor(Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor::Fn* fn);
 
-// ===== sig_4: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
+// ===== sig_Tensor__Tensor_Tensor_OptTensor: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
 // Used by linear.
-struct Kernel_sig_4 final : OperatorKernel {
+struct Kernel_sig_Tensor__Tensor_Tensor_OptTensor final : OperatorKernel {
   using Fn = Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&);
-  explicit Kernel_sig_4(Fn* f) : fn(f) {}
+  explicit Kernel_sig_Tensor__Tensor_Tensor_OptTensor(Fn* f) : fn(f) {}
   Fn* fn;
 };
-void boxed_sig_4(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
-Tensor call_boxed_sig_4(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2);
-Tensor unboxed_sig_4(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2);
+void boxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2);
+Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2);
 
-inline Tensor invoke_sig_4(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
+inline Tensor invoke_sig_Tensor__Tensor_Tensor_OptTensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
   // Fast: one indirect call through the unboxed entry (Note [Kernel calling conventions]).
   if (__builtin_expect(k.unboxedFunction() != nullptr, 1)) {
     using Unboxed = Tensor(OperatorKernel*, DispatchKeySet, const Tensor&, const Tensor&, const std::optional<Tensor>&);
     return reinterpret_cast<Unboxed*>(k.unboxedFunction())(k.functor(), ks, a0, a1, a2);
   }
-  return call_boxed_sig_4(k, op, ks, a0, a1, a2);
+  return call_boxed_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, a0, a1, a2);
 }
 
-template <Kernel_sig_4::Fn* fn>
-KernelFunction make_kernel_sig_4() {
-  static Kernel_sig_4 functor(fn);  // static storage: no owner needed
-  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_4);
+template <Kernel_sig_Tensor__Tensor_Tensor_OptTensor::Fn* fn>
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor() {
+  static Kernel_sig_Tensor__Tensor_Tensor_OptTensor functor(fn);  // static storage: no owner needed
+  return KernelFunction::makeFromParts(detail::unboxedEntryFor<fn>(), &functor, &boxed_sig_Tensor__Tensor_Tensor_OptTensor);
 }
 
-KernelFunction make_kernel_sig_4(Kernel_sig_4::Fn* fn);
+KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor(Kernel_sig_Tensor__Tensor_Tensor_OptTensor::Fn* fn);
 
 }  // namespace dk::boxing

@@ -95,11 +95,11 @@ struct OperatorInfo {
 };
 
 inline constexpr OperatorInfo kAllOperators[] = {
-    /* 0 */ {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap},  // add.Tensor
-    /* 1 */ {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap},  // add.out
-    /* 2 */ {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
-    /* 3 */ {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
-    /* 4 */ {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap},  // zeros
+    {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap},  // add.Tensor
+    {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap},  // add.out
+    {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
+    {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
+    {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap},  // zeros
 };
 
 // Every operator of this file, sorted by name.
