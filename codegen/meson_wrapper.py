@@ -1,8 +1,9 @@
 """Meson's entry point to the generator: one part of the output into one flat folder.
 
 Meson custom targets cannot name outputs inside subfolders, so the build runs the generator
-twice, once per part: `headers` (the files gen.py writes under dk/generated/, written flat
-into a build folder that is itself .../dk/generated) and `sources` (the top-level files).
+once per part: `headers` (the files gen.py writes in dk/generated/, written flat into a build
+folder that is itself .../dk/generated), `op-headers` and `sig-headers` (those of its ops/ and
+boxing/ subfolders, the same way) and `sources` (the top-level files).
 Files are written only when their contents changed, so an edit that does not change a file
 rebuilds nothing that depends on it.
 """
@@ -16,6 +17,9 @@ import tempfile
 
 HEADER_PREFIX = "dk/generated/"
 SCALE_HEADER_PREFIX = "dk/generated/aten/"
+# The header parts and the subfolder of the header folder each one holds ("" is the folder
+# itself, without its subfolders).
+HEADER_PARTS = {"headers": "", "op-headers": "ops/", "sig-headers": "boxing/"}
 
 
 def generate(args, tmp):
@@ -35,7 +39,7 @@ def generate(args, tmp):
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["headers", "sources"], required=True)
+    parser.add_argument("--part", choices=sorted(HEADER_PARTS) + ["sources"], required=True)
     parser.add_argument("--outdir", help="where to write the part (omit with --list)")
     parser.add_argument("--list", action="store_true", help="print the part's file names instead")
     parser.add_argument("--scale", action="store_true", help="PyTorch-scale output (gen.py --scale-out)")
@@ -43,6 +47,8 @@ def main(argv):
     parser.add_argument("yaml")
     args = parser.parse_args(argv)
     prefix = SCALE_HEADER_PREFIX if args.scale else HEADER_PREFIX
+    if args.part in HEADER_PARTS:
+        prefix += HEADER_PARTS[args.part]
 
     with tempfile.TemporaryDirectory() as tmp:
         status, written = generate(args, tmp)
@@ -50,11 +56,14 @@ def main(argv):
             return status
         if args.outdir:
             os.makedirs(args.outdir, exist_ok=True)
+        base = SCALE_HEADER_PREFIX if args.scale else HEADER_PREFIX
         for name in written:
-            is_header = name.startswith(prefix)
-            if is_header != (args.part == "headers"):
+            if args.part == "sources":
+                if name.startswith(base):
+                    continue
+            elif not name.startswith(prefix) or "/" in name[len(prefix):]:
                 continue
-            flat = name[len(prefix):] if is_header else name
+            flat = name[len(prefix):] if args.part != "sources" else name
             if args.list:
                 print(flat)
                 continue

@@ -10,10 +10,40 @@
 // around it; otherwise they invoke the kernel through the generated adapters directly. The
 // operator's handle is found on first use, its C++ signature checked once (typed<>()), and
 // then read with one load (Note [Generated operator handles]).
-#include "dk/generated/Operators.h"
-
 #include "dk/dispatch/dispatcher.h"
-#include "dk/generated/BoxingAdapters.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str.h"
+#include "dk/generated/ops/_to_copy_ops.h"
+#include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/eq_ops.h"
+#include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/gelu_backward_ops.h"
+#include "dk/generated/ops/linear_ops.h"
+#include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/log_softmax_ops.h"
+#include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/neg_ops.h"
+#include "dk/generated/ops/ones_ops.h"
+#include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/t_ops.h"
+#include "dk/generated/ops/tanh_ops.h"
+#include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/zero_ops.h"
+#include "dk/generated/ops/zeros_like_ops.h"
 
 namespace dk::ops {
 

@@ -10,10 +10,37 @@
 // around it; otherwise they invoke the kernel through the generated adapters directly. The
 // operator's handle is found on first use, its C++ signature checked once (typed<>()), and
 // then read with one load (Note [Generated operator handles]).
-#include "dk/generated/Operators.h"
-
 #include "dk/dispatch/dispatcher.h"
-#include "dk/generated/BoxingAdapters.h"
+#include "dk/generated/boxing/sig_Scalar__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
+#include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/cat_ops.h"
+#include "dk/generated/ops/clone_ops.h"
+#include "dk/generated/ops/embedding_ops.h"
+#include "dk/generated/ops/eq_ops.h"
+#include "dk/generated/ops/item_ops.h"
+#include "dk/generated/ops/matmul_ops.h"
+#include "dk/generated/ops/ones_like_ops.h"
+#include "dk/generated/ops/permute_ops.h"
+#include "dk/generated/ops/pow_ops.h"
+#include "dk/generated/ops/rand_ops.h"
+#include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/to_ops.h"
+#include "dk/generated/ops/view_ops.h"
 
 namespace dk::ops {
 

@@ -7,10 +7,27 @@
 // their input (base and version counter shared). Other operators fall through this key.
 #include <vector>
 
-#include "dk/generated/Operators.h"
 #include "dk/autograd/functions.h"
 #include "dk/core/local_dispatch_key_set.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/copy_ops.h"
+#include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/mm_ops.h"
+#include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/permute_ops.h"
+#include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/split_ops.h"
+#include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/t_ops.h"
+#include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/unbind_ops.h"
+#include "dk/generated/ops/unsqueeze_ops.h"
+#include "dk/generated/ops/view_ops.h"
+#include "dk/generated/ops/zero_ops.h"
 
 namespace dk::autograd {
 

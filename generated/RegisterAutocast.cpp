@@ -4,10 +4,36 @@
 // Kernels at AutocastCPU and AutocastCUDA (Note [Autocast] in dk/layers/autocast.h): cast the
 // floating tensor arguments on the key's device type per the operator's `autocast:` policy,
 // then call the operator again below autocast. Trailing comments: operator @ key (policy).
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
 #include "dk/layers/autocast.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/cross_entropy_loss_ops.h"
+#include "dk/generated/ops/div_ops.h"
+#include "dk/generated/ops/linear_ops.h"
+#include "dk/generated/ops/log_softmax_ops.h"
+#include "dk/generated/ops/matmul_ops.h"
+#include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/minimum_ops.h"
+#include "dk/generated/ops/mm_ops.h"
+#include "dk/generated/ops/mse_loss_ops.h"
+#include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/nll_loss_ops.h"
+#include "dk/generated/ops/softmax_ops.h"
+#include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/sum_ops.h"
 
 namespace dk {
 
@@ -306,47 +332,47 @@ Tensor AutocastCUDA_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRe
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, AutocastCPU, m) {
-  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&AutocastCPU_add_Tensor>(), "AutocastCPU_add_Tensor"));  // add.Tensor @ AutocastCPU (promote)
-  m.impl("addmm", boxing::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&AutocastCPU_addmm>(), "AutocastCPU_addmm"));  // addmm @ AutocastCPU (lower_precision_fp)
-  m.impl("bmm", boxing::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_bmm>(), "AutocastCPU_bmm"));  // bmm @ AutocastCPU (lower_precision_fp)
-  m.impl("cross_entropy_loss", boxing::kernelFor<ops::cross_entropy_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double<&AutocastCPU_cross_entropy_loss>(), "AutocastCPU_cross_entropy_loss"));  // cross_entropy_loss @ AutocastCPU (fp32)
-  m.impl("div.Tensor", boxing::kernelFor<ops::div_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_div_Tensor>(), "AutocastCPU_div_Tensor"));  // div.Tensor @ AutocastCPU (promote)
-  m.impl("linear", boxing::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&AutocastCPU_linear>(), "AutocastCPU_linear"));  // linear @ AutocastCPU (lower_precision_fp)
-  m.impl("log_softmax.int", boxing::kernelFor<ops::log_softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&AutocastCPU_log_softmax_int>(), "AutocastCPU_log_softmax_int"));  // log_softmax.int @ AutocastCPU (fp32)
-  m.impl("matmul", boxing::kernelFor<ops::matmul>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_matmul>(), "AutocastCPU_matmul"));  // matmul @ AutocastCPU (lower_precision_fp)
-  m.impl("maximum", boxing::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_maximum>(), "AutocastCPU_maximum"));  // maximum @ AutocastCPU (promote)
-  m.impl("mean.dim", boxing::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&AutocastCPU_mean_dim>(), "AutocastCPU_mean_dim"));  // mean.dim @ AutocastCPU (fp32)
-  m.impl("minimum", boxing::kernelFor<ops::minimum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_minimum>(), "AutocastCPU_minimum"));  // minimum @ AutocastCPU (promote)
-  m.impl("mm", boxing::kernelFor<ops::mm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_mm>(), "AutocastCPU_mm"));  // mm @ AutocastCPU (lower_precision_fp)
-  m.impl("mse_loss", boxing::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int<&AutocastCPU_mse_loss>(), "AutocastCPU_mse_loss"));  // mse_loss @ AutocastCPU (fp32)
-  m.impl("mul.Tensor", boxing::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_mul_Tensor>(), "AutocastCPU_mul_Tensor"));  // mul.Tensor @ AutocastCPU (promote)
-  m.impl("nll_loss", boxing::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int<&AutocastCPU_nll_loss>(), "AutocastCPU_nll_loss"));  // nll_loss @ AutocastCPU (fp32)
-  m.impl("softmax.int", boxing::kernelFor<ops::softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&AutocastCPU_softmax_int>(), "AutocastCPU_softmax_int"));  // softmax.int @ AutocastCPU (fp32)
-  m.impl("sub.Tensor", boxing::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&AutocastCPU_sub_Tensor>(), "AutocastCPU_sub_Tensor"));  // sub.Tensor @ AutocastCPU (promote)
-  m.impl("sum", boxing::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&AutocastCPU_sum>(), "AutocastCPU_sum"));  // sum @ AutocastCPU (fp32)
-  m.impl("sum.dim_IntList", boxing::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&AutocastCPU_sum_dim_IntList>(), "AutocastCPU_sum_dim_IntList"));  // sum.dim_IntList @ AutocastCPU (fp32)
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&AutocastCPU_add_Tensor>(), "AutocastCPU_add_Tensor"));  // add.Tensor @ AutocastCPU (promote)
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&AutocastCPU_addmm>(), "AutocastCPU_addmm"));  // addmm @ AutocastCPU (lower_precision_fp)
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_bmm>(), "AutocastCPU_bmm"));  // bmm @ AutocastCPU (lower_precision_fp)
+  m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double<&AutocastCPU_cross_entropy_loss>(), "AutocastCPU_cross_entropy_loss"));  // cross_entropy_loss @ AutocastCPU (fp32)
+  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_div_Tensor>(), "AutocastCPU_div_Tensor"));  // div.Tensor @ AutocastCPU (promote)
+  m.impl("linear", ::dk::detail::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&AutocastCPU_linear>(), "AutocastCPU_linear"));  // linear @ AutocastCPU (lower_precision_fp)
+  m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&AutocastCPU_log_softmax_int>(), "AutocastCPU_log_softmax_int"));  // log_softmax.int @ AutocastCPU (fp32)
+  m.impl("matmul", ::dk::detail::kernelFor<ops::matmul>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_matmul>(), "AutocastCPU_matmul"));  // matmul @ AutocastCPU (lower_precision_fp)
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_maximum>(), "AutocastCPU_maximum"));  // maximum @ AutocastCPU (promote)
+  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&AutocastCPU_mean_dim>(), "AutocastCPU_mean_dim"));  // mean.dim @ AutocastCPU (fp32)
+  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_minimum>(), "AutocastCPU_minimum"));  // minimum @ AutocastCPU (promote)
+  m.impl("mm", ::dk::detail::kernelFor<ops::mm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_mm>(), "AutocastCPU_mm"));  // mm @ AutocastCPU (lower_precision_fp)
+  m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int<&AutocastCPU_mse_loss>(), "AutocastCPU_mse_loss"));  // mse_loss @ AutocastCPU (fp32)
+  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCPU_mul_Tensor>(), "AutocastCPU_mul_Tensor"));  // mul.Tensor @ AutocastCPU (promote)
+  m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int<&AutocastCPU_nll_loss>(), "AutocastCPU_nll_loss"));  // nll_loss @ AutocastCPU (fp32)
+  m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&AutocastCPU_softmax_int>(), "AutocastCPU_softmax_int"));  // softmax.int @ AutocastCPU (fp32)
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&AutocastCPU_sub_Tensor>(), "AutocastCPU_sub_Tensor"));  // sub.Tensor @ AutocastCPU (promote)
+  m.impl("sum", ::dk::detail::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&AutocastCPU_sum>(), "AutocastCPU_sum"));  // sum @ AutocastCPU (fp32)
+  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&AutocastCPU_sum_dim_IntList>(), "AutocastCPU_sum_dim_IntList"));  // sum.dim_IntList @ AutocastCPU (fp32)
 }
 
 DK_LIBRARY_IMPL(dk, AutocastCUDA, m) {
-  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&AutocastCUDA_add_Tensor>(), "AutocastCUDA_add_Tensor"));  // add.Tensor @ AutocastCUDA (promote)
-  m.impl("addmm", boxing::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&AutocastCUDA_addmm>(), "AutocastCUDA_addmm"));  // addmm @ AutocastCUDA (lower_precision_fp)
-  m.impl("bmm", boxing::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_bmm>(), "AutocastCUDA_bmm"));  // bmm @ AutocastCUDA (lower_precision_fp)
-  m.impl("cross_entropy_loss", boxing::kernelFor<ops::cross_entropy_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double<&AutocastCUDA_cross_entropy_loss>(), "AutocastCUDA_cross_entropy_loss"));  // cross_entropy_loss @ AutocastCUDA (fp32)
-  m.impl("div.Tensor", boxing::kernelFor<ops::div_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_div_Tensor>(), "AutocastCUDA_div_Tensor"));  // div.Tensor @ AutocastCUDA (promote)
-  m.impl("linear", boxing::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&AutocastCUDA_linear>(), "AutocastCUDA_linear"));  // linear @ AutocastCUDA (lower_precision_fp)
-  m.impl("log_softmax.int", boxing::kernelFor<ops::log_softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&AutocastCUDA_log_softmax_int>(), "AutocastCUDA_log_softmax_int"));  // log_softmax.int @ AutocastCUDA (fp32)
-  m.impl("matmul", boxing::kernelFor<ops::matmul>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_matmul>(), "AutocastCUDA_matmul"));  // matmul @ AutocastCUDA (lower_precision_fp)
-  m.impl("maximum", boxing::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_maximum>(), "AutocastCUDA_maximum"));  // maximum @ AutocastCUDA (promote)
-  m.impl("mean.dim", boxing::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&AutocastCUDA_mean_dim>(), "AutocastCUDA_mean_dim"));  // mean.dim @ AutocastCUDA (fp32)
-  m.impl("minimum", boxing::kernelFor<ops::minimum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_minimum>(), "AutocastCUDA_minimum"));  // minimum @ AutocastCUDA (promote)
-  m.impl("mm", boxing::kernelFor<ops::mm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_mm>(), "AutocastCUDA_mm"));  // mm @ AutocastCUDA (lower_precision_fp)
-  m.impl("mse_loss", boxing::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int<&AutocastCUDA_mse_loss>(), "AutocastCUDA_mse_loss"));  // mse_loss @ AutocastCUDA (fp32)
-  m.impl("mul.Tensor", boxing::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_mul_Tensor>(), "AutocastCUDA_mul_Tensor"));  // mul.Tensor @ AutocastCUDA (promote)
-  m.impl("nll_loss", boxing::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int<&AutocastCUDA_nll_loss>(), "AutocastCUDA_nll_loss"));  // nll_loss @ AutocastCUDA (fp32)
-  m.impl("softmax.int", boxing::kernelFor<ops::softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&AutocastCUDA_softmax_int>(), "AutocastCUDA_softmax_int"));  // softmax.int @ AutocastCUDA (fp32)
-  m.impl("sub.Tensor", boxing::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&AutocastCUDA_sub_Tensor>(), "AutocastCUDA_sub_Tensor"));  // sub.Tensor @ AutocastCUDA (promote)
-  m.impl("sum", boxing::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&AutocastCUDA_sum>(), "AutocastCUDA_sum"));  // sum @ AutocastCUDA (fp32)
-  m.impl("sum.dim_IntList", boxing::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&AutocastCUDA_sum_dim_IntList>(), "AutocastCUDA_sum_dim_IntList"));  // sum.dim_IntList @ AutocastCUDA (fp32)
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&AutocastCUDA_add_Tensor>(), "AutocastCUDA_add_Tensor"));  // add.Tensor @ AutocastCUDA (promote)
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&AutocastCUDA_addmm>(), "AutocastCUDA_addmm"));  // addmm @ AutocastCUDA (lower_precision_fp)
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_bmm>(), "AutocastCUDA_bmm"));  // bmm @ AutocastCUDA (lower_precision_fp)
+  m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double<&AutocastCUDA_cross_entropy_loss>(), "AutocastCUDA_cross_entropy_loss"));  // cross_entropy_loss @ AutocastCUDA (fp32)
+  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_div_Tensor>(), "AutocastCUDA_div_Tensor"));  // div.Tensor @ AutocastCUDA (promote)
+  m.impl("linear", ::dk::detail::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&AutocastCUDA_linear>(), "AutocastCUDA_linear"));  // linear @ AutocastCUDA (lower_precision_fp)
+  m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&AutocastCUDA_log_softmax_int>(), "AutocastCUDA_log_softmax_int"));  // log_softmax.int @ AutocastCUDA (fp32)
+  m.impl("matmul", ::dk::detail::kernelFor<ops::matmul>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_matmul>(), "AutocastCUDA_matmul"));  // matmul @ AutocastCUDA (lower_precision_fp)
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_maximum>(), "AutocastCUDA_maximum"));  // maximum @ AutocastCUDA (promote)
+  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&AutocastCUDA_mean_dim>(), "AutocastCUDA_mean_dim"));  // mean.dim @ AutocastCUDA (fp32)
+  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_minimum>(), "AutocastCUDA_minimum"));  // minimum @ AutocastCUDA (promote)
+  m.impl("mm", ::dk::detail::kernelFor<ops::mm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_mm>(), "AutocastCUDA_mm"));  // mm @ AutocastCUDA (lower_precision_fp)
+  m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int<&AutocastCUDA_mse_loss>(), "AutocastCUDA_mse_loss"));  // mse_loss @ AutocastCUDA (fp32)
+  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&AutocastCUDA_mul_Tensor>(), "AutocastCUDA_mul_Tensor"));  // mul.Tensor @ AutocastCUDA (promote)
+  m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int<&AutocastCUDA_nll_loss>(), "AutocastCUDA_nll_loss"));  // nll_loss @ AutocastCUDA (fp32)
+  m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&AutocastCUDA_softmax_int>(), "AutocastCUDA_softmax_int"));  // softmax.int @ AutocastCUDA (fp32)
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&AutocastCUDA_sub_Tensor>(), "AutocastCUDA_sub_Tensor"));  // sub.Tensor @ AutocastCUDA (promote)
+  m.impl("sum", ::dk::detail::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&AutocastCUDA_sum>(), "AutocastCUDA_sum"));  // sum @ AutocastCUDA (fp32)
+  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&AutocastCUDA_sum_dim_IntList>(), "AutocastCUDA_sum_dim_IntList"));  // sum.dim_IntList @ AutocastCUDA (fp32)
 }
 
 }  // namespace dk

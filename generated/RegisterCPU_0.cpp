@@ -8,11 +8,78 @@
 // operator @ key -> kernel.
 #include <optional>
 
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/DeviceCheck.h"
-#include "dk/generated/NativeFunctions.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/DeviceCheck.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
+#include "dk/generated/ops/_log_softmax_native.h"
+#include "dk/generated/ops/_log_softmax_ops.h"
+#include "dk/generated/ops/add_native.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/addmm_native.h"
+#include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/bmm_native.h"
+#include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/copy_native.h"
+#include "dk/generated/ops/copy_ops.h"
+#include "dk/generated/ops/cos_native.h"
+#include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/eq_native.h"
+#include "dk/generated/ops/eq_ops.h"
+#include "dk/generated/ops/exp_native.h"
+#include "dk/generated/ops/exp_ops.h"
+#include "dk/generated/ops/fill_native.h"
+#include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/gelu_backward_native.h"
+#include "dk/generated/ops/gelu_backward_ops.h"
+#include "dk/generated/ops/gelu_native.h"
+#include "dk/generated/ops/gelu_ops.h"
+#include "dk/generated/ops/gt_native.h"
+#include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/log_native.h"
+#include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/max_native.h"
+#include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/maximum_native.h"
+#include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/mm_native.h"
+#include "dk/generated/ops/mm_ops.h"
+#include "dk/generated/ops/mul_native.h"
+#include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/neg_native.h"
+#include "dk/generated/ops/neg_ops.h"
+#include "dk/generated/ops/ones_native.h"
+#include "dk/generated/ops/ones_ops.h"
+#include "dk/generated/ops/randn_native.h"
+#include "dk/generated/ops/randn_ops.h"
+#include "dk/generated/ops/relu_native.h"
+#include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/sub_native.h"
+#include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/sum_native.h"
+#include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/tanh_native.h"
+#include "dk/generated/ops/tanh_ops.h"
+#include "dk/generated/ops/where_native.h"
+#include "dk/generated/ops/where_ops.h"
+#include "dk/generated/ops/zero_native.h"
+#include "dk/generated/ops/zero_ops.h"
 
 namespace dk {
 
@@ -175,34 +242,34 @@ Tensor wrapper_CPU_zero_(const Tensor& self) {
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CPU, m) {
-  m.impl("_log_softmax", boxing::kernelFor<ops::_log_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_CPU__log_softmax>(), "wrapper_CPU__log_softmax"));  // _log_softmax @ CPU -> native::_log_softmax_cpu
-  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_add_Tensor>(), "wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
-  m.impl("add.out", boxing::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CPU_add_out>(), "wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
-  m.impl("addmm", boxing::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&wrapper_CPU_addmm>(), "wrapper_CPU_addmm"));  // addmm @ CPU -> native::addmm_cpu
-  m.impl("bmm", boxing::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_bmm>(), "wrapper_CPU_bmm"));  // bmm @ CPU -> native::bmm_cpu
-  m.impl("copy_", boxing::kernelFor<ops::copy_>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Bool<&wrapper_CPU_copy_>(), "wrapper_CPU_copy_"));  // copy_ @ CPU -> native::copy_inplace_cpu
-  m.impl("cos", boxing::kernelFor<ops::cos>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_cos>(), "wrapper_CPU_cos"));  // cos @ CPU -> native::cos_cpu
-  m.impl("eq.Tensor", boxing::kernelFor<ops::eq_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_eq_Tensor>(), "wrapper_CPU_eq_Tensor"));  // eq.Tensor @ CPU -> native::eq_cpu
-  m.impl("exp", boxing::kernelFor<ops::exp>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_exp>(), "wrapper_CPU_exp"));  // exp @ CPU -> native::exp_cpu
-  m.impl("fill_.Scalar", boxing::kernelFor<ops::fill__Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CPU_fill__Scalar>(), "wrapper_CPU_fill__Scalar"));  // fill_.Scalar @ CPU -> native::fill_inplace_cpu
-  m.impl("gelu", boxing::kernelFor<ops::gelu>(boxing::make_kernel_sig_Tensor__Tensor_Str<&wrapper_CPU_gelu>(), "wrapper_CPU_gelu"));  // gelu @ CPU -> native::gelu_cpu
-  m.impl("gelu_backward", boxing::kernelFor<ops::gelu_backward>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Str<&wrapper_CPU_gelu_backward>(), "wrapper_CPU_gelu_backward"));  // gelu_backward @ CPU -> native::gelu_backward_cpu
-  m.impl("gt.Tensor", boxing::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_gt_Tensor>(), "wrapper_CPU_gt_Tensor"));  // gt.Tensor @ CPU -> native::gt_cpu
-  m.impl("log", boxing::kernelFor<ops::log>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_log>(), "wrapper_CPU_log"));  // log @ CPU -> native::log_cpu
-  m.impl("max.dim", boxing::kernelFor<ops::max_dim>(boxing::make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool<&wrapper_CPU_max_dim>(), "wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::max_cpu
-  m.impl("maximum", boxing::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_maximum>(), "wrapper_CPU_maximum"));  // maximum @ CPU -> native::maximum_cpu
-  m.impl("mean.dim", boxing::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_CPU_mean_dim>(), "wrapper_CPU_mean_dim"));  // mean.dim @ CPU -> native::mean_cpu
-  m.impl("mm.out", boxing::kernelFor<ops::mm_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_CPU_mm_out>(), "wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::mm_out_cpu
-  m.impl("mul_.Tensor", boxing::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_mul__Tensor>(), "wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::mul_inplace_cpu
-  m.impl("neg", boxing::kernelFor<ops::neg>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_neg>(), "wrapper_CPU_neg"));  // neg @ CPU -> native::neg_cpu
-  m.impl("ones", boxing::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_ones>(), "wrapper_CPU_ones"));  // ones @ CPU -> native::ones_cpu
-  m.impl("randn.generator", boxing::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_randn_generator>(), "wrapper_CPU_randn_generator"));  // randn.generator @ CPU -> native::randn_cpu
-  m.impl("relu_", boxing::kernelFor<ops::relu_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_relu_>(), "wrapper_CPU_relu_"));  // relu_ @ CPU -> native::relu_inplace_cpu
-  m.impl("sub.Tensor", boxing::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_sub_Tensor>(), "wrapper_CPU_sub_Tensor"));  // sub.Tensor @ CPU -> native::sub_cpu
-  m.impl("sum", boxing::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&wrapper_CPU_sum>(), "wrapper_CPU_sum"));  // sum @ CPU -> native::sum_cpu
-  m.impl("tanh", boxing::kernelFor<ops::tanh>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_tanh>(), "wrapper_CPU_tanh"));  // tanh @ CPU -> native::tanh_cpu
-  m.impl("where.self", boxing::kernelFor<ops::where_self>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_CPU_where_self>(), "wrapper_CPU_where_self"));  // where.self @ CPU -> native::where_cpu
-  m.impl("zero_", boxing::kernelFor<ops::zero_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_zero_>(), "wrapper_CPU_zero_"));  // zero_ @ CPU -> native::zero_inplace_cpu
+  m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_CPU__log_softmax>(), "wrapper_CPU__log_softmax"));  // _log_softmax @ CPU -> native::_log_softmax_cpu
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_add_Tensor>(), "wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CPU_add_out>(), "wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&wrapper_CPU_addmm>(), "wrapper_CPU_addmm"));  // addmm @ CPU -> native::addmm_cpu
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_bmm>(), "wrapper_CPU_bmm"));  // bmm @ CPU -> native::bmm_cpu
+  m.impl("copy_", ::dk::detail::kernelFor<ops::copy_>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Bool<&wrapper_CPU_copy_>(), "wrapper_CPU_copy_"));  // copy_ @ CPU -> native::copy_inplace_cpu
+  m.impl("cos", ::dk::detail::kernelFor<ops::cos>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_cos>(), "wrapper_CPU_cos"));  // cos @ CPU -> native::cos_cpu
+  m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_eq_Tensor>(), "wrapper_CPU_eq_Tensor"));  // eq.Tensor @ CPU -> native::eq_cpu
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_exp>(), "wrapper_CPU_exp"));  // exp @ CPU -> native::exp_cpu
+  m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CPU_fill__Scalar>(), "wrapper_CPU_fill__Scalar"));  // fill_.Scalar @ CPU -> native::fill_inplace_cpu
+  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu>(boxing::make_kernel_sig_Tensor__Tensor_Str<&wrapper_CPU_gelu>(), "wrapper_CPU_gelu"));  // gelu @ CPU -> native::gelu_cpu
+  m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Str<&wrapper_CPU_gelu_backward>(), "wrapper_CPU_gelu_backward"));  // gelu_backward @ CPU -> native::gelu_backward_cpu
+  m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_gt_Tensor>(), "wrapper_CPU_gt_Tensor"));  // gt.Tensor @ CPU -> native::gt_cpu
+  m.impl("log", ::dk::detail::kernelFor<ops::log>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_log>(), "wrapper_CPU_log"));  // log @ CPU -> native::log_cpu
+  m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim>(boxing::make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool<&wrapper_CPU_max_dim>(), "wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::max_cpu
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_maximum>(), "wrapper_CPU_maximum"));  // maximum @ CPU -> native::maximum_cpu
+  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_CPU_mean_dim>(), "wrapper_CPU_mean_dim"));  // mean.dim @ CPU -> native::mean_cpu
+  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_CPU_mm_out>(), "wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::mm_out_cpu
+  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_mul__Tensor>(), "wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::mul_inplace_cpu
+  m.impl("neg", ::dk::detail::kernelFor<ops::neg>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_neg>(), "wrapper_CPU_neg"));  // neg @ CPU -> native::neg_cpu
+  m.impl("ones", ::dk::detail::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_ones>(), "wrapper_CPU_ones"));  // ones @ CPU -> native::ones_cpu
+  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_randn_generator>(), "wrapper_CPU_randn_generator"));  // randn.generator @ CPU -> native::randn_cpu
+  m.impl("relu_", ::dk::detail::kernelFor<ops::relu_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_relu_>(), "wrapper_CPU_relu_"));  // relu_ @ CPU -> native::relu_inplace_cpu
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_sub_Tensor>(), "wrapper_CPU_sub_Tensor"));  // sub.Tensor @ CPU -> native::sub_cpu
+  m.impl("sum", ::dk::detail::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&wrapper_CPU_sum>(), "wrapper_CPU_sum"));  // sum @ CPU -> native::sum_cpu
+  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_tanh>(), "wrapper_CPU_tanh"));  // tanh @ CPU -> native::tanh_cpu
+  m.impl("where.self", ::dk::detail::kernelFor<ops::where_self>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_CPU_where_self>(), "wrapper_CPU_where_self"));  // where.self @ CPU -> native::where_cpu
+  m.impl("zero_", ::dk::detail::kernelFor<ops::zero_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_zero_>(), "wrapper_CPU_zero_"));  // zero_ @ CPU -> native::zero_inplace_cpu
 }
 
 }  // namespace dk

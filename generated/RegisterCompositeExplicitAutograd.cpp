@@ -7,10 +7,43 @@
 // operator @ key -> kernel.
 #include <optional>
 
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/NativeFunctions.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/boxing/sig_TensorVec__Tensor_Int.h"
+#include "dk/generated/boxing/sig_TensorVec__Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
+#include "dk/generated/ops/_to_copy_native.h"
+#include "dk/generated/ops/_to_copy_ops.h"
+#include "dk/generated/ops/clone_native.h"
+#include "dk/generated/ops/clone_ops.h"
+#include "dk/generated/ops/expand_native.h"
+#include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/permute_native.h"
+#include "dk/generated/ops/permute_ops.h"
+#include "dk/generated/ops/select_native.h"
+#include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/slice_native.h"
+#include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/split_native.h"
+#include "dk/generated/ops/split_ops.h"
+#include "dk/generated/ops/squeeze_native.h"
+#include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/t_native.h"
+#include "dk/generated/ops/t_ops.h"
+#include "dk/generated/ops/transpose_native.h"
+#include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/unbind_native.h"
+#include "dk/generated/ops/unbind_ops.h"
+#include "dk/generated/ops/unsqueeze_native.h"
+#include "dk/generated/ops/unsqueeze_ops.h"
+#include "dk/generated/ops/view_native.h"
+#include "dk/generated/ops/view_ops.h"
 
 namespace dk {
 
@@ -84,19 +117,19 @@ Tensor wrapper_CompositeExplicitAutograd_view(const Tensor& self, IntArrayRef si
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
-  m.impl("_to_copy", boxing::kernelFor<ops::_to_copy>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat<&wrapper_CompositeExplicitAutograd__to_copy>(), "wrapper_CompositeExplicitAutograd__to_copy"));  // _to_copy @ CompositeExplicitAutograd -> native::_to_copy
-  m.impl("clone", boxing::kernelFor<ops::clone>(boxing::make_kernel_sig_Tensor__Tensor_OptMemoryFormat<&wrapper_CompositeExplicitAutograd_clone>(), "wrapper_CompositeExplicitAutograd_clone"));  // clone @ CompositeExplicitAutograd -> native::clone
-  m.impl("expand", boxing::kernelFor<ops::expand>(boxing::make_kernel_sig_Tensor__Tensor_IntList_Bool<&wrapper_CompositeExplicitAutograd_expand>(), "wrapper_CompositeExplicitAutograd_expand"));  // expand @ CompositeExplicitAutograd -> native::expand
-  m.impl("permute", boxing::kernelFor<ops::permute>(boxing::make_kernel_sig_Tensor__Tensor_IntList<&wrapper_CompositeExplicitAutograd_permute>(), "wrapper_CompositeExplicitAutograd_permute"));  // permute @ CompositeExplicitAutograd -> native::permute
-  m.impl("select.int", boxing::kernelFor<ops::select_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_select_int>(), "wrapper_CompositeExplicitAutograd_select_int"));  // select.int @ CompositeExplicitAutograd -> native::select
-  m.impl("slice.Tensor", boxing::kernelFor<ops::slice_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int<&wrapper_CompositeExplicitAutograd_slice_Tensor>(), "wrapper_CompositeExplicitAutograd_slice_Tensor"));  // slice.Tensor @ CompositeExplicitAutograd -> native::slice
-  m.impl("split.Tensor", boxing::kernelFor<ops::split_Tensor>(boxing::make_kernel_sig_TensorVec__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_split_Tensor>(), "wrapper_CompositeExplicitAutograd_split_Tensor"));  // split.Tensor @ CompositeExplicitAutograd -> native::split
-  m.impl("squeeze.dim", boxing::kernelFor<ops::squeeze_dim>(boxing::make_kernel_sig_Tensor__Tensor_Int<&wrapper_CompositeExplicitAutograd_squeeze_dim>(), "wrapper_CompositeExplicitAutograd_squeeze_dim"));  // squeeze.dim @ CompositeExplicitAutograd -> native::squeeze
-  m.impl("t", boxing::kernelFor<ops::t>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CompositeExplicitAutograd_t>(), "wrapper_CompositeExplicitAutograd_t"));  // t @ CompositeExplicitAutograd -> native::t
-  m.impl("transpose.int", boxing::kernelFor<ops::transpose_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_transpose_int>(), "wrapper_CompositeExplicitAutograd_transpose_int"));  // transpose.int @ CompositeExplicitAutograd -> native::transpose
-  m.impl("unbind.int", boxing::kernelFor<ops::unbind_int>(boxing::make_kernel_sig_TensorVec__Tensor_Int<&wrapper_CompositeExplicitAutograd_unbind_int>(), "wrapper_CompositeExplicitAutograd_unbind_int"));  // unbind.int @ CompositeExplicitAutograd -> native::unbind
-  m.impl("unsqueeze", boxing::kernelFor<ops::unsqueeze>(boxing::make_kernel_sig_Tensor__Tensor_Int<&wrapper_CompositeExplicitAutograd_unsqueeze>(), "wrapper_CompositeExplicitAutograd_unsqueeze"));  // unsqueeze @ CompositeExplicitAutograd -> native::unsqueeze
-  m.impl("view", boxing::kernelFor<ops::view>(boxing::make_kernel_sig_Tensor__Tensor_IntList<&wrapper_CompositeExplicitAutograd_view>(), "wrapper_CompositeExplicitAutograd_view"));  // view @ CompositeExplicitAutograd -> native::view
+  m.impl("_to_copy", ::dk::detail::kernelFor<ops::_to_copy>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat<&wrapper_CompositeExplicitAutograd__to_copy>(), "wrapper_CompositeExplicitAutograd__to_copy"));  // _to_copy @ CompositeExplicitAutograd -> native::_to_copy
+  m.impl("clone", ::dk::detail::kernelFor<ops::clone>(boxing::make_kernel_sig_Tensor__Tensor_OptMemoryFormat<&wrapper_CompositeExplicitAutograd_clone>(), "wrapper_CompositeExplicitAutograd_clone"));  // clone @ CompositeExplicitAutograd -> native::clone
+  m.impl("expand", ::dk::detail::kernelFor<ops::expand>(boxing::make_kernel_sig_Tensor__Tensor_IntList_Bool<&wrapper_CompositeExplicitAutograd_expand>(), "wrapper_CompositeExplicitAutograd_expand"));  // expand @ CompositeExplicitAutograd -> native::expand
+  m.impl("permute", ::dk::detail::kernelFor<ops::permute>(boxing::make_kernel_sig_Tensor__Tensor_IntList<&wrapper_CompositeExplicitAutograd_permute>(), "wrapper_CompositeExplicitAutograd_permute"));  // permute @ CompositeExplicitAutograd -> native::permute
+  m.impl("select.int", ::dk::detail::kernelFor<ops::select_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_select_int>(), "wrapper_CompositeExplicitAutograd_select_int"));  // select.int @ CompositeExplicitAutograd -> native::select
+  m.impl("slice.Tensor", ::dk::detail::kernelFor<ops::slice_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int<&wrapper_CompositeExplicitAutograd_slice_Tensor>(), "wrapper_CompositeExplicitAutograd_slice_Tensor"));  // slice.Tensor @ CompositeExplicitAutograd -> native::slice
+  m.impl("split.Tensor", ::dk::detail::kernelFor<ops::split_Tensor>(boxing::make_kernel_sig_TensorVec__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_split_Tensor>(), "wrapper_CompositeExplicitAutograd_split_Tensor"));  // split.Tensor @ CompositeExplicitAutograd -> native::split
+  m.impl("squeeze.dim", ::dk::detail::kernelFor<ops::squeeze_dim>(boxing::make_kernel_sig_Tensor__Tensor_Int<&wrapper_CompositeExplicitAutograd_squeeze_dim>(), "wrapper_CompositeExplicitAutograd_squeeze_dim"));  // squeeze.dim @ CompositeExplicitAutograd -> native::squeeze
+  m.impl("t", ::dk::detail::kernelFor<ops::t>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CompositeExplicitAutograd_t>(), "wrapper_CompositeExplicitAutograd_t"));  // t @ CompositeExplicitAutograd -> native::t
+  m.impl("transpose.int", ::dk::detail::kernelFor<ops::transpose_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_transpose_int>(), "wrapper_CompositeExplicitAutograd_transpose_int"));  // transpose.int @ CompositeExplicitAutograd -> native::transpose
+  m.impl("unbind.int", ::dk::detail::kernelFor<ops::unbind_int>(boxing::make_kernel_sig_TensorVec__Tensor_Int<&wrapper_CompositeExplicitAutograd_unbind_int>(), "wrapper_CompositeExplicitAutograd_unbind_int"));  // unbind.int @ CompositeExplicitAutograd -> native::unbind
+  m.impl("unsqueeze", ::dk::detail::kernelFor<ops::unsqueeze>(boxing::make_kernel_sig_Tensor__Tensor_Int<&wrapper_CompositeExplicitAutograd_unsqueeze>(), "wrapper_CompositeExplicitAutograd_unsqueeze"));  // unsqueeze @ CompositeExplicitAutograd -> native::unsqueeze
+  m.impl("view", ::dk::detail::kernelFor<ops::view>(boxing::make_kernel_sig_Tensor__Tensor_IntList<&wrapper_CompositeExplicitAutograd_view>(), "wrapper_CompositeExplicitAutograd_view"));  // view @ CompositeExplicitAutograd -> native::view
 }
 
 }  // namespace dk

@@ -8,11 +8,78 @@
 // operator @ key -> kernel.
 #include <optional>
 
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/DeviceCheck.h"
-#include "dk/generated/NativeFunctions.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/DeviceCheck.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
+#include "dk/generated/ops/_log_softmax_native.h"
+#include "dk/generated/ops/_log_softmax_ops.h"
+#include "dk/generated/ops/add_native.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/addmm_native.h"
+#include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/bmm_native.h"
+#include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/copy_native.h"
+#include "dk/generated/ops/copy_ops.h"
+#include "dk/generated/ops/cos_native.h"
+#include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/eq_native.h"
+#include "dk/generated/ops/eq_ops.h"
+#include "dk/generated/ops/exp_native.h"
+#include "dk/generated/ops/exp_ops.h"
+#include "dk/generated/ops/fill_native.h"
+#include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/gelu_backward_native.h"
+#include "dk/generated/ops/gelu_backward_ops.h"
+#include "dk/generated/ops/gelu_native.h"
+#include "dk/generated/ops/gelu_ops.h"
+#include "dk/generated/ops/gt_native.h"
+#include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/log_native.h"
+#include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/max_native.h"
+#include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/maximum_native.h"
+#include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/mm_native.h"
+#include "dk/generated/ops/mm_ops.h"
+#include "dk/generated/ops/mul_native.h"
+#include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/neg_native.h"
+#include "dk/generated/ops/neg_ops.h"
+#include "dk/generated/ops/ones_native.h"
+#include "dk/generated/ops/ones_ops.h"
+#include "dk/generated/ops/randn_native.h"
+#include "dk/generated/ops/randn_ops.h"
+#include "dk/generated/ops/relu_native.h"
+#include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/sub_native.h"
+#include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/sum_native.h"
+#include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/tanh_native.h"
+#include "dk/generated/ops/tanh_ops.h"
+#include "dk/generated/ops/where_native.h"
+#include "dk/generated/ops/where_ops.h"
+#include "dk/generated/ops/zero_native.h"
+#include "dk/generated/ops/zero_ops.h"
 
 namespace dk {
 
@@ -175,34 +242,34 @@ Tensor wrapper_Meta_zero_(const Tensor& self) {
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, Meta, m) {
-  m.impl("_log_softmax", boxing::kernelFor<ops::_log_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_Meta__log_softmax>(), "wrapper_Meta__log_softmax"));  // _log_softmax @ Meta -> native::_log_softmax_meta
-  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_add_Tensor>(), "wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
-  m.impl("add.out", boxing::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_Meta_add_out>(), "wrapper_Meta_add_out"));  // add.out @ Meta -> native::add_out_meta
-  m.impl("addmm", boxing::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&wrapper_Meta_addmm>(), "wrapper_Meta_addmm"));  // addmm @ Meta -> native::addmm_meta
-  m.impl("bmm", boxing::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_bmm>(), "wrapper_Meta_bmm"));  // bmm @ Meta -> native::bmm_meta
-  m.impl("copy_", boxing::kernelFor<ops::copy_>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Bool<&wrapper_Meta_copy_>(), "wrapper_Meta_copy_"));  // copy_ @ Meta -> native::copy_inplace_meta
-  m.impl("cos", boxing::kernelFor<ops::cos>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_cos>(), "wrapper_Meta_cos"));  // cos @ Meta -> native::cos_meta
-  m.impl("eq.Tensor", boxing::kernelFor<ops::eq_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_eq_Tensor>(), "wrapper_Meta_eq_Tensor"));  // eq.Tensor @ Meta -> native::eq_meta
-  m.impl("exp", boxing::kernelFor<ops::exp>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_exp>(), "wrapper_Meta_exp"));  // exp @ Meta -> native::exp_meta
-  m.impl("fill_.Scalar", boxing::kernelFor<ops::fill__Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_Meta_fill__Scalar>(), "wrapper_Meta_fill__Scalar"));  // fill_.Scalar @ Meta -> native::fill_inplace_meta
-  m.impl("gelu", boxing::kernelFor<ops::gelu>(boxing::make_kernel_sig_Tensor__Tensor_Str<&wrapper_Meta_gelu>(), "wrapper_Meta_gelu"));  // gelu @ Meta -> native::gelu_meta
-  m.impl("gelu_backward", boxing::kernelFor<ops::gelu_backward>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Str<&wrapper_Meta_gelu_backward>(), "wrapper_Meta_gelu_backward"));  // gelu_backward @ Meta -> native::gelu_backward_meta
-  m.impl("gt.Tensor", boxing::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_gt_Tensor>(), "wrapper_Meta_gt_Tensor"));  // gt.Tensor @ Meta -> native::gt_meta
-  m.impl("log", boxing::kernelFor<ops::log>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_log>(), "wrapper_Meta_log"));  // log @ Meta -> native::log_meta
-  m.impl("max.dim", boxing::kernelFor<ops::max_dim>(boxing::make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool<&wrapper_Meta_max_dim>(), "wrapper_Meta_max_dim"));  // max.dim @ Meta -> native::max_meta
-  m.impl("maximum", boxing::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_maximum>(), "wrapper_Meta_maximum"));  // maximum @ Meta -> native::maximum_meta
-  m.impl("mean.dim", boxing::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_Meta_mean_dim>(), "wrapper_Meta_mean_dim"));  // mean.dim @ Meta -> native::mean_meta
-  m.impl("mm.out", boxing::kernelFor<ops::mm_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_Meta_mm_out>(), "wrapper_Meta_mm_out"));  // mm.out @ Meta -> native::mm_out_meta
-  m.impl("mul_.Tensor", boxing::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_mul__Tensor>(), "wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> native::mul_inplace_meta
-  m.impl("neg", boxing::kernelFor<ops::neg>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_neg>(), "wrapper_Meta_neg"));  // neg @ Meta -> native::neg_meta
-  m.impl("ones", boxing::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_ones>(), "wrapper_Meta_ones"));  // ones @ Meta -> native::ones_meta
-  m.impl("randn.generator", boxing::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_randn_generator>(), "wrapper_Meta_randn_generator"));  // randn.generator @ Meta -> native::randn_meta
-  m.impl("relu_", boxing::kernelFor<ops::relu_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_relu_>(), "wrapper_Meta_relu_"));  // relu_ @ Meta -> native::relu_inplace_meta
-  m.impl("sub.Tensor", boxing::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_sub_Tensor>(), "wrapper_Meta_sub_Tensor"));  // sub.Tensor @ Meta -> native::sub_meta
-  m.impl("sum", boxing::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&wrapper_Meta_sum>(), "wrapper_Meta_sum"));  // sum @ Meta -> native::sum_meta
-  m.impl("tanh", boxing::kernelFor<ops::tanh>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_tanh>(), "wrapper_Meta_tanh"));  // tanh @ Meta -> native::tanh_meta
-  m.impl("where.self", boxing::kernelFor<ops::where_self>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_Meta_where_self>(), "wrapper_Meta_where_self"));  // where.self @ Meta -> native::where_meta
-  m.impl("zero_", boxing::kernelFor<ops::zero_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_zero_>(), "wrapper_Meta_zero_"));  // zero_ @ Meta -> native::zero_inplace_meta
+  m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_Meta__log_softmax>(), "wrapper_Meta__log_softmax"));  // _log_softmax @ Meta -> native::_log_softmax_meta
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_add_Tensor>(), "wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_Meta_add_out>(), "wrapper_Meta_add_out"));  // add.out @ Meta -> native::add_out_meta
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&wrapper_Meta_addmm>(), "wrapper_Meta_addmm"));  // addmm @ Meta -> native::addmm_meta
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_bmm>(), "wrapper_Meta_bmm"));  // bmm @ Meta -> native::bmm_meta
+  m.impl("copy_", ::dk::detail::kernelFor<ops::copy_>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Bool<&wrapper_Meta_copy_>(), "wrapper_Meta_copy_"));  // copy_ @ Meta -> native::copy_inplace_meta
+  m.impl("cos", ::dk::detail::kernelFor<ops::cos>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_cos>(), "wrapper_Meta_cos"));  // cos @ Meta -> native::cos_meta
+  m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_eq_Tensor>(), "wrapper_Meta_eq_Tensor"));  // eq.Tensor @ Meta -> native::eq_meta
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_exp>(), "wrapper_Meta_exp"));  // exp @ Meta -> native::exp_meta
+  m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_Meta_fill__Scalar>(), "wrapper_Meta_fill__Scalar"));  // fill_.Scalar @ Meta -> native::fill_inplace_meta
+  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu>(boxing::make_kernel_sig_Tensor__Tensor_Str<&wrapper_Meta_gelu>(), "wrapper_Meta_gelu"));  // gelu @ Meta -> native::gelu_meta
+  m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Str<&wrapper_Meta_gelu_backward>(), "wrapper_Meta_gelu_backward"));  // gelu_backward @ Meta -> native::gelu_backward_meta
+  m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_gt_Tensor>(), "wrapper_Meta_gt_Tensor"));  // gt.Tensor @ Meta -> native::gt_meta
+  m.impl("log", ::dk::detail::kernelFor<ops::log>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_log>(), "wrapper_Meta_log"));  // log @ Meta -> native::log_meta
+  m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim>(boxing::make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool<&wrapper_Meta_max_dim>(), "wrapper_Meta_max_dim"));  // max.dim @ Meta -> native::max_meta
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_maximum>(), "wrapper_Meta_maximum"));  // maximum @ Meta -> native::maximum_meta
+  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_Meta_mean_dim>(), "wrapper_Meta_mean_dim"));  // mean.dim @ Meta -> native::mean_meta
+  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_Meta_mm_out>(), "wrapper_Meta_mm_out"));  // mm.out @ Meta -> native::mm_out_meta
+  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_mul__Tensor>(), "wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> native::mul_inplace_meta
+  m.impl("neg", ::dk::detail::kernelFor<ops::neg>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_neg>(), "wrapper_Meta_neg"));  // neg @ Meta -> native::neg_meta
+  m.impl("ones", ::dk::detail::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_ones>(), "wrapper_Meta_ones"));  // ones @ Meta -> native::ones_meta
+  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_randn_generator>(), "wrapper_Meta_randn_generator"));  // randn.generator @ Meta -> native::randn_meta
+  m.impl("relu_", ::dk::detail::kernelFor<ops::relu_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_relu_>(), "wrapper_Meta_relu_"));  // relu_ @ Meta -> native::relu_inplace_meta
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_sub_Tensor>(), "wrapper_Meta_sub_Tensor"));  // sub.Tensor @ Meta -> native::sub_meta
+  m.impl("sum", ::dk::detail::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&wrapper_Meta_sum>(), "wrapper_Meta_sum"));  // sum @ Meta -> native::sum_meta
+  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_tanh>(), "wrapper_Meta_tanh"));  // tanh @ Meta -> native::tanh_meta
+  m.impl("where.self", ::dk::detail::kernelFor<ops::where_self>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_Meta_where_self>(), "wrapper_Meta_where_self"));  // where.self @ Meta -> native::where_meta
+  m.impl("zero_", ::dk::detail::kernelFor<ops::zero_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_zero_>(), "wrapper_Meta_zero_"));  // zero_ @ Meta -> native::zero_inplace_meta
 }
 
 }  // namespace dk

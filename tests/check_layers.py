@@ -11,7 +11,8 @@ runtime/ holds one folder per layer, lowest first:
     layers    the built-in dispatch modes, the profiler, autocast
 
 A file in one layer may include headers of its own layer and of lower ones only. The
-generated headers (dk/generated/) belong to the layer of what they declare, listed below. The
+generated headers (dk/generated/) belong to the layer of what they declare, listed below (the
+per-operator ones of ops/ to tensor, their kernel declarations and boxing/ to dispatch). The
 entry points dk/dk.h, dk/dispatch.h and dk/modes.h sit above every layer. Besides the rule:
 every included dk/ header exists; nothing in the project includes the compatibility headers of
 runtime/compat/ (they are for code written before the split); and each runtime .cpp starts by
@@ -31,12 +32,18 @@ GENERATED_LAYER = {
     "TensorMethodTypes.h": "tensor",
     "TensorMethodDecls.inc": "tensor",
     "TensorMethods.h": "tensor",
+    "MethodOperators.h": "tensor",
     "Functions.h": "tensor",
     "TensorOperators.h": "tensor",
     "DeviceCheck.h": "tensor",
     "NativeFunctions.h": "dispatch",
     "BoxingAdapters.h": "dispatch",
     "AutogradFunctions.h": "autograd",
+    # templates of the per-operator and per-signature headers
+    "OperatorStructs.h": "tensor",
+    "OperatorFunctions.h": "tensor",
+    "OperatorNatives.h": "dispatch",
+    "BoxingSignature.h": "dispatch",
 }
 TOP = len(LAYERS)  # the rank of the entry points, and of code outside runtime/ (kernels, tests, tools)
 # Runtime sources that define members of a header with another name.
@@ -49,13 +56,25 @@ SCANNED_DIRS = ["runtime", "kernels", "tests", "tools", "generated", "codegen/te
 SCANNED_EXTS = (".h", ".cpp", ".cu", ".cuh", ".inc", ".j2")
 
 
+def generated_layer(name):
+    """The layer of a generated header, named relative to dk/generated/ (ops/add_ops.h, ...)."""
+    if name.startswith("aten/"):
+        name = name[len("aten/"):]
+    if name.startswith("ops/"):
+        # <op>_ops.h (the ops:: structs) and <op>.h (the functions): tensor; <op>_native.h: dispatch.
+        return "dispatch" if name.endswith("_native.h") else "tensor"
+    if name.startswith("boxing/"):
+        return "dispatch"
+    return GENERATED_LAYER.get(name)
+
+
 def header_layer(path):
     """The rank of an included header path such as dk/core/dispatch_key.h, or None if unknown."""
     if path in ENTRY_POINTS:
         return TOP
     parts = path.split("/")
-    if len(parts) == 3 and parts[1] == "generated":
-        layer = GENERATED_LAYER.get(parts[2])
+    if len(parts) >= 3 and parts[1] == "generated":
+        layer = generated_layer("/".join(parts[2:]))
         return LAYERS.index(layer) if layer else None
     if len(parts) >= 3 and parts[1] in LAYERS:
         return LAYERS.index(parts[1])
@@ -69,9 +88,9 @@ def file_layer(rel):
             first = rel[len(prefix):].split("/")[0]
             if first in LAYERS:
                 return LAYERS.index(first)
-    m = re.match(r"(?:generated|tests/generator/golden)/dk/generated/([^/]+)$", rel)
-    if m and m.group(1) in GENERATED_LAYER:
-        return LAYERS.index(GENERATED_LAYER[m.group(1)])
+    m = re.match(r"(?:generated|tests/generator/golden)/dk/generated/(.+)$", rel)
+    if m and generated_layer(m.group(1)):
+        return LAYERS.index(generated_layer(m.group(1)))
     m = re.match(r"codegen/templates/([^/]+)\.j2$", rel)
     if m and m.group(1) in GENERATED_LAYER:
         return LAYERS.index(GENERATED_LAYER[m.group(1)])
@@ -81,7 +100,7 @@ def file_layer(rel):
 def exists(root, path):
     if path.startswith("dk/generated/"):
         name = path[len("dk/generated/"):]
-        return os.path.exists(os.path.join(root, "generated", path)) or name in GENERATED_LAYER
+        return os.path.exists(os.path.join(root, "generated", path)) or generated_layer(name) is not None
     return os.path.exists(os.path.join(root, "runtime", "include", path))
 
 

@@ -26,4 +26,5 @@ def is_tensor(binding) -> bool:
 def emit(ctx: GenContext, files) -> None:
     ops: List[Operator] = [op for op in ctx.operators if op.nf.autocast]
     files.write("RegisterAutocast.cpp", render(
-        ctx, "RegisterAutocast.cpp.j2", operators=ops, keys=AUTOCAST_KEYS, is_tensor=is_tensor))
+        ctx, "RegisterAutocast.cpp.j2", operators=ops, keys=AUTOCAST_KEYS, is_tensor=is_tensor,
+        includes=ctx.includes_for(ops)))

@@ -322,7 +322,9 @@ def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel]) -> None:
     adinplace = [k for k in (inplace_or_view_kernel(op) for op in ctx.operators) if k is not None]
     files.write(ctx.header("AutogradFunctions.h"), render(ctx, "AutogradFunctions.h.j2", nodes=nodes))
     files.write("AutogradFunctions.cpp", render(ctx, "AutogradFunctions.cpp.j2", nodes=nodes))
-    files.write("RegisterAutograd.cpp", render(ctx, "RegisterAutograd.cpp.j2", kernels=kernels))
+    files.write("RegisterAutograd.cpp", render(ctx, "RegisterAutograd.cpp.j2", kernels=kernels,
+                                               includes=ctx.includes_for((k.op for k in kernels), adapters=False)))
     files.write("RegisterADInplaceOrView.cpp",
-                render(ctx, "RegisterADInplaceOrView.cpp.j2", kernels=adinplace))
+                render(ctx, "RegisterADInplaceOrView.cpp.j2", kernels=adinplace,
+                       includes=ctx.includes_for((k.op for k in adinplace), adapters=False)))
 

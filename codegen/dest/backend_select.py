@@ -41,4 +41,5 @@ def backend_expr(op: Operator) -> str:
 def emit(ctx: GenContext, files) -> None:
     ops: List[Operator] = [op for op in ctx.operators if needs_backend_select(op)]
     files.write("RegisterBackendSelect.cpp", render(
-        ctx, "RegisterBackendSelect.cpp.j2", operators=ops, backend_expr=backend_expr, forward_all=forward_all))
+        ctx, "RegisterBackendSelect.cpp.j2", operators=ops, backend_expr=backend_expr, forward_all=forward_all,
+        includes=ctx.includes_for(ops)))

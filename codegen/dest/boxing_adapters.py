@@ -76,6 +76,8 @@ def emit(ctx: GenContext, files, shards: int = DEFAULT_SHARDS) -> None:
                    push_return_lines=push_return_lines, push_argument_lines=push_argument_lines,
                    pop_return_expr=pop_return_expr)
     files.write(ctx.header("BoxingAdapters.h"), render(ctx, "BoxingAdapters.h.j2", signatures=ctx.signatures))
+    for sig in ctx.signatures:
+        files.write(ctx.sig_header(sig.id), render(ctx, "BoxingSignature.h.j2", sig=sig))
     # By a stable hash of the signature id: a new signature moves no other one.
     for index, sigs in enumerate(shard_by_hash(ctx.signatures, lambda sig: sig.id, shards)):
         files.write(shard_name("BoxingAdapters", index, shards, "cpp"),

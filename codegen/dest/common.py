@@ -165,8 +165,42 @@ class GenContext:
         """The output name, and include path, of generated header ``name``."""
         return f"{self.header_dir}/{name}"
 
-    def signature_of(self, op: Operator) -> Signature:
-        return self.signatures[int(op.sig_id.split("_")[1])]
+    @property
+    def groups(self) -> Dict[str, Tuple[Operator, ...]]:
+        """The operators by header group (header_group), groups sorted by name."""
+        out: Dict[str, List[Operator]] = {}
+        for op in self.operators:
+            out.setdefault(header_group(op.nf), []).append(op)
+        return {g: tuple(out[g]) for g in sorted(out)}
+
+    def op_header(self, group: str, kind: str) -> str:
+        """``dk/generated/ops/add_ops.h`` (kind "_ops"), ``ops/add.h`` (""), ``ops/add_native.h``."""
+        return self.header(f"ops/{group}{kind}.h")
+
+    def sig_header(self, sig_id: str) -> str:
+        """``dk/generated/boxing/sig_Tensor__Tensor.h``: one signature's adapters."""
+        return self.header(f"boxing/{sig_id}.h")
+
+    def includes_for(self, ops: Iterable[Operator], structs: bool = True, adapters: bool = True,
+                     natives: Iterable[str] = ()) -> List[str]:
+        """The generated headers a file about ``ops`` needs: their structs, their signatures'
+        adapters, and the native headers of the groups named in ``natives``; sorted, each once."""
+        out = set()
+        for op in ops:
+            if structs:
+                out.add(self.op_header(header_group(op.nf), "_ops"))
+            if adapters:
+                out.add(self.sig_header(op.sig_id))
+        out.update(self.op_header(g, "_native") for g in natives)
+        return sorted(out)
+
+
+def header_group(nf: NativeFunction) -> str:
+    """The per-operator headers an operator is declared in: its name without the in-place
+    underscore, so add.Tensor, add_.Tensor and add.out share ops/add_ops.h, ops/add.h and
+    ops/add_native.h (as ATen/ops/ groups PyTorch's operators)."""
+    name = nf.func.name.name
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
 
 
 # ---------------------------------------------------------------- files and text

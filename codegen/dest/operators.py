@@ -1,4 +1,5 @@
-"""``Operators.h`` and ``Operators_<n>.cpp``: the per-operator structs of ``dk::ops``.
+"""``ops/<name>_ops.h``, ``Operators.h`` and ``Operators_<n>.cpp``: the per-operator structs of
+``dk::ops``, one header per operator name (``header_group``) and an umbrella that includes them.
 
 Each struct holds the operator's name, schema and dispatch-argument bitmap, and
 defines ``call`` (extract the key set from exactly the arguments the bitmap selects,
@@ -34,10 +35,14 @@ def key_set_lines(op: Operator) -> List[str]:
 
 
 def emit(ctx: GenContext, files, shards: int = DEFAULT_SHARDS) -> None:
-    files.write(ctx.header("Operators.h"), render(ctx, "Operators.h.j2", operators=ctx.operators))
+    groups = ctx.groups
+    files.write(ctx.header("Operators.h"), render(ctx, "Operators.h.j2", groups=list(groups),
+                                                  operators=ctx.operators))
+    for group, ops in groups.items():
+        files.write(ctx.op_header(group, "_ops"), render(ctx, "OperatorStructs.h.j2", group=group, operators=ops))
     for index, ops in enumerate(shard_by_hash(ctx.operators, lambda op: op.qualified, shards)):
         files.write(
             shard_name("Operators", index, shards, "cpp"),
             render(ctx, "Operators.cpp.j2", operators=ops, shard=index, shards=shards,
-                   key_set_lines=key_set_lines, forward_all=forward_all),
+                   key_set_lines=key_set_lines, forward_all=forward_all, includes=ctx.includes_for(ops)),
         )

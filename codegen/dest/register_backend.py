@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 from codegen.api import native
 from codegen.api.native import NativeKernel
-from codegen.dest.common import GenContext, Operator, forward_all, render, shard_by_hash
+from codegen.dest.common import GenContext, Operator, forward_all, header_group, render, shard_by_hash
 from codegen.model import DispatchKey
 
 MAX_OPERATORS_PER_FILE = 50
@@ -105,10 +105,19 @@ def register_file_names(key: DispatchKey, count: int) -> List[str]:
 
 def emit(ctx: GenContext, files) -> None:
     regs = registrations(ctx)
-    kernels = native_kernels(regs)
-    namespaces = sorted({k.namespace for k, _ in kernels})
-    files.write(ctx.header("NativeFunctions.h"),
-                render(ctx, "NativeFunctions.h.j2", namespaces=namespaces, kernels=kernels))
+    # Each operator's header declares the kernels it uses: a kernel shared by operators of two
+    # headers is declared in both (a repeated declaration is fine), so adding an operator that
+    # shares a kernel changes no other operator's header.
+    native_groups = []
+    for group in ctx.groups:
+        rows = {key: [r for r in rs if header_group(r.op.nf) == group] for key, rs in regs.items()}
+        kernels = native_kernels({key: rs for key, rs in rows.items() if rs})
+        if kernels:
+            native_groups.append(group)
+            namespaces = sorted({k.namespace for k, _ in kernels})
+            files.write(ctx.op_header(group, "_native"),
+                        render(ctx, "OperatorNatives.h.j2", group=group, namespaces=namespaces, kernels=kernels))
+    files.write(ctx.header("NativeFunctions.h"), render(ctx, "NativeFunctions.h.j2", groups=native_groups))
     files.write(ctx.header("DeviceCheck.h"), render(ctx, "DeviceCheck.h.j2"))
     for key, rows in regs.items():
         names = register_file_names(key, len(rows))
@@ -117,4 +126,5 @@ def emit(ctx: GenContext, files) -> None:
             files.write(name, render(
                 ctx, "RegisterKey.cpp.j2", key=key.name, registrations=run, part=index, parts=len(names),
                 checks_devices=key in _DEVICE_KEYS, guards_cuda=key in _CUDA_KEYS,
+                includes=ctx.includes_for([r.op for r in run], natives={header_group(r.op.nf) for r in run}),
             ))

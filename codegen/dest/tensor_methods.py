@@ -15,3 +15,5 @@ def emit(ctx: GenContext, files) -> None:
     files.write(ctx.header("TensorMethodTypes.h"), render(ctx, "TensorMethodTypes.h.j2"))
     files.write(ctx.header("TensorMethodDecls.inc"), render(ctx, "TensorMethodDecls.inc.j2", entries=entries))
     files.write(ctx.header("TensorMethods.h"), render(ctx, "TensorMethods.h.j2", entries=entries))
+    groups = [g for g, ops in ctx.groups.items() if any(sigs.get(op.nf) for op in ops)]
+    files.write(ctx.header("MethodOperators.h"), render(ctx, "MethodOperators.h.j2", groups=groups))

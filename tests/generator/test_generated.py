@@ -85,7 +85,7 @@ class GoldenTest(unittest.TestCase):
                 self.assertNotIn(support.REPO_ROOT, text)
 
     def test_operator_struct(self):
-        self.assertFragment("dk/generated/Operators.h", """\
+        self.assertFragment("dk/generated/ops/add_ops.h", """\
 // ===== dk::add.out =====
 struct add_out {
   using signature = Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&);
@@ -117,7 +117,7 @@ struct add_out {
                       "  DispatchKeySet arg_ks;\n", shard)
 
     def test_functions_and_methods(self):
-        self.assertFragment("dk/generated/Functions.h", """\
+        self.assertFragment("dk/generated/ops/linear.h", """\
 // ===== dk::linear =====
 inline Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt) {
   return ops::linear::call(input, weight, bias);
@@ -156,7 +156,7 @@ Tensor wrapper_CUDA_add_out(const Tensor& self, const Tensor& other, const Scala
   return native::add_out_cuda(self, other, alpha, out);
 }
 """)
-        self.assertFragment("RegisterCPU.cpp", '  m.impl("cat", boxing::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int'
+        self.assertFragment("RegisterCPU.cpp", '  m.impl("cat", ::dk::detail::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int'
                                                '<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu\n')
         self.assertNotIn("detail::DeviceCheck", self.outputs["RegisterCompositeImplicitAutograd.cpp"])
 
@@ -184,11 +184,12 @@ void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const Opera
   stack->emplace_back(std::move(result));
 }
 """)
-        self.assertFragment("dk/generated/BoxingAdapters.h", "// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, "
-                                                             "const Scalar&) =====\n// Used by add.Tensor.\n")
+        self.assertFragment("dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h",
+                            "// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, "
+                            "const Scalar&) =====\nstruct Kernel_sig_Tensor__Tensor_Tensor_Scalar final")
 
     def test_native_functions(self):
-        self.assertFragment("dk/generated/NativeFunctions.h",
+        self.assertFragment("dk/generated/ops/cat_native.h",
                             "Tensor cat_cpu(ArrayRef<Tensor> tensors, int64_t dim);  // cat @ CPU\n")
 
     def test_manifest(self):
@@ -315,8 +316,10 @@ class PyTorchScaleTest(unittest.TestCase):
         cls.ctx = GenContext.build(nfs, "aten", ())
 
     def test_every_operator_has_a_struct_and_a_def(self):
-        header = self.files.contents("dk/generated/aten/Operators.h")
-        self.assertEqual(header.count("\nstruct "), 2493 + 1)  # + OperatorInfo
+        header = "".join(self.files.contents(n) for n in self.files.names()
+                         if n.startswith("dk/generated/aten/ops/") and n.endswith("_ops.h"))
+        self.assertEqual(header.count("\nstruct "), 2493)
+        self.assertIn("\nstruct OperatorInfo {", self.files.contents("dk/generated/aten/Operators.h"))
         defs = sum(self.files.contents(n).count("m.def(") for n in self.files.names() if n.startswith("RegisterSchema"))
         self.assertEqual(defs, 2493)
         self.assertIn("struct std_ {", header)  # PyTorch's `std` would hide namespace std

@@ -7,7 +7,7 @@
 
 // Included at the end of dk/tensor/tensor.h (a Tensor is complete by then); when included first, it
 // includes dk/tensor/tensor.h, which comes back here through the include guard.
-#include "dk/generated/Operators.h"
+#include "dk/generated/MethodOperators.h"
 #include "dk/core/generator.h"
 #include "dk/tensor/tensor.h"
 

@@ -10,10 +10,10 @@
 // around it; otherwise they invoke the kernel through the generated adapters directly. The
 // operator's handle is found on first use, its C++ signature checked once (typed<>()), and
 // then read with one load (Note [Generated operator handles]).
-#include "dk/generated/Operators.h"
-
 #include "dk/dispatch/dispatcher.h"
-#include "dk/generated/BoxingAdapters.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
+#include "dk/generated/ops/add_ops.h"
 
 namespace dk::ops {
 

@@ -7,10 +7,10 @@
 // their input (base and version counter shared). Other operators fall through this key.
 #include <vector>
 
-#include "dk/generated/Operators.h"
 #include "dk/autograd/functions.h"
 #include "dk/core/local_dispatch_key_set.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/ops/add_ops.h"
 
 namespace dk::autograd {
 

@@ -4,8 +4,6 @@
 // Kernels at AutocastCPU and AutocastCUDA (Note [Autocast] in dk/layers/autocast.h): cast the
 // floating tensor arguments on the key's device type per the operator's `autocast:` policy,
 // then call the operator again below autocast. Trailing comments: operator @ key (policy).
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
 #include "dk/layers/autocast.h"
 

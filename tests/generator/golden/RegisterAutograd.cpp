@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "dk/generated/AutogradFunctions.h"
-#include "dk/generated/Operators.h"
 #include "dk/autograd/functions.h"
 #include "dk/autograd/history.h"
 #include "dk/autograd/not_implemented.h"
 #include "dk/core/local_dispatch_key_set.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/cat_ops.h"
 
 namespace dk::autograd::generated {
 

@@ -6,9 +6,9 @@
 // thread-local keys, and BackendSelect is one of the default included keys. Its kernel here
 // picks the backend from the device argument (CPU when it is None) and redispatches to that
 // backend's Dense key. Trailing comments: operator @ key.
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/ops/zeros_ops.h"
 
 namespace dk {
 
@@ -23,7 +23,7 @@ Tensor backend_select_zeros(IntArrayRef size, std::optional<ScalarType> dtype, s
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, BackendSelect, m) {
-  m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_zeros>(), "backend_select_zeros"));  // zeros @ BackendSelect
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_zeros>(), "backend_select_zeros"));  // zeros @ BackendSelect
 }
 
 }  // namespace dk

@@ -8,11 +8,18 @@
 // operator @ key -> kernel.
 #include <optional>
 
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/DeviceCheck.h"
-#include "dk/generated/NativeFunctions.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/DeviceCheck.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
+#include "dk/generated/ops/add_native.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/cat_native.h"
+#include "dk/generated/ops/cat_ops.h"
+#include "dk/generated/ops/zeros_native.h"
+#include "dk/generated/ops/zeros_ops.h"
 
 namespace dk {
 
@@ -50,10 +57,10 @@ Tensor wrapper_CPU_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std:
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CPU, m) {
-  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_add_Tensor>(), "wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
-  m.impl("add.out", boxing::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CPU_add_out>(), "wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
-  m.impl("cat", boxing::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
-  m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_zeros>(), "wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_add_Tensor>(), "wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CPU_add_out>(), "wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
+  m.impl("cat", ::dk::detail::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_zeros>(), "wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
 }
 
 }  // namespace dk

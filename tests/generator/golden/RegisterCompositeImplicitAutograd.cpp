@@ -7,10 +7,10 @@
 // operator @ key -> kernel.
 #include <optional>
 
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/NativeFunctions.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
+#include "dk/generated/ops/linear_native.h"
+#include "dk/generated/ops/linear_ops.h"
 
 namespace dk {
 
@@ -24,7 +24,7 @@ Tensor wrapper_CompositeImplicitAutograd_linear(const Tensor& input, const Tenso
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
-  m.impl("linear", boxing::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&wrapper_CompositeImplicitAutograd_linear>(), "wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
+  m.impl("linear", ::dk::detail::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&wrapper_CompositeImplicitAutograd_linear>(), "wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
 }
 
 }  // namespace dk

@@ -8,11 +8,14 @@
 // operator @ key -> kernel.
 #include <optional>
 
-#include "dk/generated/BoxingAdapters.h"
-#include "dk/generated/DeviceCheck.h"
-#include "dk/generated/NativeFunctions.h"
-#include "dk/generated/Operators.h"
 #include "dk/dispatch/library.h"
+#include "dk/generated/DeviceCheck.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/ops/add_native.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/zeros_native.h"
+#include "dk/generated/ops/zeros_ops.h"
 
 namespace dk {
 
@@ -34,8 +37,8 @@ Tensor wrapper_Meta_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, Meta, m) {
-  m.impl("add.Tensor", boxing::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_add_Tensor>(), "wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
-  m.impl("zeros", boxing::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_zeros>(), "wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_add_Tensor>(), "wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_zeros>(), "wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
 }
 
 }  // namespace dk

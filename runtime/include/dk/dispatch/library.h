@@ -73,6 +73,19 @@ class CppFunction {
   std::optional<std::string> debug_;
 };
 
+namespace detail {
+// A generated kernel for operator struct Op (dk::ops::X), ready for Library::impl: it carries
+// Op's C++ signature and the schema that signature implies (checked against the def'd schema
+// at registration).
+template <class Op>
+CppFunction kernelFor(KernelFunction kernel, const char* debug) {
+  using Sig = typename Op::signature;
+  return CppFunction::makeFromKernelFunction(std::move(kernel), CppSignature::make<Sig>(),
+                                             &SchemaInferrer<Sig>::infer)
+      .debug(debug);
+}
+}  // namespace detail
+
 // DK_FN(f): a compile-time function kernel, e.g. m.impl("add.Tensor", DK_FN(add_cpu)).
 #define DK_FN(func) (::dk::CppFunction::makeFromFunction<&func>())
 
