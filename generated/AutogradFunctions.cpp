@@ -10,8 +10,19 @@
 
 #include "dk/autograd/formulas.h"
 #include "dk/autograd/functions.h"
-#include "dk/generated/Functions.h"
 #include "dk/generated/TensorOperators.h"
+#include "dk/generated/ops/_to_copy.h"
+#include "dk/generated/ops/bmm.h"
+#include "dk/generated/ops/cos.h"
+#include "dk/generated/ops/gelu_backward.h"
+#include "dk/generated/ops/mm.h"
+#include "dk/generated/ops/reshape.h"
+#include "dk/generated/ops/sin.h"
+#include "dk/generated/ops/squeeze.h"
+#include "dk/generated/ops/t.h"
+#include "dk/generated/ops/transpose.h"
+#include "dk/generated/ops/where.h"
+#include "dk/generated/ops/zeros_like.h"
 
 namespace dk::autograd::generated {
 

@@ -1,7 +1,25 @@
 // Autocast: the AutocastCPU key, AutocastGuard, and the generated per-policy kernels.
 #include <catch2/catch.hpp>
 
-#include "dk/dk.h"
+#include "dk/autograd/autograd.h"
+#include "dk/dispatch.h"
+#include "dk/generated/TensorOperators.h"
+#include "dk/generated/ops/abs.h"
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/linear.h"
+#include "dk/generated/ops/max.h"
+#include "dk/generated/ops/mm.h"
+#include "dk/generated/ops/randn.h"
+#include "dk/generated/ops/relu.h"
+#include "dk/generated/ops/softmax.h"
+#include "dk/generated/ops/sub.h"
+#include "dk/generated/ops/sum.h"
+#include "dk/modes.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor_factories.h"
+#include "dk/tensor/tensor_from_values.h"
+#include "dk/tensor/tensor_options.h"
+#include "dk/tensor/type_promotion.h"
 
 using namespace dk;
 

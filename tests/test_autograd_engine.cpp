@@ -10,7 +10,11 @@
 
 #include "dk/autograd/autograd.h"
 #include "dk/core/local_dispatch_key_set.h"
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/full.h"
+#include "dk/generated/ops/mul.h"
+#include "dk/generated/ops/ones_like.h"
+#include "dk/generated/ops/sum.h"
 #include "dk/tensor/tensor.h"
 #include "dk/tensor/tensor_from_values.h"
 #include "dk/util/error.h"

@@ -12,10 +12,25 @@
 #include <vector>
 
 #include "dk/autograd/autograd.h"
+#include "dk/autograd/autograd.h"
+#include "dk/dispatch.h"
 #include "dk/dispatch.h"
 #include "dk/dispatch/dispatch_mode.h"
-#include "dk/dk.h"
+#include "dk/generated/TensorOperators.h"
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/full.h"
+#include "dk/generated/ops/mul.h"
+#include "dk/generated/ops/pow.h"
+#include "dk/generated/ops/sum.h"
+#include "dk/generated/ops/transpose.h"
+#include "dk/generated/ops/zeros.h"
 #include "dk/layers/autocast.h"
+#include "dk/modes.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor_factories.h"
+#include "dk/tensor/tensor_from_values.h"
+#include "dk/tensor/tensor_options.h"
+#include "dk/tensor/type_promotion.h"
 #include "dk/util/error.h"
 
 using namespace dk;

@@ -2,9 +2,29 @@
 // dispatch-argument bitmaps, typed signatures, and boxed adapters.
 #include <catch2/catch.hpp>
 
+#include "dk/autograd/autograd.h"
 #include "dk/dispatch.h"
-#include "dk/generated/Functions.h"
+#include "dk/dispatch.h"
 #include "dk/generated/Operators.h"
+#include "dk/generated/TensorOperators.h"
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/arange.h"
+#include "dk/generated/ops/empty.h"
+#include "dk/generated/ops/full.h"
+#include "dk/generated/ops/max.h"
+#include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/ones.h"
+#include "dk/generated/ops/sum.h"
+#include "dk/generated/ops/where_ops.h"
+#include "dk/generated/ops/zeros.h"
+#include "dk/generated/ops/zeros_ops.h"
+#include "dk/modes.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor_factories.h"
+#include "dk/tensor/tensor_from_values.h"
+#include "dk/tensor/tensor_options.h"
+#include "dk/tensor/type_promotion.h"
 
 using namespace dk;
 
@@ -52,7 +72,6 @@ TEST_CASE("generated: each struct's C++ signature passes the dispatcher's typed 
   check(ops::item{});
 }
 
-#include "dk/dk.h"
 
 TEST_CASE("generated: unboxed calls, methods, defaults, operators and out= reach the kernels") {
   Tensor a = dk::tensor({1.0, 2.0, 3.0});

@@ -19,7 +19,10 @@
 
 #include "dispatch_test_util.h"
 #include "dk/dispatch/kernel_reclamation.h"
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/ones.h"
+#include "dk/generated/ops/relu.h"
+#include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/t.h"
 #include "dk/tensor/tensor_factories.h"
 
 using namespace dk;

@@ -9,8 +9,20 @@
 #include <vector>
 
 #include "dk/core/generator.h"  // before Functions.h, which needs Generator complete
-#include "dk/generated/Functions.h"
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/arange.h"
+#include "dk/generated/ops/arange_native.h"
+#include "dk/generated/ops/empty.h"
+#include "dk/generated/ops/empty_native.h"
+#include "dk/generated/ops/full.h"
+#include "dk/generated/ops/full_native.h"
+#include "dk/generated/ops/ones.h"
+#include "dk/generated/ops/ones_native.h"
+#include "dk/generated/ops/rand.h"
+#include "dk/generated/ops/rand_native.h"
+#include "dk/generated/ops/randn.h"
+#include "dk/generated/ops/randn_native.h"
+#include "dk/generated/ops/zeros.h"
+#include "dk/generated/ops/zeros_native.h"
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/error.h"

@@ -9,8 +9,14 @@
 #include <vector>
 
 #include "dk/core/generator.h"  // before Functions.h, which needs Generator complete
-#include "dk/generated/Functions.h"
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/argmax.h"
+#include "dk/generated/ops/argmax_native.h"
+#include "dk/generated/ops/max.h"
+#include "dk/generated/ops/max_native.h"
+#include "dk/generated/ops/mean.h"
+#include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/sum.h"
+#include "dk/generated/ops/sum_native.h"
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"

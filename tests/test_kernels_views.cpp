@@ -9,8 +9,18 @@
 #include <optional>
 #include <vector>
 
-#include "dk/generated/Functions.h"
-#include "dk/generated/Operators.h"
+#include "dk/generated/ops/arange.h"
+#include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/permute.h"
+#include "dk/generated/ops/select.h"
+#include "dk/generated/ops/slice.h"
+#include "dk/generated/ops/split.h"
+#include "dk/generated/ops/squeeze.h"
+#include "dk/generated/ops/t.h"
+#include "dk/generated/ops/transpose.h"
+#include "dk/generated/ops/unbind.h"
+#include "dk/generated/ops/unsqueeze.h"
+#include "dk/generated/ops/view_ops.h"
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"

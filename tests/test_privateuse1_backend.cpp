@@ -2,8 +2,24 @@
 // kernels taking precedence over it.
 #include <catch2/catch.hpp>
 
+#include "dk/autograd/autograd.h"
+#include "dk/dispatch.h"
 #include "dk/dispatch/privateuse1_backend.h"
-#include "dk/dk.h"
+#include "dk/generated/TensorOperators.h"
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/arange.h"
+#include "dk/generated/ops/linear.h"
+#include "dk/generated/ops/log_softmax.h"
+#include "dk/generated/ops/randn.h"
+#include "dk/generated/ops/relu.h"
+#include "dk/generated/ops/split.h"
+#include "dk/generated/ops/zeros.h"
+#include "dk/modes.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor_factories.h"
+#include "dk/tensor/tensor_from_values.h"
+#include "dk/tensor/tensor_options.h"
+#include "dk/tensor/type_promotion.h"
 
 using namespace dk;
 

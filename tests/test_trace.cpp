@@ -9,7 +9,8 @@
 
 #include "dispatch_test_util.h"
 #include "dk/autograd/node.h"
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/full.h"
+#include "dk/generated/ops/mul.h"
 
 using namespace dk;
 using namespace dk::testing;

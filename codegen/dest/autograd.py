@@ -16,12 +16,14 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from codegen.api.dispatcher import argument_name
 from codegen.derivatives import AutogradKernel, DerivativeInfo, SavedValue, is_view_operator
-from codegen.dest.common import GenContext, Operator, forward_all, render
+from codegen.dest.common import GenContext, Operator, forward_all, header_group, render
 from codegen.model import ListType
 
 
@@ -311,6 +313,18 @@ def inplace_or_view_kernel(op: Operator) -> Optional[InplaceOrViewKernel]:
 # ---------------------------------------------------------------- emit
 
 
+def _formula_includes(ctx: GenContext, nodes: Sequence[NodeClass]) -> List[str]:
+    """The function headers of the operators the backward formulas call, so that
+    AutogradFunctions.cpp depends on those operators only."""
+    functions = {op.nf.func.name.name: header_group(op.nf) for op in ctx.operators if op.nf.has_function_variant}
+    called = set()
+    for node in nodes:
+        for line in node.apply_lines:
+            called.update(re.findall(r"(?<![.\w>:])(?:dk::)?(\w+)\s*\(", line))
+    return sorted(ctx.op_header(functions[name], "") for name in called if name in functions)
+
+
+
 def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel]) -> None:
     by_nf = {id(p.nf): p for p in plan}
     infos: Dict[str, DerivativeInfo] = {}
@@ -321,7 +335,8 @@ def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel]) -> None:
     kernels = [autograd_kernel(op, by_nf[id(op.nf)]) for op in ctx.operators if id(op.nf) in by_nf]
     adinplace = [k for k in (inplace_or_view_kernel(op) for op in ctx.operators) if k is not None]
     files.write(ctx.header("AutogradFunctions.h"), render(ctx, "AutogradFunctions.h.j2", nodes=nodes))
-    files.write("AutogradFunctions.cpp", render(ctx, "AutogradFunctions.cpp.j2", nodes=nodes))
+    files.write("AutogradFunctions.cpp", render(ctx, "AutogradFunctions.cpp.j2", nodes=nodes,
+                                                 includes=_formula_includes(ctx, nodes)))
     files.write("RegisterAutograd.cpp", render(ctx, "RegisterAutograd.cpp.j2", kernels=kernels,
                                                includes=ctx.includes_for((k.op for k in kernels), adapters=False)))
     files.write("RegisterADInplaceOrView.cpp",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
-from codegen.dest.common import GenContext, render
+from codegen.dest.common import GenContext, header_group, render
 
 _T_T = "const Tensor& a, const Tensor& b"
 _T_S = "const Tensor& a, const Scalar& b"
@@ -50,4 +50,7 @@ def emit(ctx: GenContext, files) -> None:
     available = {str(op.nf.func.name) for op in ctx.operators
                  if op.nf.has_function_variant and not op.nf.manual_cpp_binding}
     rows = [row for row in ROWS if all(name in available for name in row.needs)]
-    files.write(ctx.header("TensorOperators.h"), render(ctx, "TensorOperators.h.j2", rows=rows))
+    by_name = {str(op.nf.func.name): op for op in ctx.operators}
+    groups = sorted({header_group(by_name[name].nf) for row in rows for name in row.needs})
+    files.write(ctx.header("TensorOperators.h"), render(ctx, "TensorOperators.h.j2", rows=rows,
+                                                        includes=[ctx.op_header(g, "") for g in groups]))

@@ -4,9 +4,12 @@
 // copy of a transposed tensor is transposed too.
 #include <optional>
 
-#include "dk/generated/Functions.h"
-#include "dk/generated/NativeFunctions.h"
-#include "dk/generated/Operators.h"
+#include "dk/generated/ops/_to_copy.h"
+#include "dk/generated/ops/_to_copy_native.h"
+#include "dk/generated/ops/clone.h"
+#include "dk/generated/ops/clone_native.h"
+#include "dk/generated/ops/copy_ops.h"
+#include "dk/generated/ops/empty_like.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/error.h"
 

@@ -1,7 +1,11 @@
 // Arithmetic on the cpu: add, sub, mul, div and pow (Tensor, Scalar exponent).
 #include <cmath>
 
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/add_native.h"
+#include "dk/generated/ops/div_native.h"
+#include "dk/generated/ops/mul_native.h"
+#include "dk/generated/ops/pow_native.h"
+#include "dk/generated/ops/sub_native.h"
 #include "dk/tensor/type_promotion.h"
 #include "tensor_iterator.h"
 

@@ -2,7 +2,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/clamp_native.h"
+#include "dk/generated/ops/eq_native.h"
+#include "dk/generated/ops/gt_native.h"
+#include "dk/generated/ops/lt_native.h"
+#include "dk/generated/ops/maximum_native.h"
+#include "dk/generated/ops/minimum_native.h"
+#include "dk/generated/ops/where_native.h"
 #include "dk/tensor/type_promotion.h"
 #include "tensor_iterator.h"
 

@@ -3,7 +3,10 @@
 #include <cstring>
 #include <limits>
 
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/copy_native.h"
+#include "dk/generated/ops/fill_native.h"
+#include "dk/generated/ops/item_native.h"
+#include "dk/generated/ops/zero_native.h"
 #include "dk/tensor/empty_tensor.h"
 #include "tensor_iterator.h"
 

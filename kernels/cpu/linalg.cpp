@@ -7,8 +7,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "dk/generated/NativeFunctions.h"
-#include "dk/generated/Operators.h"
+#include "dk/generated/ops/addmm_native.h"
+#include "dk/generated/ops/bmm_native.h"
+#include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/mm_native.h"
+#include "dk/generated/ops/to_ops.h"
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"

@@ -10,7 +10,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/_log_softmax_native.h"
+#include "dk/generated/ops/_softmax_native.h"
+#include "dk/generated/ops/cat_native.h"
+#include "dk/generated/ops/embedding_native.h"
+#include "dk/generated/ops/mse_loss_native.h"
+#include "dk/generated/ops/nll_loss_native.h"
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"

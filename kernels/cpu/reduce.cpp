@@ -12,7 +12,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/argmax_native.h"
+#include "dk/generated/ops/copy_native.h"
+#include "dk/generated/ops/max_native.h"
+#include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/sum_native.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor_geometry.h"
 #include "tensor_iterator.h"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/copy_native.h"
 #include "dk/tensor/allocator.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/storage.h"

@@ -3,7 +3,19 @@
 #include <cmath>
 #include <string_view>
 
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/abs_native.h"
+#include "dk/generated/ops/cos_native.h"
+#include "dk/generated/ops/exp_native.h"
+#include "dk/generated/ops/gelu_backward_native.h"
+#include "dk/generated/ops/gelu_native.h"
+#include "dk/generated/ops/log_native.h"
+#include "dk/generated/ops/neg_native.h"
+#include "dk/generated/ops/relu_native.h"
+#include "dk/generated/ops/rsqrt_native.h"
+#include "dk/generated/ops/sigmoid_native.h"
+#include "dk/generated/ops/sin_native.h"
+#include "dk/generated/ops/sqrt_native.h"
+#include "dk/generated/ops/tanh_native.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {

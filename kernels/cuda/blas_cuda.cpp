@@ -21,7 +21,9 @@
 #include "cuda_error.h"
 #include "cuda_utils.h"
 #include "device_guard.h"
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/addmm_native.h"
+#include "dk/generated/ops/bmm_native.h"
+#include "dk/generated/ops/mm_native.h"
 #include "dk/util/error.h"
 
 namespace dk::native {

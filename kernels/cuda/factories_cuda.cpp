@@ -4,7 +4,13 @@
 #include "cuda_utils.h"
 #include "device_guard.h"
 #include "dk/core/generator.h"
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/arange_native.h"
+#include "dk/generated/ops/empty_native.h"
+#include "dk/generated/ops/full_native.h"
+#include "dk/generated/ops/ones_native.h"
+#include "dk/generated/ops/rand_native.h"
+#include "dk/generated/ops/randn_native.h"
+#include "dk/generated/ops/zeros_native.h"
 #include "dk/tensor/empty_tensor.h"
 
 namespace dk::native {

@@ -3,7 +3,11 @@
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
 #include "device_guard.h"
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/_log_softmax_native.h"
+#include "dk/generated/ops/_softmax_native.h"
+#include "dk/generated/ops/embedding_native.h"
+#include "dk/generated/ops/mse_loss_native.h"
+#include "dk/generated/ops/nll_loss_native.h"
 #include "dk/tensor/tensor_geometry.h"
 #include "dk/util/error.h"
 

@@ -3,7 +3,10 @@
 // launch::reduce writes one output element per block.
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/argmax_native.h"
+#include "dk/generated/ops/max_native.h"
+#include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/sum_native.h"
 #include "dk/tensor/tensor_geometry.h"
 #include "dk/util/error.h"
 

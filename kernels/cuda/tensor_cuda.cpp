@@ -8,7 +8,11 @@
 #include "cuda_error.h"
 #include "cuda_utils.h"
 #include "device_guard.h"
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/cat_native.h"
+#include "dk/generated/ops/copy_native.h"
+#include "dk/generated/ops/fill_native.h"
+#include "dk/generated/ops/item_native.h"
+#include "dk/generated/ops/zero_native.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/util/error.h"
 

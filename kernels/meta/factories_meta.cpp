@@ -1,6 +1,12 @@
 // Meta kernels of the factories: empty, zeros, ones, full, arange, rand, randn. BackendSelect
 // sends a factory here when its device argument is meta.
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/arange_native.h"
+#include "dk/generated/ops/empty_native.h"
+#include "dk/generated/ops/full_native.h"
+#include "dk/generated/ops/ones_native.h"
+#include "dk/generated/ops/rand_native.h"
+#include "dk/generated/ops/randn_native.h"
+#include "dk/generated/ops/zeros_native.h"
 #include "meta_output.h"
 #include "shape_functions.h"
 

@@ -1,5 +1,7 @@
 // Meta kernels of the matrix products: mm, mm.out, bmm, addmm.
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/addmm_native.h"
+#include "dk/generated/ops/bmm_native.h"
+#include "dk/generated/ops/mm_native.h"
 #include "meta_output.h"
 #include "shape_functions.h"
 

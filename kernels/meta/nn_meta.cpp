@@ -1,6 +1,10 @@
 // Meta kernels of the neural-network operators: _softmax, _log_softmax, mse_loss, nll_loss,
 // embedding.
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/_log_softmax_native.h"
+#include "dk/generated/ops/_softmax_native.h"
+#include "dk/generated/ops/embedding_native.h"
+#include "dk/generated/ops/mse_loss_native.h"
+#include "dk/generated/ops/nll_loss_native.h"
 #include "meta_output.h"
 #include "shape_functions.h"
 

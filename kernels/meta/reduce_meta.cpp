@@ -1,5 +1,8 @@
 // Meta kernels of the reductions: sum, mean, max.dim, argmax.
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/argmax_native.h"
+#include "dk/generated/ops/max_native.h"
+#include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/sum_native.h"
 #include "meta_output.h"
 #include "shape_functions.h"
 

@@ -1,5 +1,8 @@
 // Meta kernels that write or join whole tensors: cat, copy_, fill_, zero_.
-#include "dk/generated/NativeFunctions.h"
+#include "dk/generated/ops/cat_native.h"
+#include "dk/generated/ops/copy_native.h"
+#include "dk/generated/ops/fill_native.h"
+#include "dk/generated/ops/zero_native.h"
 #include "meta_output.h"
 #include "shape_functions.h"
 

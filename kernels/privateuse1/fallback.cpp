@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "dk/core/local_dispatch_key_set.h"
-#include "dk/generated/Functions.h"
 #include "dk/tensor/empty_tensor.h"
 
 namespace dk::privateuse1 {

@@ -83,6 +83,7 @@ def call_check_source(native_functions, header_dir="dk/generated"):
     """A translation unit calling every public function and method twice: with only the
     arguments that have no default, and with all of them."""
     lines = [
+        f'#include "{header_dir}/Functions.h"',
         f'#include "{header_dir}/TensorMethods.h"',
         f'#include "{header_dir}/TensorOperators.h"',
         "",

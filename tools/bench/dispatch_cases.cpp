@@ -5,6 +5,15 @@
 #include <cmath>
 #include <thread>
 
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/full.h"
+#include "dk/generated/ops/linear.h"
+#include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/ones.h"
+#include "dk/generated/ops/randn.h"
+#include "dk/generated/ops/relu.h"
+#include "dk/generated/ops/sum.h"
+
 namespace dk::bench {
 
 using benchcase::Case;

@@ -3,7 +3,15 @@
 // torch/ define the cases they have in common under the same names.
 #pragma once
 
-#include <dk/dk.h>
+#include "dk/autograd/autograd.h"
+#include "dk/dispatch.h"
+#include "dk/generated/TensorOperators.h"
+#include "dk/modes.h"
+#include "dk/tensor/empty_tensor.h"
+#include "dk/tensor/tensor_factories.h"
+#include "dk/tensor/tensor_from_values.h"
+#include "dk/tensor/tensor_options.h"
+#include "dk/tensor/type_promotion.h"
 
 #include <cstdint>
 #include <memory>

@@ -22,7 +22,7 @@
 #include "dk/core/generator.h"
 #include "dk/dispatch/dispatcher.h"
 #include "dk/dispatch/ivalue.h"
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/sum.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/util/error.h"
 #include "fuzz_input.h"

@@ -5,7 +5,11 @@
 // (trailing comment: the operators it reaches).
 #pragma once
 
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/div.h"
+#include "dk/generated/ops/mul.h"
+#include "dk/generated/ops/neg.h"
+#include "dk/generated/ops/sub.h"
 
 namespace dk {
 

@@ -6,7 +6,8 @@
 #include <mutex>
 
 #include "dk/autograd/autograd_meta.h"
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/clone.h"
 #include "dk/util/error.h"
 
 namespace dk::autograd {

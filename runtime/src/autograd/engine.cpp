@@ -16,7 +16,11 @@
 #include "dk/autograd/history.h"
 #include "dk/core/grad_mode.h"
 #include "dk/core/local_dispatch_key_set.h"
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/_to_copy.h"
+#include "dk/generated/ops/add.h"
+#include "dk/generated/ops/ones_like.h"
+#include "dk/generated/ops/stack.h"
+#include "dk/generated/ops/sum.h"
 #include "dk/util/error.h"
 
 namespace dk::autograd {

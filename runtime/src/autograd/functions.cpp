@@ -4,7 +4,7 @@
 #include "dk/autograd/autograd_meta.h"
 #include "dk/core/grad_mode.h"
 #include "dk/core/local_dispatch_key_set.h"
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/clone.h"
 #include "dk/util/error.h"
 
 namespace dk::autograd {

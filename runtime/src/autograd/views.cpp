@@ -6,7 +6,8 @@
 
 #include "dk/autograd/functions.h"
 #include "dk/autograd/history.h"
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/empty.h"
+#include "dk/generated/ops/sum.h"
 #include "dk/tensor/tensor_geometry.h"
 #include "dk/util/error.h"
 

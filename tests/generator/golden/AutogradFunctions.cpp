@@ -10,7 +10,6 @@
 
 #include "dk/autograd/formulas.h"
 #include "dk/autograd/functions.h"
-#include "dk/generated/Functions.h"
 #include "dk/generated/TensorOperators.h"
 
 namespace dk::autograd::generated {

@@ -7,7 +7,13 @@
 
 #include <type_traits>
 
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/arange.h"
+#include "dk/generated/ops/empty.h"
+#include "dk/generated/ops/full.h"
+#include "dk/generated/ops/ones.h"
+#include "dk/generated/ops/rand.h"
+#include "dk/generated/ops/randn.h"
+#include "dk/generated/ops/zeros.h"
 #include "dk/tensor/tensor_options.h"
 
 namespace dk {

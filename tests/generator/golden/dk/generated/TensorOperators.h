@@ -5,7 +5,7 @@
 // (trailing comment: the operators it reaches).
 #pragma once
 
-#include "dk/generated/Functions.h"
+#include "dk/generated/ops/add.h"
 
 namespace dk {
 
