@@ -1,8 +1,10 @@
-"""``manifest.json``: what was generated, per operator, for tools and reviewers.
+"""``manifest.jsonl``: what was generated, per operator, for tools and reviewers.
 
-One object per operator (sorted by name): name, overload, schema, variants, kernels by
-dispatch key, tags, dispatch bitmap, C++ signature and its adapter id, and whether it
-gets a BackendSelect kernel. JSON with sorted keys and 2-space indentation.
+JSON Lines: a first line naming the generator, its inputs and the namespace; then one line per
+operator (sorted by name): name, overload, schema, variants, kernels by dispatch key, tags,
+dispatch bitmap, C++ signature and its adapter id, whether it gets a BackendSelect kernel; then
+one line per distinct C++ signature. Each line stands alone (sorted keys), so adding an
+operator adds lines and changes none.
 """
 
 from __future__ import annotations
@@ -36,9 +38,16 @@ def manifest(ctx: GenContext) -> dict:
         "inputs": list(ctx.inputs),
         "namespace": ctx.namespace,
         "operators": operators,
-        "signatures": [{"id": s.id, "signature": s.canonical, "operators": list(s.users)} for s in ctx.signatures],
+        "signatures": [{"id": s.id, "signature": s.canonical} for s in ctx.signatures],
     }
 
 
+def lines(m: dict) -> list:
+    """The manifest as JSON Lines records: the header, the operators, the signatures."""
+    header = {"generated_by": m["generated_by"], "inputs": m["inputs"], "namespace": m["namespace"]}
+    return ([header] + [dict(kind="operator", **op) for op in m["operators"]]
+            + [dict(kind="signature", **sig) for sig in m["signatures"]])
+
+
 def emit(ctx: GenContext, files) -> None:
-    files.write("manifest.json", json.dumps(manifest(ctx), indent=2, sort_keys=True) + "\n")
+    files.write("manifest.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in lines(manifest(ctx))))

@@ -76,7 +76,7 @@ class GoldenTest(unittest.TestCase):
 
     def test_every_cpp_file_has_the_banner(self):
         for name, text in self.outputs.items():
-            if name.endswith(".json"):
+            if name.endswith((".json", ".jsonl")):
                 continue
             with self.subTest(name):
                 self.assertTrue(text.startswith(
@@ -194,9 +194,11 @@ void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const Opera
 
     def test_manifest(self):
         import json
-        manifest = json.loads(self.outputs["manifest.json"])
-        add = manifest["operators"][0]
+        records = [json.loads(line) for line in self.outputs["manifest.jsonl"].splitlines()]
+        self.assertEqual(records[0]["generated_by"], "codegen/gen.py")
+        add = records[1]
         self.assertEqual(add, {
+            "kind": "operator",
             "backend_select": False,
             "cpp_signature": "Tensor(const Tensor&, const Tensor&, const Scalar&)",
             "cpp_signature_id": "sig_Tensor__Tensor_Tensor_Scalar",
@@ -210,7 +212,8 @@ void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const Opera
             "tags": ["pointwise"],
             "variants": ["function", "method"],
         })
-        self.assertTrue(self.outputs["manifest.json"].startswith('{\n  "generated_by": "codegen/gen.py",\n'))
+        self.assertIn({"kind": "signature", "id": "sig_Tensor__Tensor_Tensor_Scalar",
+                       "signature": "Tensor(const Tensor&, const Tensor&, const Scalar&)"}, records)
 
 
 class DeterminismTest(support.TempDirTestCase):
