@@ -4,12 +4,12 @@
 // Shard 0 of 4 of the operator definitions declared in dk/generated/Operators.h
 // (operators are assigned to shards by a stable hash of their name).
 //
-// Note [Generated slow path]
-// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
-// redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly. The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]).
+// Note [Generated calls]
+// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch,
+// inlined here): one implementation of extracting the key set, indexing the table, the slow
+// path and calling the kernel (Note [One boxing family] for a kernel with only a boxed entry).
+// The operator's handle is found on first use, its C++ signature checked once (typed<>()),
+// and then read with one load (Note [Generated operator handles]).
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
@@ -50,483 +50,182 @@ namespace dk::ops {
 
 // ===== dk::_to_copy =====
 Tensor _to_copy::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_to_copy>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1000000 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<_to_copy>::get().call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
 }
 
 Tensor _to_copy::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_to_copy>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<_to_copy>::get().redispatch(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format);
 }
 
 // ===== dk::cos =====
 Tensor cos::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cos>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<cos>::get().call(self);
 }
 
 Tensor cos::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cos>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<cos>::get().redispatch(ks, self);
 }
 
 // ===== dk::eq.Tensor =====
 Tensor eq_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<eq_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<eq_Tensor>::get().call(self, other);
 }
 
 Tensor eq_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<eq_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<eq_Tensor>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::expand =====
 Tensor expand::call(const Tensor& self, IntArrayRef size, bool implicit) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<expand>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, size, implicit);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_IntList_Bool(k, op, ks, self, size, implicit);
+  return ::dk::detail::GeneratedOperatorHandle<expand>::get().call(self, size, implicit);
 }
 
 Tensor expand::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size, bool implicit) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<expand>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, size, implicit);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_IntList_Bool(k, op, ks, self, size, implicit);
+  return ::dk::detail::GeneratedOperatorHandle<expand>::get().redispatch(ks, self, size, implicit);
 }
 
 // ===== dk::gelu_backward =====
 Tensor gelu_backward::call(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gelu_backward>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(grad_output, self, approximate);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b110 (grad_output, self).
-  DispatchKeySet arg_ks = grad_output.key_set() | self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Str(k, op, ks, grad_output, self, approximate);
+  return ::dk::detail::GeneratedOperatorHandle<gelu_backward>::get().call(grad_output, self, approximate);
 }
 
 Tensor gelu_backward::redispatch(DispatchKeySet ks, const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gelu_backward>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, grad_output, self, approximate);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Str(k, op, ks, grad_output, self, approximate);
+  return ::dk::detail::GeneratedOperatorHandle<gelu_backward>::get().redispatch(ks, grad_output, self, approximate);
 }
 
 // ===== dk::linear =====
 Tensor linear::call(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<linear>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(input, weight, bias);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b111 (input, weight, bias).
-  DispatchKeySet arg_ks = input.key_set() | weight.key_set();
-  if (bias) arg_ks = arg_ks | bias->key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, input, weight, bias);
+  return ::dk::detail::GeneratedOperatorHandle<linear>::get().call(input, weight, bias);
 }
 
 Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<linear>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, input, weight, bias);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, input, weight, bias);
+  return ::dk::detail::GeneratedOperatorHandle<linear>::get().redispatch(ks, input, weight, bias);
 }
 
 // ===== dk::log =====
 Tensor log::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<log>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<log>::get().call(self);
 }
 
 Tensor log::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<log>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<log>::get().redispatch(ks, self);
 }
 
 // ===== dk::log_softmax.int =====
 Tensor log_softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<log_softmax_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, dtype);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, self, dim, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<log_softmax_int>::get().call(self, dim, dtype);
 }
 
 Tensor log_softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<log_softmax_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, dtype);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, self, dim, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<log_softmax_int>::get().redispatch(ks, self, dim, dtype);
 }
 
 // ===== dk::maximum =====
 Tensor maximum::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<maximum>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<maximum>::get().call(self, other);
 }
 
 Tensor maximum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<maximum>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<maximum>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::mean.dim =====
 Tensor mean_dim::call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mean_dim>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, keepdim, dtype);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1000 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, self, dim, keepdim, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<mean_dim>::get().call(self, dim, keepdim, dtype);
 }
 
 Tensor mean_dim::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mean_dim>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, keepdim, dtype);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, self, dim, keepdim, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<mean_dim>::get().redispatch(ks, self, dim, keepdim, dtype);
 }
 
 // ===== dk::neg =====
 Tensor neg::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<neg>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<neg>::get().call(self);
 }
 
 Tensor neg::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<neg>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<neg>::get().redispatch(ks, self);
 }
 
 // ===== dk::ones =====
 Tensor ones::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<ones>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<ones>::get().call(size, dtype, layout, device, pin_memory);
 }
 
 Tensor ones::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<ones>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<ones>::get().redispatch(ks, size, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::relu_ =====
 Tensor relu_::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<relu_>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<relu_>::get().call(self);
 }
 
 Tensor relu_::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<relu_>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<relu_>::get().redispatch(ks, self);
 }
 
 // ===== dk::squeeze.dim =====
 Tensor squeeze_dim::call(const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<squeeze_dim>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int(k, op, ks, self, dim);
+  return ::dk::detail::GeneratedOperatorHandle<squeeze_dim>::get().call(self, dim);
 }
 
 Tensor squeeze_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<squeeze_dim>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int(k, op, ks, self, dim);
+  return ::dk::detail::GeneratedOperatorHandle<squeeze_dim>::get().redispatch(ks, self, dim);
 }
 
 // ===== dk::sum =====
 Tensor sum::call(const Tensor& self, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sum>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dtype);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType(k, op, ks, self, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<sum>::get().call(self, dtype);
 }
 
 Tensor sum::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sum>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dtype);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType(k, op, ks, self, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<sum>::get().redispatch(ks, self, dtype);
 }
 
 // ===== dk::t =====
 Tensor t::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<t>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<t>::get().call(self);
 }
 
 Tensor t::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<t>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<t>::get().redispatch(ks, self);
 }
 
 // ===== dk::tanh =====
 Tensor tanh::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<tanh>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<tanh>::get().call(self);
 }
 
 Tensor tanh::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<tanh>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<tanh>::get().redispatch(ks, self);
 }
 
 // ===== dk::transpose.int =====
 Tensor transpose_int::call(const Tensor& self, int64_t dim0, int64_t dim1) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<transpose_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim0, dim1);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, dim0, dim1);
+  return ::dk::detail::GeneratedOperatorHandle<transpose_int>::get().call(self, dim0, dim1);
 }
 
 Tensor transpose_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim0, int64_t dim1) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<transpose_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim0, dim1);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, dim0, dim1);
+  return ::dk::detail::GeneratedOperatorHandle<transpose_int>::get().redispatch(ks, self, dim0, dim1);
 }
 
 // ===== dk::zero_ =====
 Tensor zero_::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zero_>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<zero_>::get().call(self);
 }
 
 Tensor zero_::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zero_>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<zero_>::get().redispatch(ks, self);
 }
 
 // ===== dk::zeros_like =====
 Tensor zeros_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros_like>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100000 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<zeros_like>::get().call(self, dtype, layout, device, pin_memory, memory_format);
 }
 
 Tensor zeros_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros_like>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<zeros_like>::get().redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 }  // namespace dk::ops

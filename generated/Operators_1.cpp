@@ -4,12 +4,12 @@
 // Shard 1 of 4 of the operator definitions declared in dk/generated/Operators.h
 // (operators are assigned to shards by a stable hash of their name).
 //
-// Note [Generated slow path]
-// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
-// redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly. The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]).
+// Note [Generated calls]
+// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch,
+// inlined here): one implementation of extracting the key set, indexing the table, the slow
+// path and calling the kernel (Note [One boxing family] for a kernel with only a boxed entry).
+// The operator's handle is found on first use, its C++ signature checked once (typed<>()),
+// and then read with one load (Note [Generated operator handles]).
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Scalar__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
@@ -47,387 +47,146 @@ namespace dk::ops {
 
 // ===== dk::argmax =====
 Tensor argmax::call(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<argmax>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, keepdim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptInt_Bool(k, op, ks, self, dim, keepdim);
+  return ::dk::detail::GeneratedOperatorHandle<argmax>::get().call(self, dim, keepdim);
 }
 
 Tensor argmax::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<argmax>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, keepdim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptInt_Bool(k, op, ks, self, dim, keepdim);
+  return ::dk::detail::GeneratedOperatorHandle<argmax>::get().redispatch(ks, self, dim, keepdim);
 }
 
 // ===== dk::cat =====
 Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cat>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(tensors, dim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (tensors).
-  DispatchKeySet arg_ks;
-  for (const Tensor& t : tensors) arg_ks = arg_ks | t.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
+  return ::dk::detail::GeneratedOperatorHandle<cat>::get().call(tensors, dim);
 }
 
 Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cat>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
+  return ::dk::detail::GeneratedOperatorHandle<cat>::get().redispatch(ks, tensors, dim);
 }
 
 // ===== dk::clone =====
 Tensor clone::call(const Tensor& self, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<clone>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, memory_format);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptMemoryFormat(k, op, ks, self, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<clone>::get().call(self, memory_format);
 }
 
 Tensor clone::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<clone>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, memory_format);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptMemoryFormat(k, op, ks, self, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<clone>::get().redispatch(ks, self, memory_format);
 }
 
 // ===== dk::embedding =====
 Tensor embedding::call(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<embedding>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(weight, indices, padding_idx, scale_grad_by_freq, sparse);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11000 (weight, indices).
-  DispatchKeySet arg_ks = weight.key_set() | indices.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(k, op, ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);
+  return ::dk::detail::GeneratedOperatorHandle<embedding>::get().call(weight, indices, padding_idx, scale_grad_by_freq, sparse);
 }
 
 Tensor embedding::redispatch(DispatchKeySet ks, const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<embedding>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Int_Bool_Bool(k, op, ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);
+  return ::dk::detail::GeneratedOperatorHandle<embedding>::get().redispatch(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse);
 }
 
 // ===== dk::eq.Scalar =====
 Tensor eq_Scalar::call(const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<eq_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<eq_Scalar>::get().call(self, other);
 }
 
 Tensor eq_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<eq_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<eq_Scalar>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::item =====
 Scalar item::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<item>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Scalar__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<item>::get().call(self);
 }
 
 Scalar item::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<item>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Scalar__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<item>::get().redispatch(ks, self);
 }
 
 // ===== dk::matmul =====
 Tensor matmul::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<matmul>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<matmul>::get().call(self, other);
 }
 
 Tensor matmul::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<matmul>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<matmul>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::ones_like =====
 Tensor ones_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<ones_like>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100000 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<ones_like>::get().call(self, dtype, layout, device, pin_memory, memory_format);
 }
 
 Tensor ones_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<ones_like>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<ones_like>::get().redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 // ===== dk::permute =====
 Tensor permute::call(const Tensor& self, IntArrayRef dims) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<permute>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dims);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, dims);
+  return ::dk::detail::GeneratedOperatorHandle<permute>::get().call(self, dims);
 }
 
 Tensor permute::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef dims) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<permute>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dims);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, dims);
+  return ::dk::detail::GeneratedOperatorHandle<permute>::get().redispatch(ks, self, dims);
 }
 
 // ===== dk::pow.Tensor_Scalar =====
 Tensor pow_Tensor_Scalar::call(const Tensor& self, const Scalar& exponent) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<pow_Tensor_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, exponent);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, exponent);
+  return ::dk::detail::GeneratedOperatorHandle<pow_Tensor_Scalar>::get().call(self, exponent);
 }
 
 Tensor pow_Tensor_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<pow_Tensor_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, exponent);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, exponent);
+  return ::dk::detail::GeneratedOperatorHandle<pow_Tensor_Scalar>::get().redispatch(ks, self, exponent);
 }
 
 // ===== dk::rand.generator =====
 Tensor rand_generator::call(IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rand_generator>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<rand_generator>::get().call(size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
 Tensor rand_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rand_generator>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<rand_generator>::get().redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
 // ===== dk::sigmoid =====
 Tensor sigmoid::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sigmoid>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<sigmoid>::get().call(self);
 }
 
 Tensor sigmoid::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sigmoid>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<sigmoid>::get().redispatch(ks, self);
 }
 
 // ===== dk::slice.Tensor =====
 Tensor slice_Tensor::call(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<slice_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, start, end, step);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10000 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(k, op, ks, self, dim, start, end, step);
+  return ::dk::detail::GeneratedOperatorHandle<slice_Tensor>::get().call(self, dim, start, end, step);
 }
 
 Tensor slice_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<slice_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, start, end, step);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_OptInt_OptInt_Int(k, op, ks, self, dim, start, end, step);
+  return ::dk::detail::GeneratedOperatorHandle<slice_Tensor>::get().redispatch(ks, self, dim, start, end, step);
 }
 
 // ===== dk::sum.dim_IntList =====
 Tensor sum_dim_IntList::call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sum_dim_IntList>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, keepdim, dtype);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1000 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, self, dim, keepdim, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<sum_dim_IntList>::get().call(self, dim, keepdim, dtype);
 }
 
 Tensor sum_dim_IntList::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sum_dim_IntList>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, keepdim, dtype);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType(k, op, ks, self, dim, keepdim, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<sum_dim_IntList>::get().redispatch(ks, self, dim, keepdim, dtype);
 }
 
 // ===== dk::to.dtype =====
 Tensor to_dtype::call(const Tensor& self, ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<to_dtype>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dtype, non_blocking, copy, memory_format);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10000 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(k, op, ks, self, dtype, non_blocking, copy, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<to_dtype>::get().call(self, dtype, non_blocking, copy, memory_format);
 }
 
 Tensor to_dtype::redispatch(DispatchKeySet ks, const Tensor& self, ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<to_dtype>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dtype, non_blocking, copy, memory_format);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat(k, op, ks, self, dtype, non_blocking, copy, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<to_dtype>::get().redispatch(ks, self, dtype, non_blocking, copy, memory_format);
 }
 
 // ===== dk::view =====
 Tensor view::call(const Tensor& self, IntArrayRef size) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<view>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, size);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, size);
+  return ::dk::detail::GeneratedOperatorHandle<view>::get().call(self, size);
 }
 
 Tensor view::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef size) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<view>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, size);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, size);
+  return ::dk::detail::GeneratedOperatorHandle<view>::get().redispatch(ks, self, size);
 }
 
 }  // namespace dk::ops

@@ -4,12 +4,12 @@
 // Shard 2 of 4 of the operator definitions declared in dk/generated/Operators.h
 // (operators are assigned to shards by a stable hash of their name).
 //
-// Note [Generated slow path]
-// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
-// redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly. The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]).
+// Note [Generated calls]
+// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch,
+// inlined here): one implementation of extracting the key set, indexing the table, the slow
+// path and calling the kernel (Note [One boxing family] for a kernel with only a boxed entry).
+// The operator's handle is found on first use, its C++ signature checked once (typed<>()),
+// and then read with one load (Note [Generated operator handles]).
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int.h"
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int_Int.h"
@@ -60,626 +60,236 @@ namespace dk::ops {
 
 // ===== dk::_log_softmax =====
 Tensor _log_softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_log_softmax>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, half_to_float);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Bool(k, op, ks, self, dim, half_to_float);
+  return ::dk::detail::GeneratedOperatorHandle<_log_softmax>::get().call(self, dim, half_to_float);
 }
 
 Tensor _log_softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool half_to_float) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_log_softmax>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, half_to_float);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Bool(k, op, ks, self, dim, half_to_float);
+  return ::dk::detail::GeneratedOperatorHandle<_log_softmax>::get().redispatch(ks, self, dim, half_to_float);
 }
 
 // ===== dk::add.Tensor =====
 Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other, alpha);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b110 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get().call(self, other, alpha);
 }
 
 Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get().redispatch(ks, self, other, alpha);
 }
 
 // ===== dk::add.out =====
 Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_out>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other, alpha, out);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1101 (self, other, out).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set() | out.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, self, other, alpha, out);
+  return ::dk::detail::GeneratedOperatorHandle<add_out>::get().call(self, other, alpha, out);
 }
 
 Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_out>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other, alpha, out);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, self, other, alpha, out);
+  return ::dk::detail::GeneratedOperatorHandle<add_out>::get().redispatch(ks, self, other, alpha, out);
 }
 
 // ===== dk::addmm =====
 Tensor addmm::call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<addmm>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, mat1, mat2, beta, alpha);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11100 (self, mat1, mat2).
-  DispatchKeySet arg_ks = self.key_set() | mat1.key_set() | mat2.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(k, op, ks, self, mat1, mat2, beta, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<addmm>::get().call(self, mat1, mat2, beta, alpha);
 }
 
 Tensor addmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<addmm>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, mat1, mat2, beta, alpha);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar(k, op, ks, self, mat1, mat2, beta, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<addmm>::get().redispatch(ks, self, mat1, mat2, beta, alpha);
 }
 
 // ===== dk::bmm =====
 Tensor bmm::call(const Tensor& self, const Tensor& mat2) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<bmm>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, mat2);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, mat2).
-  DispatchKeySet arg_ks = self.key_set() | mat2.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, mat2);
+  return ::dk::detail::GeneratedOperatorHandle<bmm>::get().call(self, mat2);
 }
 
 Tensor bmm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<bmm>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, mat2);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, mat2);
+  return ::dk::detail::GeneratedOperatorHandle<bmm>::get().redispatch(ks, self, mat2);
 }
 
 // ===== dk::copy_ =====
 Tensor copy_::call(const Tensor& self, const Tensor& src, bool non_blocking) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<copy_>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, src, non_blocking);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b110 (self, src).
-  DispatchKeySet arg_ks = self.key_set() | src.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Bool(k, op, ks, self, src, non_blocking);
+  return ::dk::detail::GeneratedOperatorHandle<copy_>::get().call(self, src, non_blocking);
 }
 
 Tensor copy_::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<copy_>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, src, non_blocking);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Bool(k, op, ks, self, src, non_blocking);
+  return ::dk::detail::GeneratedOperatorHandle<copy_>::get().redispatch(ks, self, src, non_blocking);
 }
 
 // ===== dk::div.Scalar =====
 Tensor div_Scalar::call(const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<div_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<div_Scalar>::get().call(self, other);
 }
 
 Tensor div_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<div_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<div_Scalar>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::empty_like =====
 Tensor empty_like::call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<empty_like>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100000 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<empty_like>::get().call(self, dtype, layout, device, pin_memory, memory_format);
 }
 
 Tensor empty_like::redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<empty_like>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, self, dtype, layout, device, pin_memory, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<empty_like>::get().redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);
 }
 
 // ===== dk::exp =====
 Tensor exp::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<exp>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<exp>::get().call(self);
 }
 
 Tensor exp::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<exp>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<exp>::get().redispatch(ks, self);
 }
 
 // ===== dk::fill_.Scalar =====
 Tensor fill__Scalar::call(const Tensor& self, const Scalar& value) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<fill__Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, value);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, value);
+  return ::dk::detail::GeneratedOperatorHandle<fill__Scalar>::get().call(self, value);
 }
 
 Tensor fill__Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<fill__Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, value);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, value);
+  return ::dk::detail::GeneratedOperatorHandle<fill__Scalar>::get().redispatch(ks, self, value);
 }
 
 // ===== dk::flatten.using_ints =====
 Tensor flatten_using_ints::call(const Tensor& self, int64_t start_dim, int64_t end_dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<flatten_using_ints>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, start_dim, end_dim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, start_dim, end_dim);
+  return ::dk::detail::GeneratedOperatorHandle<flatten_using_ints>::get().call(self, start_dim, end_dim);
 }
 
 Tensor flatten_using_ints::redispatch(DispatchKeySet ks, const Tensor& self, int64_t start_dim, int64_t end_dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<flatten_using_ints>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, start_dim, end_dim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, start_dim, end_dim);
+  return ::dk::detail::GeneratedOperatorHandle<flatten_using_ints>::get().redispatch(ks, self, start_dim, end_dim);
 }
 
 // ===== dk::gelu =====
 Tensor gelu::call(const Tensor& self, std::string_view approximate) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gelu>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, approximate);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Str(k, op, ks, self, approximate);
+  return ::dk::detail::GeneratedOperatorHandle<gelu>::get().call(self, approximate);
 }
 
 Tensor gelu::redispatch(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gelu>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, approximate);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Str(k, op, ks, self, approximate);
+  return ::dk::detail::GeneratedOperatorHandle<gelu>::get().redispatch(ks, self, approximate);
 }
 
 // ===== dk::gt.Tensor =====
 Tensor gt_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gt_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<gt_Tensor>::get().call(self, other);
 }
 
 Tensor gt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<gt_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<gt_Tensor>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::max.dim =====
 std::tuple<Tensor, Tensor> max_dim::call(const Tensor& self, int64_t dim, bool keepdim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<max_dim>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, keepdim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tup2TensorTensor__Tensor_Int_Bool(k, op, ks, self, dim, keepdim);
+  return ::dk::detail::GeneratedOperatorHandle<max_dim>::get().call(self, dim, keepdim);
 }
 
 std::tuple<Tensor, Tensor> max_dim::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<max_dim>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, keepdim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tup2TensorTensor__Tensor_Int_Bool(k, op, ks, self, dim, keepdim);
+  return ::dk::detail::GeneratedOperatorHandle<max_dim>::get().redispatch(ks, self, dim, keepdim);
 }
 
 // ===== dk::mm.out =====
 Tensor mm_out::call(const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mm_out>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, mat2, out);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b111 (self, mat2, out).
-  DispatchKeySet arg_ks = self.key_set() | mat2.key_set() | out.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, self, mat2, out);
+  return ::dk::detail::GeneratedOperatorHandle<mm_out>::get().call(self, mat2, out);
 }
 
 Tensor mm_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mm_out>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, mat2, out);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, self, mat2, out);
+  return ::dk::detail::GeneratedOperatorHandle<mm_out>::get().redispatch(ks, self, mat2, out);
 }
 
 // ===== dk::mul.Scalar =====
 Tensor mul_Scalar::call(const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<mul_Scalar>::get().call(self, other);
 }
 
 Tensor mul_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<mul_Scalar>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::mul_.Tensor =====
 Tensor mul__Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul__Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<mul__Tensor>::get().call(self, other);
 }
 
 Tensor mul__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul__Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<mul__Tensor>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::randn.generator =====
 Tensor randn_generator::call(IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<randn_generator>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<randn_generator>::get().call(size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
 Tensor randn_generator::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<randn_generator>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, std::move(generator), dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<randn_generator>::get().redispatch(ks, size, std::move(generator), dtype, layout, device, pin_memory);
 }
 
 // ===== dk::reshape =====
 Tensor reshape::call(const Tensor& self, IntArrayRef shape) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<reshape>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, shape);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, shape);
+  return ::dk::detail::GeneratedOperatorHandle<reshape>::get().call(self, shape);
 }
 
 Tensor reshape::redispatch(DispatchKeySet ks, const Tensor& self, IntArrayRef shape) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<reshape>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, shape);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_IntList(k, op, ks, self, shape);
+  return ::dk::detail::GeneratedOperatorHandle<reshape>::get().redispatch(ks, self, shape);
 }
 
 // ===== dk::select.int =====
 Tensor select_int::call(const Tensor& self, int64_t dim, int64_t index) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<select_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, index);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, dim, index);
+  return ::dk::detail::GeneratedOperatorHandle<select_int>::get().call(self, dim, index);
 }
 
 Tensor select_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<select_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, index);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Int(k, op, ks, self, dim, index);
+  return ::dk::detail::GeneratedOperatorHandle<select_int>::get().redispatch(ks, self, dim, index);
 }
 
 // ===== dk::softmax.int =====
 Tensor softmax_int::call(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<softmax_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, dtype);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, self, dim, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<softmax_int>::get().call(self, dim, dtype);
 }
 
 Tensor softmax_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<softmax_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, dtype);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_OptScalarType(k, op, ks, self, dim, dtype);
+  return ::dk::detail::GeneratedOperatorHandle<softmax_int>::get().redispatch(ks, self, dim, dtype);
 }
 
 // ===== dk::split.Tensor =====
 std::vector<Tensor> split_Tensor::call(const Tensor& self, int64_t split_size, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<split_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, split_size, dim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_TensorVec__Tensor_Int_Int(k, op, ks, self, split_size, dim);
+  return ::dk::detail::GeneratedOperatorHandle<split_Tensor>::get().call(self, split_size, dim);
 }
 
 std::vector<Tensor> split_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, int64_t split_size, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<split_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, split_size, dim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_TensorVec__Tensor_Int_Int(k, op, ks, self, split_size, dim);
+  return ::dk::detail::GeneratedOperatorHandle<split_Tensor>::get().redispatch(ks, self, split_size, dim);
 }
 
 // ===== dk::sub.Tensor =====
 Tensor sub_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sub_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other, alpha);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b110 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<sub_Tensor>::get().call(self, other, alpha);
 }
 
 Tensor sub_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sub_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<sub_Tensor>::get().redispatch(ks, self, other, alpha);
 }
 
 // ===== dk::unbind.int =====
 std::vector<Tensor> unbind_int::call(const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<unbind_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_TensorVec__Tensor_Int(k, op, ks, self, dim);
+  return ::dk::detail::GeneratedOperatorHandle<unbind_int>::get().call(self, dim);
 }
 
 std::vector<Tensor> unbind_int::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<unbind_int>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_TensorVec__Tensor_Int(k, op, ks, self, dim);
+  return ::dk::detail::GeneratedOperatorHandle<unbind_int>::get().redispatch(ks, self, dim);
 }
 
 // ===== dk::unsqueeze =====
 Tensor unsqueeze::call(const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<unsqueeze>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int(k, op, ks, self, dim);
+  return ::dk::detail::GeneratedOperatorHandle<unsqueeze>::get().call(self, dim);
 }
 
 Tensor unsqueeze::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<unsqueeze>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int(k, op, ks, self, dim);
+  return ::dk::detail::GeneratedOperatorHandle<unsqueeze>::get().redispatch(ks, self, dim);
 }
 
 // ===== dk::where.self =====
 Tensor where_self::call(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<where_self>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(condition, self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b111 (condition, self, other).
-  DispatchKeySet arg_ks = condition.key_set() | self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, condition, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<where_self>::get().call(condition, self, other);
 }
 
 Tensor where_self::redispatch(DispatchKeySet ks, const Tensor& condition, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<where_self>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, condition, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Tensor(k, op, ks, condition, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<where_self>::get().redispatch(ks, condition, self, other);
 }
 
 }  // namespace dk::ops

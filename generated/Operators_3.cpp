@@ -4,12 +4,12 @@
 // Shard 3 of 4 of the operator definitions declared in dk/generated/Operators.h
 // (operators are assigned to shards by a stable hash of their name).
 //
-// Note [Generated slow path]
-// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
-// redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly. The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]).
+// Note [Generated calls]
+// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch,
+// inlined here): one implementation of extracting the key set, indexing the table, the slow
+// path and calling the kernel (Note [One boxing family] for a kernel with only a boxed entry).
+// The operator's handle is found on first use, its C++ signature checked once (typed<>()),
+// and then read with one load (Note [Generated operator handles]).
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
@@ -59,653 +59,245 @@ namespace dk::ops {
 
 // ===== dk::_softmax =====
 Tensor _softmax::call(const Tensor& self, int64_t dim, bool half_to_float) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_softmax>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, dim, half_to_float);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Bool(k, op, ks, self, dim, half_to_float);
+  return ::dk::detail::GeneratedOperatorHandle<_softmax>::get().call(self, dim, half_to_float);
 }
 
 Tensor _softmax::redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool half_to_float) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<_softmax>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, dim, half_to_float);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Int_Bool(k, op, ks, self, dim, half_to_float);
+  return ::dk::detail::GeneratedOperatorHandle<_softmax>::get().redispatch(ks, self, dim, half_to_float);
 }
 
 // ===== dk::abs =====
 Tensor abs::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<abs>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<abs>::get().call(self);
 }
 
 Tensor abs::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<abs>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<abs>::get().redispatch(ks, self);
 }
 
 // ===== dk::add.Scalar =====
 Tensor add_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other, alpha);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<add_Scalar>::get().call(self, other, alpha);
 }
 
 Tensor add_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<add_Scalar>::get().redispatch(ks, self, other, alpha);
 }
 
 // ===== dk::add_.Tensor =====
 Tensor add__Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add__Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other, alpha);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b110 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<add__Tensor>::get().call(self, other, alpha);
 }
 
 Tensor add__Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add__Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<add__Tensor>::get().redispatch(ks, self, other, alpha);
 }
 
 // ===== dk::arange.start_step =====
 Tensor arange_start_step::call(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<arange_start_step>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(start, end, step, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b0000000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, start, end, step, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<arange_start_step>::get().call(start, end, step, dtype, layout, device, pin_memory);
 }
 
 Tensor arange_start_step::redispatch(DispatchKeySet ks, const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<arange_start_step>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, start, end, step, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, start, end, step, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<arange_start_step>::get().redispatch(ks, start, end, step, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::clamp =====
 Tensor clamp::call(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<clamp>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, min, max);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalar_OptScalar(k, op, ks, self, min, max);
+  return ::dk::detail::GeneratedOperatorHandle<clamp>::get().call(self, min, max);
 }
 
 Tensor clamp::redispatch(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<clamp>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, min, max);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_OptScalar_OptScalar(k, op, ks, self, min, max);
+  return ::dk::detail::GeneratedOperatorHandle<clamp>::get().redispatch(ks, self, min, max);
 }
 
 // ===== dk::contiguous =====
 Tensor contiguous::call(const Tensor& self, MemoryFormat memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<contiguous>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, memory_format);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_MemoryFormat(k, op, ks, self, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<contiguous>::get().call(self, memory_format);
 }
 
 Tensor contiguous::redispatch(DispatchKeySet ks, const Tensor& self, MemoryFormat memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<contiguous>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, memory_format);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_MemoryFormat(k, op, ks, self, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<contiguous>::get().redispatch(ks, self, memory_format);
 }
 
 // ===== dk::cross_entropy_loss =====
 Tensor cross_entropy_loss::call(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cross_entropy_loss>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, target, weight, reduction, ignore_index, label_smoothing);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b111000 (self, target, weight).
-  DispatchKeySet arg_ks = self.key_set() | target.key_set();
-  if (weight) arg_ks = arg_ks | weight->key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(k, op, ks, self, target, weight, reduction, ignore_index, label_smoothing);
+  return ::dk::detail::GeneratedOperatorHandle<cross_entropy_loss>::get().call(self, target, weight, reduction, ignore_index, label_smoothing);
 }
 
 Tensor cross_entropy_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cross_entropy_loss>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, target, weight, reduction, ignore_index, label_smoothing);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double(k, op, ks, self, target, weight, reduction, ignore_index, label_smoothing);
+  return ::dk::detail::GeneratedOperatorHandle<cross_entropy_loss>::get().redispatch(ks, self, target, weight, reduction, ignore_index, label_smoothing);
 }
 
 // ===== dk::div.Tensor =====
 Tensor div_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<div_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<div_Tensor>::get().call(self, other);
 }
 
 Tensor div_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<div_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<div_Tensor>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::dropout =====
 Tensor dropout::call(const Tensor& input, double p, bool train) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<dropout>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(input, p, train);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (input).
-  DispatchKeySet arg_ks = input.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Double_Bool(k, op, ks, input, p, train);
+  return ::dk::detail::GeneratedOperatorHandle<dropout>::get().call(input, p, train);
 }
 
 Tensor dropout::redispatch(DispatchKeySet ks, const Tensor& input, double p, bool train) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<dropout>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, input, p, train);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Double_Bool(k, op, ks, input, p, train);
+  return ::dk::detail::GeneratedOperatorHandle<dropout>::get().redispatch(ks, input, p, train);
 }
 
 // ===== dk::empty.memory_format =====
 Tensor empty_memory_format::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<empty_memory_format>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(size, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, size, dtype, layout, device, pin_memory, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<empty_memory_format>::get().call(size, dtype, layout, device, pin_memory, memory_format);
 }
 
 Tensor empty_memory_format::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<empty_memory_format>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, size, dtype, layout, device, pin_memory, memory_format);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat(k, op, ks, size, dtype, layout, device, pin_memory, memory_format);
+  return ::dk::detail::GeneratedOperatorHandle<empty_memory_format>::get().redispatch(ks, size, dtype, layout, device, pin_memory, memory_format);
 }
 
 // ===== dk::full =====
 Tensor full::call(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<full>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(size, fill_value, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b000000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, fill_value, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<full>::get().call(size, fill_value, dtype, layout, device, pin_memory);
 }
 
 Tensor full::redispatch(DispatchKeySet ks, IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<full>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, size, fill_value, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, fill_value, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<full>::get().redispatch(ks, size, fill_value, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::lt.Tensor =====
 Tensor lt_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<lt_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<lt_Tensor>::get().call(self, other);
 }
 
 Tensor lt_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<lt_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<lt_Tensor>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::minimum =====
 Tensor minimum::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<minimum>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<minimum>::get().call(self, other);
 }
 
 Tensor minimum::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<minimum>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<minimum>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::mm =====
 Tensor mm::call(const Tensor& self, const Tensor& mat2) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mm>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, mat2);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, mat2).
-  DispatchKeySet arg_ks = self.key_set() | mat2.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, mat2);
+  return ::dk::detail::GeneratedOperatorHandle<mm>::get().call(self, mat2);
 }
 
 Tensor mm::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mm>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, mat2);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, mat2);
+  return ::dk::detail::GeneratedOperatorHandle<mm>::get().redispatch(ks, self, mat2);
 }
 
 // ===== dk::mse_loss =====
 Tensor mse_loss::call(const Tensor& self, const Tensor& target, int64_t reduction) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mse_loss>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, target, reduction);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b110 (self, target).
-  DispatchKeySet arg_ks = self.key_set() | target.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Int(k, op, ks, self, target, reduction);
+  return ::dk::detail::GeneratedOperatorHandle<mse_loss>::get().call(self, target, reduction);
 }
 
 Tensor mse_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, int64_t reduction) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mse_loss>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, target, reduction);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Int(k, op, ks, self, target, reduction);
+  return ::dk::detail::GeneratedOperatorHandle<mse_loss>::get().redispatch(ks, self, target, reduction);
 }
 
 // ===== dk::mul.Tensor =====
 Tensor mul_Tensor::call(const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<mul_Tensor>::get().call(self, other);
 }
 
 Tensor mul_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<mul_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor(k, op, ks, self, other);
+  return ::dk::detail::GeneratedOperatorHandle<mul_Tensor>::get().redispatch(ks, self, other);
 }
 
 // ===== dk::nll_loss =====
 Tensor nll_loss::call(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<nll_loss>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, target, weight, reduction, ignore_index);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b11100 (self, target, weight).
-  DispatchKeySet arg_ks = self.key_set() | target.key_set();
-  if (weight) arg_ks = arg_ks | weight->key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(k, op, ks, self, target, weight, reduction, ignore_index);
+  return ::dk::detail::GeneratedOperatorHandle<nll_loss>::get().call(self, target, weight, reduction, ignore_index);
 }
 
 Tensor nll_loss::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<nll_loss>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, target, weight, reduction, ignore_index);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int(k, op, ks, self, target, weight, reduction, ignore_index);
+  return ::dk::detail::GeneratedOperatorHandle<nll_loss>::get().redispatch(ks, self, target, weight, reduction, ignore_index);
 }
 
 // ===== dk::rand =====
 Tensor rand::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rand>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<rand>::get().call(size, dtype, layout, device, pin_memory);
 }
 
 Tensor rand::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rand>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<rand>::get().redispatch(ks, size, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::randn =====
 Tensor randn::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<randn>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<randn>::get().call(size, dtype, layout, device, pin_memory);
 }
 
 Tensor randn::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<randn>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<randn>::get().redispatch(ks, size, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::relu =====
 Tensor relu::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<relu>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<relu>::get().call(self);
 }
 
 Tensor relu::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<relu>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<relu>::get().redispatch(ks, self);
 }
 
 // ===== dk::rsqrt =====
 Tensor rsqrt::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rsqrt>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<rsqrt>::get().call(self);
 }
 
 Tensor rsqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<rsqrt>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<rsqrt>::get().redispatch(ks, self);
 }
 
 // ===== dk::sin =====
 Tensor sin::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sin>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<sin>::get().call(self);
 }
 
 Tensor sin::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sin>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<sin>::get().redispatch(ks, self);
 }
 
 // ===== dk::sqrt =====
 Tensor sqrt::call(const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sqrt>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<sqrt>::get().call(self);
 }
 
 Tensor sqrt::redispatch(DispatchKeySet ks, const Tensor& self) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sqrt>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor(k, op, ks, self);
+  return ::dk::detail::GeneratedOperatorHandle<sqrt>::get().redispatch(ks, self);
 }
 
 // ===== dk::stack =====
 Tensor stack::call(ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<stack>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(tensors, dim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (tensors).
-  DispatchKeySet arg_ks;
-  for (const Tensor& t : tensors) arg_ks = arg_ks | t.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
+  return ::dk::detail::GeneratedOperatorHandle<stack>::get().call(tensors, dim);
 }
 
 Tensor stack::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<stack>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
+  return ::dk::detail::GeneratedOperatorHandle<stack>::get().redispatch(ks, tensors, dim);
 }
 
 // ===== dk::sub.Scalar =====
 Tensor sub_Scalar::call(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sub_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other, alpha);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b100 (self).
-  DispatchKeySet arg_ks = self.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<sub_Scalar>::get().call(self, other, alpha);
 }
 
 Tensor sub_Scalar::redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<sub_Scalar>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Scalar_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<sub_Scalar>::get().redispatch(ks, self, other, alpha);
 }
 
 // ===== dk::zeros =====
 Tensor zeros::call(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).
-  DispatchKeySet arg_ks;
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<zeros>::get().call(size, dtype, layout, device, pin_memory);
 }
 
 Tensor zeros::redispatch(DispatchKeySet ks, IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<zeros>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, size, dtype, layout, device, pin_memory);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(k, op, ks, size, dtype, layout, device, pin_memory);
+  return ::dk::detail::GeneratedOperatorHandle<zeros>::get().redispatch(ks, size, dtype, layout, device, pin_memory);
 }
 
 }  // namespace dk::ops

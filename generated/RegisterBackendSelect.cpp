@@ -81,15 +81,15 @@ Tensor backend_select_zeros(IntArrayRef size, std::optional<ScalarType> dtype, s
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, BackendSelect, m) {
-  m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step>(boxing::make_kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_arange_start_step>(), "backend_select_arange_start_step"));  // arange.start_step @ BackendSelect
-  m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat<&backend_select_empty_memory_format>(), "backend_select_empty_memory_format"));  // empty.memory_format @ BackendSelect
-  m.impl("full", ::dk::detail::kernelFor<ops::full>(boxing::make_kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_full>(), "backend_select_full"));  // full @ BackendSelect
-  m.impl("ones", ::dk::detail::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_ones>(), "backend_select_ones"));  // ones @ BackendSelect
-  m.impl("rand", ::dk::detail::kernelFor<ops::rand>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_rand>(), "backend_select_rand"));  // rand @ BackendSelect
-  m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_rand_generator>(), "backend_select_rand_generator"));  // rand.generator @ BackendSelect
-  m.impl("randn", ::dk::detail::kernelFor<ops::randn>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_randn>(), "backend_select_randn"));  // randn @ BackendSelect
-  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_randn_generator>(), "backend_select_randn_generator"));  // randn.generator @ BackendSelect
-  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_zeros>(), "backend_select_zeros"));  // zeros @ BackendSelect
+  m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &backend_select_arange_start_step>("backend_select_arange_start_step"));  // arange.start_step @ BackendSelect
+  m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &backend_select_empty_memory_format>("backend_select_empty_memory_format"));  // empty.memory_format @ BackendSelect
+  m.impl("full", ::dk::detail::kernelFor<ops::full, &backend_select_full>("backend_select_full"));  // full @ BackendSelect
+  m.impl("ones", ::dk::detail::kernelFor<ops::ones, &backend_select_ones>("backend_select_ones"));  // ones @ BackendSelect
+  m.impl("rand", ::dk::detail::kernelFor<ops::rand, &backend_select_rand>("backend_select_rand"));  // rand @ BackendSelect
+  m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &backend_select_rand_generator>("backend_select_rand_generator"));  // rand.generator @ BackendSelect
+  m.impl("randn", ::dk::detail::kernelFor<ops::randn, &backend_select_randn>("backend_select_randn"));  // randn @ BackendSelect
+  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &backend_select_randn_generator>("backend_select_randn_generator"));  // randn.generator @ BackendSelect
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &backend_select_zeros>("backend_select_zeros"));  // zeros @ BackendSelect
 }
 
 }  // namespace dk

@@ -4,7 +4,7 @@
 // Part 0 of 2 of the kernels at CPU (chosen by a stable hash of the operator name).
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h), then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -242,34 +242,34 @@ Tensor wrapper_CPU_zero_(const Tensor& self) {
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CPU, m) {
-  m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_CPU__log_softmax>(), "wrapper_CPU__log_softmax"));  // _log_softmax @ CPU -> native::_log_softmax_cpu
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_add_Tensor>(), "wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
-  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CPU_add_out>(), "wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
-  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&wrapper_CPU_addmm>(), "wrapper_CPU_addmm"));  // addmm @ CPU -> native::addmm_cpu
-  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_bmm>(), "wrapper_CPU_bmm"));  // bmm @ CPU -> native::bmm_cpu
-  m.impl("copy_", ::dk::detail::kernelFor<ops::copy_>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Bool<&wrapper_CPU_copy_>(), "wrapper_CPU_copy_"));  // copy_ @ CPU -> native::copy_inplace_cpu
-  m.impl("cos", ::dk::detail::kernelFor<ops::cos>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_cos>(), "wrapper_CPU_cos"));  // cos @ CPU -> native::cos_cpu
-  m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_eq_Tensor>(), "wrapper_CPU_eq_Tensor"));  // eq.Tensor @ CPU -> native::eq_cpu
-  m.impl("exp", ::dk::detail::kernelFor<ops::exp>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_exp>(), "wrapper_CPU_exp"));  // exp @ CPU -> native::exp_cpu
-  m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CPU_fill__Scalar>(), "wrapper_CPU_fill__Scalar"));  // fill_.Scalar @ CPU -> native::fill_inplace_cpu
-  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu>(boxing::make_kernel_sig_Tensor__Tensor_Str<&wrapper_CPU_gelu>(), "wrapper_CPU_gelu"));  // gelu @ CPU -> native::gelu_cpu
-  m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Str<&wrapper_CPU_gelu_backward>(), "wrapper_CPU_gelu_backward"));  // gelu_backward @ CPU -> native::gelu_backward_cpu
-  m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_gt_Tensor>(), "wrapper_CPU_gt_Tensor"));  // gt.Tensor @ CPU -> native::gt_cpu
-  m.impl("log", ::dk::detail::kernelFor<ops::log>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_log>(), "wrapper_CPU_log"));  // log @ CPU -> native::log_cpu
-  m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim>(boxing::make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool<&wrapper_CPU_max_dim>(), "wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::max_cpu
-  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_maximum>(), "wrapper_CPU_maximum"));  // maximum @ CPU -> native::maximum_cpu
-  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_CPU_mean_dim>(), "wrapper_CPU_mean_dim"));  // mean.dim @ CPU -> native::mean_cpu
-  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_CPU_mm_out>(), "wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::mm_out_cpu
-  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_mul__Tensor>(), "wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::mul_inplace_cpu
-  m.impl("neg", ::dk::detail::kernelFor<ops::neg>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_neg>(), "wrapper_CPU_neg"));  // neg @ CPU -> native::neg_cpu
-  m.impl("ones", ::dk::detail::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_ones>(), "wrapper_CPU_ones"));  // ones @ CPU -> native::ones_cpu
-  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_randn_generator>(), "wrapper_CPU_randn_generator"));  // randn.generator @ CPU -> native::randn_cpu
-  m.impl("relu_", ::dk::detail::kernelFor<ops::relu_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_relu_>(), "wrapper_CPU_relu_"));  // relu_ @ CPU -> native::relu_inplace_cpu
-  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_sub_Tensor>(), "wrapper_CPU_sub_Tensor"));  // sub.Tensor @ CPU -> native::sub_cpu
-  m.impl("sum", ::dk::detail::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&wrapper_CPU_sum>(), "wrapper_CPU_sum"));  // sum @ CPU -> native::sum_cpu
-  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_tanh>(), "wrapper_CPU_tanh"));  // tanh @ CPU -> native::tanh_cpu
-  m.impl("where.self", ::dk::detail::kernelFor<ops::where_self>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_CPU_where_self>(), "wrapper_CPU_where_self"));  // where.self @ CPU -> native::where_cpu
-  m.impl("zero_", ::dk::detail::kernelFor<ops::zero_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_zero_>(), "wrapper_CPU_zero_"));  // zero_ @ CPU -> native::zero_inplace_cpu
+  m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax, &wrapper_CPU__log_softmax>("wrapper_CPU__log_softmax"));  // _log_softmax @ CPU -> native::_log_softmax_cpu
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_CPU_add_Tensor>("wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_CPU_add_out>("wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_CPU_addmm>("wrapper_CPU_addmm"));  // addmm @ CPU -> native::addmm_cpu
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CPU_bmm>("wrapper_CPU_bmm"));  // bmm @ CPU -> native::bmm_cpu
+  m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CPU_copy_>("wrapper_CPU_copy_"));  // copy_ @ CPU -> native::copy_inplace_cpu
+  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CPU_cos>("wrapper_CPU_cos"));  // cos @ CPU -> native::cos_cpu
+  m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CPU_eq_Tensor>("wrapper_CPU_eq_Tensor"));  // eq.Tensor @ CPU -> native::eq_cpu
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CPU_exp>("wrapper_CPU_exp"));  // exp @ CPU -> native::exp_cpu
+  m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_CPU_fill__Scalar>("wrapper_CPU_fill__Scalar"));  // fill_.Scalar @ CPU -> native::fill_inplace_cpu
+  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CPU_gelu>("wrapper_CPU_gelu"));  // gelu @ CPU -> native::gelu_cpu
+  m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_CPU_gelu_backward>("wrapper_CPU_gelu_backward"));  // gelu_backward @ CPU -> native::gelu_backward_cpu
+  m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CPU_gt_Tensor>("wrapper_CPU_gt_Tensor"));  // gt.Tensor @ CPU -> native::gt_cpu
+  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CPU_log>("wrapper_CPU_log"));  // log @ CPU -> native::log_cpu
+  m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CPU_max_dim>("wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::max_cpu
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CPU_maximum>("wrapper_CPU_maximum"));  // maximum @ CPU -> native::maximum_cpu
+  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_CPU_mean_dim>("wrapper_CPU_mean_dim"));  // mean.dim @ CPU -> native::mean_cpu
+  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CPU_mm_out>("wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::mm_out_cpu
+  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CPU_mul__Tensor>("wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::mul_inplace_cpu
+  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_CPU_neg>("wrapper_CPU_neg"));  // neg @ CPU -> native::neg_cpu
+  m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_CPU_ones>("wrapper_CPU_ones"));  // ones @ CPU -> native::ones_cpu
+  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_CPU_randn_generator>("wrapper_CPU_randn_generator"));  // randn.generator @ CPU -> native::randn_cpu
+  m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_CPU_relu_>("wrapper_CPU_relu_"));  // relu_ @ CPU -> native::relu_inplace_cpu
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_CPU_sub_Tensor>("wrapper_CPU_sub_Tensor"));  // sub.Tensor @ CPU -> native::sub_cpu
+  m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_CPU_sum>("wrapper_CPU_sum"));  // sum @ CPU -> native::sum_cpu
+  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CPU_tanh>("wrapper_CPU_tanh"));  // tanh @ CPU -> native::tanh_cpu
+  m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_CPU_where_self>("wrapper_CPU_where_self"));  // where.self @ CPU -> native::where_cpu
+  m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_CPU_zero_>("wrapper_CPU_zero_"));  // zero_ @ CPU -> native::zero_inplace_cpu
 }
 
 }  // namespace dk

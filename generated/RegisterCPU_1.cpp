@@ -4,7 +4,7 @@
 // Part 1 of 2 of the kernels at CPU (chosen by a stable hash of the operator name).
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h), then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -256,36 +256,36 @@ Tensor wrapper_CPU_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std:
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CPU, m) {
-  m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_CPU__softmax>(), "wrapper_CPU__softmax"));  // _softmax @ CPU -> native::_softmax_cpu
-  m.impl("abs", ::dk::detail::kernelFor<ops::abs>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_abs>(), "wrapper_CPU_abs"));  // abs @ CPU -> native::abs_cpu
-  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_add__Tensor>(), "wrapper_CPU_add__Tensor"));  // add_.Tensor @ CPU -> native::add_inplace_cpu
-  m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step>(boxing::make_kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_arange_start_step>(), "wrapper_CPU_arange_start_step"));  // arange.start_step @ CPU -> native::arange_cpu
-  m.impl("argmax", ::dk::detail::kernelFor<ops::argmax>(boxing::make_kernel_sig_Tensor__Tensor_OptInt_Bool<&wrapper_CPU_argmax>(), "wrapper_CPU_argmax"));  // argmax @ CPU -> native::argmax_cpu
-  m.impl("cat", ::dk::detail::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
-  m.impl("clamp", ::dk::detail::kernelFor<ops::clamp>(boxing::make_kernel_sig_Tensor__Tensor_OptScalar_OptScalar<&wrapper_CPU_clamp>(), "wrapper_CPU_clamp"));  // clamp @ CPU -> native::clamp_cpu
-  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_div_Tensor>(), "wrapper_CPU_div_Tensor"));  // div.Tensor @ CPU -> native::div_cpu
-  m.impl("embedding", ::dk::detail::kernelFor<ops::embedding>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool<&wrapper_CPU_embedding>(), "wrapper_CPU_embedding"));  // embedding @ CPU -> native::embedding_cpu
-  m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat<&wrapper_CPU_empty_memory_format>(), "wrapper_CPU_empty_memory_format"));  // empty.memory_format @ CPU -> native::empty_cpu
-  m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CPU_eq_Scalar>(), "wrapper_CPU_eq_Scalar"));  // eq.Scalar @ CPU -> native::eq_cpu
-  m.impl("full", ::dk::detail::kernelFor<ops::full>(boxing::make_kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_full>(), "wrapper_CPU_full"));  // full @ CPU -> native::full_cpu
-  m.impl("item", ::dk::detail::kernelFor<ops::item>(boxing::make_kernel_sig_Scalar__Tensor<&wrapper_CPU_item>(), "wrapper_CPU_item"));  // item @ CPU -> native::item_cpu
-  m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_lt_Tensor>(), "wrapper_CPU_lt_Tensor"));  // lt.Tensor @ CPU -> native::lt_cpu
-  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_minimum>(), "wrapper_CPU_minimum"));  // minimum @ CPU -> native::minimum_cpu
-  m.impl("mm", ::dk::detail::kernelFor<ops::mm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_mm>(), "wrapper_CPU_mm"));  // mm @ CPU -> native::mm_cpu
-  m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int<&wrapper_CPU_mse_loss>(), "wrapper_CPU_mse_loss"));  // mse_loss @ CPU -> native::mse_loss_cpu
-  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CPU_mul_Tensor>(), "wrapper_CPU_mul_Tensor"));  // mul.Tensor @ CPU -> native::mul_cpu
-  m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int<&wrapper_CPU_nll_loss>(), "wrapper_CPU_nll_loss"));  // nll_loss @ CPU -> native::nll_loss_cpu
-  m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CPU_pow_Tensor_Scalar>(), "wrapper_CPU_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CPU -> native::pow_cpu
-  m.impl("rand", ::dk::detail::kernelFor<ops::rand>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_rand>(), "wrapper_CPU_rand"));  // rand @ CPU -> native::rand_cpu
-  m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_rand_generator>(), "wrapper_CPU_rand_generator"));  // rand.generator @ CPU -> native::rand_cpu
-  m.impl("randn", ::dk::detail::kernelFor<ops::randn>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_randn>(), "wrapper_CPU_randn"));  // randn @ CPU -> native::randn_cpu
-  m.impl("relu", ::dk::detail::kernelFor<ops::relu>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_relu>(), "wrapper_CPU_relu"));  // relu @ CPU -> native::relu_cpu
-  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_rsqrt>(), "wrapper_CPU_rsqrt"));  // rsqrt @ CPU -> native::rsqrt_cpu
-  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_sigmoid>(), "wrapper_CPU_sigmoid"));  // sigmoid @ CPU -> native::sigmoid_cpu
-  m.impl("sin", ::dk::detail::kernelFor<ops::sin>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_sin>(), "wrapper_CPU_sin"));  // sin @ CPU -> native::sin_cpu
-  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CPU_sqrt>(), "wrapper_CPU_sqrt"));  // sqrt @ CPU -> native::sqrt_cpu
-  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_CPU_sum_dim_IntList>(), "wrapper_CPU_sum_dim_IntList"));  // sum.dim_IntList @ CPU -> native::sum_cpu
-  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_zeros>(), "wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
+  m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax, &wrapper_CPU__softmax>("wrapper_CPU__softmax"));  // _softmax @ CPU -> native::_softmax_cpu
+  m.impl("abs", ::dk::detail::kernelFor<ops::abs, &wrapper_CPU_abs>("wrapper_CPU_abs"));  // abs @ CPU -> native::abs_cpu
+  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_CPU_add__Tensor>("wrapper_CPU_add__Tensor"));  // add_.Tensor @ CPU -> native::add_inplace_cpu
+  m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_CPU_arange_start_step>("wrapper_CPU_arange_start_step"));  // arange.start_step @ CPU -> native::arange_cpu
+  m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_CPU_argmax>("wrapper_CPU_argmax"));  // argmax @ CPU -> native::argmax_cpu
+  m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CPU_cat>("wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
+  m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CPU_clamp>("wrapper_CPU_clamp"));  // clamp @ CPU -> native::clamp_cpu
+  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CPU_div_Tensor>("wrapper_CPU_div_Tensor"));  // div.Tensor @ CPU -> native::div_cpu
+  m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_CPU_embedding>("wrapper_CPU_embedding"));  // embedding @ CPU -> native::embedding_cpu
+  m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_CPU_empty_memory_format>("wrapper_CPU_empty_memory_format"));  // empty.memory_format @ CPU -> native::empty_cpu
+  m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_CPU_eq_Scalar>("wrapper_CPU_eq_Scalar"));  // eq.Scalar @ CPU -> native::eq_cpu
+  m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_CPU_full>("wrapper_CPU_full"));  // full @ CPU -> native::full_cpu
+  m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CPU_item>("wrapper_CPU_item"));  // item @ CPU -> native::item_cpu
+  m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CPU_lt_Tensor>("wrapper_CPU_lt_Tensor"));  // lt.Tensor @ CPU -> native::lt_cpu
+  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CPU_minimum>("wrapper_CPU_minimum"));  // minimum @ CPU -> native::minimum_cpu
+  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CPU_mm>("wrapper_CPU_mm"));  // mm @ CPU -> native::mm_cpu
+  m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_CPU_mse_loss>("wrapper_CPU_mse_loss"));  // mse_loss @ CPU -> native::mse_loss_cpu
+  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CPU_mul_Tensor>("wrapper_CPU_mul_Tensor"));  // mul.Tensor @ CPU -> native::mul_cpu
+  m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_CPU_nll_loss>("wrapper_CPU_nll_loss"));  // nll_loss @ CPU -> native::nll_loss_cpu
+  m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_CPU_pow_Tensor_Scalar>("wrapper_CPU_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CPU -> native::pow_cpu
+  m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_CPU_rand>("wrapper_CPU_rand"));  // rand @ CPU -> native::rand_cpu
+  m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &wrapper_CPU_rand_generator>("wrapper_CPU_rand_generator"));  // rand.generator @ CPU -> native::rand_cpu
+  m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_CPU_randn>("wrapper_CPU_randn"));  // randn @ CPU -> native::randn_cpu
+  m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_CPU_relu>("wrapper_CPU_relu"));  // relu @ CPU -> native::relu_cpu
+  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_CPU_rsqrt>("wrapper_CPU_rsqrt"));  // rsqrt @ CPU -> native::rsqrt_cpu
+  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CPU_sigmoid>("wrapper_CPU_sigmoid"));  // sigmoid @ CPU -> native::sigmoid_cpu
+  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CPU_sin>("wrapper_CPU_sin"));  // sin @ CPU -> native::sin_cpu
+  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CPU_sqrt>("wrapper_CPU_sqrt"));  // sqrt @ CPU -> native::sqrt_cpu
+  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_CPU_sum_dim_IntList>("wrapper_CPU_sum_dim_IntList"));  // sum.dim_IntList @ CPU -> native::sum_cpu
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CPU_zeros>("wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
 }
 
 }  // namespace dk

@@ -4,7 +4,7 @@
 // Part 0 of 2 of the kernels at CUDA (chosen by a stable hash of the operator name).
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h) and sets the CUDA device guard, then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -326,34 +326,34 @@ Tensor wrapper_CUDA_zero_(const Tensor& self) {
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CUDA, m) {
-  m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_CUDA__log_softmax>(), "wrapper_CUDA__log_softmax"));  // _log_softmax @ CUDA -> native::_log_softmax_cuda
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CUDA_add_Tensor>(), "wrapper_CUDA_add_Tensor"));  // add.Tensor @ CUDA -> native::add_cuda
-  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CUDA_add_out>(), "wrapper_CUDA_add_out"));  // add.out @ CUDA -> native::add_out_cuda
-  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&wrapper_CUDA_addmm>(), "wrapper_CUDA_addmm"));  // addmm @ CUDA -> native::addmm_cuda
-  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_bmm>(), "wrapper_CUDA_bmm"));  // bmm @ CUDA -> native::bmm_cuda
-  m.impl("copy_", ::dk::detail::kernelFor<ops::copy_>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Bool<&wrapper_CUDA_copy_>(), "wrapper_CUDA_copy_"));  // copy_ @ CUDA -> native::copy_inplace_cuda
-  m.impl("cos", ::dk::detail::kernelFor<ops::cos>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_cos>(), "wrapper_CUDA_cos"));  // cos @ CUDA -> native::cos_cuda
-  m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_eq_Tensor>(), "wrapper_CUDA_eq_Tensor"));  // eq.Tensor @ CUDA -> native::eq_cuda
-  m.impl("exp", ::dk::detail::kernelFor<ops::exp>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_exp>(), "wrapper_CUDA_exp"));  // exp @ CUDA -> native::exp_cuda
-  m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CUDA_fill__Scalar>(), "wrapper_CUDA_fill__Scalar"));  // fill_.Scalar @ CUDA -> native::fill_inplace_cuda
-  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu>(boxing::make_kernel_sig_Tensor__Tensor_Str<&wrapper_CUDA_gelu>(), "wrapper_CUDA_gelu"));  // gelu @ CUDA -> native::gelu_cuda
-  m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Str<&wrapper_CUDA_gelu_backward>(), "wrapper_CUDA_gelu_backward"));  // gelu_backward @ CUDA -> native::gelu_backward_cuda
-  m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_gt_Tensor>(), "wrapper_CUDA_gt_Tensor"));  // gt.Tensor @ CUDA -> native::gt_cuda
-  m.impl("log", ::dk::detail::kernelFor<ops::log>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_log>(), "wrapper_CUDA_log"));  // log @ CUDA -> native::log_cuda
-  m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim>(boxing::make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool<&wrapper_CUDA_max_dim>(), "wrapper_CUDA_max_dim"));  // max.dim @ CUDA -> native::max_cuda
-  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_maximum>(), "wrapper_CUDA_maximum"));  // maximum @ CUDA -> native::maximum_cuda
-  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_CUDA_mean_dim>(), "wrapper_CUDA_mean_dim"));  // mean.dim @ CUDA -> native::mean_cuda
-  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_CUDA_mm_out>(), "wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::mm_out_cuda
-  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_mul__Tensor>(), "wrapper_CUDA_mul__Tensor"));  // mul_.Tensor @ CUDA -> native::mul_inplace_cuda
-  m.impl("neg", ::dk::detail::kernelFor<ops::neg>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_neg>(), "wrapper_CUDA_neg"));  // neg @ CUDA -> native::neg_cuda
-  m.impl("ones", ::dk::detail::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_ones>(), "wrapper_CUDA_ones"));  // ones @ CUDA -> native::ones_cuda
-  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_randn_generator>(), "wrapper_CUDA_randn_generator"));  // randn.generator @ CUDA -> native::randn_cuda
-  m.impl("relu_", ::dk::detail::kernelFor<ops::relu_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_relu_>(), "wrapper_CUDA_relu_"));  // relu_ @ CUDA -> native::relu_inplace_cuda
-  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CUDA_sub_Tensor>(), "wrapper_CUDA_sub_Tensor"));  // sub.Tensor @ CUDA -> native::sub_cuda
-  m.impl("sum", ::dk::detail::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&wrapper_CUDA_sum>(), "wrapper_CUDA_sum"));  // sum @ CUDA -> native::sum_cuda
-  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_tanh>(), "wrapper_CUDA_tanh"));  // tanh @ CUDA -> native::tanh_cuda
-  m.impl("where.self", ::dk::detail::kernelFor<ops::where_self>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_CUDA_where_self>(), "wrapper_CUDA_where_self"));  // where.self @ CUDA -> native::where_cuda
-  m.impl("zero_", ::dk::detail::kernelFor<ops::zero_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_zero_>(), "wrapper_CUDA_zero_"));  // zero_ @ CUDA -> native::zero_inplace_cuda
+  m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax, &wrapper_CUDA__log_softmax>("wrapper_CUDA__log_softmax"));  // _log_softmax @ CUDA -> native::_log_softmax_cuda
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_CUDA_add_Tensor>("wrapper_CUDA_add_Tensor"));  // add.Tensor @ CUDA -> native::add_cuda
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_CUDA_add_out>("wrapper_CUDA_add_out"));  // add.out @ CUDA -> native::add_out_cuda
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_CUDA_addmm>("wrapper_CUDA_addmm"));  // addmm @ CUDA -> native::addmm_cuda
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CUDA_bmm>("wrapper_CUDA_bmm"));  // bmm @ CUDA -> native::bmm_cuda
+  m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CUDA_copy_>("wrapper_CUDA_copy_"));  // copy_ @ CUDA -> native::copy_inplace_cuda
+  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CUDA_cos>("wrapper_CUDA_cos"));  // cos @ CUDA -> native::cos_cuda
+  m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CUDA_eq_Tensor>("wrapper_CUDA_eq_Tensor"));  // eq.Tensor @ CUDA -> native::eq_cuda
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CUDA_exp>("wrapper_CUDA_exp"));  // exp @ CUDA -> native::exp_cuda
+  m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_CUDA_fill__Scalar>("wrapper_CUDA_fill__Scalar"));  // fill_.Scalar @ CUDA -> native::fill_inplace_cuda
+  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CUDA_gelu>("wrapper_CUDA_gelu"));  // gelu @ CUDA -> native::gelu_cuda
+  m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_CUDA_gelu_backward>("wrapper_CUDA_gelu_backward"));  // gelu_backward @ CUDA -> native::gelu_backward_cuda
+  m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CUDA_gt_Tensor>("wrapper_CUDA_gt_Tensor"));  // gt.Tensor @ CUDA -> native::gt_cuda
+  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CUDA_log>("wrapper_CUDA_log"));  // log @ CUDA -> native::log_cuda
+  m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CUDA_max_dim>("wrapper_CUDA_max_dim"));  // max.dim @ CUDA -> native::max_cuda
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CUDA_maximum>("wrapper_CUDA_maximum"));  // maximum @ CUDA -> native::maximum_cuda
+  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_CUDA_mean_dim>("wrapper_CUDA_mean_dim"));  // mean.dim @ CUDA -> native::mean_cuda
+  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CUDA_mm_out>("wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::mm_out_cuda
+  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CUDA_mul__Tensor>("wrapper_CUDA_mul__Tensor"));  // mul_.Tensor @ CUDA -> native::mul_inplace_cuda
+  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_CUDA_neg>("wrapper_CUDA_neg"));  // neg @ CUDA -> native::neg_cuda
+  m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_CUDA_ones>("wrapper_CUDA_ones"));  // ones @ CUDA -> native::ones_cuda
+  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_CUDA_randn_generator>("wrapper_CUDA_randn_generator"));  // randn.generator @ CUDA -> native::randn_cuda
+  m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_CUDA_relu_>("wrapper_CUDA_relu_"));  // relu_ @ CUDA -> native::relu_inplace_cuda
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_CUDA_sub_Tensor>("wrapper_CUDA_sub_Tensor"));  // sub.Tensor @ CUDA -> native::sub_cuda
+  m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_CUDA_sum>("wrapper_CUDA_sum"));  // sum @ CUDA -> native::sum_cuda
+  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CUDA_tanh>("wrapper_CUDA_tanh"));  // tanh @ CUDA -> native::tanh_cuda
+  m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_CUDA_where_self>("wrapper_CUDA_where_self"));  // where.self @ CUDA -> native::where_cuda
+  m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_CUDA_zero_>("wrapper_CUDA_zero_"));  // zero_ @ CUDA -> native::zero_inplace_cuda
 }
 
 }  // namespace dk

@@ -4,7 +4,7 @@
 // Part 1 of 2 of the kernels at CUDA (chosen by a stable hash of the operator name).
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h) and sets the CUDA device guard, then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -349,36 +349,36 @@ Tensor wrapper_CUDA_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CUDA, m) {
-  m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_CUDA__softmax>(), "wrapper_CUDA__softmax"));  // _softmax @ CUDA -> native::_softmax_cuda
-  m.impl("abs", ::dk::detail::kernelFor<ops::abs>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_abs>(), "wrapper_CUDA_abs"));  // abs @ CUDA -> native::abs_cuda
-  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CUDA_add__Tensor>(), "wrapper_CUDA_add__Tensor"));  // add_.Tensor @ CUDA -> native::add_inplace_cuda
-  m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step>(boxing::make_kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_arange_start_step>(), "wrapper_CUDA_arange_start_step"));  // arange.start_step @ CUDA -> native::arange_cuda
-  m.impl("argmax", ::dk::detail::kernelFor<ops::argmax>(boxing::make_kernel_sig_Tensor__Tensor_OptInt_Bool<&wrapper_CUDA_argmax>(), "wrapper_CUDA_argmax"));  // argmax @ CUDA -> native::argmax_cuda
-  m.impl("cat", ::dk::detail::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CUDA_cat>(), "wrapper_CUDA_cat"));  // cat @ CUDA -> native::cat_cuda
-  m.impl("clamp", ::dk::detail::kernelFor<ops::clamp>(boxing::make_kernel_sig_Tensor__Tensor_OptScalar_OptScalar<&wrapper_CUDA_clamp>(), "wrapper_CUDA_clamp"));  // clamp @ CUDA -> native::clamp_cuda
-  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_div_Tensor>(), "wrapper_CUDA_div_Tensor"));  // div.Tensor @ CUDA -> native::div_cuda
-  m.impl("embedding", ::dk::detail::kernelFor<ops::embedding>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool<&wrapper_CUDA_embedding>(), "wrapper_CUDA_embedding"));  // embedding @ CUDA -> native::embedding_cuda
-  m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat<&wrapper_CUDA_empty_memory_format>(), "wrapper_CUDA_empty_memory_format"));  // empty.memory_format @ CUDA -> native::empty_cuda
-  m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CUDA_eq_Scalar>(), "wrapper_CUDA_eq_Scalar"));  // eq.Scalar @ CUDA -> native::eq_cuda
-  m.impl("full", ::dk::detail::kernelFor<ops::full>(boxing::make_kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_full>(), "wrapper_CUDA_full"));  // full @ CUDA -> native::full_cuda
-  m.impl("item", ::dk::detail::kernelFor<ops::item>(boxing::make_kernel_sig_Scalar__Tensor<&wrapper_CUDA_item>(), "wrapper_CUDA_item"));  // item @ CUDA -> native::item_cuda
-  m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_lt_Tensor>(), "wrapper_CUDA_lt_Tensor"));  // lt.Tensor @ CUDA -> native::lt_cuda
-  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_minimum>(), "wrapper_CUDA_minimum"));  // minimum @ CUDA -> native::minimum_cuda
-  m.impl("mm", ::dk::detail::kernelFor<ops::mm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_mm>(), "wrapper_CUDA_mm"));  // mm @ CUDA -> native::mm_cuda
-  m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int<&wrapper_CUDA_mse_loss>(), "wrapper_CUDA_mse_loss"));  // mse_loss @ CUDA -> native::mse_loss_cuda
-  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CUDA_mul_Tensor>(), "wrapper_CUDA_mul_Tensor"));  // mul.Tensor @ CUDA -> native::mul_cuda
-  m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int<&wrapper_CUDA_nll_loss>(), "wrapper_CUDA_nll_loss"));  // nll_loss @ CUDA -> native::nll_loss_cuda
-  m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CUDA_pow_Tensor_Scalar>(), "wrapper_CUDA_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CUDA -> native::pow_cuda
-  m.impl("rand", ::dk::detail::kernelFor<ops::rand>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_rand>(), "wrapper_CUDA_rand"));  // rand @ CUDA -> native::rand_cuda
-  m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_rand_generator>(), "wrapper_CUDA_rand_generator"));  // rand.generator @ CUDA -> native::rand_cuda
-  m.impl("randn", ::dk::detail::kernelFor<ops::randn>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_randn>(), "wrapper_CUDA_randn"));  // randn @ CUDA -> native::randn_cuda
-  m.impl("relu", ::dk::detail::kernelFor<ops::relu>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_relu>(), "wrapper_CUDA_relu"));  // relu @ CUDA -> native::relu_cuda
-  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_rsqrt>(), "wrapper_CUDA_rsqrt"));  // rsqrt @ CUDA -> native::rsqrt_cuda
-  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_sigmoid>(), "wrapper_CUDA_sigmoid"));  // sigmoid @ CUDA -> native::sigmoid_cuda
-  m.impl("sin", ::dk::detail::kernelFor<ops::sin>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_sin>(), "wrapper_CUDA_sin"));  // sin @ CUDA -> native::sin_cuda
-  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CUDA_sqrt>(), "wrapper_CUDA_sqrt"));  // sqrt @ CUDA -> native::sqrt_cuda
-  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_CUDA_sum_dim_IntList>(), "wrapper_CUDA_sum_dim_IntList"));  // sum.dim_IntList @ CUDA -> native::sum_cuda
-  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_zeros>(), "wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
+  m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax, &wrapper_CUDA__softmax>("wrapper_CUDA__softmax"));  // _softmax @ CUDA -> native::_softmax_cuda
+  m.impl("abs", ::dk::detail::kernelFor<ops::abs, &wrapper_CUDA_abs>("wrapper_CUDA_abs"));  // abs @ CUDA -> native::abs_cuda
+  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_CUDA_add__Tensor>("wrapper_CUDA_add__Tensor"));  // add_.Tensor @ CUDA -> native::add_inplace_cuda
+  m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_CUDA_arange_start_step>("wrapper_CUDA_arange_start_step"));  // arange.start_step @ CUDA -> native::arange_cuda
+  m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_CUDA_argmax>("wrapper_CUDA_argmax"));  // argmax @ CUDA -> native::argmax_cuda
+  m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CUDA_cat>("wrapper_CUDA_cat"));  // cat @ CUDA -> native::cat_cuda
+  m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CUDA_clamp>("wrapper_CUDA_clamp"));  // clamp @ CUDA -> native::clamp_cuda
+  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CUDA_div_Tensor>("wrapper_CUDA_div_Tensor"));  // div.Tensor @ CUDA -> native::div_cuda
+  m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_CUDA_embedding>("wrapper_CUDA_embedding"));  // embedding @ CUDA -> native::embedding_cuda
+  m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_CUDA_empty_memory_format>("wrapper_CUDA_empty_memory_format"));  // empty.memory_format @ CUDA -> native::empty_cuda
+  m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_CUDA_eq_Scalar>("wrapper_CUDA_eq_Scalar"));  // eq.Scalar @ CUDA -> native::eq_cuda
+  m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_CUDA_full>("wrapper_CUDA_full"));  // full @ CUDA -> native::full_cuda
+  m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CUDA_item>("wrapper_CUDA_item"));  // item @ CUDA -> native::item_cuda
+  m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CUDA_lt_Tensor>("wrapper_CUDA_lt_Tensor"));  // lt.Tensor @ CUDA -> native::lt_cuda
+  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CUDA_minimum>("wrapper_CUDA_minimum"));  // minimum @ CUDA -> native::minimum_cuda
+  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CUDA_mm>("wrapper_CUDA_mm"));  // mm @ CUDA -> native::mm_cuda
+  m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_CUDA_mse_loss>("wrapper_CUDA_mse_loss"));  // mse_loss @ CUDA -> native::mse_loss_cuda
+  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CUDA_mul_Tensor>("wrapper_CUDA_mul_Tensor"));  // mul.Tensor @ CUDA -> native::mul_cuda
+  m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_CUDA_nll_loss>("wrapper_CUDA_nll_loss"));  // nll_loss @ CUDA -> native::nll_loss_cuda
+  m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_CUDA_pow_Tensor_Scalar>("wrapper_CUDA_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CUDA -> native::pow_cuda
+  m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_CUDA_rand>("wrapper_CUDA_rand"));  // rand @ CUDA -> native::rand_cuda
+  m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &wrapper_CUDA_rand_generator>("wrapper_CUDA_rand_generator"));  // rand.generator @ CUDA -> native::rand_cuda
+  m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_CUDA_randn>("wrapper_CUDA_randn"));  // randn @ CUDA -> native::randn_cuda
+  m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_CUDA_relu>("wrapper_CUDA_relu"));  // relu @ CUDA -> native::relu_cuda
+  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_CUDA_rsqrt>("wrapper_CUDA_rsqrt"));  // rsqrt @ CUDA -> native::rsqrt_cuda
+  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CUDA_sigmoid>("wrapper_CUDA_sigmoid"));  // sigmoid @ CUDA -> native::sigmoid_cuda
+  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CUDA_sin>("wrapper_CUDA_sin"));  // sin @ CUDA -> native::sin_cuda
+  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CUDA_sqrt>("wrapper_CUDA_sqrt"));  // sqrt @ CUDA -> native::sqrt_cuda
+  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_CUDA_sum_dim_IntList>("wrapper_CUDA_sum_dim_IntList"));  // sum.dim_IntList @ CUDA -> native::sum_cuda
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CUDA_zeros>("wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
 }
 
 }  // namespace dk

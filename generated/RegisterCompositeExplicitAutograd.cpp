@@ -3,7 +3,7 @@
 //
 // The kernels at CompositeExplicitAutograd.
 // Each goes through a wrapper that calls the kernel (a CompositeExplicitAutograd kernel gets no device check);
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -117,19 +117,19 @@ Tensor wrapper_CompositeExplicitAutograd_view(const Tensor& self, IntArrayRef si
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
-  m.impl("_to_copy", ::dk::detail::kernelFor<ops::_to_copy>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat<&wrapper_CompositeExplicitAutograd__to_copy>(), "wrapper_CompositeExplicitAutograd__to_copy"));  // _to_copy @ CompositeExplicitAutograd -> native::_to_copy
-  m.impl("clone", ::dk::detail::kernelFor<ops::clone>(boxing::make_kernel_sig_Tensor__Tensor_OptMemoryFormat<&wrapper_CompositeExplicitAutograd_clone>(), "wrapper_CompositeExplicitAutograd_clone"));  // clone @ CompositeExplicitAutograd -> native::clone
-  m.impl("expand", ::dk::detail::kernelFor<ops::expand>(boxing::make_kernel_sig_Tensor__Tensor_IntList_Bool<&wrapper_CompositeExplicitAutograd_expand>(), "wrapper_CompositeExplicitAutograd_expand"));  // expand @ CompositeExplicitAutograd -> native::expand
-  m.impl("permute", ::dk::detail::kernelFor<ops::permute>(boxing::make_kernel_sig_Tensor__Tensor_IntList<&wrapper_CompositeExplicitAutograd_permute>(), "wrapper_CompositeExplicitAutograd_permute"));  // permute @ CompositeExplicitAutograd -> native::permute
-  m.impl("select.int", ::dk::detail::kernelFor<ops::select_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_select_int>(), "wrapper_CompositeExplicitAutograd_select_int"));  // select.int @ CompositeExplicitAutograd -> native::select
-  m.impl("slice.Tensor", ::dk::detail::kernelFor<ops::slice_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptInt_OptInt_Int<&wrapper_CompositeExplicitAutograd_slice_Tensor>(), "wrapper_CompositeExplicitAutograd_slice_Tensor"));  // slice.Tensor @ CompositeExplicitAutograd -> native::slice
-  m.impl("split.Tensor", ::dk::detail::kernelFor<ops::split_Tensor>(boxing::make_kernel_sig_TensorVec__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_split_Tensor>(), "wrapper_CompositeExplicitAutograd_split_Tensor"));  // split.Tensor @ CompositeExplicitAutograd -> native::split
-  m.impl("squeeze.dim", ::dk::detail::kernelFor<ops::squeeze_dim>(boxing::make_kernel_sig_Tensor__Tensor_Int<&wrapper_CompositeExplicitAutograd_squeeze_dim>(), "wrapper_CompositeExplicitAutograd_squeeze_dim"));  // squeeze.dim @ CompositeExplicitAutograd -> native::squeeze
-  m.impl("t", ::dk::detail::kernelFor<ops::t>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_CompositeExplicitAutograd_t>(), "wrapper_CompositeExplicitAutograd_t"));  // t @ CompositeExplicitAutograd -> native::t
-  m.impl("transpose.int", ::dk::detail::kernelFor<ops::transpose_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_Int<&wrapper_CompositeExplicitAutograd_transpose_int>(), "wrapper_CompositeExplicitAutograd_transpose_int"));  // transpose.int @ CompositeExplicitAutograd -> native::transpose
-  m.impl("unbind.int", ::dk::detail::kernelFor<ops::unbind_int>(boxing::make_kernel_sig_TensorVec__Tensor_Int<&wrapper_CompositeExplicitAutograd_unbind_int>(), "wrapper_CompositeExplicitAutograd_unbind_int"));  // unbind.int @ CompositeExplicitAutograd -> native::unbind
-  m.impl("unsqueeze", ::dk::detail::kernelFor<ops::unsqueeze>(boxing::make_kernel_sig_Tensor__Tensor_Int<&wrapper_CompositeExplicitAutograd_unsqueeze>(), "wrapper_CompositeExplicitAutograd_unsqueeze"));  // unsqueeze @ CompositeExplicitAutograd -> native::unsqueeze
-  m.impl("view", ::dk::detail::kernelFor<ops::view>(boxing::make_kernel_sig_Tensor__Tensor_IntList<&wrapper_CompositeExplicitAutograd_view>(), "wrapper_CompositeExplicitAutograd_view"));  // view @ CompositeExplicitAutograd -> native::view
+  m.impl("_to_copy", ::dk::detail::kernelFor<ops::_to_copy, &wrapper_CompositeExplicitAutograd__to_copy>("wrapper_CompositeExplicitAutograd__to_copy"));  // _to_copy @ CompositeExplicitAutograd -> native::_to_copy
+  m.impl("clone", ::dk::detail::kernelFor<ops::clone, &wrapper_CompositeExplicitAutograd_clone>("wrapper_CompositeExplicitAutograd_clone"));  // clone @ CompositeExplicitAutograd -> native::clone
+  m.impl("expand", ::dk::detail::kernelFor<ops::expand, &wrapper_CompositeExplicitAutograd_expand>("wrapper_CompositeExplicitAutograd_expand"));  // expand @ CompositeExplicitAutograd -> native::expand
+  m.impl("permute", ::dk::detail::kernelFor<ops::permute, &wrapper_CompositeExplicitAutograd_permute>("wrapper_CompositeExplicitAutograd_permute"));  // permute @ CompositeExplicitAutograd -> native::permute
+  m.impl("select.int", ::dk::detail::kernelFor<ops::select_int, &wrapper_CompositeExplicitAutograd_select_int>("wrapper_CompositeExplicitAutograd_select_int"));  // select.int @ CompositeExplicitAutograd -> native::select
+  m.impl("slice.Tensor", ::dk::detail::kernelFor<ops::slice_Tensor, &wrapper_CompositeExplicitAutograd_slice_Tensor>("wrapper_CompositeExplicitAutograd_slice_Tensor"));  // slice.Tensor @ CompositeExplicitAutograd -> native::slice
+  m.impl("split.Tensor", ::dk::detail::kernelFor<ops::split_Tensor, &wrapper_CompositeExplicitAutograd_split_Tensor>("wrapper_CompositeExplicitAutograd_split_Tensor"));  // split.Tensor @ CompositeExplicitAutograd -> native::split
+  m.impl("squeeze.dim", ::dk::detail::kernelFor<ops::squeeze_dim, &wrapper_CompositeExplicitAutograd_squeeze_dim>("wrapper_CompositeExplicitAutograd_squeeze_dim"));  // squeeze.dim @ CompositeExplicitAutograd -> native::squeeze
+  m.impl("t", ::dk::detail::kernelFor<ops::t, &wrapper_CompositeExplicitAutograd_t>("wrapper_CompositeExplicitAutograd_t"));  // t @ CompositeExplicitAutograd -> native::t
+  m.impl("transpose.int", ::dk::detail::kernelFor<ops::transpose_int, &wrapper_CompositeExplicitAutograd_transpose_int>("wrapper_CompositeExplicitAutograd_transpose_int"));  // transpose.int @ CompositeExplicitAutograd -> native::transpose
+  m.impl("unbind.int", ::dk::detail::kernelFor<ops::unbind_int, &wrapper_CompositeExplicitAutograd_unbind_int>("wrapper_CompositeExplicitAutograd_unbind_int"));  // unbind.int @ CompositeExplicitAutograd -> native::unbind
+  m.impl("unsqueeze", ::dk::detail::kernelFor<ops::unsqueeze, &wrapper_CompositeExplicitAutograd_unsqueeze>("wrapper_CompositeExplicitAutograd_unsqueeze"));  // unsqueeze @ CompositeExplicitAutograd -> native::unsqueeze
+  m.impl("view", ::dk::detail::kernelFor<ops::view, &wrapper_CompositeExplicitAutograd_view>("wrapper_CompositeExplicitAutograd_view"));  // view @ CompositeExplicitAutograd -> native::view
 }
 
 }  // namespace dk

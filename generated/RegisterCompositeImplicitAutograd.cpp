@@ -3,7 +3,7 @@
 //
 // The kernels at CompositeImplicitAutograd.
 // Each goes through a wrapper that calls the kernel (a CompositeImplicitAutograd kernel gets no device check);
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -155,24 +155,24 @@ Tensor wrapper_CompositeImplicitAutograd_zeros_like(const Tensor& self, std::opt
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
-  m.impl("add.Scalar", ::dk::detail::kernelFor<ops::add_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar_Scalar<&wrapper_CompositeImplicitAutograd_add_Scalar>(), "wrapper_CompositeImplicitAutograd_add_Scalar"));  // add.Scalar @ CompositeImplicitAutograd -> native::add
-  m.impl("contiguous", ::dk::detail::kernelFor<ops::contiguous>(boxing::make_kernel_sig_Tensor__Tensor_MemoryFormat<&wrapper_CompositeImplicitAutograd_contiguous>(), "wrapper_CompositeImplicitAutograd_contiguous"));  // contiguous @ CompositeImplicitAutograd -> native::contiguous
-  m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double<&wrapper_CompositeImplicitAutograd_cross_entropy_loss>(), "wrapper_CompositeImplicitAutograd_cross_entropy_loss"));  // cross_entropy_loss @ CompositeImplicitAutograd -> native::cross_entropy_loss
-  m.impl("div.Scalar", ::dk::detail::kernelFor<ops::div_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CompositeImplicitAutograd_div_Scalar>(), "wrapper_CompositeImplicitAutograd_div_Scalar"));  // div.Scalar @ CompositeImplicitAutograd -> native::div
-  m.impl("dropout", ::dk::detail::kernelFor<ops::dropout>(boxing::make_kernel_sig_Tensor__Tensor_Double_Bool<&wrapper_CompositeImplicitAutograd_dropout>(), "wrapper_CompositeImplicitAutograd_dropout"));  // dropout @ CompositeImplicitAutograd -> native::dropout
-  m.impl("empty_like", ::dk::detail::kernelFor<ops::empty_like>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat<&wrapper_CompositeImplicitAutograd_empty_like>(), "wrapper_CompositeImplicitAutograd_empty_like"));  // empty_like @ CompositeImplicitAutograd -> native::empty_like
-  m.impl("flatten.using_ints", ::dk::detail::kernelFor<ops::flatten_using_ints>(boxing::make_kernel_sig_Tensor__Tensor_Int_Int<&wrapper_CompositeImplicitAutograd_flatten_using_ints>(), "wrapper_CompositeImplicitAutograd_flatten_using_ints"));  // flatten.using_ints @ CompositeImplicitAutograd -> native::flatten
-  m.impl("linear", ::dk::detail::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&wrapper_CompositeImplicitAutograd_linear>(), "wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
-  m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&wrapper_CompositeImplicitAutograd_log_softmax_int>(), "wrapper_CompositeImplicitAutograd_log_softmax_int"));  // log_softmax.int @ CompositeImplicitAutograd -> native::log_softmax
-  m.impl("matmul", ::dk::detail::kernelFor<ops::matmul>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_CompositeImplicitAutograd_matmul>(), "wrapper_CompositeImplicitAutograd_matmul"));  // matmul @ CompositeImplicitAutograd -> native::matmul
-  m.impl("mul.Scalar", ::dk::detail::kernelFor<ops::mul_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_CompositeImplicitAutograd_mul_Scalar>(), "wrapper_CompositeImplicitAutograd_mul_Scalar"));  // mul.Scalar @ CompositeImplicitAutograd -> native::mul
-  m.impl("ones_like", ::dk::detail::kernelFor<ops::ones_like>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat<&wrapper_CompositeImplicitAutograd_ones_like>(), "wrapper_CompositeImplicitAutograd_ones_like"));  // ones_like @ CompositeImplicitAutograd -> native::ones_like
-  m.impl("reshape", ::dk::detail::kernelFor<ops::reshape>(boxing::make_kernel_sig_Tensor__Tensor_IntList<&wrapper_CompositeImplicitAutograd_reshape>(), "wrapper_CompositeImplicitAutograd_reshape"));  // reshape @ CompositeImplicitAutograd -> native::reshape
-  m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int>(boxing::make_kernel_sig_Tensor__Tensor_Int_OptScalarType<&wrapper_CompositeImplicitAutograd_softmax_int>(), "wrapper_CompositeImplicitAutograd_softmax_int"));  // softmax.int @ CompositeImplicitAutograd -> native::softmax
-  m.impl("stack", ::dk::detail::kernelFor<ops::stack>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CompositeImplicitAutograd_stack>(), "wrapper_CompositeImplicitAutograd_stack"));  // stack @ CompositeImplicitAutograd -> native::stack
-  m.impl("sub.Scalar", ::dk::detail::kernelFor<ops::sub_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar_Scalar<&wrapper_CompositeImplicitAutograd_sub_Scalar>(), "wrapper_CompositeImplicitAutograd_sub_Scalar"));  // sub.Scalar @ CompositeImplicitAutograd -> native::sub
-  m.impl("to.dtype", ::dk::detail::kernelFor<ops::to_dtype>(boxing::make_kernel_sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat<&wrapper_CompositeImplicitAutograd_to_dtype>(), "wrapper_CompositeImplicitAutograd_to_dtype"));  // to.dtype @ CompositeImplicitAutograd -> native::to
-  m.impl("zeros_like", ::dk::detail::kernelFor<ops::zeros_like>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat<&wrapper_CompositeImplicitAutograd_zeros_like>(), "wrapper_CompositeImplicitAutograd_zeros_like"));  // zeros_like @ CompositeImplicitAutograd -> native::zeros_like
+  m.impl("add.Scalar", ::dk::detail::kernelFor<ops::add_Scalar, &wrapper_CompositeImplicitAutograd_add_Scalar>("wrapper_CompositeImplicitAutograd_add_Scalar"));  // add.Scalar @ CompositeImplicitAutograd -> native::add
+  m.impl("contiguous", ::dk::detail::kernelFor<ops::contiguous, &wrapper_CompositeImplicitAutograd_contiguous>("wrapper_CompositeImplicitAutograd_contiguous"));  // contiguous @ CompositeImplicitAutograd -> native::contiguous
+  m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss, &wrapper_CompositeImplicitAutograd_cross_entropy_loss>("wrapper_CompositeImplicitAutograd_cross_entropy_loss"));  // cross_entropy_loss @ CompositeImplicitAutograd -> native::cross_entropy_loss
+  m.impl("div.Scalar", ::dk::detail::kernelFor<ops::div_Scalar, &wrapper_CompositeImplicitAutograd_div_Scalar>("wrapper_CompositeImplicitAutograd_div_Scalar"));  // div.Scalar @ CompositeImplicitAutograd -> native::div
+  m.impl("dropout", ::dk::detail::kernelFor<ops::dropout, &wrapper_CompositeImplicitAutograd_dropout>("wrapper_CompositeImplicitAutograd_dropout"));  // dropout @ CompositeImplicitAutograd -> native::dropout
+  m.impl("empty_like", ::dk::detail::kernelFor<ops::empty_like, &wrapper_CompositeImplicitAutograd_empty_like>("wrapper_CompositeImplicitAutograd_empty_like"));  // empty_like @ CompositeImplicitAutograd -> native::empty_like
+  m.impl("flatten.using_ints", ::dk::detail::kernelFor<ops::flatten_using_ints, &wrapper_CompositeImplicitAutograd_flatten_using_ints>("wrapper_CompositeImplicitAutograd_flatten_using_ints"));  // flatten.using_ints @ CompositeImplicitAutograd -> native::flatten
+  m.impl("linear", ::dk::detail::kernelFor<ops::linear, &wrapper_CompositeImplicitAutograd_linear>("wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
+  m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int, &wrapper_CompositeImplicitAutograd_log_softmax_int>("wrapper_CompositeImplicitAutograd_log_softmax_int"));  // log_softmax.int @ CompositeImplicitAutograd -> native::log_softmax
+  m.impl("matmul", ::dk::detail::kernelFor<ops::matmul, &wrapper_CompositeImplicitAutograd_matmul>("wrapper_CompositeImplicitAutograd_matmul"));  // matmul @ CompositeImplicitAutograd -> native::matmul
+  m.impl("mul.Scalar", ::dk::detail::kernelFor<ops::mul_Scalar, &wrapper_CompositeImplicitAutograd_mul_Scalar>("wrapper_CompositeImplicitAutograd_mul_Scalar"));  // mul.Scalar @ CompositeImplicitAutograd -> native::mul
+  m.impl("ones_like", ::dk::detail::kernelFor<ops::ones_like, &wrapper_CompositeImplicitAutograd_ones_like>("wrapper_CompositeImplicitAutograd_ones_like"));  // ones_like @ CompositeImplicitAutograd -> native::ones_like
+  m.impl("reshape", ::dk::detail::kernelFor<ops::reshape, &wrapper_CompositeImplicitAutograd_reshape>("wrapper_CompositeImplicitAutograd_reshape"));  // reshape @ CompositeImplicitAutograd -> native::reshape
+  m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &wrapper_CompositeImplicitAutograd_softmax_int>("wrapper_CompositeImplicitAutograd_softmax_int"));  // softmax.int @ CompositeImplicitAutograd -> native::softmax
+  m.impl("stack", ::dk::detail::kernelFor<ops::stack, &wrapper_CompositeImplicitAutograd_stack>("wrapper_CompositeImplicitAutograd_stack"));  // stack @ CompositeImplicitAutograd -> native::stack
+  m.impl("sub.Scalar", ::dk::detail::kernelFor<ops::sub_Scalar, &wrapper_CompositeImplicitAutograd_sub_Scalar>("wrapper_CompositeImplicitAutograd_sub_Scalar"));  // sub.Scalar @ CompositeImplicitAutograd -> native::sub
+  m.impl("to.dtype", ::dk::detail::kernelFor<ops::to_dtype, &wrapper_CompositeImplicitAutograd_to_dtype>("wrapper_CompositeImplicitAutograd_to_dtype"));  // to.dtype @ CompositeImplicitAutograd -> native::to
+  m.impl("zeros_like", ::dk::detail::kernelFor<ops::zeros_like, &wrapper_CompositeImplicitAutograd_zeros_like>("wrapper_CompositeImplicitAutograd_zeros_like"));  // zeros_like @ CompositeImplicitAutograd -> native::zeros_like
 }
 
 }  // namespace dk

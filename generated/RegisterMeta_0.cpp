@@ -4,7 +4,7 @@
 // Part 0 of 2 of the kernels at Meta (chosen by a stable hash of the operator name).
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h), then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -242,34 +242,34 @@ Tensor wrapper_Meta_zero_(const Tensor& self) {
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, Meta, m) {
-  m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_Meta__log_softmax>(), "wrapper_Meta__log_softmax"));  // _log_softmax @ Meta -> native::_log_softmax_meta
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_add_Tensor>(), "wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
-  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_Meta_add_out>(), "wrapper_Meta_add_out"));  // add.out @ Meta -> native::add_out_meta
-  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar<&wrapper_Meta_addmm>(), "wrapper_Meta_addmm"));  // addmm @ Meta -> native::addmm_meta
-  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_bmm>(), "wrapper_Meta_bmm"));  // bmm @ Meta -> native::bmm_meta
-  m.impl("copy_", ::dk::detail::kernelFor<ops::copy_>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Bool<&wrapper_Meta_copy_>(), "wrapper_Meta_copy_"));  // copy_ @ Meta -> native::copy_inplace_meta
-  m.impl("cos", ::dk::detail::kernelFor<ops::cos>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_cos>(), "wrapper_Meta_cos"));  // cos @ Meta -> native::cos_meta
-  m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_eq_Tensor>(), "wrapper_Meta_eq_Tensor"));  // eq.Tensor @ Meta -> native::eq_meta
-  m.impl("exp", ::dk::detail::kernelFor<ops::exp>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_exp>(), "wrapper_Meta_exp"));  // exp @ Meta -> native::exp_meta
-  m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_Meta_fill__Scalar>(), "wrapper_Meta_fill__Scalar"));  // fill_.Scalar @ Meta -> native::fill_inplace_meta
-  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu>(boxing::make_kernel_sig_Tensor__Tensor_Str<&wrapper_Meta_gelu>(), "wrapper_Meta_gelu"));  // gelu @ Meta -> native::gelu_meta
-  m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Str<&wrapper_Meta_gelu_backward>(), "wrapper_Meta_gelu_backward"));  // gelu_backward @ Meta -> native::gelu_backward_meta
-  m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_gt_Tensor>(), "wrapper_Meta_gt_Tensor"));  // gt.Tensor @ Meta -> native::gt_meta
-  m.impl("log", ::dk::detail::kernelFor<ops::log>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_log>(), "wrapper_Meta_log"));  // log @ Meta -> native::log_meta
-  m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim>(boxing::make_kernel_sig_Tup2TensorTensor__Tensor_Int_Bool<&wrapper_Meta_max_dim>(), "wrapper_Meta_max_dim"));  // max.dim @ Meta -> native::max_meta
-  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_maximum>(), "wrapper_Meta_maximum"));  // maximum @ Meta -> native::maximum_meta
-  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_Meta_mean_dim>(), "wrapper_Meta_mean_dim"));  // mean.dim @ Meta -> native::mean_meta
-  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_Meta_mm_out>(), "wrapper_Meta_mm_out"));  // mm.out @ Meta -> native::mm_out_meta
-  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_mul__Tensor>(), "wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> native::mul_inplace_meta
-  m.impl("neg", ::dk::detail::kernelFor<ops::neg>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_neg>(), "wrapper_Meta_neg"));  // neg @ Meta -> native::neg_meta
-  m.impl("ones", ::dk::detail::kernelFor<ops::ones>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_ones>(), "wrapper_Meta_ones"));  // ones @ Meta -> native::ones_meta
-  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_randn_generator>(), "wrapper_Meta_randn_generator"));  // randn.generator @ Meta -> native::randn_meta
-  m.impl("relu_", ::dk::detail::kernelFor<ops::relu_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_relu_>(), "wrapper_Meta_relu_"));  // relu_ @ Meta -> native::relu_inplace_meta
-  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_sub_Tensor>(), "wrapper_Meta_sub_Tensor"));  // sub.Tensor @ Meta -> native::sub_meta
-  m.impl("sum", ::dk::detail::kernelFor<ops::sum>(boxing::make_kernel_sig_Tensor__Tensor_OptScalarType<&wrapper_Meta_sum>(), "wrapper_Meta_sum"));  // sum @ Meta -> native::sum_meta
-  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_tanh>(), "wrapper_Meta_tanh"));  // tanh @ Meta -> native::tanh_meta
-  m.impl("where.self", ::dk::detail::kernelFor<ops::where_self>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Tensor<&wrapper_Meta_where_self>(), "wrapper_Meta_where_self"));  // where.self @ Meta -> native::where_meta
-  m.impl("zero_", ::dk::detail::kernelFor<ops::zero_>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_zero_>(), "wrapper_Meta_zero_"));  // zero_ @ Meta -> native::zero_inplace_meta
+  m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax, &wrapper_Meta__log_softmax>("wrapper_Meta__log_softmax"));  // _log_softmax @ Meta -> native::_log_softmax_meta
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_Meta_add_Tensor>("wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_Meta_add_out>("wrapper_Meta_add_out"));  // add.out @ Meta -> native::add_out_meta
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_Meta_addmm>("wrapper_Meta_addmm"));  // addmm @ Meta -> native::addmm_meta
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_Meta_bmm>("wrapper_Meta_bmm"));  // bmm @ Meta -> native::bmm_meta
+  m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_Meta_copy_>("wrapper_Meta_copy_"));  // copy_ @ Meta -> native::copy_inplace_meta
+  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_Meta_cos>("wrapper_Meta_cos"));  // cos @ Meta -> native::cos_meta
+  m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_Meta_eq_Tensor>("wrapper_Meta_eq_Tensor"));  // eq.Tensor @ Meta -> native::eq_meta
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_Meta_exp>("wrapper_Meta_exp"));  // exp @ Meta -> native::exp_meta
+  m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_Meta_fill__Scalar>("wrapper_Meta_fill__Scalar"));  // fill_.Scalar @ Meta -> native::fill_inplace_meta
+  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_Meta_gelu>("wrapper_Meta_gelu"));  // gelu @ Meta -> native::gelu_meta
+  m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_Meta_gelu_backward>("wrapper_Meta_gelu_backward"));  // gelu_backward @ Meta -> native::gelu_backward_meta
+  m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_Meta_gt_Tensor>("wrapper_Meta_gt_Tensor"));  // gt.Tensor @ Meta -> native::gt_meta
+  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_Meta_log>("wrapper_Meta_log"));  // log @ Meta -> native::log_meta
+  m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_Meta_max_dim>("wrapper_Meta_max_dim"));  // max.dim @ Meta -> native::max_meta
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_Meta_maximum>("wrapper_Meta_maximum"));  // maximum @ Meta -> native::maximum_meta
+  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_Meta_mean_dim>("wrapper_Meta_mean_dim"));  // mean.dim @ Meta -> native::mean_meta
+  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_Meta_mm_out>("wrapper_Meta_mm_out"));  // mm.out @ Meta -> native::mm_out_meta
+  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_Meta_mul__Tensor>("wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> native::mul_inplace_meta
+  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_Meta_neg>("wrapper_Meta_neg"));  // neg @ Meta -> native::neg_meta
+  m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_Meta_ones>("wrapper_Meta_ones"));  // ones @ Meta -> native::ones_meta
+  m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_Meta_randn_generator>("wrapper_Meta_randn_generator"));  // randn.generator @ Meta -> native::randn_meta
+  m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_Meta_relu_>("wrapper_Meta_relu_"));  // relu_ @ Meta -> native::relu_inplace_meta
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_Meta_sub_Tensor>("wrapper_Meta_sub_Tensor"));  // sub.Tensor @ Meta -> native::sub_meta
+  m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_Meta_sum>("wrapper_Meta_sum"));  // sum @ Meta -> native::sum_meta
+  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_Meta_tanh>("wrapper_Meta_tanh"));  // tanh @ Meta -> native::tanh_meta
+  m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_Meta_where_self>("wrapper_Meta_where_self"));  // where.self @ Meta -> native::where_meta
+  m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_Meta_zero_>("wrapper_Meta_zero_"));  // zero_ @ Meta -> native::zero_inplace_meta
 }
 
 }  // namespace dk

@@ -4,7 +4,7 @@
 // Part 1 of 2 of the kernels at Meta (chosen by a stable hash of the operator name).
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h), then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -248,35 +248,35 @@ Tensor wrapper_Meta_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, Meta, m) {
-  m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax>(boxing::make_kernel_sig_Tensor__Tensor_Int_Bool<&wrapper_Meta__softmax>(), "wrapper_Meta__softmax"));  // _softmax @ Meta -> native::_softmax_meta
-  m.impl("abs", ::dk::detail::kernelFor<ops::abs>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_abs>(), "wrapper_Meta_abs"));  // abs @ Meta -> native::abs_meta
-  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_add__Tensor>(), "wrapper_Meta_add__Tensor"));  // add_.Tensor @ Meta -> native::add_inplace_meta
-  m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step>(boxing::make_kernel_sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_arange_start_step>(), "wrapper_Meta_arange_start_step"));  // arange.start_step @ Meta -> native::arange_meta
-  m.impl("argmax", ::dk::detail::kernelFor<ops::argmax>(boxing::make_kernel_sig_Tensor__Tensor_OptInt_Bool<&wrapper_Meta_argmax>(), "wrapper_Meta_argmax"));  // argmax @ Meta -> native::argmax_meta
-  m.impl("cat", ::dk::detail::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_Meta_cat>(), "wrapper_Meta_cat"));  // cat @ Meta -> native::cat_meta
-  m.impl("clamp", ::dk::detail::kernelFor<ops::clamp>(boxing::make_kernel_sig_Tensor__Tensor_OptScalar_OptScalar<&wrapper_Meta_clamp>(), "wrapper_Meta_clamp"));  // clamp @ Meta -> native::clamp_meta
-  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_div_Tensor>(), "wrapper_Meta_div_Tensor"));  // div.Tensor @ Meta -> native::div_meta
-  m.impl("embedding", ::dk::detail::kernelFor<ops::embedding>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int_Bool_Bool<&wrapper_Meta_embedding>(), "wrapper_Meta_embedding"));  // embedding @ Meta -> native::embedding_meta
-  m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat<&wrapper_Meta_empty_memory_format>(), "wrapper_Meta_empty_memory_format"));  // empty.memory_format @ Meta -> native::empty_meta
-  m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_Meta_eq_Scalar>(), "wrapper_Meta_eq_Scalar"));  // eq.Scalar @ Meta -> native::eq_meta
-  m.impl("full", ::dk::detail::kernelFor<ops::full>(boxing::make_kernel_sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_full>(), "wrapper_Meta_full"));  // full @ Meta -> native::full_meta
-  m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_lt_Tensor>(), "wrapper_Meta_lt_Tensor"));  // lt.Tensor @ Meta -> native::lt_meta
-  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_minimum>(), "wrapper_Meta_minimum"));  // minimum @ Meta -> native::minimum_meta
-  m.impl("mm", ::dk::detail::kernelFor<ops::mm>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_mm>(), "wrapper_Meta_mm"));  // mm @ Meta -> native::mm_meta
-  m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Int<&wrapper_Meta_mse_loss>(), "wrapper_Meta_mse_loss"));  // mse_loss @ Meta -> native::mse_loss_meta
-  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor<&wrapper_Meta_mul_Tensor>(), "wrapper_Meta_mul_Tensor"));  // mul.Tensor @ Meta -> native::mul_meta
-  m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor_Int_Int<&wrapper_Meta_nll_loss>(), "wrapper_Meta_nll_loss"));  // nll_loss @ Meta -> native::nll_loss_meta
-  m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar>(boxing::make_kernel_sig_Tensor__Tensor_Scalar<&wrapper_Meta_pow_Tensor_Scalar>(), "wrapper_Meta_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ Meta -> native::pow_meta
-  m.impl("rand", ::dk::detail::kernelFor<ops::rand>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_rand>(), "wrapper_Meta_rand"));  // rand @ Meta -> native::rand_meta
-  m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator>(boxing::make_kernel_sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_rand_generator>(), "wrapper_Meta_rand_generator"));  // rand.generator @ Meta -> native::rand_meta
-  m.impl("randn", ::dk::detail::kernelFor<ops::randn>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_randn>(), "wrapper_Meta_randn"));  // randn @ Meta -> native::randn_meta
-  m.impl("relu", ::dk::detail::kernelFor<ops::relu>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_relu>(), "wrapper_Meta_relu"));  // relu @ Meta -> native::relu_meta
-  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_rsqrt>(), "wrapper_Meta_rsqrt"));  // rsqrt @ Meta -> native::rsqrt_meta
-  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_sigmoid>(), "wrapper_Meta_sigmoid"));  // sigmoid @ Meta -> native::sigmoid_meta
-  m.impl("sin", ::dk::detail::kernelFor<ops::sin>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_sin>(), "wrapper_Meta_sin"));  // sin @ Meta -> native::sin_meta
-  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt>(boxing::make_kernel_sig_Tensor__Tensor<&wrapper_Meta_sqrt>(), "wrapper_Meta_sqrt"));  // sqrt @ Meta -> native::sqrt_meta
-  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList>(boxing::make_kernel_sig_Tensor__Tensor_OptIntList_Bool_OptScalarType<&wrapper_Meta_sum_dim_IntList>(), "wrapper_Meta_sum_dim_IntList"));  // sum.dim_IntList @ Meta -> native::sum_meta
-  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_zeros>(), "wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
+  m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax, &wrapper_Meta__softmax>("wrapper_Meta__softmax"));  // _softmax @ Meta -> native::_softmax_meta
+  m.impl("abs", ::dk::detail::kernelFor<ops::abs, &wrapper_Meta_abs>("wrapper_Meta_abs"));  // abs @ Meta -> native::abs_meta
+  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_Meta_add__Tensor>("wrapper_Meta_add__Tensor"));  // add_.Tensor @ Meta -> native::add_inplace_meta
+  m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_Meta_arange_start_step>("wrapper_Meta_arange_start_step"));  // arange.start_step @ Meta -> native::arange_meta
+  m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_Meta_argmax>("wrapper_Meta_argmax"));  // argmax @ Meta -> native::argmax_meta
+  m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_Meta_cat>("wrapper_Meta_cat"));  // cat @ Meta -> native::cat_meta
+  m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_Meta_clamp>("wrapper_Meta_clamp"));  // clamp @ Meta -> native::clamp_meta
+  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_Meta_div_Tensor>("wrapper_Meta_div_Tensor"));  // div.Tensor @ Meta -> native::div_meta
+  m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_Meta_embedding>("wrapper_Meta_embedding"));  // embedding @ Meta -> native::embedding_meta
+  m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_Meta_empty_memory_format>("wrapper_Meta_empty_memory_format"));  // empty.memory_format @ Meta -> native::empty_meta
+  m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_Meta_eq_Scalar>("wrapper_Meta_eq_Scalar"));  // eq.Scalar @ Meta -> native::eq_meta
+  m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_Meta_full>("wrapper_Meta_full"));  // full @ Meta -> native::full_meta
+  m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_Meta_lt_Tensor>("wrapper_Meta_lt_Tensor"));  // lt.Tensor @ Meta -> native::lt_meta
+  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_Meta_minimum>("wrapper_Meta_minimum"));  // minimum @ Meta -> native::minimum_meta
+  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_Meta_mm>("wrapper_Meta_mm"));  // mm @ Meta -> native::mm_meta
+  m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_Meta_mse_loss>("wrapper_Meta_mse_loss"));  // mse_loss @ Meta -> native::mse_loss_meta
+  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_Meta_mul_Tensor>("wrapper_Meta_mul_Tensor"));  // mul.Tensor @ Meta -> native::mul_meta
+  m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_Meta_nll_loss>("wrapper_Meta_nll_loss"));  // nll_loss @ Meta -> native::nll_loss_meta
+  m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_Meta_pow_Tensor_Scalar>("wrapper_Meta_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ Meta -> native::pow_meta
+  m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_Meta_rand>("wrapper_Meta_rand"));  // rand @ Meta -> native::rand_meta
+  m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &wrapper_Meta_rand_generator>("wrapper_Meta_rand_generator"));  // rand.generator @ Meta -> native::rand_meta
+  m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_Meta_randn>("wrapper_Meta_randn"));  // randn @ Meta -> native::randn_meta
+  m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_Meta_relu>("wrapper_Meta_relu"));  // relu @ Meta -> native::relu_meta
+  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_Meta_rsqrt>("wrapper_Meta_rsqrt"));  // rsqrt @ Meta -> native::rsqrt_meta
+  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_Meta_sigmoid>("wrapper_Meta_sigmoid"));  // sigmoid @ Meta -> native::sigmoid_meta
+  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_Meta_sin>("wrapper_Meta_sin"));  // sin @ Meta -> native::sin_meta
+  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_Meta_sqrt>("wrapper_Meta_sqrt"));  // sqrt @ Meta -> native::sqrt_meta
+  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_Meta_sum_dim_IntList>("wrapper_Meta_sum_dim_IntList"));  // sum.dim_IntList @ Meta -> native::sum_meta
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_Meta_zeros>("wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
 }
 
 }  // namespace dk

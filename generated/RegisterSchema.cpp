@@ -3,95 +3,171 @@
 //
 // The schema of every operator of namespace dk, sorted by operator name.
 #include "dk/dispatch/library.h"
+#include "dk/generated/ops/_log_softmax_ops.h"
+#include "dk/generated/ops/_softmax_ops.h"
+#include "dk/generated/ops/_to_copy_ops.h"
+#include "dk/generated/ops/abs_ops.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/arange_ops.h"
+#include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/cat_ops.h"
+#include "dk/generated/ops/clamp_ops.h"
+#include "dk/generated/ops/clone_ops.h"
+#include "dk/generated/ops/contiguous_ops.h"
+#include "dk/generated/ops/copy_ops.h"
+#include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cross_entropy_loss_ops.h"
+#include "dk/generated/ops/div_ops.h"
+#include "dk/generated/ops/dropout_ops.h"
+#include "dk/generated/ops/embedding_ops.h"
+#include "dk/generated/ops/empty_like_ops.h"
+#include "dk/generated/ops/empty_ops.h"
+#include "dk/generated/ops/eq_ops.h"
+#include "dk/generated/ops/exp_ops.h"
+#include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/flatten_ops.h"
+#include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gelu_backward_ops.h"
+#include "dk/generated/ops/gelu_ops.h"
+#include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/item_ops.h"
+#include "dk/generated/ops/linear_ops.h"
+#include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/log_softmax_ops.h"
+#include "dk/generated/ops/lt_ops.h"
+#include "dk/generated/ops/matmul_ops.h"
+#include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/minimum_ops.h"
+#include "dk/generated/ops/mm_ops.h"
+#include "dk/generated/ops/mse_loss_ops.h"
+#include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/neg_ops.h"
+#include "dk/generated/ops/nll_loss_ops.h"
+#include "dk/generated/ops/ones_like_ops.h"
+#include "dk/generated/ops/ones_ops.h"
+#include "dk/generated/ops/permute_ops.h"
+#include "dk/generated/ops/pow_ops.h"
+#include "dk/generated/ops/rand_ops.h"
+#include "dk/generated/ops/randn_ops.h"
+#include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/reshape_ops.h"
+#include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sin_ops.h"
+#include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/softmax_ops.h"
+#include "dk/generated/ops/split_ops.h"
+#include "dk/generated/ops/sqrt_ops.h"
+#include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/stack_ops.h"
+#include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/t_ops.h"
+#include "dk/generated/ops/tanh_ops.h"
+#include "dk/generated/ops/to_ops.h"
+#include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/unbind_ops.h"
+#include "dk/generated/ops/unsqueeze_ops.h"
+#include "dk/generated/ops/view_ops.h"
+#include "dk/generated/ops/where_ops.h"
+#include "dk/generated/ops/zero_ops.h"
+#include "dk/generated/ops/zeros_like_ops.h"
+#include "dk/generated/ops/zeros_ops.h"
 
 DK_LIBRARY(dk, m) {
-  m.def("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor");  // dk::_log_softmax
-  m.def("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor");  // dk::_softmax
-  m.def("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor");  // dk::_to_copy
-  m.def("abs(Tensor self) -> Tensor");  // dk::abs
-  m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");  // dk::add.Scalar
-  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
-  m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");  // dk::add.out
-  m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");  // dk::add_.Tensor
-  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor");  // dk::addmm
-  m.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::arange.start_step
-  m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");  // dk::argmax
-  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");  // dk::bmm
-  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");  // dk::cat
-  m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");  // dk::clamp
-  m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor");  // dk::clone
-  m.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)");  // dk::contiguous
-  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");  // dk::copy_
-  m.def("cos(Tensor self) -> Tensor");  // dk::cos
-  m.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor");  // dk::cross_entropy_loss
-  m.def("div.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::div.Scalar
-  m.def("div.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::div.Tensor
-  m.def("dropout(Tensor input, float p, bool train) -> Tensor");  // dk::dropout
-  m.def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor");  // dk::embedding
-  m.def("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::empty.memory_format
-  m.def("empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::empty_like
-  m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::eq.Scalar
-  m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::eq.Tensor
-  m.def("exp(Tensor self) -> Tensor");  // dk::exp
-  m.def("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)");  // dk::expand
-  m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)");  // dk::fill_.Scalar
-  m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)");  // dk::flatten.using_ints
-  m.def("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::full
-  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");  // dk::gelu
-  m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor");  // dk::gelu_backward
-  m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::gt.Tensor
-  m.def("item(Tensor self) -> Scalar");  // dk::item
-  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // dk::linear
-  m.def("log(Tensor self) -> Tensor");  // dk::log
-  m.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");  // dk::log_softmax.int
-  m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::lt.Tensor
-  m.def("matmul(Tensor self, Tensor other) -> Tensor");  // dk::matmul
-  m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");  // dk::max.dim
-  m.def("maximum(Tensor self, Tensor other) -> Tensor");  // dk::maximum
-  m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");  // dk::mean.dim
-  m.def("minimum(Tensor self, Tensor other) -> Tensor");  // dk::minimum
-  m.def("mm(Tensor self, Tensor mat2) -> Tensor");  // dk::mm
-  m.def("mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)");  // dk::mm.out
-  m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor");  // dk::mse_loss
-  m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor");  // dk::mul.Scalar
-  m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor");  // dk::mul.Tensor
-  m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");  // dk::mul_.Tensor
-  m.def("neg(Tensor self) -> Tensor");  // dk::neg
-  m.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor");  // dk::nll_loss
-  m.def("ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::ones
-  m.def("ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::ones_like
-  m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");  // dk::permute
-  m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor");  // dk::pow.Tensor_Scalar
-  m.def("rand(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::rand
-  m.def("rand.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::rand.generator
-  m.def("randn(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::randn
-  m.def("randn.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::randn.generator
-  m.def("relu(Tensor self) -> Tensor");  // dk::relu
-  m.def("relu_(Tensor(a!) self) -> Tensor(a!)");  // dk::relu_
-  m.def("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)");  // dk::reshape
-  m.def("rsqrt(Tensor self) -> Tensor");  // dk::rsqrt
-  m.def("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)");  // dk::select.int
-  m.def("sigmoid(Tensor self) -> Tensor");  // dk::sigmoid
-  m.def("sin(Tensor self) -> Tensor");  // dk::sin
-  m.def("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)");  // dk::slice.Tensor
-  m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");  // dk::softmax.int
-  m.def("split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]");  // dk::split.Tensor
-  m.def("sqrt(Tensor self) -> Tensor");  // dk::sqrt
-  m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)");  // dk::squeeze.dim
-  m.def("stack(Tensor[] tensors, int dim=0) -> Tensor");  // dk::stack
-  m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");  // dk::sub.Scalar
-  m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::sub.Tensor
-  m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor");  // dk::sum
-  m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");  // dk::sum.dim_IntList
-  m.def("t(Tensor(a) self) -> Tensor(a)");  // dk::t
-  m.def("tanh(Tensor self) -> Tensor");  // dk::tanh
-  m.def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)");  // dk::to.dtype
-  m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");  // dk::transpose.int
-  m.def("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]");  // dk::unbind.int
-  m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");  // dk::unsqueeze
-  m.def("view(Tensor(a) self, SymInt[] size) -> Tensor(a)");  // dk::view
-  m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");  // dk::where.self
-  m.def("zero_(Tensor(a!) self) -> Tensor(a!)");  // dk::zero_
-  m.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::zeros
-  m.def("zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");  // dk::zeros_like
+  m.def("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::_log_softmax::dispatch_bitmap});  // dk::_log_softmax
+  m.def("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::_softmax::dispatch_bitmap});  // dk::_softmax
+  m.def("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::_to_copy::dispatch_bitmap});  // dk::_to_copy
+  m.def("abs(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::abs::dispatch_bitmap});  // dk::abs
+  m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::add_Scalar::dispatch_bitmap});  // dk::add.Scalar
+  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::add_Tensor::dispatch_bitmap});  // dk::add.Tensor
+  m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::add_out::dispatch_bitmap});  // dk::add.out
+  m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::add__Tensor::dispatch_bitmap});  // dk::add_.Tensor
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::addmm::dispatch_bitmap});  // dk::addmm
+  m.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::arange_start_step::dispatch_bitmap});  // dk::arange.start_step
+  m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::argmax::dispatch_bitmap});  // dk::argmax
+  m.def("bmm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::bmm::dispatch_bitmap});  // dk::bmm
+  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cat::dispatch_bitmap});  // dk::cat
+  m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::clamp::dispatch_bitmap});  // dk::clamp
+  m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::clone::dispatch_bitmap});  // dk::clone
+  m.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::contiguous::dispatch_bitmap});  // dk::contiguous
+  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::copy_::dispatch_bitmap});  // dk::copy_
+  m.def("cos(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cos::dispatch_bitmap});  // dk::cos
+  m.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cross_entropy_loss::dispatch_bitmap});  // dk::cross_entropy_loss
+  m.def("div.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Scalar::dispatch_bitmap});  // dk::div.Scalar
+  m.def("div.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Tensor::dispatch_bitmap});  // dk::div.Tensor
+  m.def("dropout(Tensor input, float p, bool train) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::dropout::dispatch_bitmap});  // dk::dropout
+  m.def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::embedding::dispatch_bitmap});  // dk::embedding
+  m.def("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::empty_memory_format::dispatch_bitmap});  // dk::empty.memory_format
+  m.def("empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::empty_like::dispatch_bitmap});  // dk::empty_like
+  m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::eq_Scalar::dispatch_bitmap});  // dk::eq.Scalar
+  m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::eq_Tensor::dispatch_bitmap});  // dk::eq.Tensor
+  m.def("exp(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::exp::dispatch_bitmap});  // dk::exp
+  m.def("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::expand::dispatch_bitmap});  // dk::expand
+  m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::fill__Scalar::dispatch_bitmap});  // dk::fill_.Scalar
+  m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::flatten_using_ints::dispatch_bitmap});  // dk::flatten.using_ints
+  m.def("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::full::dispatch_bitmap});  // dk::full
+  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gelu::dispatch_bitmap});  // dk::gelu
+  m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gelu_backward::dispatch_bitmap});  // dk::gelu_backward
+  m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor::dispatch_bitmap});  // dk::gt.Tensor
+  m.def("item(Tensor self) -> Scalar", ::dk::DispatchArgumentBitmap{::dk::ops::item::dispatch_bitmap});  // dk::item
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::linear::dispatch_bitmap});  // dk::linear
+  m.def("log(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::log::dispatch_bitmap});  // dk::log
+  m.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::log_softmax_int::dispatch_bitmap});  // dk::log_softmax.int
+  m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::lt_Tensor::dispatch_bitmap});  // dk::lt.Tensor
+  m.def("matmul(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::matmul::dispatch_bitmap});  // dk::matmul
+  m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim::dispatch_bitmap});  // dk::max.dim
+  m.def("maximum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::maximum::dispatch_bitmap});  // dk::maximum
+  m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mean_dim::dispatch_bitmap});  // dk::mean.dim
+  m.def("minimum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::minimum::dispatch_bitmap});  // dk::minimum
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mm::dispatch_bitmap});  // dk::mm
+  m.def("mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mm_out::dispatch_bitmap});  // dk::mm.out
+  m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mse_loss::dispatch_bitmap});  // dk::mse_loss
+  m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mul_Scalar::dispatch_bitmap});  // dk::mul.Scalar
+  m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mul_Tensor::dispatch_bitmap});  // dk::mul.Tensor
+  m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul__Tensor::dispatch_bitmap});  // dk::mul_.Tensor
+  m.def("neg(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::neg::dispatch_bitmap});  // dk::neg
+  m.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::nll_loss::dispatch_bitmap});  // dk::nll_loss
+  m.def("ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::ones::dispatch_bitmap});  // dk::ones
+  m.def("ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::ones_like::dispatch_bitmap});  // dk::ones_like
+  m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::permute::dispatch_bitmap});  // dk::permute
+  m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::pow_Tensor_Scalar::dispatch_bitmap});  // dk::pow.Tensor_Scalar
+  m.def("rand(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::rand::dispatch_bitmap});  // dk::rand
+  m.def("rand.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::rand_generator::dispatch_bitmap});  // dk::rand.generator
+  m.def("randn(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::randn::dispatch_bitmap});  // dk::randn
+  m.def("randn.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::randn_generator::dispatch_bitmap});  // dk::randn.generator
+  m.def("relu(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::relu::dispatch_bitmap});  // dk::relu
+  m.def("relu_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::relu_::dispatch_bitmap});  // dk::relu_
+  m.def("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::reshape::dispatch_bitmap});  // dk::reshape
+  m.def("rsqrt(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt::dispatch_bitmap});  // dk::rsqrt
+  m.def("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::select_int::dispatch_bitmap});  // dk::select.int
+  m.def("sigmoid(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sigmoid::dispatch_bitmap});  // dk::sigmoid
+  m.def("sin(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sin::dispatch_bitmap});  // dk::sin
+  m.def("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::slice_Tensor::dispatch_bitmap});  // dk::slice.Tensor
+  m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::softmax_int::dispatch_bitmap});  // dk::softmax.int
+  m.def("split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]", ::dk::DispatchArgumentBitmap{::dk::ops::split_Tensor::dispatch_bitmap});  // dk::split.Tensor
+  m.def("sqrt(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt::dispatch_bitmap});  // dk::sqrt
+  m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::squeeze_dim::dispatch_bitmap});  // dk::squeeze.dim
+  m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::stack::dispatch_bitmap});  // dk::stack
+  m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Scalar::dispatch_bitmap});  // dk::sub.Scalar
+  m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Tensor::dispatch_bitmap});  // dk::sub.Tensor
+  m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sum::dispatch_bitmap});  // dk::sum
+  m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sum_dim_IntList::dispatch_bitmap});  // dk::sum.dim_IntList
+  m.def("t(Tensor(a) self) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::t::dispatch_bitmap});  // dk::t
+  m.def("tanh(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::tanh::dispatch_bitmap});  // dk::tanh
+  m.def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::to_dtype::dispatch_bitmap});  // dk::to.dtype
+  m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::transpose_int::dispatch_bitmap});  // dk::transpose.int
+  m.def("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", ::dk::DispatchArgumentBitmap{::dk::ops::unbind_int::dispatch_bitmap});  // dk::unbind.int
+  m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::unsqueeze::dispatch_bitmap});  // dk::unsqueeze
+  m.def("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::view::dispatch_bitmap});  // dk::view
+  m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::where_self::dispatch_bitmap});  // dk::where.self
+  m.def("zero_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::zero_::dispatch_bitmap});  // dk::zero_
+  m.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::zeros::dispatch_bitmap});  // dk::zeros
+  m.def("zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::zeros_like::dispatch_bitmap});  // dk::zeros_like
 }

@@ -41,6 +41,8 @@ void boxed_sum(const OperatorHandle& op, Stack* stack) {
   stack->push_back(IValue(total));
   stack->push_back(name);
 }
+// Claims one return, leaves two: pushes one and leaves its argument on the stack.
+void two_returns(const OperatorHandle&, Stack* stack) { stack->push_back(IValue(int64_t{1})); }
 }  // namespace
 
 DK_LIBRARY(t_box, m) {
@@ -52,12 +54,14 @@ DK_LIBRARY(t_box, m) {
   m.def("boxed_sum(int[] xs, str name) -> (int, str)");
   m.def("keyset(Tensor x) -> int");
   m.def("scaled(Tensor x, int n) -> int");
+  m.def("two_returns(int x) -> int");
 }
 DK_LIBRARY_IMPL(t_box, CompositeExplicitAutograd, m) {
   m.impl("mixed", DK_FN(mixed_kernel));
   m.impl("lists", DK_FN(list_kernel));
   m.impl("optional", &optional_kernel);  // run-time function pointer
   m.impl("boxed_sum", CppFunction::makeFromBoxedFunction<&boxed_sum>());
+  m.impl("two_returns", CppFunction::makeFromBoxedFunction<&two_returns>());
 }
 DK_LIBRARY_IMPL(t_box, CPU, m) {
   m.impl("pair", DK_FN(pair_kernel));
@@ -210,4 +214,31 @@ TEST_CASE("boxing: Scalars box to Int, Double or Bool; Generators to an opaque o
         "(Scalar _0, Generator? _1) -> Scalar");
   Generator a(42), b(42);
   CHECK(a->random64() == b->random64());
+}
+
+TEST_CASE("boxing: a typed call of a boxed kernel that leaves the wrong number of returns names the operator") {
+  auto op = opNamed("t_box::two_returns").typed<int64_t(int64_t)>();
+  CHECK_THROWS_WITH(op.call(5), "t_box::two_returns: expected the boxed kernel to leave 1 return value on the stack "
+                                "but it left 2");
+}
+
+namespace {
+int64_t twice(int64_t x) { return 2 * x; }
+int64_t thrice(int64_t x) { return 3 * x; }
+}  // namespace
+
+TEST_CASE("boxing: kernels of one signature share one boxed entry (Note [One boxing family])") {
+  KernelFunction a = KernelFunction::makeFromUnboxedFunction<&twice>();
+  KernelFunction b = KernelFunction::makeFromUnboxedFunction<&thrice>();
+  CHECK(a.boxedFunction() == b.boxedFunction());
+  CHECK(a.boxedFunction() == &detail::BoxingFor<int64_t(int64_t)>::boxed);
+  CHECK(a.unboxedFunction() != b.unboxedFunction());  // each calls its own function directly
+  CHECK(a.functor() != b.functor());                 // which the shared boxed entry reaches through
+  auto op = opNamed("t_box::two_returns");           // any operator: only named in errors
+  Stack sa{IValue(int64_t{7})}, sb{IValue(int64_t{7})};
+  a.callBoxed(op, DispatchKeySet(), &sa);
+  b.callBoxed(op, DispatchKeySet(), &sb);
+  CHECK(sa.size() == 1);
+  CHECK(sa[0].toInt() == 14);
+  CHECK(sb[0].toInt() == 21);
 }

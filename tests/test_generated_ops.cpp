@@ -55,6 +55,18 @@ TEST_CASE("generated: the constexpr bitmaps equal the runtime's, computed from t
   STATIC_REQUIRE(ops::zeros::dispatch_bitmap == 0);
 }
 
+TEST_CASE("generated: a def whose bitmap disagrees with its schema is refused and changes nothing") {
+  Library lib(Library::FRAGMENT, "t_bitmap");
+  CHECK_THROWS_WITH(lib.def("f(int n, Tensor x) -> Tensor", DispatchArgumentBitmap{0b10}),
+                    Catch::Matchers::StartsWith("t_bitmap::f: the generated dispatch-argument bitmap 0b10 does not "
+                                                "match the schema's 0b1 (t_bitmap::f(int n, Tensor x) -> Tensor); "
+                                                "registered at ") &&
+                        Catch::Matchers::EndsWith(". Regenerate the operator code from the YAML"));
+  CHECK_FALSE(Dispatcher::singleton().findOp(OperatorName{"t_bitmap::f", ""}).has_value());
+  lib.def("f(int n, Tensor x) -> Tensor", DispatchArgumentBitmap{0b01});
+  CHECK(Dispatcher::singleton().findSchemaOrThrow("t_bitmap::f", "").entry().dispatchArgumentBitmap() == 0b01);
+}
+
 TEST_CASE("generated: each struct's C++ signature passes the dispatcher's typed check") {
   auto check = [](auto tag) {
     using Op = decltype(tag);

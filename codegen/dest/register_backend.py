@@ -6,7 +6,7 @@ Each registration goes through a generated wrapper ``wrapper_<Key>_<op>`` that c
 every tensor argument is on one device (backend keys only, unless the entry says
 ``device_check: NoCheck``), sets the CUDA device guard (CUDA keys, under
 ``DK_WITH_CUDA``, unless ``device_guard: False``), and calls the kernel. The wrapper is
-registered with the boxing adapters of its signature (``make_kernel_sig_<types>``). A key
+registered with the boxing adapters of its signature (Note [One boxing family]). A key
 with more than ``MAX_OPERATORS_PER_FILE`` operators is split into ``Register<Key>_<i>.cpp``
 files, a power of two of them; each operator's file is chosen by a stable hash of its name, so
 adding an operator moves no other one (until the count of files doubles).

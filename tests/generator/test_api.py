@@ -3,7 +3,7 @@ boxed code snippets, with exact expected text."""
 
 import unittest
 
-from codegen.api import boxed, cpp, dispatcher, native
+from codegen.api import cpp, dispatcher, native
 from codegen.errors import GenError
 from codegen.model import Argument, BackendMetadata, FunctionSchema, OperatorName
 from codegen.schema import _SchemaParser
@@ -284,36 +284,6 @@ class PublicApiTest(support.NativeYamlTestCase):
         self.assertEqual(str(caught.exception).replace(self.path, "P"),
                          "P:1: f(Tensor self, ScalarType dtype=Short) -> Tensor: no C++ spelling for the default "
                          "'Short' of argument 'dtype' (ScalarType)")
-
-
-class BoxedTest(unittest.TestCase):
-    def test_unbox(self):
-        T = dispatcher.argument_type
-        cases = [
-            ("Tensor", ["Tensor a0 = std::move(args[0]).toTensor();"], "a0"),
-            ("int", ["int64_t a0 = args[0].toInt();"], "a0"),
-            ("str", ["std::string_view a0 = args[0].toStringRef();"], "a0"),
-            ("Scalar", ["Scalar a0 = BoxingTraits<Scalar>::unbox(std::move(args[0]));"], "a0"),
-            ("int[]", ["BoxingTraits<IntArrayRef>::Holder a0 = BoxingTraits<IntArrayRef>::unbox(std::move(args[0]));"],
-             "BoxingTraits<IntArrayRef>::view(a0)"),
-            ("Dimname", ["IValue a0 = std::move(args[0]);"], "a0"),
-        ]
-        for schema_type, lines, expr in cases:
-            with self.subTest(schema_type):
-                self.assertEqual(boxed.unbox_argument(T(parse_type(schema_type)), "args[0]", "a0"), (lines, expr))
-
-    def test_box_and_returns(self):
-        T = dispatcher.argument_type
-        self.assertEqual(boxed.push_argument(T(parse_type("Tensor")), "stack", "a0"), "stack.emplace_back(a0);")
-        self.assertEqual(boxed.push_argument(T(parse_type("Tensor?")), "stack", "a0"),
-                         "stack.push_back(BoxingTraits<std::optional<Tensor>>::box(a0));")
-        self.assertEqual(boxed.push_return("Tensor", "stack", "result"), "stack->emplace_back(std::move(result));")
-        self.assertEqual(boxed.push_return("int64_t", "stack", "result"), "stack->emplace_back(result);")
-        self.assertEqual(boxed.push_return("std::vector<Tensor>", "stack", "result"),
-                         "stack->push_back(BoxingTraits<std::vector<Tensor>>::box(result));")
-        self.assertEqual(boxed.pop_return("Tensor", "stack[0]"), "std::move(stack[0]).toTensor()")
-        self.assertEqual(boxed.pop_return("bool", "stack[1]"), "stack[1].toBool()")
-        self.assertEqual(boxed.pop_return("Scalar", "stack[0]"), "BoxingTraits<Scalar>::unbox(std::move(stack[0]))")
 
 
 if __name__ == "__main__":

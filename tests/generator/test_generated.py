@@ -100,21 +100,19 @@ struct add_out {
         self.assertFragment("dk/generated/Operators.h", "    {linear::name, linear::overload_name, "
                                                         "linear::schema_str, linear::dispatch_bitmap},  // linear\n")
 
-    def test_call_reads_exactly_the_dispatch_arguments(self):
+    def test_calls_are_the_typed_handles(self):
+        # Note [Generated calls]: one implementation of the call path, the runtime's.
         shard = next(text for name, text in self.outputs.items() if "Tensor linear::call(" in text)
         self.assertIn("""\
-  // Note [Dispatch-argument bitmap]: 0b111 (input, weight, bias).
-  DispatchKeySet arg_ks = input.key_set() | weight.key_set();
-  if (bias) arg_ks = arg_ks | bias->key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_OptTensor(k, op, ks, input, weight, bias);
+Tensor linear::call(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  return ::dk::detail::GeneratedOperatorHandle<linear>::get().call(input, weight, bias);
+}
+
+Tensor linear::redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  return ::dk::detail::GeneratedOperatorHandle<linear>::get().redispatch(ks, input, weight, bias);
+}
 """, shard)
-        shard = next(text for name, text in self.outputs.items() if "Tensor zeros::call(" in text)
-        self.assertIn("  // Note [Dispatch-argument bitmap]: 0b00000 (no dispatch arguments).\n"
-                      "  DispatchKeySet arg_ks;\n", shard)
+        self.assertNotIn("entry()", "".join(self.outputs.values()))
 
     def test_functions_and_methods(self):
         self.assertFragment("dk/generated/ops/linear.h", """\
@@ -139,7 +137,7 @@ inline Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const {
     def test_schema_registration(self):
         self.assertFragment("RegisterSchema.cpp", """\
 DK_LIBRARY(dk, m) {
-  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
+  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::add_Tensor::dispatch_bitmap});  // dk::add.Tensor
 """)
 
     def test_backend_wrapper(self):
@@ -156,8 +154,8 @@ Tensor wrapper_CUDA_add_out(const Tensor& self, const Tensor& other, const Scala
   return native::add_out_cuda(self, other, alpha, out);
 }
 """)
-        self.assertFragment("RegisterCPU.cpp", '  m.impl("cat", ::dk::detail::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int'
-                                               '<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu\n')
+        self.assertFragment("RegisterCPU.cpp", '  m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CPU_cat>'
+                                               '("wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu\n')
         self.assertNotIn("detail::DeviceCheck", self.outputs["RegisterCompositeImplicitAutograd.cpp"])
 
     def test_backend_select(self):
@@ -169,24 +167,16 @@ Tensor backend_select_zeros(IntArrayRef size, std::optional<ScalarType> dtype, s
 """)
 
     def test_boxing_adapters(self):
+        # Note [Generated boxing adapters]: the runtime's adapters, instantiated once per signature.
         self.assertFragment("BoxingAdapters.cpp", """\
-// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
-void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
-  constexpr size_t kNumArguments = 3;
-  DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
-           " arguments on the stack but the stack has ", stack->size());
-  IValue* args = stack->data() + (stack->size() - kNumArguments);
-  Tensor a0 = std::move(args[0]).toTensor();
-  Tensor a1 = std::move(args[1]).toTensor();
-  Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar*>(functor)->fn(a0, a1, a2);
-  drop(*stack, kNumArguments);
-  stack->emplace_back(std::move(result));
-}
+// Tensor(const Tensor&, const Tensor&, const Scalar&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Scalar>;
+""")
+        self.assertFragment("dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h", """\
+using sig_Tensor__Tensor_Tensor_Scalar = Tensor(const Tensor&, const Tensor&, const Scalar&);
 """)
         self.assertFragment("dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h",
-                            "// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, "
-                            "const Scalar&) =====\nstruct Kernel_sig_Tensor__Tensor_Tensor_Scalar final")
+                            "extern template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Scalar>;\n")
 
     def test_native_functions(self):
         self.assertFragment("dk/generated/ops/cat_native.h",

@@ -2,23 +2,16 @@
 // (template codegen/templates/BoxingAdapters.h.j2). Do not edit: change the YAML or the generator.
 //
 // Note [Generated boxing adapters]
-// One set of adapters per distinct C++ signature (not per operator), named after its types
-// (sig_Tensor__Tensor_Scalar for Tensor(const Tensor&, const Scalar&): Note [Signature ids] in
-// codegen/api/dispatcher.py), written sig_n below:
-//   Kernel_sig_n              the functor of a kernel made here: the C++ function it calls;
-//   boxed_sig_n               the boxed entry: unbox the arguments from the top of the stack,
-//                             call, drop the arguments, push the returns;
-//   call_boxed_sig_n          the reverse adapter: box the arguments, call a kernel that has
-//                             only a boxed entry, unbox the returns;
-//   invoke_sig_n              what ops::X::call uses: the kernel's unboxed entry when it has
-//                             one, else call_boxed_sig_n;
-//   make_kernel_sig_n<&fn>()  a KernelFunction whose unboxed entry calls fn directly and whose
-//                             boxed entry is boxed_sig_n (make_kernel_sig_n(fn) for a pointer
-//                             known only at run time).
-// A boxed adapter that finds a wrong kind on the stack throws dk::Error and leaves the
-// stack's arguments unspecified. Each signature's adapters are declared in their own header,
-// dk/generated/boxing/sig_<types>.h, all included here; generated code includes only those
-// of the signatures it uses.
+// The boxing adapters are the runtime's (Note [One boxing family] in dk/dispatch/kernel_function.h):
+// dk::detail::BoxingFor<Sig>::boxed, the boxed entry of every generated kernel of signature
+// Sig (unbox the arguments from the top of the stack, call, drop them, push the returns), and
+// BoxingFor<Sig>::callBoxed, what a typed call uses for a kernel that has only a boxed entry
+// (box the arguments, call, unbox the returns). The generator compiles them once per
+// distinct C++ signature of its operators, not per kernel or per file: each signature has a
+// header, dk/generated/boxing/sig_<types>.h (named after its types: Note [Signature ids]
+// in codegen/api/dispatcher.py), that declares the instantiation extern, and one of the
+// BoxingAdapters*.cpp files instantiates it. Generated code includes the headers of the
+// signatures it uses; all of them are included here.
 #pragma once
 
 #include "dk/generated/boxing/sig_Scalar__Tensor.h"

@@ -10,9 +10,9 @@
 // Note [Dispatch-argument bitmap]
 // dispatch_bitmap has bit (nargs-1-i) set when argument i is a Tensor, Tensor?, Tensor[] or
 // Tensor?[] (out= arguments included), so bit 0 is the top of the boxed stack; the literal
-// reads left to right in argument order. It equals
-// OperatorEntry::computeDispatchArgumentBitmap(schema), and call() reads exactly the
-// arguments it selects.
+// reads left to right in argument order. The schema registration passes it to def(), which
+// checks it once against the parsed schema's (OperatorEntry::computeDispatchArgumentBitmap)
+// and refuses a mismatch; boxed calls read the arguments it selects.
 #pragma once
 
 #include "dk/generated/ops/_log_softmax_ops.h"

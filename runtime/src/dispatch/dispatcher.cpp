@@ -222,7 +222,18 @@ RegistrationHandleRAII Dispatcher::registerLibrary(const std::string& ns, const 
 
 // ---- schemas ----
 
-RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std::string& debug) {
+namespace {
+// 0b1101 without the prefix; "0" for no dispatch arguments.
+std::string bitmapText(uint64_t bits) {
+  if (bits == 0) return "0";
+  std::string text;
+  for (; bits != 0; bits >>= 1) text.insert(text.begin(), (bits & 1) ? '1' : '0');
+  return text;
+}
+}  // namespace
+
+RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std::string& debug,
+                                               std::optional<uint64_t> expected_bitmap) {
   std::lock_guard<std::mutex> lock(mutex_);
   const OperatorName name = schema.operator_name();
   OperatorEntry* existing = lookupEntry(name);
@@ -233,6 +244,11 @@ RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std:
              "Duplicate registration: ", debug, ". Original registration: ", existing->schemaDebug());
   }
   const uint64_t bitmap = OperatorEntry::computeDispatchArgumentBitmap(schema);
+  if (expected_bitmap && *expected_bitmap != bitmap) {
+    DK_ERROR(name, ": the generated dispatch-argument bitmap 0b", bitmapText(*expected_bitmap),
+             " does not match the schema's 0b", bitmapText(bitmap), " (", schema, "); ", debug,
+             ". Regenerate the operator code from the YAML");
+  }
   if (existing) {
     for (const AnnotatedKernel& a : existing->kernels()) {
       if (!a.infer_schema) continue;

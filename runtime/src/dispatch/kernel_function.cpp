@@ -118,6 +118,11 @@ namespace detail {
 void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have) {
   DK_ERROR(op.operator_name(), ": a boxed call needs ", needed, " arguments on the stack but the stack has ", have);
 }
+
+void throwBoxedReturnCountError(const OperatorHandle& op, size_t expected, size_t have) {
+  DK_ERROR(op.operator_name(), ": expected the boxed kernel to leave ", expected, " return value",
+           expected == 1 ? "" : "s", " on the stack but it left ", have);
+}
 }  // namespace detail
 
 }  // namespace dk

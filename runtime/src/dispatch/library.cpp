@@ -64,7 +64,12 @@ Library& Library::def(std::string_view schema_text) & {
   return *this;
 }
 
-OperatorName Library::defSchema(std::string_view schema_text) {
+Library& Library::def(std::string_view schema_text, DispatchArgumentBitmap bitmap) & {
+  defSchema(schema_text, bitmap.bits);
+  return *this;
+}
+
+OperatorName Library::defSchema(std::string_view schema_text, std::optional<uint64_t> bitmap) {
   DK_CHECK(kind_ != IMPL, "def() is not allowed in ", kindName(kind_), " ", site(),
            ": define operators in DK_LIBRARY or DK_LIBRARY_FRAGMENT");
   auto parsed = parseSchemaOrName(schema_text);
@@ -73,7 +78,7 @@ OperatorName Library::defSchema(std::string_view schema_text) {
   FunctionSchema schema = std::get<FunctionSchema>(std::move(parsed));
   OperatorName name = qualify(schema.operator_name(), "define");
   schema.set_operator_name(name);
-  registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site()));
+  registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site(), bitmap));
   return name;
 }
 

@@ -2,198 +2,25 @@
 // (template codegen/templates/BoxingAdapters.cpp.j2). Do not edit: change the YAML or the generator.
 //
 // The adapters declared in dk/generated/BoxingAdapters.h; see Note [Generated boxing adapters] there.
-#include "dk/generated/BoxingAdapters.h"
-
-#include <memory>
-#include <utility>
+#include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
 
 #include "dk/dispatch/dispatcher.h"
-#include "dk/util/error.h"
 
-namespace dk::boxing {
+// Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool>;
 
-// ===== sig_Tensor__TensorList_Int: Tensor(ArrayRef<Tensor>, int64_t) =====
-void boxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
-  constexpr size_t kNumArguments = 2;
-  DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
-           " arguments on the stack but the stack has ", stack->size());
-  IValue* args = stack->data() + (stack->size() - kNumArguments);
-  BoxingTraits<ArrayRef<Tensor>>::Holder a0 = BoxingTraits<ArrayRef<Tensor>>::unbox(std::move(args[0]));
-  int64_t a1 = args[1].toInt();
-  Tensor result = static_cast<Kernel_sig_Tensor__TensorList_Int*>(functor)->fn(BoxingTraits<ArrayRef<Tensor>>::view(a0), a1);
-  drop(*stack, kNumArguments);
-  stack->emplace_back(std::move(result));
-}
+// Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_OptTensor>;
 
-Tensor call_boxed_sig_Tensor__TensorList_Int(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, ArrayRef<Tensor> a0, int64_t a1) {
-  Stack stack;
-  stack.reserve(2);
-  stack.push_back(BoxingTraits<ArrayRef<Tensor>>::box(a0));
-  stack.emplace_back(a1);
-  k.callBoxed(op, ks, &stack);
-  DK_CHECK(stack.size() == 1, op.operator_name(), ": expected the boxed kernel to leave 1 return value on the stack but it left ", stack.size());
-  return std::move(stack[0]).toTensor();
-}
+// Tensor(const Tensor&, const Tensor&, const Scalar&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Scalar>;
 
-Tensor unboxed_sig_Tensor__TensorList_Int(OperatorKernel* functor, DispatchKeySet, ArrayRef<Tensor> a0, int64_t a1) {
-  return static_cast<Kernel_sig_Tensor__TensorList_Int*>(functor)->fn(a0, a1);
-}
+// Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Scalar_Tensor>;
 
-KernelFunction make_kernel_sig_Tensor__TensorList_Int(Kernel_sig_Tensor__TensorList_Int::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_Tensor__TensorList_Int>(fn);
-  OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__TensorList_Int), raw, &boxed_sig_Tensor__TensorList_Int,
-                                       std::move(functor));
-}
-
-// ===== sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool: Tensor(IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>) =====
-void boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
-  constexpr size_t kNumArguments = 5;
-  DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
-           " arguments on the stack but the stack has ", stack->size());
-  IValue* args = stack->data() + (stack->size() - kNumArguments);
-  BoxingTraits<IntArrayRef>::Holder a0 = BoxingTraits<IntArrayRef>::unbox(std::move(args[0]));
-  std::optional<ScalarType> a1 = BoxingTraits<std::optional<ScalarType>>::unbox(std::move(args[1]));
-  std::optional<Layout> a2 = BoxingTraits<std::optional<Layout>>::unbox(std::move(args[2]));
-  std::optional<Device> a3 = BoxingTraits<std::optional<Device>>::unbox(std::move(args[3]));
-  std::optional<bool> a4 = BoxingTraits<std::optional<bool>>::unbox(std::move(args[4]));
-  Tensor result = static_cast<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(BoxingTraits<IntArrayRef>::view(a0), a1, a2, a3, a4);
-  drop(*stack, kNumArguments);
-  stack->emplace_back(std::move(result));
-}
-
-Tensor call_boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
-  Stack stack;
-  stack.reserve(5);
-  stack.push_back(BoxingTraits<IntArrayRef>::box(a0));
-  stack.push_back(BoxingTraits<std::optional<ScalarType>>::box(a1));
-  stack.push_back(BoxingTraits<std::optional<Layout>>::box(a2));
-  stack.push_back(BoxingTraits<std::optional<Device>>::box(a3));
-  stack.push_back(BoxingTraits<std::optional<bool>>::box(a4));
-  k.callBoxed(op, ks, &stack);
-  DK_CHECK(stack.size() == 1, op.operator_name(), ": expected the boxed kernel to leave 1 return value on the stack but it left ", stack.size());
-  return std::move(stack[0]).toTensor();
-}
-
-Tensor unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(OperatorKernel* functor, DispatchKeySet, IntArrayRef a0, std::optional<ScalarType> a1, std::optional<Layout> a2, std::optional<Device> a3, std::optional<bool> a4) {
-  return static_cast<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool*>(functor)->fn(a0, a1, a2, a3, a4);
-}
-
-KernelFunction make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool(Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool>(fn);
-  OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool), raw, &boxed_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool,
-                                       std::move(functor));
-}
-
-// ===== sig_Tensor__Tensor_Tensor_Scalar: Tensor(const Tensor&, const Tensor&, const Scalar&) =====
-void boxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
-  constexpr size_t kNumArguments = 3;
-  DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
-           " arguments on the stack but the stack has ", stack->size());
-  IValue* args = stack->data() + (stack->size() - kNumArguments);
-  Tensor a0 = std::move(args[0]).toTensor();
-  Tensor a1 = std::move(args[1]).toTensor();
-  Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar*>(functor)->fn(a0, a1, a2);
-  drop(*stack, kNumArguments);
-  stack->emplace_back(std::move(result));
-}
-
-Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
-  Stack stack;
-  stack.reserve(3);
-  stack.emplace_back(a0);
-  stack.emplace_back(a1);
-  stack.push_back(BoxingTraits<Scalar>::box(a2));
-  k.callBoxed(op, ks, &stack);
-  DK_CHECK(stack.size() == 1, op.operator_name(), ": expected the boxed kernel to leave 1 return value on the stack but it left ", stack.size());
-  return std::move(stack[0]).toTensor();
-}
-
-Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2) {
-  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar*>(functor)->fn(a0, a1, a2);
-}
-
-KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar(Kernel_sig_Tensor__Tensor_Tensor_Scalar::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Scalar>(fn);
-  OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Scalar), raw, &boxed_sig_Tensor__Tensor_Tensor_Scalar,
-                                       std::move(functor));
-}
-
-// ===== sig_Tensor__Tensor_Tensor_Scalar_Tensor: Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&) =====
-void boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
-  constexpr size_t kNumArguments = 4;
-  DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
-           " arguments on the stack but the stack has ", stack->size());
-  IValue* args = stack->data() + (stack->size() - kNumArguments);
-  Tensor a0 = std::move(args[0]).toTensor();
-  Tensor a1 = std::move(args[1]).toTensor();
-  Scalar a2 = BoxingTraits<Scalar>::unbox(std::move(args[2]));
-  Tensor a3 = std::move(args[3]).toTensor();
-  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor*>(functor)->fn(a0, a1, a2, a3);
-  drop(*stack, kNumArguments);
-  stack->emplace_back(std::move(result));
-}
-
-Tensor call_boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
-  Stack stack;
-  stack.reserve(4);
-  stack.emplace_back(a0);
-  stack.emplace_back(a1);
-  stack.push_back(BoxingTraits<Scalar>::box(a2));
-  stack.emplace_back(a3);
-  k.callBoxed(op, ks, &stack);
-  DK_CHECK(stack.size() == 1, op.operator_name(), ": expected the boxed kernel to leave 1 return value on the stack but it left ", stack.size());
-  return std::move(stack[0]).toTensor();
-}
-
-Tensor unboxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const Scalar& a2, const Tensor& a3) {
-  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor*>(functor)->fn(a0, a1, a2, a3);
-}
-
-KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor(Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor>(fn);
-  OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor), raw, &boxed_sig_Tensor__Tensor_Tensor_Scalar_Tensor,
-                                       std::move(functor));
-}
-
-// ===== sig_Tensor__Tensor_Tensor_OptTensor: Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&) =====
-void boxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
-  constexpr size_t kNumArguments = 3;
-  DK_CHECK(stack->size() >= kNumArguments, op.operator_name(), ": a boxed call needs ", kNumArguments,
-           " arguments on the stack but the stack has ", stack->size());
-  IValue* args = stack->data() + (stack->size() - kNumArguments);
-  Tensor a0 = std::move(args[0]).toTensor();
-  Tensor a1 = std::move(args[1]).toTensor();
-  std::optional<Tensor> a2 = BoxingTraits<std::optional<Tensor>>::unbox(std::move(args[2]));
-  Tensor result = static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor*>(functor)->fn(a0, a1, a2);
-  drop(*stack, kNumArguments);
-  stack->emplace_back(std::move(result));
-}
-
-Tensor call_boxed_sig_Tensor__Tensor_Tensor_OptTensor(const KernelFunction& k, const OperatorHandle& op, DispatchKeySet ks, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
-  Stack stack;
-  stack.reserve(3);
-  stack.emplace_back(a0);
-  stack.emplace_back(a1);
-  stack.push_back(BoxingTraits<std::optional<Tensor>>::box(a2));
-  k.callBoxed(op, ks, &stack);
-  DK_CHECK(stack.size() == 1, op.operator_name(), ": expected the boxed kernel to leave 1 return value on the stack but it left ", stack.size());
-  return std::move(stack[0]).toTensor();
-}
-
-Tensor unboxed_sig_Tensor__Tensor_Tensor_OptTensor(OperatorKernel* functor, DispatchKeySet, const Tensor& a0, const Tensor& a1, const std::optional<Tensor>& a2) {
-  return static_cast<Kernel_sig_Tensor__Tensor_Tensor_OptTensor*>(functor)->fn(a0, a1, a2);
-}
-
-KernelFunction make_kernel_sig_Tensor__Tensor_Tensor_OptTensor(Kernel_sig_Tensor__Tensor_Tensor_OptTensor::Fn* fn) {
-  auto functor = std::make_shared<Kernel_sig_Tensor__Tensor_Tensor_OptTensor>(fn);
-  OperatorKernel* raw = functor.get();
-  return KernelFunction::makeFromParts(reinterpret_cast<void*>(&unboxed_sig_Tensor__Tensor_Tensor_OptTensor), raw, &boxed_sig_Tensor__Tensor_Tensor_OptTensor,
-                                       std::move(functor));
-}
-
-}  // namespace dk::boxing
+// Tensor(ArrayRef<Tensor>, int64_t)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__TensorList_Int>;

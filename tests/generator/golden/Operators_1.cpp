@@ -4,12 +4,12 @@
 // Shard 1 of 4 of the operator definitions declared in dk/generated/Operators.h
 // (operators are assigned to shards by a stable hash of their name).
 //
-// Note [Generated slow path]
-// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
-// redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly. The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]).
+// Note [Generated calls]
+// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch,
+// inlined here): one implementation of extracting the key set, indexing the table, the slow
+// path and calling the kernel (Note [One boxing family] for a kernel with only a boxed entry).
+// The operator's handle is found on first use, its C++ signature checked once (typed<>()),
+// and then read with one load (Note [Generated operator handles]).
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
 #include "dk/generated/ops/cat_ops.h"
@@ -19,27 +19,11 @@ namespace dk::ops {
 
 // ===== dk::cat =====
 Tensor cat::call(ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cat>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(tensors, dim);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b10 (tensors).
-  DispatchKeySet arg_ks;
-  for (const Tensor& t : tensors) arg_ks = arg_ks | t.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
+  return ::dk::detail::GeneratedOperatorHandle<cat>::get().call(tensors, dim);
 }
 
 Tensor cat::redispatch(DispatchKeySet ks, ArrayRef<Tensor> tensors, int64_t dim) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<cat>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, tensors, dim);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__TensorList_Int(k, op, ks, tensors, dim);
+  return ::dk::detail::GeneratedOperatorHandle<cat>::get().redispatch(ks, tensors, dim);
 }
 
 }  // namespace dk::ops

@@ -4,12 +4,12 @@
 // Shard 2 of 4 of the operator definitions declared in dk/generated/Operators.h
 // (operators are assigned to shards by a stable hash of their name).
 //
-// Note [Generated slow path]
-// When the operator's slow-path flag is on (trace, observers: Note [Dispatch slow path]), call and
-// redispatch hand the call to the runtime's TypedOperatorHandle, which runs those features
-// around it; otherwise they invoke the kernel through the generated adapters directly. The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]).
+// Note [Generated calls]
+// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch,
+// inlined here): one implementation of extracting the key set, indexing the table, the slow
+// path and calling the kernel (Note [One boxing family] for a kernel with only a boxed entry).
+// The operator's handle is found on first use, its C++ signature checked once (typed<>()),
+// and then read with one load (Note [Generated operator handles]).
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
@@ -20,50 +20,20 @@ namespace dk::ops {
 
 // ===== dk::add.Tensor =====
 Tensor add_Tensor::call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other, alpha);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b110 (self, other).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get().call(self, other, alpha);
 }
 
 Tensor add_Tensor::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other, alpha);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar(k, op, ks, self, other, alpha);
+  return ::dk::detail::GeneratedOperatorHandle<add_Tensor>::get().redispatch(ks, self, other, alpha);
 }
 
 // ===== dk::add.out =====
 Tensor add_out::call(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_out>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.call(self, other, alpha, out);  // Note [Generated slow path]
-  }
-  // Note [Dispatch-argument bitmap]: 0b1101 (self, other, out).
-  DispatchKeySet arg_ks = self.key_set() | other.key_set() | out.key_set();
-  const OperatorEntry* entry = &op.entry();
-  ::dk::detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-  DispatchKeySet ks;
-  const KernelFunction& k = entry->lookupForArguments(arg_ks, &ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, self, other, alpha, out);
+  return ::dk::detail::GeneratedOperatorHandle<add_out>::get().call(self, other, alpha, out);
 }
 
 Tensor add_out::redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  const TypedOperatorHandle<signature>& op = ::dk::detail::GeneratedOperatorHandle<add_out>::get();
-  if (__builtin_expect(op.entry().slowPathEnabled(), 0)) {
-    return op.redispatch(ks, self, other, alpha, out);  // Note [Generated slow path]
-  }
-  const KernelFunction& k = op.entry().lookup(ks);
-  return boxing::invoke_sig_Tensor__Tensor_Tensor_Scalar_Tensor(k, op, ks, self, other, alpha, out);
+  return ::dk::detail::GeneratedOperatorHandle<add_out>::get().redispatch(ks, self, other, alpha, out);
 }
 
 }  // namespace dk::ops

@@ -23,7 +23,7 @@ Tensor backend_select_zeros(IntArrayRef size, std::optional<ScalarType> dtype, s
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, BackendSelect, m) {
-  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&backend_select_zeros>(), "backend_select_zeros"));  // zeros @ BackendSelect
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &backend_select_zeros>("backend_select_zeros"));  // zeros @ BackendSelect
 }
 
 }  // namespace dk

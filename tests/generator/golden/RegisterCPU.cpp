@@ -4,7 +4,7 @@
 // The kernels at CPU.
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h), then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -57,10 +57,10 @@ Tensor wrapper_CPU_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std:
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CPU, m) {
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CPU_add_Tensor>(), "wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
-  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CPU_add_out>(), "wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
-  m.impl("cat", ::dk::detail::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CPU_cat>(), "wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
-  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CPU_zeros>(), "wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_CPU_add_Tensor>("wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_CPU_add_out>("wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
+  m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CPU_cat>("wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CPU_zeros>("wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
 }
 
 }  // namespace dk

@@ -4,7 +4,7 @@
 // The kernels at CUDA.
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h) and sets the CUDA device guard, then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -72,10 +72,10 @@ Tensor wrapper_CUDA_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CUDA, m) {
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_CUDA_add_Tensor>(), "wrapper_CUDA_add_Tensor"));  // add.Tensor @ CUDA -> native::add_cuda
-  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar_Tensor<&wrapper_CUDA_add_out>(), "wrapper_CUDA_add_out"));  // add.out @ CUDA -> native::add_out_cuda
-  m.impl("cat", ::dk::detail::kernelFor<ops::cat>(boxing::make_kernel_sig_Tensor__TensorList_Int<&wrapper_CUDA_cat>(), "wrapper_CUDA_cat"));  // cat @ CUDA -> native::cat_cuda
-  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_CUDA_zeros>(), "wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_CUDA_add_Tensor>("wrapper_CUDA_add_Tensor"));  // add.Tensor @ CUDA -> native::add_cuda
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_CUDA_add_out>("wrapper_CUDA_add_out"));  // add.out @ CUDA -> native::add_out_cuda
+  m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CUDA_cat>("wrapper_CUDA_cat"));  // cat @ CUDA -> native::cat_cuda
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CUDA_zeros>("wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
 }
 
 }  // namespace dk

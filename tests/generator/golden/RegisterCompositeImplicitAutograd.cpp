@@ -3,7 +3,7 @@
 //
 // The kernels at CompositeImplicitAutograd.
 // Each goes through a wrapper that calls the kernel (a CompositeImplicitAutograd kernel gets no device check);
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -24,7 +24,7 @@ Tensor wrapper_CompositeImplicitAutograd_linear(const Tensor& input, const Tenso
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
-  m.impl("linear", ::dk::detail::kernelFor<ops::linear>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_OptTensor<&wrapper_CompositeImplicitAutograd_linear>(), "wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
+  m.impl("linear", ::dk::detail::kernelFor<ops::linear, &wrapper_CompositeImplicitAutograd_linear>("wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
 }
 
 }  // namespace dk

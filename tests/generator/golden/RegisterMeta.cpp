@@ -4,7 +4,7 @@
 // The kernels at Meta.
 // Each goes through a wrapper that checks devices (Note [Generated device check] in
 // dk/generated/DeviceCheck.h), then calls the kernel;
-// the wrapper is registered with the boxing adapters of its signature. Trailing comments:
+// the wrapper is registered with its signature's boxing adapters (Note [One boxing family]). Trailing comments:
 // operator @ key -> kernel.
 #include <optional>
 
@@ -37,8 +37,8 @@ Tensor wrapper_Meta_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, Meta, m) {
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor>(boxing::make_kernel_sig_Tensor__Tensor_Tensor_Scalar<&wrapper_Meta_add_Tensor>(), "wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
-  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros>(boxing::make_kernel_sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool<&wrapper_Meta_zeros>(), "wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_Meta_add_Tensor>("wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
+  m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_Meta_zeros>("wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
 }
 
 }  // namespace dk

@@ -3,11 +3,15 @@
 //
 // The schema of every operator of namespace dk, sorted by operator name.
 #include "dk/dispatch/library.h"
+#include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/cat_ops.h"
+#include "dk/generated/ops/linear_ops.h"
+#include "dk/generated/ops/zeros_ops.h"
 
 DK_LIBRARY(dk, m) {
-  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");  // dk::add.Tensor
-  m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");  // dk::add.out
-  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");  // dk::cat
-  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // dk::linear
-  m.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor");  // dk::zeros
+  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::add_Tensor::dispatch_bitmap});  // dk::add.Tensor
+  m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::add_out::dispatch_bitmap});  // dk::add.out
+  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cat::dispatch_bitmap});  // dk::cat
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::linear::dispatch_bitmap});  // dk::linear
+  m.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::zeros::dispatch_bitmap});  // dk::zeros
 }

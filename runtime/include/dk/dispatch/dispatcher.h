@@ -169,7 +169,10 @@ class Dispatcher {
 
   // ---- registration (what Library calls); each returns the handle that undoes it ----
   RegistrationHandleRAII registerLibrary(const std::string& ns, const std::string& debug);
-  RegistrationHandleRAII registerDef(FunctionSchema schema, const std::string& debug);
+  // `expected_bitmap`: the dispatch-argument bitmap the caller computed (generated code);
+  // a registration whose bitmap differs from the schema's is refused.
+  RegistrationHandleRAII registerDef(FunctionSchema schema, const std::string& debug,
+                                     std::optional<uint64_t> expected_bitmap = std::nullopt);
   RegistrationHandleRAII registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
                                       std::optional<CppSignature> cpp_signature,
                                       SchemaInferenceFn infer_schema, std::string debug);

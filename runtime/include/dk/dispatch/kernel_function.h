@@ -9,6 +9,16 @@
 // whose Args are exactly the operator's C++ signature. The key set is never on the stack.
 // A typed call uses the unboxed entry when present, else boxes its arguments; a boxed call
 // always uses the boxed entry (for C++ kernels an adapter that unboxes, calls and pushes).
+//
+// Note [One boxing family]
+// Every adapter between the two conventions is one of the templates below:
+// detail::BoxedAdapter (the boxed entry of a C++ kernel) and detail::BoxingFor<Sig>::callBoxed
+// (a typed call of a kernel that has only a boxed entry). A kernel made from a function known
+// at compile time keeps the function pointer in a functor of its signature's type, so its
+// boxed entry depends on the signature only: detail::BoxingFor<Sig>::boxed. The generator
+// instantiates BoxingFor once per distinct signature of its operators (BoxingAdapters*.cpp)
+// and declares the instantiations extern (dk/generated/boxing/sig_<types>.h), so no other
+// translation unit compiles them again.
 #pragma once
 
 #include <cstdint>
@@ -88,6 +98,11 @@ struct SchemaInferrer<R(Args...)> {
 };
 }  // namespace detail
 
+namespace detail {
+template <class Sig, bool TakesKeySet = false>
+struct BoxingFor;  // Note [One boxing family]; defined below KernelFunction
+}  // namespace detail
+
 // Makes the schema a kernel's C++ type implies (detail::SchemaInferrer<Sig>::infer).
 using SchemaInferenceFn = FunctionSchema (*)();
 
@@ -120,7 +135,7 @@ class KernelFunction {
       using Unboxed = R(OperatorKernel*, DispatchKeySet, Args...);
       return reinterpret_cast<Unboxed*>(unboxed_)(functor_, ks, std::forward<Args>(args)...);
     }
-    return callBoxedWithUnboxedArgs<R, Args...>(op, ks, std::forward<Args>(args)...);
+    return detail::BoxingFor<R(Args...)>::callBoxed(*this, op, ks, std::forward<Args>(args)...);
   }
 
   // The raw entries, for generated call paths and adapters (Note [Kernel calling conventions]).
@@ -162,15 +177,6 @@ class KernelFunction {
   static KernelFunction makeFromUnboxedRuntimeFunction(FuncType* fn);
 
  private:
-  // Out of line: boxing is the rare path and must not cost the unboxed one a stack frame.
-  template <class R, class... Args>
-  __attribute__((noinline)) R callBoxedWithUnboxedArgs(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
-    Stack stack;
-    stack.reserve(sizeof...(Args));
-    (stack.push_back(BoxingTraitsFor<Args>::box(std::forward<Args>(args))), ...);
-    boxed_(functor_, op, ks, &stack);
-    return ReturnTraits<R>::pop(stack);
-  }
 
   // Hot fields first: the unboxed entry and the functor it takes.
   void* unboxed_ = nullptr;
@@ -246,9 +252,10 @@ struct CompileTimeUnboxedAdapter<fn, TakesKeySet, R(Args...)> {
   }
 };
 
-// "dk::add.Tensor: a boxed call needs 3 arguments on the stack but the stack has 2" (the
-// generated adapters' wording; defined in dispatcher.cpp, where OperatorHandle is complete).
+// "dk::add.Tensor: a boxed call needs 3 arguments on the stack but the stack has 2".
 [[noreturn]] void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have);
+// "dk::add.Tensor: expected the boxed kernel to leave 1 return value on the stack but it left 0".
+[[noreturn]] void throwBoxedReturnCountError(const OperatorHandle& op, size_t expected, size_t have);
 
 // The boxed entry of a C++ kernel: unbox the top sizeof...(Args) values, call, push returns.
 template <class Functor, bool TakesKeySet, class Sig>
@@ -276,14 +283,6 @@ struct BoxedAdapter<Functor, TakesKeySet, R(Args...)> {
       ReturnTraits<R>::push(*stack, FunctorInvoker<Functor, TakesKeySet, R, Args...>::invoke(
                                         f, ks, BoxingTraitsFor<Args>::view(std::get<I>(holders))...));
     }
-  }
-};
-
-template <auto* fn>
-struct CompileTimeFunctionFunctor final : OperatorKernel {
-  template <class... Args>
-  decltype(auto) operator()(Args&&... args) const {
-    return (*fn)(std::forward<Args>(args)...);
   }
 };
 
@@ -357,13 +356,14 @@ KernelFunction KernelFunction::makeFromUnboxedFunction() {
   using FuncType = std::remove_pointer_t<decltype(fn)>;
   using Traits = detail::function_traits<FuncType>;
   using Sig = typename Traits::dispatcher_signature;
-  using Functor = detail::CompileTimeFunctionFunctor<fn>;
-  // The functor is stateless: no allocation, one shared instance.
-  static Functor instance;
+  using Boxing = detail::BoxingFor<Sig, Traits::takes_key_set>;
+  // The unboxed entry calls fn directly; the boxed entry is the signature's (Note [One boxing
+  // family]), reaching fn through this functor: static storage, no allocation.
+  static typename Boxing::Functor instance(fn);
   KernelFunction k;
   k.unboxed_ = detail::unboxedEntryFor<fn>();
   k.functor_ = &instance;
-  k.boxed_ = &detail::BoxedAdapter<Functor, Traits::takes_key_set, Sig>::call;
+  k.boxed_ = &Boxing::boxed;
   k.boxed_is_adapter_ = true;
   return k;
 }
@@ -372,15 +372,51 @@ template <class FuncType>
 KernelFunction KernelFunction::makeFromUnboxedRuntimeFunction(FuncType* fn) {
   using Traits = detail::function_traits<FuncType>;
   using Sig = typename Traits::dispatcher_signature;
-  using Functor = detail::RuntimeFunctionFunctor<FuncType>;
+  using Boxing = detail::BoxingFor<Sig, Traits::takes_key_set>;
+  using Functor = typename Boxing::Functor;
   KernelFunction k;
   auto owner = std::make_shared<Functor>(fn);
   k.unboxed_ = reinterpret_cast<void*>(&detail::UnboxedAdapter<Functor, Traits::takes_key_set, Sig>::call);
   k.functor_ = owner.get();
-  k.boxed_ = &detail::BoxedAdapter<Functor, Traits::takes_key_set, Sig>::call;
+  k.boxed_ = &Boxing::boxed;
   k.boxed_is_adapter_ = true;
   k.functor_owner_ = std::move(owner);
   return k;
 }
+
+namespace detail {
+// The adapters of one C++ signature (Note [One boxing family]). The members are defined out
+// of the class, so not inline: an `extern template struct BoxingFor<Sig>;` keeps a
+// translation unit from compiling them when one explicit instantiation provides them.
+template <class R, class... Args, bool TakesKeySet>
+struct BoxingFor<R(Args...), TakesKeySet> {
+  // The function of a kernel of this signature, with or without the key set first.
+  using Function = std::conditional_t<TakesKeySet, R(DispatchKeySet, Args...), R(Args...)>;
+  using Functor = RuntimeFunctionFunctor<Function>;
+  // The boxed entry of a Functor kernel: unbox the arguments, call, push the returns.
+  static void boxed(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+  // A typed call of a kernel with only a boxed entry: box the arguments, call, unbox the
+  // returns. Out of line: boxing is the rare path and must not cost the unboxed one a frame.
+  __attribute__((noinline)) static R callBoxed(const KernelFunction& kernel, const OperatorHandle& op,
+                                               DispatchKeySet ks, Args... args);
+};
+
+template <class R, class... Args, bool TakesKeySet>
+void BoxingFor<R(Args...), TakesKeySet>::boxed(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks,
+                                               Stack* stack) {
+  BoxedAdapter<Functor, TakesKeySet, R(Args...)>::call(functor, op, ks, stack);
+}
+
+template <class R, class... Args, bool TakesKeySet>
+R BoxingFor<R(Args...), TakesKeySet>::callBoxed(const KernelFunction& kernel, const OperatorHandle& op,
+                                                DispatchKeySet ks, Args... args) {
+  Stack stack;
+  stack.reserve(sizeof...(Args));
+  (stack.push_back(BoxingTraitsFor<Args>::box(std::forward<Args>(args))), ...);
+  kernel.callBoxed(op, ks, &stack);
+  if (stack.size() != ReturnTraits<R>::count) throwBoxedReturnCountError(op, ReturnTraits<R>::count, stack.size());
+  return ReturnTraits<R>::pop(stack);
+}
+}  // namespace detail
 
 }  // namespace dk

@@ -73,16 +73,22 @@ class CppFunction {
   std::optional<std::string> debug_;
 };
 
+// The dispatch-argument bitmap of a schema, as the generator writes it (Note
+// [Dispatch-argument bitmap] in dk/generated/Operators.h): bit n-1-i is set when argument i
+// of n is a Tensor, Tensor?, Tensor[] or Tensor?[].
+struct DispatchArgumentBitmap {
+  uint64_t bits;
+};
+
 namespace detail {
-// A generated kernel for operator struct Op (dk::ops::X), ready for Library::impl: it carries
-// Op's C++ signature and the schema that signature implies (checked against the def'd schema
-// at registration).
-template <class Op>
-CppFunction kernelFor(KernelFunction kernel, const char* debug) {
-  using Sig = typename Op::signature;
-  return CppFunction::makeFromKernelFunction(std::move(kernel), CppSignature::make<Sig>(),
-                                             &SchemaInferrer<Sig>::infer)
-      .debug(debug);
+// The generated kernel fn of operator struct Op (dk::ops::X), ready for Library::impl: fn's
+// type must be Op's C++ signature, and the registration checks the schema that signature
+// implies against the def'd one.
+template <class Op, auto* fn>
+CppFunction kernelFor(const char* debug) {
+  static_assert(std::is_same_v<std::remove_pointer_t<decltype(fn)>, typename Op::signature>,
+                "a generated kernel has its operator's C++ signature");
+  return CppFunction::makeFromFunction<fn>().debug(debug);
 }
 }  // namespace detail
 
@@ -106,6 +112,9 @@ class Library {
   // def("foo(Tensor x) -> Tensor") or def("ns::foo.overload(...) -> ..."). A schema without a
   // namespace gets the library's.
   Library& def(std::string_view schema) &;
+  // def with the dispatch-argument bitmap the generator computed (ops::X::dispatch_bitmap):
+  // checked once against the parsed schema's, so generator and runtime cannot disagree.
+  Library& def(std::string_view schema, DispatchArgumentBitmap bitmap) &;
   // def + impl at CompositeImplicitAutograd (or the library's key).
   Library& def(std::string_view schema, CppFunction fn) &;
   template <class Func>
@@ -145,7 +154,8 @@ class Library {
   OperatorName qualify(std::string_view name, const char* what) const;
   OperatorName qualify(OperatorName op, const char* what) const;
   Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn);
-  OperatorName defSchema(std::string_view schema_text);  // parses once; returns the qualified name
+  // Parses once; returns the qualified name.
+  OperatorName defSchema(std::string_view schema_text, std::optional<uint64_t> bitmap = std::nullopt);
 
   Kind kind_;
   std::string ns_;
