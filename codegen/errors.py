@@ -8,7 +8,9 @@ one). A ``GenError`` can also carry several such errors at once, one per line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from codegen.limits import MAX_ERRORS, MAX_MESSAGE, clip
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,12 @@ class GenError(Exception):
 
     @classmethod
     def at(cls, loc: Location, detail: str, schema: Optional[str] = None) -> "GenError":
-        """``FILE:LINE: SCHEMA: detail``, or ``FILE:LINE: detail`` without a schema."""
+        """``FILE:LINE: SCHEMA: detail``, or ``FILE:LINE: detail`` without a schema.
+
+        A long schema is cut (``limits.MAX_QUOTE``): the line already locates it."""
         if schema is None:
             return cls(f"{loc}: {detail}", loc=loc)
-        return cls(f"{loc}: {schema}: {detail}", loc=loc)
+        return cls(f"{loc}: {clip(schema)}: {detail}", loc=loc)
 
     @classmethod
     def combine(cls, errors: Iterable["GenError"]) -> "GenError":
@@ -52,3 +56,13 @@ class GenError(Exception):
         errors = list(errors)
         messages = tuple(m for e in errors for m in e.messages)
         return cls("\n".join(messages), messages, errors[0].loc if errors else None)
+
+
+def report_lines(messages: Sequence[str], limit: int = MAX_ERRORS) -> List[str]:
+    """The lines to print for ``messages``: at most ``limit`` of them, each cut to
+    ``limits.MAX_MESSAGE`` characters, then ``... and N more errors`` for the rest."""
+    lines = [clip(m, MAX_MESSAGE) for m in messages[:limit]]
+    rest = len(messages) - limit
+    if rest > 0:
+        lines.append(f"... and {rest} more error{'s' if rest != 1 else ''}")
+    return lines
