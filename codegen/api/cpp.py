@@ -13,7 +13,6 @@ the YAML) loses the defaults that allow that call (Note [Ambiguous defaults]).
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
@@ -22,6 +21,7 @@ from codegen.api import dispatcher
 from codegen.api.dispatcher import Binding, CType, DispatcherSignature
 from codegen.errors import GenError
 from codegen.model import Argument, ListType, NativeFunction
+from codegen.schema import string_default_value
 
 # Members of dk::Tensor written by hand (runtime/include/dk/tensor/tensor.h; README.md "Tensors and operators"):
 # a generated method of the same name would clash, unless the entry says
@@ -108,7 +108,7 @@ def default_expr(arg: Argument, ctype: CType) -> Optional[str]:
             return expr
     elif value == "std::string_view":
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-            return cpp_string_literal(ast.literal_eval(text))
+            return cpp_string_literal(string_default_value(text))
     elif value == "ScalarType":
         if text in _SCALAR_TYPES:
             return f"ScalarType::{_SCALAR_TYPES[text]}"
