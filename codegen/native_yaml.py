@@ -33,6 +33,7 @@ from codegen.model import (
     OperatorName,
     Precompute,
 )
+from codegen.limits import clip
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, one_line, yaml_type_name
 
 FOREIGN_KEY_MODES = ("error", "ignore")
@@ -73,6 +74,35 @@ def is_cpp_name(text: str) -> bool:
     return _QUALIFIED_NAME.fullmatch(text) is not None and not any(
         part in _CPP_KEYWORDS for part in text.split("::")
     )
+
+
+# Namespaces of dk itself that generated code fills: a kernel may not be declared there.
+_RESERVED_KERNEL_NAMESPACES = ("dk", "dk::ops", "dk::detail", "dk::boxing")
+
+
+def kernel_name_mismatch(text: str) -> str:
+    """Empty when ``text`` names a kernel generated code can declare and call, else why not.
+
+    Allowed: ``name`` (in ``dk::native``), ``dk::ns::name`` (relative to dk), and
+    ``::ns::name`` (fully qualified, outside dk). A name in another namespace written without
+    the leading ``::`` is refused: inside ``namespace dk`` it would mean something else. No
+    kernel may live in ``std``.
+    """
+    bare = text[2:] if text.startswith("::") else text
+    if not is_cpp_name(bare):
+        return f"kernel name '{clip(text)}' is not a C++ identifier"
+    parts = bare.split("::")
+    namespace = "::".join(parts[:-1])
+    if parts[0] == "std":
+        return f"kernel name '{clip(text)}': a kernel cannot live in namespace std"
+    if text.startswith("::") and len(parts) == 1:
+        return f"kernel name '{clip(text)}': a kernel cannot live in the global namespace"
+    if namespace in _RESERVED_KERNEL_NAMESPACES:
+        return f"kernel name '{clip(text)}': namespace {namespace} is generated code's; use dk::native or your own"
+    if len(parts) > 1 and parts[0] != "dk" and not text.startswith("::"):
+        return (f"kernel name '{clip(text)}' names a namespace outside dk: write it fully qualified, "
+                f"'::{clip(text)}', or relative to dk, 'dk::...'")
+    return ""
 
 
 def _split_list(text: str) -> List[str]:
@@ -318,8 +348,9 @@ class _EntryParser:
                     f"kernel for '{keys_text}' must be a string, got {yaml_type_name(kernel)}", loc=loc
                 )
                 continue
-            if not is_cpp_name(kernel):
-                self.error(f"kernel name '{kernel}' is not a C++ identifier", loc=loc)
+            why = kernel_name_mismatch(kernel)
+            if why:
+                self.error(why, loc=loc)
                 continue
             for name in _split_list(keys_text):
                 if not name:

@@ -179,12 +179,19 @@ class DispatchErrorsTest(support.NativeYamlTestCase):
                     SparseCPU: "at::native::"
                     SparseCUDA: 3
                     QuantizedCPU: at::native::relu_quantized
+                    QuantizedCUDA: std::system
+                    SparseMeta: dk::relu_nested
                 """),
             [f"P:3: {RELU}: kernel name 'relu-cpu' is not a C++ identifier",
              f"P:4: {RELU}: kernel name 'delete' is not a C++ identifier",
-             f"P:5: {RELU}: kernel name '::relu_meta' is not a C++ identifier",
+             f"P:5: {RELU}: kernel name '::relu_meta': a kernel cannot live in the global namespace",
              f"P:6: {RELU}: kernel name 'at::native::' is not a C++ identifier",
-             f"P:7: {RELU}: kernel for 'SparseCUDA' must be a string, got int"],
+             f"P:7: {RELU}: kernel for 'SparseCUDA' must be a string, got int",
+             f"P:8: {RELU}: kernel name 'at::native::relu_quantized' names a namespace outside dk: write it "
+             "fully qualified, '::at::native::relu_quantized', or relative to dk, 'dk::...'",
+             f"P:9: {RELU}: kernel name 'std::system': a kernel cannot live in namespace std",
+             f"P:10: {RELU}: kernel name 'dk::relu_nested': namespace dk is generated code's; use dk::native "
+             "or your own"],
         )
 
     def test_more_than_one_composite_key(self):
