@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from codegen.api.dispatcher import argument_name
+from codegen.api.dispatcher import argument_name, is_cpp_keyword
 from codegen.errors import GenError, Location
 from codegen.model import (
     Argument,
@@ -36,6 +36,7 @@ from codegen.model import (
     OptionalType,
     Type,
 )
+from codegen.limits import clip
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_name
 
 NON_DIFFERENTIABLE = "non_differentiable"
@@ -53,6 +54,47 @@ _ARGS_SIZES_USE = re.compile(r"\bto_args_sizes\(\s*([A-Za-z_]\w*)\s*\)")
 _IDENT = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\b")
 _RESULT_N = re.compile(r"result(\d+)$")
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+
+# The helpers of dk::autograd::formulas (runtime/include/dk/autograd/formulas.h) a formula may
+# call unqualified; tests/generator/test_hostile_input.py checks the header declares no other.
+FORMULA_HELPERS = frozenset(
+    """cat_tensors_backward clamp_backward embedding_backward gelu_second_derivative
+    log_softmax_backward_data max_min_backward maybe_multiply mean_backward mse_loss_backward
+    nll_loss_backward permute_backwards pow_backward select_backward sgn slice_backward
+    softmax_backward_data split_backward sum_backward sum_to threshold_backward unbind_backward
+    unsqueeze_to value_selecting_reduction_backward""".split()
+)
+# Other names a formula may use: the generator's own (to_args_sizes, grad_input_mask), the
+# namespaces and dk types it may qualify with, and C++ keywords (true, static_cast, ...).
+FORMULA_NAMES = frozenset(
+    """grad grads to_args_sizes grad_input_mask std dk Tensor Scalar ScalarType Layout Device
+    MemoryFormat IntArrayRef""".split()
+)
+
+
+def formula_problem(text: str, names: FrozenSet[str]) -> str:
+    """Empty when the C++ expression ``text`` is balanced and every name it uses unqualified
+    is in ``names`` (arguments, results, helpers) or ``FORMULA_NAMES``; else what is wrong."""
+    code = _STRING_LITERAL.sub('""', _strip(text))
+    stack: List[Tuple[str, int]] = []
+    for column, c in enumerate(code, 1):
+        if c in "([{":
+            stack.append((c, column))
+        elif c in _CLOSING:
+            if not stack or stack[-1][0] != _CLOSING[c]:
+                return f"unbalanced '{c}' at column {column}"
+            stack.pop()
+    if stack:
+        return f"'{stack[-1][0]}' at column {stack[-1][1]} is never closed"
+    for ident in _IDENT.findall(code):
+        if ident == "result" or _RESULT_N.match(ident):
+            continue  # checked against the returns when the formula is analysed
+        if ident not in names and ident not in FORMULA_NAMES and not is_cpp_keyword(ident):
+            return (f"unknown name '{clip(ident, 80)}' (not an argument, a result, grad, grads or a known "
+                    "helper function)")
+    return ""
 
 
 # ---------------------------------------------------------------- the model
@@ -169,6 +211,9 @@ def _strip(text: str) -> str:
 class _Parser:
     def __init__(self, by_name: Dict[str, NativeFunction]):
         self.by_name = by_name
+        # Operators callable unqualified from a formula (dk::cos, ...), and formulas.h's helpers.
+        self.helpers = FORMULA_HELPERS | {nf.func.name.name for nf in by_name.values()
+                                          if nf.has_function_variant}
         self.errors: List[GenError] = []
         self.node_counts: Dict[str, int] = {}
 
@@ -239,6 +284,10 @@ class _Parser:
             if value.strip() == NON_DIFFERENTIABLE:
                 non_diff.extend(names)
                 continue
+            problem = formula_problem(value, self.formula_names(nf))
+            if problem:
+                self.error(kloc, f"the formula for '{key}': {problem}", schema)
+                continue
             formulas.append(Formula(names, value.strip(), value.strip(), kloc, "grad_input_mask" in value))
         for a in nf.func.arguments:
             if is_tensor_argument(a) and a.name not in covered:
@@ -257,6 +306,10 @@ class _Parser:
             return None
         return DerivativeInfo(nf, loc, node_name(nf.func.name, index), tuple(formulas), diff_inputs,
                               output_diff, tuple(saved), uses_grad, uses_grads)
+
+    def formula_names(self, nf: NativeFunction) -> FrozenSet[str]:
+        """The names a formula of ``nf`` may use unqualified (besides FORMULA_NAMES)."""
+        return frozenset({a.name for a in nf.func.arguments} | self.helpers)
 
     def output_differentiability(self, value, loc: Location, nf: NativeFunction, schema: str):
         if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
