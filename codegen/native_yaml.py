@@ -93,7 +93,7 @@ def kernel_name_mismatch(text: str) -> str:
         return f"kernel name '{clip(text)}' is not a C++ identifier"
     parts = bare.split("::")
     namespace = "::".join(parts[:-1])
-    if parts[0] == "std":
+    if len(parts) > 1 and parts[0] == "std":
         return f"kernel name '{clip(text)}': a kernel cannot live in namespace std"
     if text.startswith("::") and len(parts) == 1:
         return f"kernel name '{clip(text)}': a kernel cannot live in the global namespace"
