@@ -16,6 +16,10 @@ MAX_YAML_DEPTH = 32
 MAX_ALIAS_NODES = 10_000
 MAX_DOCUMENT_NODES = 2_000_000
 
+# The most entries (items of the top-level list) a file may have: PyTorch's operator file
+# has 2,493.
+MAX_ENTRIES = 20_000
+
 # How many ``?`` and ``[]`` wrappers a schema type may have (PyTorch's deepest is Tensor?[]).
 MAX_TYPE_DEPTH = 4
 

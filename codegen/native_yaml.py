@@ -425,7 +425,7 @@ def _check_entries(
         if func is None:
             continue
         if func.name in defined:
-            report(raw, None, f"duplicate operator '{func.name}' (first defined at {defined[func.name]})")
+            report(raw, None, f"duplicate operator '{func.name}' (first defined at line {defined[func.name].line})")
             continue
         defined[func.name] = raw.loc
         if nf is not None:
@@ -442,9 +442,9 @@ def _check_entries(
             report(raw, "structured_delegate", f"structured_delegate '{delegate}' is not structured")
         for name in nf.autogen:
             if name in defined:
-                report(raw, "autogen", f"autogen operator '{name}' is also defined at {defined[name]}")
+                report(raw, "autogen", f"autogen operator '{name}' is also defined at line {defined[name].line}")
             elif name in generated:
-                report(raw, "autogen", f"autogen operator '{name}' is also generated at {generated[name]}")
+                report(raw, "autogen", f"autogen operator '{name}' is also generated at line {generated[name].line}")
             else:
                 generated[name] = raw.key_loc("autogen")
     return errors

@@ -22,6 +22,7 @@ they must come after all other keyword-only arguments.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
@@ -394,8 +395,11 @@ class FunctionSchema:
 
     @classmethod
     def parse(cls, text: str) -> "FunctionSchema":
-        """Parse ``text``; a ``GenError`` names the column where it went wrong."""
-        return _SchemaParser(text).schema()
+        """Parse ``text``; a ``GenError`` names the column where it went wrong.
+
+        Schemas are immutable, so a text given again (a repeated entry, the same schema in
+        derivatives.yaml) is parsed once."""
+        return _parse_schema_cached(text)
 
     def __str__(self) -> str:
         args = [str(a) for a in self.positional]
@@ -506,6 +510,11 @@ class FunctionSchema:
             out=(),
             returns=tuple(Return(r.type) for r in self.returns),
         )
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_schema_cached(text: str) -> FunctionSchema:
+    return _SchemaParser(text).schema()
 
 
 class _SchemaParser:

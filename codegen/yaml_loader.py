@@ -9,7 +9,7 @@ is raised as a ``GenError`` reading ``FILE:LINE: ...``.
 
 Hostile input is refused before it costs much (``codegen.limits``): files larger than
 ``MAX_FILE_BYTES``, bytes that are not UTF-8, collections nested deeper than
-``MAX_YAML_DEPTH``, and aliases that expand to more than ``MAX_ALIAS_NODES`` nodes (or a
+``MAX_YAML_DEPTH``, top-level lists longer than ``MAX_ENTRIES``, and aliases that expand to more than ``MAX_ALIAS_NODES`` nodes (or a
 document to more than ``MAX_DOCUMENT_NODES``: "billion laughs", as values, as mapping keys
 or through nested ``<<`` merge keys). A first pass over the parser's events measures depth
 and expansion without building anything.
@@ -23,7 +23,7 @@ from typing import Any, Dict, List
 import yaml
 
 from codegen.errors import GenError, Location
-from codegen.limits import MAX_ALIAS_NODES, MAX_DOCUMENT_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH, clip
+from codegen.limits import MAX_ALIAS_NODES, MAX_DOCUMENT_NODES, MAX_ENTRIES, MAX_FILE_BYTES, MAX_YAML_DEPTH, clip
 
 # libyaml's parser when present (about ten times faster), the pure-Python one otherwise.
 _SafeLoaderBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -159,18 +159,23 @@ def _check_events(text: str, path: str) -> None:
     anchor stands for once every alias inside it is expanded; an alias counts as that many.
     """
     sizes: Dict[str, int] = {}
-    stack: List[list] = []  # per open collection: [its nodes so far, its anchor]
+    stack: List[list] = []  # per open collection: [its nodes so far, its anchor, is a list]
     total = 0  # nodes of the whole document, aliases expanded
+    entries = 0  # items of a top-level list
     for event in yaml.parse(text, Loader=_SafeLoaderBase):
         loc = Location(path, event.start_mark.line + 1)
+        if len(stack) == 1 and stack[0][2] and not isinstance(event, yaml.SequenceEndEvent):
+            entries += 1
+            if entries > MAX_ENTRIES:
+                raise GenError.at(loc, f"more than the limit of {MAX_ENTRIES} entries in one file")
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             if len(stack) >= MAX_YAML_DEPTH:
                 raise GenError.at(loc, f"YAML nested deeper than the limit of {MAX_YAML_DEPTH} levels")
-            stack.append([1, event.anchor])
+            stack.append([1, event.anchor, isinstance(event, yaml.SequenceStartEvent)])
             total += 1
             continue
         if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            size, anchor = stack.pop()
+            size, anchor, _ = stack.pop()
             if anchor is not None:
                 sizes[anchor] = size
             if stack:

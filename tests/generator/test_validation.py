@@ -127,7 +127,7 @@ class EntryShapeErrorsTest(support.NativeYamlTestCase):
                 """),
             ["P:2: a(Tensor self) -> Tensor: unknown variant 'fn' (expected function or method)",
              "P:4: b(Tensor self) -> Tensor: 'device_check' must be NoCheck or ExactSame, got bool",
-             "P:5: a(Tensor self) -> Tensor: duplicate operator 'a' (first defined at P:1)"],
+             "P:5: a(Tensor self) -> Tensor: duplicate operator 'a' (first defined at line 1)"],
         )
 
 
@@ -255,9 +255,9 @@ class ListValueErrorsTest(support.NativeYamlTestCase):
                   autogen: relu.functional
                 """),
             [f"P:2: {RELU}: 'autogen' names 'relu..out', which is not an operator name",
-             "P:5: relu_(Tensor(a!) self) -> Tensor(a!): autogen operator 'relu.out' is also defined at P:3",
+             "P:5: relu_(Tensor(a!) self) -> Tensor(a!): autogen operator 'relu.out' is also defined at line 3",
              "P:7: relu.other(Tensor self) -> Tensor: autogen operator 'relu.functional' "
-             "is also generated at P:5"],
+             "is also generated at line 5"],
         )
 
     def test_cpp_no_default_args(self):
@@ -282,7 +282,7 @@ class StructureErrorsTest(support.NativeYamlTestCase):
             - func: relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
             - func: {RELU}
               variants: method
-            """, f"P:4: {RELU}: duplicate operator 'relu' (first defined at P:1)")
+            """, f"P:4: {RELU}: duplicate operator 'relu' (first defined at line 1)")
 
     def test_structured_needs_an_out_function(self):
         self.assertError(f"- func: {RELU}\n  structured: True\n",
