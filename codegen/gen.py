@@ -56,6 +56,7 @@ from codegen.dest.common import GenContext, display_path  # noqa: E402
 from codegen.errors import GenError, report_lines  # noqa: E402
 from codegen.model import NativeFunction  # noqa: E402
 from codegen.native_yaml import load_tags, parse_native_functions  # noqa: E402
+from codegen.validate import check_model  # noqa: E402
 from codegen.writer import FileManager  # noqa: E402
 
 
@@ -114,11 +115,14 @@ def load_model(args: argparse.Namespace) -> List[NativeFunction]:
     """The validated operators named on the command line (raises GenError)."""
     tags_path = _tags_path(args)
     known_tags = load_tags(tags_path) if tags_path is not None else frozenset()
-    return list(parse_native_functions(
+    native_functions = list(parse_native_functions(
         args.native_functions,
         known_tags=known_tags,
         foreign_keys="ignore" if args.pytorch_compat else "error",
     ))
+    # What the generated C++ needs: checked here, so --check refuses what --out would.
+    check_model(native_functions, public_api=not args.pytorch_compat)
+    return native_functions
 
 
 def input_names(args: argparse.Namespace) -> Tuple[str, ...]:

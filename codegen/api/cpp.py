@@ -205,7 +205,8 @@ def _located(nf: NativeFunction, detail: str) -> GenError:
     return GenError.at(nf.loc, detail, str(nf.func))
 
 
-def _public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
+def public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
+    """The plain function (or method) of ``nf``; a located GenError when C++ cannot declare it."""
     sig = dispatcher.signature(nf.func)
     name = nf.func.name.name
     if dispatcher.is_cpp_keyword(name):
@@ -329,11 +330,11 @@ def _grouped(sigs: List[PublicSignature]) -> Dict[NativeFunction, Tuple[PublicSi
 def public_functions(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
     """The ``dk::op()`` free functions of every entry with the function variant: its plain
     form, and its braced-list form when it has an int[]? argument."""
-    return _grouped([_public_signature(nf, False) for nf in nfs
+    return _grouped([public_signature(nf, False) for nf in nfs
                      if nf.has_function_variant and not nf.manual_cpp_binding])
 
 
 def public_methods(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
     """The ``tensor.op()`` methods of every entry with the method variant (as above)."""
-    return _grouped([_public_signature(nf, True) for nf in nfs
+    return _grouped([public_signature(nf, True) for nf in nfs
                      if nf.has_method_variant and not nf.manual_cpp_binding])
