@@ -34,6 +34,7 @@ from codegen.model import (
     Precompute,
 )
 from codegen.limits import clip
+from codegen.schema import overload_name_mismatch
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, one_line, yaml_type_name
 
 FOREIGN_KEY_MODES = ("error", "ignore")
@@ -260,10 +261,15 @@ class _EntryParser:
 
     def operator_name(self, key: str, text: str) -> Optional[OperatorName]:
         try:
-            return OperatorName.parse(text)
+            name = OperatorName.parse(text)
         except GenError:
-            self.error(f"'{key}' names '{text}', which is not an operator name", key)
+            self.error(f"'{key}' names '{clip(text)}', which is not an operator name", key)
             return None
+        why = overload_name_mismatch(name.overload_name)
+        if why:
+            self.error(f"'{key}' names '{clip(text)}': {why}", key)
+            return None
+        return name
 
     def parse_autogen(self) -> Tuple[OperatorName, ...]:
         text = self.get("autogen", str, "a string such as 'foo.out, bar.out'")

@@ -205,7 +205,7 @@ class OperatorName:
     def parse(cls, text: str) -> "OperatorName":
         match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]+))?", text)
         if match is None:
-            raise GenError(f"malformed operator name '{text}'")
+            raise GenError(f"malformed operator name '{clip(text)}'")
         return cls(match.group(1), match.group(2) or "")
 
     def __str__(self) -> str:

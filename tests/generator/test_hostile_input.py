@@ -213,6 +213,9 @@ class HostileInputTest(unittest.TestCase):
             "is reserved (it means the overload without a name)",
             "P:2: g.__x(Tensor self) -> Tensor: malformed schema at column 3: overload name '__x' is reserved: "
             "overload names may not begin with '__'"])
+        self.assertRefused("- func: relu(Tensor self) -> Tensor\n  autogen: relu.default\n", [
+            "P:2: relu(Tensor self) -> Tensor: 'autogen' names 'relu.default': the overload name 'default' is "
+            "reserved (it means the overload without a name)"])
 
     # ---- 5. --check as strict as --out (assertRefused runs both) -------------------------
 
@@ -258,6 +261,26 @@ class HostileInputTest(unittest.TestCase):
         self.assertRefused('- func: relu(Tensor self) -> Tensor\n- func: "neg(Tensor self) -> Tensor\n'
                            "- func: abs(Tensor self) -> Tensor\n\n\n",
                            ["P:2: invalid YAML: quoted string opened on this line is never closed"])
+
+
+class MesonWrapperTest(support.TempDirTestCase):
+    def test_blocked_output_changes_nothing(self):
+        """meson_wrapper writes a part all or nothing too (through the FileManager)."""
+        from codegen import meson_wrapper
+        yaml_path = self.write("native_functions.yaml", GOOD)
+        out = os.path.join(self.dir, "part")
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(meson_wrapper.main(["--part", "sources", "--outdir", out, yaml_path]), 0)
+        os.remove(os.path.join(out, "RegisterCPU.cpp"))
+        os.mkdir(os.path.join(out, "RegisterCPU.cpp"))
+        with open(os.path.join(out, "Operators.cpp"), "w") as f:
+            f.write("stale\n")  # would be rewritten by a successful run
+        before = snapshot(out)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(meson_wrapper.main(["--part", "sources", "--outdir", out, yaml_path]), 1)
+        self.assertIn("RegisterCPU.cpp: cannot write: is a folder, not a file; no output was changed", err.getvalue())
+        self.assertEqual(snapshot(out), before)
 
 
 class FormulaHelpersTest(unittest.TestCase):
