@@ -263,6 +263,28 @@ class HostileInputTest(unittest.TestCase):
                            ["P:2: invalid YAML: quoted string opened on this line is never closed"])
 
 
+class QualifiedKernelTest(support.TempDirTestCase):
+    def test_kernel_outside_dk_is_declared_with_qualified_types(self):
+        """``::mylib::f_cpu`` is declared in namespace mylib with dk's types qualified, so the
+        header compiles; ``dk::mylib::f_cuda`` in dk::mylib, where they need no qualifier."""
+        path = self.write("native_functions.yaml", """
+            - func: f(Tensor self, Tensor? w, int[2] s=1) -> (Tensor, Tensor)
+              dispatch:
+                CPU: ::mylib::f_cpu
+                CUDA: dk::mylib::f_cuda
+            """)
+        status, _, err, _ = run_gen("--out", os.path.join(self.dir, "out"), path)
+        self.assertEqual((status, err), (0, ""))
+        with open(os.path.join(self.dir, "out", "dk", "generated", "ops", "f_native.h")) as f:
+            header = f.read()
+        self.assertIn("namespace mylib {\n\nstd::tuple<::dk::Tensor, ::dk::Tensor> f_cpu(const ::dk::Tensor& self, "
+                      "const std::optional<::dk::Tensor>& w, ::dk::IntArrayRef s);  // f @ CPU\n", header)
+        self.assertIn("namespace dk::mylib {\n\nstd::tuple<Tensor, Tensor> f_cuda(const Tensor& self, "
+                      "const std::optional<Tensor>& w, IntArrayRef s);  // f @ CUDA\n", header)
+        with open(os.path.join(self.dir, "out", "RegisterCPU.cpp")) as f:
+            self.assertIn("  return ::mylib::f_cpu(self, w, s);\n", f.read())
+
+
 class MesonWrapperTest(support.TempDirTestCase):
     def test_blocked_output_changes_nothing(self):
         """meson_wrapper writes a part all or nothing too (through the FileManager)."""
