@@ -265,18 +265,18 @@ class _Parser:
             bad = False
             for n in names:
                 if n not in args:
-                    self.error(kloc, f"formula for '{n}', which is not an argument of {nf.func.name}", schema)
+                    self.error(kloc, f"formula for '{clip(n)}', which is not an argument of {nf.func.name}", schema)
                     bad = True
                 elif not is_tensor_argument(args[n]):
-                    self.error(kloc, f"formula for '{n}', which is not a tensor argument ({args[n].type})", schema)
+                    self.error(kloc, f"formula for '{clip(n)}', which is not a tensor argument ({args[n].type})", schema)
                     bad = True
                 elif n in covered:
-                    self.error(kloc, f"second formula for '{n}' (the first is at line {covered[n].line})", schema)
+                    self.error(kloc, f"second formula for '{clip(n)}' (the first is at line {covered[n].line})", schema)
                     bad = True
             if bad:
                 continue
             if not isinstance(value, str) or not value.strip():
-                self.error(kloc, f"the formula for '{key}' must be a C++ expression string, not a "
+                self.error(kloc, f"the formula for '{clip(key)}' must be a C++ expression string, not a "
                                  f"{yaml_type_name(value)}", schema)
                 continue
             for n in names:
@@ -286,7 +286,7 @@ class _Parser:
                 continue
             problem = formula_problem(value, self.formula_names(nf))
             if problem:
-                self.error(kloc, f"the formula for '{key}': {problem}", schema)
+                self.error(kloc, f"the formula for '{clip(key)}': {problem}", schema)
                 continue
             formulas.append(Formula(names, value.strip(), value.strip(), kloc, "grad_input_mask" in value))
         for a in nf.func.arguments:

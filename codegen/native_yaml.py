@@ -140,14 +140,14 @@ class _EntryParser:
         """The value of ``key`` if present and one of ``choices``; None (and an error) otherwise."""
         value = self.get(key, str, expected)
         if value is not None and value not in choices:
-            self.error(f"'{key}' must be {expected}, got '{value}'", key)
+            self.error(f"'{clip(key)}' must be {expected}, got '{clip(value)}'", key)
             return None
         return value
 
     def get_list(self, key: str, text: Any) -> List[str]:
         items = _split_list(text)
         if "" in items:
-            self.error(f"'{key}' has an empty item: '{text}'", key)
+            self.error(f"'{clip(key)}' has an empty item: '{clip(text)}'", key)
             return [i for i in items if i]
         return items
 
@@ -214,7 +214,7 @@ class _EntryParser:
             return None
         printed = str(func)
         if printed != text:
-            self.error(f"schema does not round-trip: printed back as '{printed}'", "func")
+            self.error(f"schema does not round-trip: printed back as '{clip(printed)}'", "func")
             return None
         return func
 
@@ -223,7 +223,7 @@ class _EntryParser:
             if key not in ENTRY_KEYS:
                 close = difflib.get_close_matches(key, ENTRY_KEYS, n=1, cutoff=0.75)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                self.error(f"unknown key '{key}'{hint}", key)
+                self.error(f"unknown key '{clip(key)}'{hint}", key)
 
     def parse_variants(self, func: FunctionSchema) -> Tuple[str, ...]:
         text = self.get("variants", str, "a string such as 'function, method'")
@@ -232,9 +232,9 @@ class _EntryParser:
         items = self.get_list("variants", text)
         for i, item in enumerate(items):
             if item not in VARIANTS:
-                self.error(f"unknown variant '{item}' (expected function or method)", "variants")
+                self.error(f"unknown variant '{clip(item)}' (expected function or method)", "variants")
             elif item in items[:i]:
-                self.error(f"variant '{item}' given twice", "variants")
+                self.error(f"variant '{clip(item)}' given twice", "variants")
         if "method" in items:
             self_arg = func.self_argument
             if self_arg is None or self_arg.type != BaseType("Tensor"):
@@ -254,9 +254,9 @@ class _EntryParser:
             return ()
         for i, tag in enumerate(items):
             if tag in items[:i]:
-                self.error(f"tag '{tag}' given twice", "tags")
+                self.error(f"tag '{clip(tag)}' given twice", "tags")
             elif self.known_tags is not None and tag not in self.known_tags:
-                self.error(f"unknown tag '{tag}'", "tags")
+                self.error(f"unknown tag '{clip(tag)}'", "tags")
         return tuple(dict.fromkeys(items))
 
     def operator_name(self, key: str, text: str) -> Optional[OperatorName]:
@@ -281,7 +281,7 @@ class _EntryParser:
     def name_value(self, key: str, what: str, is_valid: Callable[[str], Any]) -> Optional[str]:
         value = self.get(key, str, what)
         if value is not None and not is_valid(value):
-            self.error(f"'{key}' must be {what}, got '{value}'", key)
+            self.error(f"'{clip(key)}' must be {what}, got '{clip(value)}'", key)
             return None
         return value
 
@@ -301,7 +301,7 @@ class _EntryParser:
             try:
                 args = tuple(Argument.parse(text) for text in new_args.split(", "))
             except GenError as e:
-                self.error(f"'precomputed' item '{item}': {e}", "precomputed")
+                self.error(f"'precomputed' item '{clip(item)}': {e}", "precomputed")
                 continue
             if arrow:
                 replace.append((target.strip(), args))
@@ -314,7 +314,7 @@ class _EntryParser:
         for name in names:
             if func.argument(name) is None:
                 self.error(
-                    f"'cpp_no_default_args' names '{name}', which is not an argument",
+                    f"'cpp_no_default_args' names '{clip(name)}', which is not an argument",
                     "cpp_no_default_args",
                 )
         return tuple(names)
@@ -326,7 +326,7 @@ class _EntryParser:
         for key, text in loops.items():
             if not isinstance(text, str):
                 self.error(
-                    f"'ufunc_inner_loop' value for '{key}' must be a string, got {yaml_type_name(text)}",
+                    f"'ufunc_inner_loop' value for '{clip(key)}' must be a string, got {yaml_type_name(text)}",
                     loc=loops.key_loc(key),
                 )
         return MappingProxyType(dict(loops))
@@ -351,7 +351,7 @@ class _EntryParser:
             loc = table.key_loc(keys_text)
             if not isinstance(kernel, str):
                 self.error(
-                    f"kernel for '{keys_text}' must be a string, got {yaml_type_name(kernel)}", loc=loc
+                    f"kernel for '{clip(keys_text)}' must be a string, got {yaml_type_name(kernel)}", loc=loc
                 )
                 continue
             why = kernel_name_mismatch(kernel)
@@ -360,18 +360,18 @@ class _EntryParser:
                 continue
             for name in _split_list(keys_text):
                 if not name:
-                    self.error(f"empty dispatch key in '{keys_text}'", loc=loc)
+                    self.error(f"empty dispatch key in '{clip(keys_text)}'", loc=loc)
                     continue
                 if _DISPATCH_KEY_NAME.fullmatch(name) is None:
-                    self.error(f"malformed dispatch key '{name}'", loc=loc)
+                    self.error(f"malformed dispatch key '{clip(name)}'", loc=loc)
                     continue
                 key = DispatchKey.parse(name)
                 if key is None and self.foreign_keys == "error":
-                    self.error(f"unknown dispatch key '{name}'", loc=loc)
+                    self.error(f"unknown dispatch key '{clip(name)}'", loc=loc)
                     continue
                 if name in first_line:
                     first = first_line[name]
-                    self.error(f"dispatch key '{name}' given twice (first at line {first})", loc=loc)
+                    self.error(f"dispatch key '{clip(name)}' given twice (first at line {first})", loc=loc)
                     continue
                 first_line[name] = loc.line
                 if key is None:
@@ -406,7 +406,7 @@ class _EntryParser:
         for r in func.returns:
             for name in r.alias.before if r.alias is not None else ():
                 if name != "*" and name not in argument_sets:
-                    self.error(f"return alias set '{name}' is not the alias set of any argument", "func")
+                    self.error(f"return alias set '{clip(name)}' is not the alias set of any argument", "func")
         if func.is_inplace:
             first = func.positional[0] if func.positional else None
             if first is None or first.name != "self" or not first.is_write:
@@ -517,7 +517,7 @@ def load_tags(path: str) -> FrozenSet[str]:
             continue
         for key in raw:
             if key not in _TAG_ENTRY_KEYS:
-                errors.append(GenError.at(raw.key_loc(key), f"unknown key '{key}' in tag entry"))
+                errors.append(GenError.at(raw.key_loc(key), f"unknown key '{clip(key)}' in tag entry"))
         name = raw.get("tag")
         if not isinstance(name, str) or _IDENTIFIER.fullmatch(name) is None:
             errors.append(GenError.at(
@@ -525,10 +525,10 @@ def load_tags(path: str) -> FrozenSet[str]:
             ))
             continue
         if not isinstance(raw.get("desc"), str):
-            errors.append(GenError.at(raw.key_loc("desc"), f"tag '{name}' needs 'desc: TEXT'"))
+            errors.append(GenError.at(raw.key_loc("desc"), f"tag '{clip(name)}' needs 'desc: TEXT'"))
         if name in first:
             errors.append(GenError.at(
-                raw.key_loc("tag"), f"tag '{name}' defined twice (first at line {first[name]})"
+                raw.key_loc("tag"), f"tag '{clip(name)}' defined twice (first at line {first[name]})"
             ))
             continue
         first[name] = raw.key_loc("tag").line

@@ -241,6 +241,11 @@ class HostileInputTest(unittest.TestCase):
         self.assertTrue(err.startswith(f"{self.input}:1: {schema[:limits.MAX_QUOTE]}...: malformed schema"), err)
         self.assertLess(seconds, TIME_LIMIT)
 
+    def test_long_key_is_cut(self):
+        key = "k" * 1_000_000
+        self.assertRefused(f"- func: relu(Tensor self) -> Tensor\n  {key}: 1\n",
+                           [f"P:2: relu(Tensor self) -> Tensor: unknown key '{clip(key)}'"])
+
     def test_at_most_twenty_errors(self):
         text = "".join(f"- func: f{i}(Tensor self) -> Tensr\n" for i in range(25))
         self.assertRefused(text, [
