@@ -225,10 +225,16 @@ class HostileInputTest(unittest.TestCase):
             "- func: delete(Tensor self) -> Tensor\n"
             "- func: std(Tensor self) -> Tensor\n  variants: method\n  dispatch:\n    CPU: std_cpu\n"
             "- func: g(Tensor self) -> Tensor\n  variants: method\n  dispatch:\n    CPU: g_cpu\n"
-            f"- func: {many}\n  dispatch:\n    CPU: f_cpu\n", [
+            f"- func: {many}\n  dispatch:\n    CPU: f_cpu\n"
+            "- func: a.b_c(Tensor self) -> Tensor\n"
+            "- func: a_b.c(Tensor self) -> Tensor\n"
+            "- func: size(Tensor self) -> Tensor\n  variants: method\n", [
                 "P:1: delete(Tensor self) -> Tensor: 'delete' is a C++ keyword and cannot name a function "
                 "or method",
-                f"P:10: {clip(many)}: 65 arguments; the dispatcher supports at most 64"])
+                f"P:10: {clip(many)}: 65 arguments; the dispatcher supports at most 64",
+                "P:14: a_b.c(Tensor self) -> Tensor: C++ struct name 'a_b_c' is also that of 'a.b_c'",
+                "P:15: size(Tensor self) -> Tensor: method 'size' clashes with the hand-written "
+                "dk::Tensor::size; drop 'method' from variants or set manual_cpp_binding: True"])
 
     # ---- 6. unbounded messages ----------------------------------------------------------
 
