@@ -111,7 +111,10 @@ def string_default_value(text: str) -> str:
 def _number_mismatch(text: str) -> str:
     """Empty when a numeric default is representable in C++ (int64, finite double)."""
     if _INT_TEXT.fullmatch(text):
-        if len(text) > 25 or not INT64_MIN <= int(text) <= INT64_MAX:
+        digits = text.lstrip("-")
+        if len(digits) > 1 and digits[0] == "0":
+            return "an integer may not begin with 0 (C++ would read it as octal)"
+        if len(digits) > 19 or not INT64_MIN <= int(text) <= INT64_MAX:
             return "integer out of the int64 range"
     elif _FLOAT_TEXT.fullmatch(text) and float(text) in (float("inf"), float("-inf")):
         return "number out of the range of double"

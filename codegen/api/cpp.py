@@ -21,7 +21,7 @@ from codegen.api import dispatcher
 from codegen.api.dispatcher import Binding, CType, DispatcherSignature
 from codegen.errors import GenError
 from codegen.model import Argument, ListType, NativeFunction
-from codegen.schema import string_default_value
+from codegen.schema import INT64_MIN, string_default_value
 
 # Members of dk::Tensor written by hand (runtime/include/dk/tensor/tensor.h; README.md "Tensors and operators"):
 # a generated method of the same name would clash, unless the entry says
@@ -80,7 +80,8 @@ def _number(text: str, value: str) -> Optional[str]:
     if text in ("True", "False"):
         return text.lower() if value in ("bool", "Scalar") else None
     if _INT.fullmatch(text):
-        return text
+        # -9223372036854775808 is not a C++ literal (the minus applies to a value too large).
+        return "(-9223372036854775807 - 1)" if int(text) == INT64_MIN else text
     if _FLOAT.fullmatch(text) and value in ("double", "Scalar"):
         return text
     return None

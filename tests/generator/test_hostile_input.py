@@ -191,6 +191,12 @@ class HostileInputTest(unittest.TestCase):
             f"P:1: {schema}: malformed schema at column 22: default value 99999999999999999999999 of "
             "argument 'n' (int): integer out of the int64 range"])
 
+    def test_integer_default_with_a_leading_zero(self):
+        schema = "f(Tensor self, int n=010) -> Tensor"
+        self.assertRefused(f"- func: {schema}\n", [
+            f"P:1: {schema}: malformed schema at column 22: default value 010 of argument 'n' (int): an integer "
+            "may not begin with 0 (C++ would read it as octal)"])
+
     def test_kernel_names_outside_dk(self):
         schema = "f(Tensor self) -> Tensor"
         self.assertRefused(f"- func: {schema}\n  dispatch:\n    CPU: std::system\n    CUDA: ns::f_cuda\n", [
@@ -294,6 +300,18 @@ class QualifiedKernelTest(support.TempDirTestCase):
                       "const std::optional<Tensor>& w, IntArrayRef s);  // f @ CUDA\n", header)
         with open(os.path.join(self.dir, "out", "RegisterCPU.cpp")) as f:
             self.assertIn("  return ::mylib::f_cpu(self, w, s);\n", f.read())
+
+
+class Int64MinTest(support.TempDirTestCase):
+    def test_int64_min_default_is_written_as_an_expression(self):
+        """-9223372036854775808 is in range but not a C++ literal."""
+        path = self.write("native_functions.yaml", """
+            - func: g(Tensor self, int x=-9223372036854775808) -> Tensor
+            """)
+        status, _, err, _ = run_gen("--out", os.path.join(self.dir, "out"), path)
+        self.assertEqual((status, err), (0, ""))
+        with open(os.path.join(self.dir, "out", "dk", "generated", "ops", "g.h")) as f:
+            self.assertIn("int64_t x = (-9223372036854775807 - 1)", f.read())
 
 
 class MesonWrapperTest(support.TempDirTestCase):
