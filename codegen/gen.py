@@ -54,6 +54,7 @@ from codegen.dest import (  # noqa: E402
 )
 from codegen.dest.common import GenContext, display_path  # noqa: E402
 from codegen.errors import GenError, report_lines  # noqa: E402
+from codegen.limits import clip  # noqa: E402
 from codegen.model import NativeFunction  # noqa: E402
 from codegen.native_yaml import load_tags, parse_native_functions  # noqa: E402
 from codegen.validate import check_model  # noqa: E402
@@ -228,7 +229,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.debug:
             raise
         return _fail([f"{args.native_functions}: internal error of the generator "
-                       f"({type(e).__name__}: {str(e)[:200]}); please file a bug "
+                       f"({type(e).__name__}: {clip(' '.join(str(e).split()), 200)}); please file a bug "
                        "(rerun with --debug for the traceback)"])
 
 
