@@ -9,9 +9,9 @@ is raised as a ``GenError`` reading ``FILE:LINE: ...``.
 
 Hostile input is refused before it costs much (``codegen.limits``): files larger than
 ``MAX_FILE_BYTES``, bytes that are not UTF-8, collections nested deeper than
-``MAX_YAML_DEPTH``, top-level lists longer than ``MAX_ENTRIES``, and aliases that expand to more than ``MAX_ALIAS_NODES`` nodes (or a
-document to more than ``MAX_DOCUMENT_NODES``: "billion laughs", as values, as mapping keys
-or through nested ``<<`` merge keys). A first pass over the parser's events measures depth
+``MAX_YAML_DEPTH``, top-level lists longer than ``MAX_ENTRIES``, and aliases that expand
+to more than ``MAX_ALIAS_NODES`` nodes (or a document to more than ``MAX_DOCUMENT_NODES``:
+"billion laughs", as values, as mapping keys or through nested ``<<`` merge keys). A first pass over the parser's events measures depth
 and expansion without building anything.
 """
 
@@ -201,23 +201,24 @@ def _check_events(text: str, path: str) -> None:
             stack[-1][0] += size
 
 
+def _is_unclosed_quote(e: "yaml.MarkedYAMLError") -> bool:
+    """A quoted scalar that runs to the end of the input."""
+    return (e.context_mark is not None and "quoted scalar" in (e.context or "")
+            and "end of stream" in (e.problem or ""))
+
+
 def _yaml_error_line(e: "yaml.MarkedYAMLError", text: str) -> int:
-    """The line to report a YAML syntax error at. An unclosed quote runs to the end of the
-    input: report where the quote opened."""
-    mark = e.problem_mark or e.context_mark
-    if (e.context_mark is not None and "quoted scalar" in (e.context or "")
-            and "end of stream" in (e.problem or "")):
-        mark = e.context_mark
+    """The line to report a YAML syntax error at (an unclosed quote: where it opened)."""
+    mark = e.context_mark if _is_unclosed_quote(e) else (e.problem_mark or e.context_mark)
     # libyaml puts errors at the end of the input one line past a last line without a
     # line break: report the input's last line instead.
     return min(mark.line + 1, _line_count(text)) if mark is not None else 1
 
 
 def _yaml_error_text(e: "yaml.MarkedYAMLError") -> str:
-    problem = e.problem or e.context or "malformed YAML"
-    if "quoted scalar" in (e.context or "") and "end of stream" in (e.problem or ""):
+    if _is_unclosed_quote(e):
         return "quoted string opened on this line is never closed"
-    return problem
+    return e.problem or e.context or "malformed YAML"
 
 
 def load_yaml_text(text: str, path: str) -> Any:
