@@ -11,8 +11,8 @@ Hostile input is refused before it costs much (``codegen.limits``): files larger
 ``MAX_FILE_BYTES``, bytes that are not UTF-8, collections nested deeper than
 ``MAX_YAML_DEPTH``, top-level lists longer than ``MAX_ENTRIES``, and aliases that expand
 to more than ``MAX_ALIAS_NODES`` nodes (or a document to more than ``MAX_DOCUMENT_NODES``:
-"billion laughs", as values, as mapping keys or through nested ``<<`` merge keys). A first pass over the parser's events measures depth
-and expansion without building anything.
+"billion laughs", as values, as mapping keys or through nested ``<<`` merge keys). A first
+pass over the parser's events measures depth and expansion without building anything.
 """
 
 from __future__ import annotations

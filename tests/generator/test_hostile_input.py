@@ -169,7 +169,8 @@ class HostileInputTest(unittest.TestCase):
     def test_billion_laughs_as_mapping_key(self):
         text = '- x: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'
         for level in range(1, 7):
-            text += f"- x{level}: &b{level} [" + ", ".join([f"*{'a' if level == 1 else f'b{level - 1}'}"] * 9) + "]\n"
+            below = "a" if level == 1 else f"b{level - 1}"
+            text += f"- x{level}: &b{level} [" + ", ".join([f"*{below}"] * 9) + "]\n"
         text += "- {? *b6 : 1}\n"
         self.assertRefused(text, ["P:6: alias '*b4' expands to 66430 nodes, more than the limit of 10000"])
 
@@ -260,8 +261,9 @@ class HostileInputTest(unittest.TestCase):
 
     def test_at_most_twenty_errors(self):
         text = "".join(f"- func: f{i}(Tensor self) -> Tensr\n" for i in range(25))
+        column = {i: len(f"f{i}(Tensor self) -> ") + 1 for i in range(20)}
         self.assertRefused(text, [
-            f"P:{i + 1}: f{i}(Tensor self) -> Tensr: unknown type 'Tensr' at column {len(f'f{i}(Tensor self) -> ') + 1}"
+            f"P:{i + 1}: f{i}(Tensor self) -> Tensr: unknown type 'Tensr' at column {column[i]}"
             for i in range(20)] + ["... and 5 more errors"])
 
     def test_many_duplicates_are_fast_and_bounded(self):
