@@ -1,6 +1,6 @@
 """The generator's command line: read the operator YAML, check it, write the C++.
 
-    gen.py --check [--tags TAGS.yaml] [--pytorch-compat] native_functions.yaml
+    gen.py --check [--tags TAGS.yaml] [--pytorch-compat] [--debug] native_functions.yaml
     gen.py --list-outputs native_functions.yaml      (for the build system)
     gen.py --out DIR native_functions.yaml
     gen.py --pytorch-compat --tags TAGS.yaml --scale-out DIR native_functions.yaml
@@ -15,10 +15,12 @@ Errors go to stderr, one per line (``FILE:LINE: SCHEMA: what is wrong``; at most
 ``limits.MAX_ERRORS`` of them, then ``... and N more errors``), and the exit status
 is 1; never a traceback: a bug of the generator itself is reported as an internal
 error in one line, and ``--debug`` shows its traceback. ``--check`` validates exactly
-what ``--out`` does (it generates in memory and writes nothing). Everything is
+what ``--out`` does (with ``--pytorch-compat``: ``--scale-out``): the model's C++ rules
+(codegen/validate.py), then a generation in memory that writes nothing. Everything is
 generated in memory first and written all or nothing (codegen/writer.py), so a failed
-run leaves the output folder as it was. Tags come from ``--tags``, else from a ``tags.yaml`` beside the
-input file; with neither, no tag is known. This module only wires the layers.
+run leaves the output folder as it was. Input is bounded (codegen/limits.py). Tags come
+from ``--tags``, else from a ``tags.yaml`` beside the input file; with neither, no tag is
+known. This module only wires the layers.
 """
 
 from __future__ import annotations
