@@ -7,6 +7,7 @@ one). A ``GenError`` can also carry several such errors at once, one per line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Tuple
 
@@ -58,10 +59,20 @@ class GenError(Exception):
         return cls("\n".join(messages), messages, errors[0].loc if errors else None)
 
 
+# Control characters (but tab): a message quoting input never moves the terminal's cursor.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\x1b``), so that printing it is safe."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def report_lines(messages: Sequence[str], limit: int = MAX_ERRORS) -> List[str]:
     """The lines to print for ``messages``: at most ``limit`` of them, each cut to
-    ``limits.MAX_MESSAGE`` characters, then ``... and N more errors`` for the rest."""
-    lines = [clip(m, MAX_MESSAGE) for m in messages[:limit]]
+    ``limits.MAX_MESSAGE`` characters with control characters escaped, then
+    ``... and N more errors`` for the rest."""
+    lines = [printable(clip(m, MAX_MESSAGE)) for m in messages[:limit]]
     rest = len(messages) - limit
     if rest > 0:
         lines.append(f"... and {rest} more error{'s' if rest != 1 else ''}")

@@ -259,6 +259,10 @@ class HostileInputTest(unittest.TestCase):
         self.assertRefused(f"- func: relu(Tensor self) -> Tensor\n  ? {key}\n  : 1\n",  # explicit: no 1024 limit
                            [f"P:2: relu(Tensor self) -> Tensor: unknown key '{clip(key)}'"])
 
+    def test_control_characters_are_escaped(self):
+        self.assertRefused('- func: relu(Tensor self) -> Tensor\n  "a\\e[2Jb": 1\n',
+                           ["P:2: relu(Tensor self) -> Tensor: unknown key 'a\\x1b[2Jb'"])
+
     def test_at_most_twenty_errors(self):
         text = "".join(f"- func: f{i}(Tensor self) -> Tensr\n" for i in range(25))
         column = {i: len(f"f{i}(Tensor self) -> ") + 1 for i in range(20)}
