@@ -36,7 +36,7 @@ from codegen.model import (
     OptionalType,
     Type,
 )
-from codegen.limits import clip
+from codegen.limits import MAX_ENTRY_ERRORS, clip
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_name
 
 NON_DIFFERENTIABLE = "non_differentiable"
@@ -215,10 +215,26 @@ class _Parser:
         self.helpers = FORMULA_HELPERS | {nf.func.name.name for nf in by_name.values()
                                           if nf.has_function_variant}
         self.errors: List[GenError] = []
+        self.entry_start = 0  # index in errors of the current entry's first
+        self.skipped = 0      # the current entry's errors beyond MAX_ENTRY_ERRORS, the first at:
+        self.skipped_loc: Optional[Location] = None
         self.node_counts: Dict[str, int] = {}
 
     def error(self, loc: Location, detail: str, schema: Optional[str] = None) -> None:
+        """Record an error, at most MAX_ENTRY_ERRORS per entry (``end_entry`` counts the rest)."""
+        if len(self.errors) - self.entry_start >= MAX_ENTRY_ERRORS:
+            self.skipped += 1
+            self.skipped_loc = self.skipped_loc or loc
+            return
         self.errors.append(GenError.at(loc, detail, schema))
+
+    def start_entry(self) -> None:
+        self.entry_start, self.skipped, self.skipped_loc = len(self.errors), 0, None
+
+    def end_entry(self) -> None:
+        """One error counting the entry's errors beyond MAX_ENTRY_ERRORS, if any."""
+        if self.skipped:
+            self.errors.append(GenError.at(self.skipped_loc, f"{self.skipped} more errors in this entry"))
 
     def entry(self, raw: LocatedDict) -> Optional[DerivativeInfo]:
         loc = raw.key_loc("name")
@@ -418,7 +434,9 @@ def parse_derivatives(path: str, native_functions: Sequence[NativeFunction]) -> 
         if not isinstance(raw, LocatedDict):
             parser.error(data.item_loc(i), f"an entry must be a mapping, not a {yaml_type_name(raw)}")
             continue
+        parser.start_entry()
         info = parser.entry(raw)
+        parser.end_entry()
         if info is None:
             continue
         key = str(info.name)

@@ -15,6 +15,7 @@ dispatch keys the runtime does not have (MPS, SparseCsrCPU, ...) are kept in
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from types import MappingProxyType
 from typing import AbstractSet, Any, Callable, Dict, FrozenSet, List, Optional, Tuple
@@ -33,11 +34,13 @@ from codegen.model import (
     OperatorName,
     Precompute,
 )
-from codegen.limits import clip
+from codegen.limits import MAX_ENTRY_ERRORS, clip
 from codegen.schema import overload_name_mismatch
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, one_line, yaml_type_name
 
 FOREIGN_KEY_MODES = ("error", "ignore")
+# Unknown keys reported one by one per entry; the rest of an entry's are counted in one error.
+MAX_UNKNOWN_KEYS = 5
 
 # Every key an entry may have: those of PyTorch 1.13.1's file, manual_kernel_registration,
 # and our 'autocast' extension.
@@ -111,6 +114,14 @@ def _split_list(text: str) -> List[str]:
     return [item.strip() for item in text.split(",")]
 
 
+@functools.lru_cache(maxsize=4096)
+def _did_you_mean(key: str) -> str:
+    """`` (did you mean 'func'?)`` for a near miss of an entry key, else empty (cached: a
+    merged-in mapping repeats its keys in every entry)."""
+    close = difflib.get_close_matches(key, ENTRY_KEYS, n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
 class _EntryParser:
     """Validates one ``- func:`` entry, collecting every error it finds."""
 
@@ -120,11 +131,26 @@ class _EntryParser:
         self.foreign_keys = foreign_keys
         self.schema_text: Optional[str] = None
         self.errors: List[GenError] = []
+        self.skipped = 0  # errors beyond MAX_ENTRY_ERRORS, the first of them at skipped_loc
+        self.skipped_loc: Optional[Location] = None
 
     def error(self, detail: str, key: Optional[str] = None, loc: Optional[Location] = None) -> None:
+        """Record an error (at ``loc``, else at ``key``, else at the entry), at most
+        MAX_ENTRY_ERRORS per entry (``all_errors`` counts the rest)."""
         if loc is None:
             loc = self.raw.key_loc(key) if key is not None else self.raw.loc
+        if len(self.errors) >= MAX_ENTRY_ERRORS:
+            self.skipped += 1
+            self.skipped_loc = self.skipped_loc or loc
+            return
         self.errors.append(GenError.at(loc, detail, self.schema_text))
+
+    def all_errors(self) -> List[GenError]:
+        """The entry's errors, and one more counting those beyond MAX_ENTRY_ERRORS."""
+        if not self.skipped:
+            return self.errors
+        more = GenError.at(self.skipped_loc, f"{self.skipped} more errors in this entry", self.schema_text)
+        return self.errors + [more]
 
     def get(self, key: str, kind: type, expected: str) -> Any:
         """The value of ``key`` if present and of type ``kind``; None (and an error) otherwise."""
@@ -219,11 +245,12 @@ class _EntryParser:
         return func
 
     def check_unknown_keys(self) -> None:
-        for key in self.raw:
-            if key not in ENTRY_KEYS:
-                close = difflib.get_close_matches(key, ENTRY_KEYS, n=1, cutoff=0.75)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                self.error(f"unknown key '{clip(key)}'{hint}", key)
+        """One error per unknown key, for the first MAX_UNKNOWN_KEYS of them; then one for the rest."""
+        unknown = [key for key in self.raw if key not in ENTRY_KEYS]
+        for key in unknown[:MAX_UNKNOWN_KEYS]:
+            self.error(f"unknown key '{clip(key)}'{_did_you_mean(key)}", key)
+        if len(unknown) > MAX_UNKNOWN_KEYS:
+            self.error(f"{len(unknown) - MAX_UNKNOWN_KEYS} more unknown keys", unknown[MAX_UNKNOWN_KEYS])
 
     def parse_variants(self, func: FunctionSchema) -> Tuple[str, ...]:
         text = self.get("variants", str, "a string such as 'function, method'")
@@ -495,7 +522,7 @@ def parse_native_functions(
             continue
         entry = _EntryParser(raw, known_tags, foreign_keys)
         func, nf = entry.parse()
-        errors.extend(entry.errors)
+        errors.extend(entry.all_errors())
         parsed.append((raw, func, nf))
     errors.extend(_check_entries(parsed))
     _raise_sorted(errors)

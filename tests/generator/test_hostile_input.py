@@ -286,6 +286,26 @@ class HostileInputTest(unittest.TestCase):
                            ["P:2: invalid YAML: quoted string opened on this line is never closed"])
 
 
+class EntryErrorCapTest(support.NativeYamlTestCase):
+    def test_an_entry_reports_at_most_twenty_errors(self):
+        """Thousands of bad keys (a wide alias merged into every entry) stay cheap: an entry
+        reports MAX_ENTRY_ERRORS errors, then one counting the rest."""
+        keys = "".join(f"    Bad{i}: k\n" for i in range(30))
+        errors = self.errors(f"- func: relu(Tensor self) -> Tensor\n  dispatch:\n{keys}")
+        self.assertEqual(len(errors), limits.MAX_ENTRY_ERRORS + 1)
+        self.assertEqual(errors[0], "P:3: relu(Tensor self) -> Tensor: unknown dispatch key 'Bad0'")
+        self.assertEqual(errors[-1], "P:23: relu(Tensor self) -> Tensor: 10 more errors in this entry")
+
+    def test_merged_unknown_keys_are_summarized(self):
+        wide = ", ".join(f"k{i}: 1" for i in range(4999))
+        start = time.monotonic()
+        errors = self.errors(f"- &wide {{{wide}}}\n" + "".join(
+            f"- {{<<: *wide, func: 'f{i}(Tensor self) -> Tensor'}}\n" for i in range(20)))
+        self.assertLess(time.monotonic() - start, TIME_LIMIT)
+        self.assertIn("P:1: f0(Tensor self) -> Tensor: 4994 more unknown keys", errors)
+        self.assertLess(len(errors), 200)
+
+
 class QualifiedKernelTest(support.TempDirTestCase):
     def test_kernel_outside_dk_is_declared_with_qualified_types(self):
         """``::mylib::f_cpu`` is declared in namespace mylib with dk's types qualified, so the
