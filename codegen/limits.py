@@ -21,6 +21,13 @@ MAX_DOCUMENT_NODES = 250_000
 # has 2,493.
 MAX_ENTRIES = 20_000
 
+# The most overloads one operator name may have (PyTorch's most are 10): the public API's
+# overload resolution compares every pair.
+MAX_OVERLOADS = 64
+
+# The longest schema string (PyTorch's longest is under 500 characters).
+MAX_SCHEMA_LENGTH = 10_000
+
 # How many ``?`` and ``[]`` wrappers a schema type may have (PyTorch's deepest is Tensor?[]).
 MAX_TYPE_DEPTH = 4
 

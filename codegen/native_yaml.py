@@ -34,7 +34,7 @@ from codegen.model import (
     OperatorName,
     Precompute,
 )
-from codegen.limits import MAX_ENTRY_ERRORS, clip
+from codegen.limits import MAX_ENTRY_ERRORS, MAX_OVERLOADS, clip
 from codegen.schema import overload_name_mismatch
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, one_line, yaml_type_name
 
@@ -257,11 +257,13 @@ class _EntryParser:
         if text is None:
             return ("function",)
         items = self.get_list("variants", text)
-        for i, item in enumerate(items):
+        seen = set()
+        for item in items:
             if item not in VARIANTS:
                 self.error(f"unknown variant '{clip(item)}' (expected function or method)", "variants")
-            elif item in items[:i]:
+            elif item in seen:
                 self.error(f"variant '{clip(item)}' given twice", "variants")
+            seen.add(item)
         if "method" in items:
             self_arg = func.self_argument
             if self_arg is None or self_arg.type != BaseType("Tensor"):
@@ -279,11 +281,13 @@ class _EntryParser:
         else:
             self.error(f"'tags' must be a string or a list of strings, got {yaml_type_name(value)}", "tags")
             return ()
-        for i, tag in enumerate(items):
-            if tag in items[:i]:
+        seen = set()
+        for tag in items:
+            if tag in seen:
                 self.error(f"tag '{clip(tag)}' given twice", "tags")
             elif self.known_tags is not None and tag not in self.known_tags:
                 self.error(f"unknown tag '{clip(tag)}'", "tags")
+            seen.add(tag)
         return tuple(dict.fromkeys(items))
 
     def operator_name(self, key: str, text: str) -> Optional[OperatorName]:
@@ -318,11 +322,12 @@ class _EntryParser:
             return None
         replace: List[Tuple[str, Tuple[Argument, ...]]] = []
         add: List[Argument] = []
+        arg_names = {a.name for a in func.arguments}
         for item in items:
             target, arrow, new_args = item.rpartition(" -> ")
-            if arrow and func.argument(target.strip()) is None:
+            if arrow and target.strip() not in arg_names:
                 self.error(
-                    f"'precomputed' replaces '{target.strip()}', which is not an argument", "precomputed"
+                    f"'precomputed' replaces '{clip(target.strip())}', which is not an argument", "precomputed"
                 )
                 continue
             try:
@@ -338,8 +343,9 @@ class _EntryParser:
 
     def parse_cpp_no_default_args(self, func: FunctionSchema) -> Tuple[str, ...]:
         names = self.string_list("cpp_no_default_args") or []
+        arg_names = {a.name for a in func.arguments}
         for name in names:
-            if func.argument(name) is None:
+            if name not in arg_names:
                 self.error(
                     f"'cpp_no_default_args' names '{clip(name)}', which is not an argument",
                     "cpp_no_default_args",
@@ -454,6 +460,7 @@ def _check_entries(
 
     defined: Dict[OperatorName, Location] = {}
     valid: Dict[OperatorName, NativeFunction] = {}
+    overloads: Dict[str, int] = {}
     for raw, func, nf in parsed:
         if func is None:
             continue
@@ -461,6 +468,9 @@ def _check_entries(
             report(raw, None, f"duplicate operator '{func.name}' (first defined at line {defined[func.name].line})")
             continue
         defined[func.name] = raw.loc
+        overloads[func.name.name] = overloads.get(func.name.name, 0) + 1
+        if overloads[func.name.name] == MAX_OVERLOADS + 1:
+            report(raw, None, f"more than the limit of {MAX_OVERLOADS} overloads of '{func.name.name}'")
         if nf is not None:
             valid[func.name] = nf
 

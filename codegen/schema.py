@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from codegen.errors import GenError
-from codegen.limits import MAX_LIST_SIZE, MAX_TYPE_DEPTH, clip
+from codegen.limits import MAX_LIST_SIZE, MAX_SCHEMA_LENGTH, MAX_TYPE_DEPTH, clip
 
 # Every base type the schema language has (all those PyTorch 1.13.1's file uses, and
 # complex). DimVector only appears in the 'precomputed' lists of structured kernels.
@@ -527,6 +527,8 @@ class _SchemaParser:
         self.text = text
         self.what = what  # what the text is, for error messages
         self.pos = 0
+        if len(text) > MAX_SCHEMA_LENGTH:
+            raise GenError(f"{what} is longer than the limit of {MAX_SCHEMA_LENGTH} characters")
 
     # --- helpers --------------------------------------------------------------
 
