@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from codegen.api.dispatcher import argument_name
+from codegen.api.dispatcher import argument_name, is_cpp_keyword
 from codegen.errors import GenError, Location
 from codegen.model import (
     Argument,
@@ -36,6 +36,7 @@ from codegen.model import (
     OptionalType,
     Type,
 )
+from codegen.limits import MAX_ENTRY_ERRORS, clip
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_name
 
 NON_DIFFERENTIABLE = "non_differentiable"
@@ -53,6 +54,47 @@ _ARGS_SIZES_USE = re.compile(r"\bto_args_sizes\(\s*([A-Za-z_]\w*)\s*\)")
 _IDENT = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\b")
 _RESULT_N = re.compile(r"result(\d+)$")
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+
+# The helpers of dk::autograd::formulas (runtime/include/dk/autograd/formulas.h) a formula may
+# call unqualified; tests/generator/test_hostile_input.py checks the header declares no other.
+FORMULA_HELPERS = frozenset(
+    """cat_tensors_backward clamp_backward embedding_backward gelu_second_derivative
+    log_softmax_backward_data max_min_backward maybe_multiply mean_backward mse_loss_backward
+    nll_loss_backward permute_backwards pow_backward select_backward sgn slice_backward
+    softmax_backward_data split_backward sum_backward sum_to threshold_backward unbind_backward
+    unsqueeze_to value_selecting_reduction_backward""".split()
+)
+# Other names a formula may use: the generator's own (to_args_sizes, grad_input_mask), the
+# namespaces and dk types it may qualify with, and C++ keywords (true, static_cast, ...).
+FORMULA_NAMES = frozenset(
+    """grad grads to_args_sizes grad_input_mask std dk Tensor Scalar ScalarType Layout Device
+    MemoryFormat IntArrayRef""".split()
+)
+
+
+def formula_problem(text: str, names: FrozenSet[str]) -> str:
+    """Empty when the C++ expression ``text`` is balanced and every name it uses unqualified
+    is in ``names`` (arguments, results, helpers) or ``FORMULA_NAMES``; else what is wrong."""
+    code = _STRING_LITERAL.sub('""', _strip(text))
+    stack: List[Tuple[str, int]] = []
+    for column, c in enumerate(code, 1):
+        if c in "([{":
+            stack.append((c, column))
+        elif c in _CLOSING:
+            if not stack or stack[-1][0] != _CLOSING[c]:
+                return f"unbalanced '{c}' at column {column}"
+            stack.pop()
+    if stack:
+        return f"'{stack[-1][0]}' at column {stack[-1][1]} is never closed"
+    for ident in _IDENT.findall(code):
+        if ident == "result" or _RESULT_N.match(ident):
+            continue  # checked against the returns when the formula is analysed
+        if ident not in names and ident not in FORMULA_NAMES and not is_cpp_keyword(ident):
+            return (f"unknown name '{clip(ident, 80)}' (not an argument, a result, grad, grads or a known "
+                    "helper function)")
+    return ""
 
 
 # ---------------------------------------------------------------- the model
@@ -169,11 +211,30 @@ def _strip(text: str) -> str:
 class _Parser:
     def __init__(self, by_name: Dict[str, NativeFunction]):
         self.by_name = by_name
+        # Operators callable unqualified from a formula (dk::cos, ...), and formulas.h's helpers.
+        self.helpers = FORMULA_HELPERS | {nf.func.name.name for nf in by_name.values()
+                                          if nf.has_function_variant}
         self.errors: List[GenError] = []
+        self.entry_start = 0  # index in errors of the current entry's first
+        self.skipped = 0      # the current entry's errors beyond MAX_ENTRY_ERRORS, the first at:
+        self.skipped_loc: Optional[Location] = None
         self.node_counts: Dict[str, int] = {}
 
     def error(self, loc: Location, detail: str, schema: Optional[str] = None) -> None:
+        """Record an error, at most MAX_ENTRY_ERRORS per entry (``end_entry`` counts the rest)."""
+        if len(self.errors) - self.entry_start >= MAX_ENTRY_ERRORS:
+            self.skipped += 1
+            self.skipped_loc = self.skipped_loc or loc
+            return
         self.errors.append(GenError.at(loc, detail, schema))
+
+    def start_entry(self) -> None:
+        self.entry_start, self.skipped, self.skipped_loc = len(self.errors), 0, None
+
+    def end_entry(self) -> None:
+        """One error counting the entry's errors beyond MAX_ENTRY_ERRORS, if any."""
+        if self.skipped:
+            self.errors.append(GenError.at(self.skipped_loc, f"{self.skipped} more errors in this entry"))
 
     def entry(self, raw: LocatedDict) -> Optional[DerivativeInfo]:
         loc = raw.key_loc("name")
@@ -220,24 +281,28 @@ class _Parser:
             bad = False
             for n in names:
                 if n not in args:
-                    self.error(kloc, f"formula for '{n}', which is not an argument of {nf.func.name}", schema)
+                    self.error(kloc, f"formula for '{clip(n)}', which is not an argument of {nf.func.name}", schema)
                     bad = True
                 elif not is_tensor_argument(args[n]):
-                    self.error(kloc, f"formula for '{n}', which is not a tensor argument ({args[n].type})", schema)
+                    self.error(kloc, f"formula for '{clip(n)}', which is not a tensor argument ({args[n].type})", schema)
                     bad = True
                 elif n in covered:
-                    self.error(kloc, f"second formula for '{n}' (the first is at line {covered[n].line})", schema)
+                    self.error(kloc, f"second formula for '{clip(n)}' (the first is at line {covered[n].line})", schema)
                     bad = True
             if bad:
                 continue
             if not isinstance(value, str) or not value.strip():
-                self.error(kloc, f"the formula for '{key}' must be a C++ expression string, not a "
+                self.error(kloc, f"the formula for '{clip(key)}' must be a C++ expression string, not a "
                                  f"{yaml_type_name(value)}", schema)
                 continue
             for n in names:
                 covered[n] = kloc
             if value.strip() == NON_DIFFERENTIABLE:
                 non_diff.extend(names)
+                continue
+            problem = formula_problem(value, self.formula_names(nf))
+            if problem:
+                self.error(kloc, f"the formula for '{clip(key)}': {problem}", schema)
                 continue
             formulas.append(Formula(names, value.strip(), value.strip(), kloc, "grad_input_mask" in value))
         for a in nf.func.arguments:
@@ -257,6 +322,10 @@ class _Parser:
             return None
         return DerivativeInfo(nf, loc, node_name(nf.func.name, index), tuple(formulas), diff_inputs,
                               output_diff, tuple(saved), uses_grad, uses_grads)
+
+    def formula_names(self, nf: NativeFunction) -> FrozenSet[str]:
+        """The names a formula of ``nf`` may use unqualified (besides FORMULA_NAMES)."""
+        return frozenset({a.name for a in nf.func.arguments} | self.helpers)
 
     def output_differentiability(self, value, loc: Location, nf: NativeFunction, schema: str):
         if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
@@ -365,7 +434,9 @@ def parse_derivatives(path: str, native_functions: Sequence[NativeFunction]) -> 
         if not isinstance(raw, LocatedDict):
             parser.error(data.item_loc(i), f"an entry must be a mapping, not a {yaml_type_name(raw)}")
             continue
+        parser.start_entry()
         info = parser.entry(raw)
+        parser.end_entry()
         if info is None:
             continue
         key = str(info.name)

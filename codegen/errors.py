@@ -7,8 +7,11 @@ one). A ``GenError`` can also carry several such errors at once, one per line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Iterable, Optional, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from codegen.limits import MAX_ERRORS, MAX_MESSAGE, clip
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,12 @@ class GenError(Exception):
 
     @classmethod
     def at(cls, loc: Location, detail: str, schema: Optional[str] = None) -> "GenError":
-        """``FILE:LINE: SCHEMA: detail``, or ``FILE:LINE: detail`` without a schema."""
+        """``FILE:LINE: SCHEMA: detail``, or ``FILE:LINE: detail`` without a schema.
+
+        A long schema is cut (``limits.MAX_QUOTE``): the line already locates it."""
         if schema is None:
             return cls(f"{loc}: {detail}", loc=loc)
-        return cls(f"{loc}: {schema}: {detail}", loc=loc)
+        return cls(f"{loc}: {clip(schema)}: {detail}", loc=loc)
 
     @classmethod
     def combine(cls, errors: Iterable["GenError"]) -> "GenError":
@@ -52,3 +57,23 @@ class GenError(Exception):
         errors = list(errors)
         messages = tuple(m for e in errors for m in e.messages)
         return cls("\n".join(messages), messages, errors[0].loc if errors else None)
+
+
+# Control characters (but tab): a message quoting input never moves the terminal's cursor.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\x1b``), so that printing it is safe."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def report_lines(messages: Sequence[str], limit: int = MAX_ERRORS) -> List[str]:
+    """The lines to print for ``messages``: at most ``limit`` of them, each cut to
+    ``limits.MAX_MESSAGE`` characters with control characters escaped, then
+    ``... and N more errors`` for the rest."""
+    lines = [printable(clip(m, MAX_MESSAGE)) for m in messages[:limit]]
+    rest = len(messages) - limit
+    if rest > 0:
+        lines.append(f"... and {rest} more error{'s' if rest != 1 else ''}")
+    return lines

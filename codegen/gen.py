@@ -1,6 +1,6 @@
 """The generator's command line: read the operator YAML, check it, write the C++.
 
-    gen.py --check [--tags TAGS.yaml] [--pytorch-compat] native_functions.yaml
+    gen.py --check [--tags TAGS.yaml] [--pytorch-compat] [--debug] native_functions.yaml
     gen.py --list-outputs native_functions.yaml      (for the build system)
     gen.py --out DIR native_functions.yaml
     gen.py --pytorch-compat --tags TAGS.yaml --scale-out DIR native_functions.yaml
@@ -11,10 +11,16 @@ adapters, sharded for thousands of operators (namespace ``aten`` with
 ``--pytorch-compat``, else ``dk``): the PyTorch-scale check.
 
 Run from anywhere as ``python3 codegen/gen.py`` or ``python3 -m codegen.gen``.
-Errors go to stderr, one per line (``FILE:LINE: SCHEMA: what is wrong``), and
-the exit status is 1; everything is generated in memory first, so a failed run
-writes nothing. Tags come from ``--tags``, else from a ``tags.yaml`` beside the
-input file; with neither, no tag is known. This module only wires the layers.
+Errors go to stderr, one per line (``FILE:LINE: SCHEMA: what is wrong``; at most
+``limits.MAX_ERRORS`` of them, then ``... and N more errors``), and the exit status
+is 1; never a traceback: a bug of the generator itself is reported as an internal
+error in one line, and ``--debug`` shows its traceback. ``--check`` validates exactly
+what ``--out`` does (with ``--pytorch-compat``: ``--scale-out``): the model's C++ rules
+(codegen/validate.py), then a generation in memory that writes nothing. Everything is
+generated in memory first and written all or nothing (codegen/writer.py), so a failed
+run leaves the output folder as it was. Input is bounded (codegen/limits.py). Tags come
+from ``--tags``, else from a ``tags.yaml`` beside the input file; with neither, no tag is
+known. This module only wires the layers.
 """
 
 from __future__ import annotations
@@ -49,9 +55,11 @@ from codegen.dest import (  # noqa: E402
     tensor_operators,
 )
 from codegen.dest.common import GenContext, display_path  # noqa: E402
-from codegen.errors import GenError  # noqa: E402
+from codegen.errors import GenError, report_lines  # noqa: E402
+from codegen.limits import clip  # noqa: E402
 from codegen.model import NativeFunction  # noqa: E402
 from codegen.native_yaml import load_tags, parse_native_functions  # noqa: E402
+from codegen.validate import check_model  # noqa: E402
 from codegen.writer import FileManager  # noqa: E402
 
 
@@ -74,6 +82,8 @@ def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--scale-out", metavar="DIR",
                         help="write the PyTorch-scale subset (operator structs, schema registrations, "
                              "boxing adapters) under DIR")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an internal error instead of one line")
     parser.add_argument("--shards", metavar="N", type=int, default=SCALE_SHARDS,
                         help=f"with --scale-out: shards per family (default {SCALE_SHARDS})")
     args = parser.parse_args(argv)
@@ -108,11 +118,14 @@ def load_model(args: argparse.Namespace) -> List[NativeFunction]:
     """The validated operators named on the command line (raises GenError)."""
     tags_path = _tags_path(args)
     known_tags = load_tags(tags_path) if tags_path is not None else frozenset()
-    return list(parse_native_functions(
+    native_functions = list(parse_native_functions(
         args.native_functions,
         known_tags=known_tags,
         foreign_keys="ignore" if args.pytorch_compat else "error",
     ))
+    # What the generated C++ needs: checked here, so --check refuses what --out would.
+    check_model(native_functions, public_api=not args.pytorch_compat)
+    return native_functions
 
 
 def input_names(args: argparse.Namespace) -> Tuple[str, ...]:
@@ -159,30 +172,27 @@ def generate_scale(
     boxing_adapters.emit(ctx, files, shards=max(1, shards // 2))
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = _parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Do what ``args`` asks (raises GenError for bad input)."""
     files = FileManager()
-    try:
-        native_functions = load_model(args)
-        derivatives = load_derivatives(args, native_functions) if not args.pytorch_compat else []
-        inputs = input_names(args)
-        if args.out or args.list_outputs:
-            with files:
-                generate(native_functions, files, inputs, derivatives)
-        scale_files = FileManager()
-        if args.scale_out:
-            with scale_files:
-                generate_scale(native_functions, scale_files, "aten" if args.pytorch_compat else "dk",
-                               inputs, args.shards)
-        # Everything was generated without error: only now touch the disk.
-        if args.out:
-            files.commit(args.out)
-        if args.scale_out:
-            scale_files.commit(args.scale_out)
-    except GenError as e:
-        for message in e.messages:
-            print(message, file=sys.stderr)
-        return 1
+    native_functions = load_model(args)
+    derivatives = load_derivatives(args, native_functions) if not args.pytorch_compat else []
+    inputs = input_names(args)
+    # --check generates in memory too: it refuses whatever --out (with --pytorch-compat:
+    # --scale-out) would.
+    if args.out or args.list_outputs or (args.check and not args.pytorch_compat):
+        with files:
+            generate(native_functions, files, inputs, derivatives)
+    scale_files = FileManager()
+    if args.scale_out or (args.check and args.pytorch_compat):
+        with scale_files:
+            generate_scale(native_functions, scale_files, "aten" if args.pytorch_compat else "dk",
+                           inputs, args.shards)
+    # Everything was generated without error: only now touch the disk.
+    if args.out:
+        files.commit(args.out)
+    if args.scale_out:
+        scale_files.commit(args.scale_out)
     if args.check:
         print(f"{len(native_functions)} operators OK" +
               (f", {len(derivatives)} derivative entries OK" if derivatives else ""))
@@ -190,6 +200,39 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for name in files.names():
             print(name)
     return 0
+
+
+def _fail(lines: Sequence[str]) -> int:
+    for line in lines:
+        print(line, file=sys.stderr)
+    return 1
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The command line; the one place every error becomes ``FILE:LINE: message`` lines."""
+    args = _parse_args(argv)
+    try:
+        return run(args)
+    except GenError as e:
+        return _fail(report_lines(e.messages))
+    except RecursionError:
+        if args.debug:
+            raise
+        return _fail([f"{args.native_functions}: input nested too deeply for the generator"])
+    except MemoryError:
+        if args.debug:
+            raise
+        return _fail([f"{args.native_functions}: out of memory: the input is too large"])
+    except OSError as e:
+        if args.debug:
+            raise
+        return _fail([f"{e.filename or args.native_functions}: {e.strerror or e}"])
+    except Exception as e:  # a bug of the generator's own: one line, never a traceback
+        if args.debug:
+            raise
+        return _fail([f"{args.native_functions}: internal error of the generator "
+                       f"({type(e).__name__}: {clip(' '.join(str(e).split()), 200)}); please file a bug "
+                       "(rerun with --debug for the traceback)"])
 
 
 if __name__ == "__main__":

@@ -5,15 +5,22 @@ once per part: `headers` (the files gen.py writes in dk/generated/, written flat
 folder that is itself .../dk/generated), `op-headers` and `sig-headers` (those of its ops/ and
 boxing/ subfolders, the same way) and `sources` (the top-level files).
 Files are written only when their contents changed, so an edit that does not change a file
-rebuilds nothing that depends on it.
+rebuilds nothing that depends on it, and all or nothing (codegen/writer.py's FileManager): a run
+that fails leaves the part's folder as it was.
 """
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _REPO_ROOT not in sys.path:
+    sys.path.insert(0, _REPO_ROOT)
+
+from codegen.errors import GenError  # noqa: E402
+from codegen.writer import FileManager  # noqa: E402
 
 HEADER_PREFIX = "dk/generated/"
 SCALE_HEADER_PREFIX = "dk/generated/aten/"
@@ -54,9 +61,8 @@ def main(argv):
         status, written = generate(args, tmp)
         if status != 0:
             return status
-        if args.outdir:
-            os.makedirs(args.outdir, exist_ok=True)
         base = SCALE_HEADER_PREFIX if args.scale else HEADER_PREFIX
+        files = FileManager()
         for name in written:
             if args.part == "sources":
                 if name.startswith(base):
@@ -67,16 +73,15 @@ def main(argv):
             if args.list:
                 print(flat)
                 continue
-            target = os.path.join(args.outdir, flat)
-            source = os.path.join(tmp, name)
-            with open(source, "rb") as f:
-                new = f.read()
-            if os.path.exists(target):
-                with open(target, "rb") as f:
-                    if f.read() == new:
-                        continue
-            shutil.copyfile(source, target + ".tmp")
-            os.replace(target + ".tmp", target)
+            with open(os.path.join(tmp, name), encoding="utf-8", newline="") as f:
+                files.write(flat, f.read())
+        if args.outdir and not args.list:
+            try:
+                os.makedirs(args.outdir, exist_ok=True)
+                files.commit(args.outdir)
+            except (GenError, OSError) as e:
+                print(f"meson_wrapper: {e}", file=sys.stderr)
+                return 1
     return 0
 
 

@@ -51,18 +51,24 @@ def _empty_map() -> Mapping:
 
 @dataclass(frozen=True)
 class BackendMetadata:
-    """The kernel an operator has at one dispatch key: ``foo`` or ``ns::foo``."""
+    """The kernel an operator has at one dispatch key: ``foo`` (in ``dk::native``),
+    ``dk::ns::foo``, or ``::ns::foo`` fully qualified (``native_yaml.kernel_name_mismatch``
+    says which names are allowed)."""
 
     kernel: str
-    namespace: Optional[str] = None  # "at::native" for "at::native::foo"
+    namespace: Optional[str] = None  # "at::native" for "::at::native::foo", without the leading "::"
 
     @classmethod
     def parse(cls, text: str) -> "BackendMetadata":
-        namespace, sep, kernel = text.rpartition("::")
+        namespace, sep, kernel = text[2:].rpartition("::") if text.startswith("::") else text.rpartition("::")
         return cls(kernel, namespace if sep else None)
 
     def __str__(self) -> str:
-        return f"{self.namespace}::{self.kernel}" if self.namespace else self.kernel
+        if not self.namespace:
+            return self.kernel
+        if self.namespace == "dk" or self.namespace.startswith("dk::"):
+            return f"{self.namespace}::{self.kernel}"
+        return f"::{self.namespace}::{self.kernel}"
 
 
 @dataclass(frozen=True)

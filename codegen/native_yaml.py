@@ -15,6 +15,7 @@ dispatch keys the runtime does not have (MPS, SparseCsrCPU, ...) are kept in
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from types import MappingProxyType
 from typing import AbstractSet, Any, Callable, Dict, FrozenSet, List, Optional, Tuple
@@ -33,9 +34,13 @@ from codegen.model import (
     OperatorName,
     Precompute,
 )
+from codegen.limits import MAX_ENTRY_ERRORS, MAX_OVERLOADS, clip
+from codegen.schema import overload_name_mismatch
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, one_line, yaml_type_name
 
 FOREIGN_KEY_MODES = ("error", "ignore")
+# Unknown keys reported one by one per entry; the rest of an entry's are counted in one error.
+MAX_UNKNOWN_KEYS = 5
 
 # Every key an entry may have: those of PyTorch 1.13.1's file, manual_kernel_registration,
 # and our 'autocast' extension.
@@ -75,9 +80,46 @@ def is_cpp_name(text: str) -> bool:
     )
 
 
+# Namespaces of dk itself that generated code fills: a kernel may not be declared there.
+_RESERVED_KERNEL_NAMESPACES = ("dk", "dk::ops", "dk::detail", "dk::boxing")
+
+
+def kernel_name_mismatch(text: str) -> str:
+    """Empty when ``text`` names a kernel generated code can declare and call, else why not.
+
+    Allowed: ``name`` (in ``dk::native``), ``dk::ns::name`` (relative to dk), and
+    ``::ns::name`` (fully qualified, outside dk). A name in another namespace written without
+    the leading ``::`` is refused: inside ``namespace dk`` it would mean something else. No
+    kernel may live in ``std``.
+    """
+    bare = text[2:] if text.startswith("::") else text
+    if not is_cpp_name(bare):
+        return f"kernel name '{clip(text)}' is not a C++ identifier"
+    parts = bare.split("::")
+    namespace = "::".join(parts[:-1])
+    if len(parts) > 1 and parts[0] == "std":
+        return f"kernel name '{clip(text)}': a kernel cannot live in namespace std"
+    if text.startswith("::") and len(parts) == 1:
+        return f"kernel name '{clip(text)}': a kernel cannot live in the global namespace"
+    if namespace in _RESERVED_KERNEL_NAMESPACES:
+        return f"kernel name '{clip(text)}': namespace {namespace} is generated code's; use dk::native or your own"
+    if len(parts) > 1 and parts[0] != "dk" and not text.startswith("::"):
+        return (f"kernel name '{clip(text)}' names a namespace outside dk: write it fully qualified, "
+                f"'::{clip(text)}', or relative to dk, 'dk::...'")
+    return ""
+
+
 def _split_list(text: str) -> List[str]:
     """``"function, method"`` -> ``["function", "method"]`` (empty items kept, to be reported)."""
     return [item.strip() for item in text.split(",")]
+
+
+@functools.lru_cache(maxsize=4096)
+def _did_you_mean(key: str) -> str:
+    """`` (did you mean 'func'?)`` for a near miss of an entry key, else empty (cached: a
+    merged-in mapping repeats its keys in every entry)."""
+    close = difflib.get_close_matches(key, ENTRY_KEYS, n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class _EntryParser:
@@ -89,11 +131,26 @@ class _EntryParser:
         self.foreign_keys = foreign_keys
         self.schema_text: Optional[str] = None
         self.errors: List[GenError] = []
+        self.skipped = 0  # errors beyond MAX_ENTRY_ERRORS, the first of them at skipped_loc
+        self.skipped_loc: Optional[Location] = None
 
     def error(self, detail: str, key: Optional[str] = None, loc: Optional[Location] = None) -> None:
+        """Record an error (at ``loc``, else at ``key``, else at the entry), at most
+        MAX_ENTRY_ERRORS per entry (``all_errors`` counts the rest)."""
         if loc is None:
             loc = self.raw.key_loc(key) if key is not None else self.raw.loc
+        if len(self.errors) >= MAX_ENTRY_ERRORS:
+            self.skipped += 1
+            self.skipped_loc = self.skipped_loc or loc
+            return
         self.errors.append(GenError.at(loc, detail, self.schema_text))
+
+    def all_errors(self) -> List[GenError]:
+        """The entry's errors, and one more counting those beyond MAX_ENTRY_ERRORS."""
+        if not self.skipped:
+            return self.errors
+        more = GenError.at(self.skipped_loc, f"{self.skipped} more errors in this entry", self.schema_text)
+        return self.errors + [more]
 
     def get(self, key: str, kind: type, expected: str) -> Any:
         """The value of ``key`` if present and of type ``kind``; None (and an error) otherwise."""
@@ -109,14 +166,14 @@ class _EntryParser:
         """The value of ``key`` if present and one of ``choices``; None (and an error) otherwise."""
         value = self.get(key, str, expected)
         if value is not None and value not in choices:
-            self.error(f"'{key}' must be {expected}, got '{value}'", key)
+            self.error(f"'{clip(key)}' must be {expected}, got '{clip(value)}'", key)
             return None
         return value
 
     def get_list(self, key: str, text: Any) -> List[str]:
         items = _split_list(text)
         if "" in items:
-            self.error(f"'{key}' has an empty item: '{text}'", key)
+            self.error(f"'{clip(key)}' has an empty item: '{clip(text)}'", key)
             return [i for i in items if i]
         return items
 
@@ -183,27 +240,30 @@ class _EntryParser:
             return None
         printed = str(func)
         if printed != text:
-            self.error(f"schema does not round-trip: printed back as '{printed}'", "func")
+            self.error(f"schema does not round-trip: printed back as '{clip(printed)}'", "func")
             return None
         return func
 
     def check_unknown_keys(self) -> None:
-        for key in self.raw:
-            if key not in ENTRY_KEYS:
-                close = difflib.get_close_matches(key, ENTRY_KEYS, n=1, cutoff=0.75)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                self.error(f"unknown key '{key}'{hint}", key)
+        """One error per unknown key, for the first MAX_UNKNOWN_KEYS of them; then one for the rest."""
+        unknown = [key for key in self.raw if key not in ENTRY_KEYS]
+        for key in unknown[:MAX_UNKNOWN_KEYS]:
+            self.error(f"unknown key '{clip(key)}'{_did_you_mean(key)}", key)
+        if len(unknown) > MAX_UNKNOWN_KEYS:
+            self.error(f"{len(unknown) - MAX_UNKNOWN_KEYS} more unknown keys", unknown[MAX_UNKNOWN_KEYS])
 
     def parse_variants(self, func: FunctionSchema) -> Tuple[str, ...]:
         text = self.get("variants", str, "a string such as 'function, method'")
         if text is None:
             return ("function",)
         items = self.get_list("variants", text)
-        for i, item in enumerate(items):
+        seen = set()
+        for item in items:
             if item not in VARIANTS:
-                self.error(f"unknown variant '{item}' (expected function or method)", "variants")
-            elif item in items[:i]:
-                self.error(f"variant '{item}' given twice", "variants")
+                self.error(f"unknown variant '{clip(item)}' (expected function or method)", "variants")
+            elif item in seen:
+                self.error(f"variant '{clip(item)}' given twice", "variants")
+            seen.add(item)
         if "method" in items:
             self_arg = func.self_argument
             if self_arg is None or self_arg.type != BaseType("Tensor"):
@@ -221,19 +281,26 @@ class _EntryParser:
         else:
             self.error(f"'tags' must be a string or a list of strings, got {yaml_type_name(value)}", "tags")
             return ()
-        for i, tag in enumerate(items):
-            if tag in items[:i]:
-                self.error(f"tag '{tag}' given twice", "tags")
+        seen = set()
+        for tag in items:
+            if tag in seen:
+                self.error(f"tag '{clip(tag)}' given twice", "tags")
             elif self.known_tags is not None and tag not in self.known_tags:
-                self.error(f"unknown tag '{tag}'", "tags")
+                self.error(f"unknown tag '{clip(tag)}'", "tags")
+            seen.add(tag)
         return tuple(dict.fromkeys(items))
 
     def operator_name(self, key: str, text: str) -> Optional[OperatorName]:
         try:
-            return OperatorName.parse(text)
+            name = OperatorName.parse(text)
         except GenError:
-            self.error(f"'{key}' names '{text}', which is not an operator name", key)
+            self.error(f"'{key}' names '{clip(text)}', which is not an operator name", key)
             return None
+        why = overload_name_mismatch(name.overload_name)
+        if why:
+            self.error(f"'{key}' names '{clip(text)}': {why}", key)
+            return None
+        return name
 
     def parse_autogen(self) -> Tuple[OperatorName, ...]:
         text = self.get("autogen", str, "a string such as 'foo.out, bar.out'")
@@ -245,7 +312,7 @@ class _EntryParser:
     def name_value(self, key: str, what: str, is_valid: Callable[[str], Any]) -> Optional[str]:
         value = self.get(key, str, what)
         if value is not None and not is_valid(value):
-            self.error(f"'{key}' must be {what}, got '{value}'", key)
+            self.error(f"'{clip(key)}' must be {what}, got '{clip(value)}'", key)
             return None
         return value
 
@@ -255,17 +322,18 @@ class _EntryParser:
             return None
         replace: List[Tuple[str, Tuple[Argument, ...]]] = []
         add: List[Argument] = []
+        arg_names = {a.name for a in func.arguments}
         for item in items:
             target, arrow, new_args = item.rpartition(" -> ")
-            if arrow and func.argument(target.strip()) is None:
+            if arrow and target.strip() not in arg_names:
                 self.error(
-                    f"'precomputed' replaces '{target.strip()}', which is not an argument", "precomputed"
+                    f"'precomputed' replaces '{clip(target.strip())}', which is not an argument", "precomputed"
                 )
                 continue
             try:
                 args = tuple(Argument.parse(text) for text in new_args.split(", "))
             except GenError as e:
-                self.error(f"'precomputed' item '{item}': {e}", "precomputed")
+                self.error(f"'precomputed' item '{clip(item)}': {e}", "precomputed")
                 continue
             if arrow:
                 replace.append((target.strip(), args))
@@ -275,10 +343,11 @@ class _EntryParser:
 
     def parse_cpp_no_default_args(self, func: FunctionSchema) -> Tuple[str, ...]:
         names = self.string_list("cpp_no_default_args") or []
+        arg_names = {a.name for a in func.arguments}
         for name in names:
-            if func.argument(name) is None:
+            if name not in arg_names:
                 self.error(
-                    f"'cpp_no_default_args' names '{name}', which is not an argument",
+                    f"'cpp_no_default_args' names '{clip(name)}', which is not an argument",
                     "cpp_no_default_args",
                 )
         return tuple(names)
@@ -290,7 +359,7 @@ class _EntryParser:
         for key, text in loops.items():
             if not isinstance(text, str):
                 self.error(
-                    f"'ufunc_inner_loop' value for '{key}' must be a string, got {yaml_type_name(text)}",
+                    f"'ufunc_inner_loop' value for '{clip(key)}' must be a string, got {yaml_type_name(text)}",
                     loc=loops.key_loc(key),
                 )
         return MappingProxyType(dict(loops))
@@ -315,26 +384,27 @@ class _EntryParser:
             loc = table.key_loc(keys_text)
             if not isinstance(kernel, str):
                 self.error(
-                    f"kernel for '{keys_text}' must be a string, got {yaml_type_name(kernel)}", loc=loc
+                    f"kernel for '{clip(keys_text)}' must be a string, got {yaml_type_name(kernel)}", loc=loc
                 )
                 continue
-            if not is_cpp_name(kernel):
-                self.error(f"kernel name '{kernel}' is not a C++ identifier", loc=loc)
+            why = kernel_name_mismatch(kernel)
+            if why:
+                self.error(why, loc=loc)
                 continue
             for name in _split_list(keys_text):
                 if not name:
-                    self.error(f"empty dispatch key in '{keys_text}'", loc=loc)
+                    self.error(f"empty dispatch key in '{clip(keys_text)}'", loc=loc)
                     continue
                 if _DISPATCH_KEY_NAME.fullmatch(name) is None:
-                    self.error(f"malformed dispatch key '{name}'", loc=loc)
+                    self.error(f"malformed dispatch key '{clip(name)}'", loc=loc)
                     continue
                 key = DispatchKey.parse(name)
                 if key is None and self.foreign_keys == "error":
-                    self.error(f"unknown dispatch key '{name}'", loc=loc)
+                    self.error(f"unknown dispatch key '{clip(name)}'", loc=loc)
                     continue
                 if name in first_line:
                     first = first_line[name]
-                    self.error(f"dispatch key '{name}' given twice (first at line {first})", loc=loc)
+                    self.error(f"dispatch key '{clip(name)}' given twice (first at line {first})", loc=loc)
                     continue
                 first_line[name] = loc.line
                 if key is None:
@@ -369,7 +439,7 @@ class _EntryParser:
         for r in func.returns:
             for name in r.alias.before if r.alias is not None else ():
                 if name != "*" and name not in argument_sets:
-                    self.error(f"return alias set '{name}' is not the alias set of any argument", "func")
+                    self.error(f"return alias set '{clip(name)}' is not the alias set of any argument", "func")
         if func.is_inplace:
             first = func.positional[0] if func.positional else None
             if first is None or first.name != "self" or not first.is_write:
@@ -390,13 +460,17 @@ def _check_entries(
 
     defined: Dict[OperatorName, Location] = {}
     valid: Dict[OperatorName, NativeFunction] = {}
+    overloads: Dict[str, int] = {}
     for raw, func, nf in parsed:
         if func is None:
             continue
         if func.name in defined:
-            report(raw, None, f"duplicate operator '{func.name}' (first defined at {defined[func.name]})")
+            report(raw, None, f"duplicate operator '{func.name}' (first defined at line {defined[func.name].line})")
             continue
         defined[func.name] = raw.loc
+        overloads[func.name.name] = overloads.get(func.name.name, 0) + 1
+        if overloads[func.name.name] == MAX_OVERLOADS + 1:
+            report(raw, None, f"more than the limit of {MAX_OVERLOADS} overloads of '{func.name.name}'")
         if nf is not None:
             valid[func.name] = nf
 
@@ -411,9 +485,9 @@ def _check_entries(
             report(raw, "structured_delegate", f"structured_delegate '{delegate}' is not structured")
         for name in nf.autogen:
             if name in defined:
-                report(raw, "autogen", f"autogen operator '{name}' is also defined at {defined[name]}")
+                report(raw, "autogen", f"autogen operator '{name}' is also defined at line {defined[name].line}")
             elif name in generated:
-                report(raw, "autogen", f"autogen operator '{name}' is also generated at {generated[name]}")
+                report(raw, "autogen", f"autogen operator '{name}' is also generated at line {generated[name].line}")
             else:
                 generated[name] = raw.key_loc("autogen")
     return errors
@@ -458,7 +532,7 @@ def parse_native_functions(
             continue
         entry = _EntryParser(raw, known_tags, foreign_keys)
         func, nf = entry.parse()
-        errors.extend(entry.errors)
+        errors.extend(entry.all_errors())
         parsed.append((raw, func, nf))
     errors.extend(_check_entries(parsed))
     _raise_sorted(errors)
@@ -480,7 +554,7 @@ def load_tags(path: str) -> FrozenSet[str]:
             continue
         for key in raw:
             if key not in _TAG_ENTRY_KEYS:
-                errors.append(GenError.at(raw.key_loc(key), f"unknown key '{key}' in tag entry"))
+                errors.append(GenError.at(raw.key_loc(key), f"unknown key '{clip(key)}' in tag entry"))
         name = raw.get("tag")
         if not isinstance(name, str) or _IDENTIFIER.fullmatch(name) is None:
             errors.append(GenError.at(
@@ -488,10 +562,10 @@ def load_tags(path: str) -> FrozenSet[str]:
             ))
             continue
         if not isinstance(raw.get("desc"), str):
-            errors.append(GenError.at(raw.key_loc("desc"), f"tag '{name}' needs 'desc: TEXT'"))
+            errors.append(GenError.at(raw.key_loc("desc"), f"tag '{clip(name)}' needs 'desc: TEXT'"))
         if name in first:
             errors.append(GenError.at(
-                raw.key_loc("tag"), f"tag '{name}' defined twice (first at line {first[name]})"
+                raw.key_loc("tag"), f"tag '{clip(name)}' defined twice (first at line {first[name]})"
             ))
             continue
         first[name] = raw.key_loc("tag").line

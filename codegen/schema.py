@@ -22,11 +22,13 @@ they must come after all other keyword-only arguments.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from codegen.errors import GenError
+from codegen.limits import MAX_LIST_SIZE, MAX_SCHEMA_LENGTH, MAX_TYPE_DEPTH, clip
 
 # Every base type the schema language has (all those PyTorch 1.13.1's file uses, and
 # complex). DimVector only appears in the 'precomputed' lists of structured kernels.
@@ -72,6 +74,53 @@ _INT_TEXT = re.compile(r"-?[0-9]+")
 _FLOAT_TEXT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+# The escapes a string default may use, and the character each stands for.
+_STRING_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+
+
+def string_default_value(text: str) -> str:
+    """The value of a quoted string default (``"mean"``, ``'a\\tb'``), read without Python's
+    eval: escapes are ``\\\\ \\' \\" \\n \\t \\r \\0`` and ``\\xHH``. Raises ValueError
+    saying what is wrong."""
+    quote = text[:1]
+    if quote not in ("'", '"') or len(text) < 2 or text[-1] != quote:
+        raise ValueError("a string default must be quoted, as in \"mean\"")
+    out, i, body = [], 0, text[1:-1]
+    while i < len(body):
+        c = body[i]
+        if c == quote:
+            raise ValueError(f"unescaped {quote} inside the string")
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        esc = body[i + 1:i + 2]
+        if esc in _STRING_ESCAPES:
+            out.append(_STRING_ESCAPES[esc])
+            i += 2
+        elif esc == "x" and re.fullmatch(r"[0-9A-Fa-f]{2}", body[i + 2:i + 4]):
+            out.append(chr(int(body[i + 2:i + 4], 16)))
+            i += 4
+        else:
+            raise ValueError(f"bad escape '\\{esc}' (use \\\\ \\' \\\" \\n \\t \\r \\0 or \\xHH)")
+    return "".join(out)
+
+
+def _number_mismatch(text: str) -> str:
+    """Empty when a numeric default is representable in C++ (int64, finite double)."""
+    if _INT_TEXT.fullmatch(text):
+        digits = text.lstrip("-")
+        if len(digits) > 1 and digits[0] == "0":
+            return "an integer may not begin with 0 (C++ would read it as octal)"
+        if len(digits) > 19 or not INT64_MIN <= int(text) <= INT64_MAX:
+            return "integer out of the int64 range"
+    elif _FLOAT_TEXT.fullmatch(text) and float(text) in (float("inf"), float("-inf")):
+        return "number out of the range of double"
+    return ""
+
+
 def _list_items(inner: str) -> List[str]:
     """The comma-separated items of a list default's inside, quotes respected."""
     items, current, quote = [], "", None
@@ -111,6 +160,14 @@ def default_mismatch(type_: "Type", text: str) -> str:
         return "" if text == "None" else f"a {name} default can only be None"
     if text == "None":
         return f"None is only a default of an optional type (write {type_}?)"
+    why = _number_mismatch(text)
+    if why:
+        return why
+    if name in ("str", "Device", "Dimname") and text[:1] in ("'", '"'):
+        try:
+            string_default_value(text)
+        except ValueError as e:
+            return str(e)
     is_int = bool(_INT_TEXT.fullmatch(text))
     is_float = bool(_FLOAT_TEXT.fullmatch(text)) or text.lstrip("-") in ("inf", "nan")
     ok = {
@@ -129,6 +186,17 @@ def default_mismatch(type_: "Type", text: str) -> str:
     return "" if ok else f"not a value of type {type_}"
 
 
+def overload_name_mismatch(overload: str) -> str:
+    """Empty when ``overload`` may name an overload, else why not. As PyTorch: ``default``
+    is what PyTorch calls the overload without a name, and names beginning with ``__`` are
+    reserved."""
+    if overload == "default":
+        return "the overload name 'default' is reserved (it means the overload without a name)"
+    if overload.startswith("__"):
+        return f"overload name '{clip(overload, 80)}' is reserved: overload names may not begin with '__'"
+    return ""
+
+
 @dataclass(frozen=True)
 class OperatorName:
     """``name.overload``; the overload name is empty for the default overload."""
@@ -140,7 +208,7 @@ class OperatorName:
     def parse(cls, text: str) -> "OperatorName":
         match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]+))?", text)
         if match is None:
-            raise GenError(f"malformed operator name '{text}'")
+            raise GenError(f"malformed operator name '{clip(text)}'")
         return cls(match.group(1), match.group(2) or "")
 
     def __str__(self) -> str:
@@ -330,8 +398,11 @@ class FunctionSchema:
 
     @classmethod
     def parse(cls, text: str) -> "FunctionSchema":
-        """Parse ``text``; a ``GenError`` names the column where it went wrong."""
-        return _SchemaParser(text).schema()
+        """Parse ``text``; a ``GenError`` names the column where it went wrong.
+
+        Schemas are immutable, so a text given again (a repeated entry, the same schema in
+        derivatives.yaml) is parsed once."""
+        return _parse_schema_cached(text)
 
     def __str__(self) -> str:
         args = [str(a) for a in self.positional]
@@ -444,6 +515,11 @@ class FunctionSchema:
         )
 
 
+@functools.lru_cache(maxsize=8192)
+def _parse_schema_cached(text: str) -> FunctionSchema:
+    return _SchemaParser(text).schema()
+
+
 class _SchemaParser:
     """Recursive descent over one schema string; ``pos`` is a 0-based index."""
 
@@ -451,6 +527,8 @@ class _SchemaParser:
         self.text = text
         self.what = what  # what the text is, for error messages
         self.pos = 0
+        if len(text) > MAX_SCHEMA_LENGTH:
+            raise GenError(f"{what} is longer than the limit of {MAX_SCHEMA_LENGTH} characters")
 
     # --- helpers --------------------------------------------------------------
 
@@ -488,7 +566,11 @@ class _SchemaParser:
     def schema(self) -> FunctionSchema:
         name = OperatorName(self.match(_IDENT, "an operator name"))
         if self.accept("."):
+            overload_pos = self.pos
             name = OperatorName(name.name, self.match(_OVERLOAD, "an overload name"))
+            why = overload_name_mismatch(name.overload_name)
+            if why:
+                raise self.fail(why, overload_pos)
         self.expect("(")
         positional, kwarg_only, out = self.arguments()
         self.expect(")", "', ' or ')'")
@@ -560,7 +642,12 @@ class _SchemaParser:
             if base != "Tensor":
                 raise self.fail(f"alias annotations are allowed on Tensor only, not on '{base}'")
             alias = self.alias_info()
+        depth = 0
         while True:
+            if self.peek("?") or self.peek("["):
+                depth += 1
+                if depth > MAX_TYPE_DEPTH:
+                    raise self.fail(f"type nested deeper than the limit of {MAX_TYPE_DEPTH} '?' and '[]'")
             if self.peek("?"):
                 if isinstance(type_, OptionalType):
                     raise self.fail("type is already optional")
@@ -570,9 +657,13 @@ class _SchemaParser:
                 size = None
                 if not self.peek("]"):
                     size_pos = self.pos
-                    size = int(self.match(_LIST_SIZE, "a list size or ']'"))
+                    digits = self.match(_LIST_SIZE, "a list size or ']'")
+                    size = int(digits) if len(digits) <= 6 else MAX_LIST_SIZE + 1
                     if size == 0:
                         raise self.fail("a list size must be positive", size_pos)
+                    if size > MAX_LIST_SIZE:
+                        raise self.fail(f"list size {clip(digits, 40)} is larger than the limit of "
+                                        f"{MAX_LIST_SIZE}", size_pos)
                 self.expect("]")
                 type_ = ListType(type_, size)
             else:

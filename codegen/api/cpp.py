@@ -13,7 +13,6 @@ the YAML) loses the defaults that allow that call (Note [Ambiguous defaults]).
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
@@ -22,6 +21,7 @@ from codegen.api import dispatcher
 from codegen.api.dispatcher import Binding, CType, DispatcherSignature
 from codegen.errors import GenError
 from codegen.model import Argument, ListType, NativeFunction
+from codegen.schema import INT64_MIN, string_default_value
 
 # Members of dk::Tensor written by hand (runtime/include/dk/tensor/tensor.h; README.md "Tensors and operators"):
 # a generated method of the same name would clash, unless the entry says
@@ -80,7 +80,8 @@ def _number(text: str, value: str) -> Optional[str]:
     if text in ("True", "False"):
         return text.lower() if value in ("bool", "Scalar") else None
     if _INT.fullmatch(text):
-        return text
+        # -9223372036854775808 is not a C++ literal (the minus applies to a value too large).
+        return "(-9223372036854775807 - 1)" if int(text) == INT64_MIN else text
     if _FLOAT.fullmatch(text) and value in ("double", "Scalar"):
         return text
     return None
@@ -108,7 +109,7 @@ def default_expr(arg: Argument, ctype: CType) -> Optional[str]:
             return expr
     elif value == "std::string_view":
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-            return cpp_string_literal(ast.literal_eval(text))
+            return cpp_string_literal(string_default_value(text))
     elif value == "ScalarType":
         if text in _SCALAR_TYPES:
             return f"ScalarType::{_SCALAR_TYPES[text]}"
@@ -205,7 +206,8 @@ def _located(nf: NativeFunction, detail: str) -> GenError:
     return GenError.at(nf.loc, detail, str(nf.func))
 
 
-def _public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
+def public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
+    """The plain function (or method) of ``nf``; a located GenError when C++ cannot declare it."""
     sig = dispatcher.signature(nf.func)
     name = nf.func.name.name
     if dispatcher.is_cpp_keyword(name):
@@ -329,11 +331,11 @@ def _grouped(sigs: List[PublicSignature]) -> Dict[NativeFunction, Tuple[PublicSi
 def public_functions(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
     """The ``dk::op()`` free functions of every entry with the function variant: its plain
     form, and its braced-list form when it has an int[]? argument."""
-    return _grouped([_public_signature(nf, False) for nf in nfs
+    return _grouped([public_signature(nf, False) for nf in nfs
                      if nf.has_function_variant and not nf.manual_cpp_binding])
 
 
 def public_methods(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
     """The ``tensor.op()`` methods of every entry with the method variant (as above)."""
-    return _grouped([_public_signature(nf, True) for nf in nfs
+    return _grouped([public_signature(nf, True) for nf in nfs
                      if nf.has_method_variant and not nf.manual_cpp_binding])

@@ -4,18 +4,28 @@
 A kernel takes exactly the dispatcher signature (``codegen.api.dispatcher``): same
 parameter types, names and return type, no ``DispatchKeySet``, no defaults. A kernel
 named without a namespace (``add_cpu``) lives in ``dk::native``; one written
-``ns::name`` lives in ``ns`` as written. One C++ declaration serves every operator that
-names the same kernel with the same signature.
+``dk::ns::name`` lives in ``dk::ns``, one written ``::ns::name`` in ``ns``, where its
+declaration names dk's types fully qualified (``const ::dk::Tensor&``). One C++ declaration
+serves every operator that names the same kernel with the same signature.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from codegen.api.dispatcher import DispatcherSignature
 from codegen.model import BackendMetadata
 
 DEFAULT_NAMESPACE = "dk::native"
+# dk's types in dispatcher signatures: qualified in declarations outside namespace dk.
+_DK_TYPE = re.compile(r"(?<![\w:])(Tensor|Scalar|IntArrayRef|ArrayRef|ScalarType|Layout|Device|MemoryFormat|"
+                      r"Generator|IValue)\b")
+
+
+def qualify_dk_types(text: str) -> str:
+    """``const Tensor&`` -> ``const ::dk::Tensor&``: a C++ type as code outside dk names it."""
+    return _DK_TYPE.sub(r"::dk::\1", text)
 
 
 @dataclass(frozen=True)
@@ -38,8 +48,15 @@ class NativeKernel:
         """What makes two declarations the same one."""
         return (self.namespace, self.name, self.signature.canonical)
 
+    @property
+    def inside_dk(self) -> bool:
+        return self.namespace == "dk" or self.namespace.startswith("dk::")
+
     def declaration(self) -> str:
-        return self.signature.decl(self.name) + ";"
+        if self.inside_dk:
+            return self.signature.decl(self.name) + ";"
+        params = ", ".join(f"{qualify_dk_types(b.type.text)} {b.name}" for b in self.signature.bindings)
+        return f"{qualify_dk_types(self.signature.returns)} {self.name}({params});"
 
 
 def kernel(metadata: BackendMetadata, signature: DispatcherSignature) -> NativeKernel:

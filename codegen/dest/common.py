@@ -21,6 +21,7 @@ from codegen.api.cpp import cpp_string_literal
 from codegen.api.dispatcher import DispatcherSignature
 from codegen.errors import GenError
 from codegen.model import NativeFunction
+from codegen.validate import dispatcher_errors
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
 GENERATOR = "codegen/gen.py"
@@ -126,19 +127,7 @@ class GenContext:
     @classmethod
     def build(cls, native_functions: Sequence[NativeFunction], namespace: str, inputs: Sequence[str]) -> "GenContext":
         nfs = sorted(native_functions, key=lambda nf: (nf.func.name.name, nf.func.name.overload_name))
-        errors = []
-        for nf in nfs:
-            try:
-                dispatcher.check_operator(nf)
-            except GenError as e:
-                errors.append(e)
-        structs: Dict[str, NativeFunction] = {}
-        for nf in nfs:
-            struct = dispatcher.struct_name(nf.func.name)
-            if struct in structs:
-                errors.append(GenError.at(nf.loc, f"C++ struct name '{struct}' is also that of "
-                                                  f"'{structs[struct].func.name}'", str(nf.func)))
-            structs[struct] = nf
+        errors = dispatcher_errors(nfs)  # gen.py has checked them already (codegen/validate.py)
         if errors:
             raise GenError.combine(errors)
         sigs = {nf: dispatcher.signature(nf.func) for nf in nfs}

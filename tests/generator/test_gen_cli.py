@@ -59,7 +59,7 @@ class GenCliTest(support.TempDirTestCase):
             "-> Tensor: unknown dispatch key 'MPS'",
             "schemas/native_functions.yaml:4: relu(Tensor self) -> Tensr: unknown type 'Tensr' at column 22",
             "schemas/native_functions.yaml:6: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) "
-            "-> Tensor: duplicate operator 'add.Tensor' (first defined at schemas/native_functions.yaml:1)",
+            "-> Tensor: duplicate operator 'add.Tensor' (first defined at line 1)",
         ])
 
     def test_no_tags_file_means_no_tags(self):

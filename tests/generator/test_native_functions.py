@@ -63,12 +63,14 @@ class DispatchMapTest(support.NativeYamlTestCase):
         nf = self.parse_one("""
             - func: a(Tensor self) -> Tensor
               dispatch:
-                CPU: at::native::a_cpu
+                CPU: ::at::native::a_cpu
                 CUDA: a_cuda
+                Meta: dk::meta::a_meta
             """)
         self.assertEqual(nf.kernel(K.CPU), BackendMetadata("a_cpu", "at::native"))
-        self.assertEqual(str(nf.kernel(K.CPU)), "at::native::a_cpu")
+        self.assertEqual(str(nf.kernel(K.CPU)), "::at::native::a_cpu")
         self.assertEqual(str(nf.kernel(K.CUDA)), "a_cuda")
+        self.assertEqual(str(nf.kernel(K.Meta)), "dk::meta::a_meta")
 
     def test_no_dispatch_means_composite_implicit(self):
         relu, relu_, out = self.parse("""

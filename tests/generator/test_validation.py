@@ -127,7 +127,7 @@ class EntryShapeErrorsTest(support.NativeYamlTestCase):
                 """),
             ["P:2: a(Tensor self) -> Tensor: unknown variant 'fn' (expected function or method)",
              "P:4: b(Tensor self) -> Tensor: 'device_check' must be NoCheck or ExactSame, got bool",
-             "P:5: a(Tensor self) -> Tensor: duplicate operator 'a' (first defined at P:1)"],
+             "P:5: a(Tensor self) -> Tensor: duplicate operator 'a' (first defined at line 1)"],
         )
 
 
@@ -179,12 +179,19 @@ class DispatchErrorsTest(support.NativeYamlTestCase):
                     SparseCPU: "at::native::"
                     SparseCUDA: 3
                     QuantizedCPU: at::native::relu_quantized
+                    QuantizedCUDA: std::system
+                    SparseMeta: dk::relu_nested
                 """),
             [f"P:3: {RELU}: kernel name 'relu-cpu' is not a C++ identifier",
              f"P:4: {RELU}: kernel name 'delete' is not a C++ identifier",
-             f"P:5: {RELU}: kernel name '::relu_meta' is not a C++ identifier",
+             f"P:5: {RELU}: kernel name '::relu_meta': a kernel cannot live in the global namespace",
              f"P:6: {RELU}: kernel name 'at::native::' is not a C++ identifier",
-             f"P:7: {RELU}: kernel for 'SparseCUDA' must be a string, got int"],
+             f"P:7: {RELU}: kernel for 'SparseCUDA' must be a string, got int",
+             f"P:8: {RELU}: kernel name 'at::native::relu_quantized' names a namespace outside dk: write it "
+             "fully qualified, '::at::native::relu_quantized', or relative to dk, 'dk::...'",
+             f"P:9: {RELU}: kernel name 'std::system': a kernel cannot live in namespace std",
+             f"P:10: {RELU}: kernel name 'dk::relu_nested': namespace dk is generated code's; use dk::native "
+             "or your own"],
         )
 
     def test_more_than_one_composite_key(self):
@@ -248,9 +255,9 @@ class ListValueErrorsTest(support.NativeYamlTestCase):
                   autogen: relu.functional
                 """),
             [f"P:2: {RELU}: 'autogen' names 'relu..out', which is not an operator name",
-             "P:5: relu_(Tensor(a!) self) -> Tensor(a!): autogen operator 'relu.out' is also defined at P:3",
+             "P:5: relu_(Tensor(a!) self) -> Tensor(a!): autogen operator 'relu.out' is also defined at line 3",
              "P:7: relu.other(Tensor self) -> Tensor: autogen operator 'relu.functional' "
-             "is also generated at P:5"],
+             "is also generated at line 5"],
         )
 
     def test_cpp_no_default_args(self):
@@ -275,7 +282,7 @@ class StructureErrorsTest(support.NativeYamlTestCase):
             - func: relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
             - func: {RELU}
               variants: method
-            """, f"P:4: {RELU}: duplicate operator 'relu' (first defined at P:1)")
+            """, f"P:4: {RELU}: duplicate operator 'relu' (first defined at line 1)")
 
     def test_structured_needs_an_out_function(self):
         self.assertError(f"- func: {RELU}\n  structured: True\n",

@@ -124,6 +124,29 @@ class FileManagerTest(support.TempDirTestCase):
             files.write("a.h", b"bytes")
         self.assertEqual(str(caught.exception), "output 'a.h': contents must be text, got bytes")
 
+    def test_a_failed_commit_changes_nothing(self):
+        """All or nothing: a blocked path fails the whole commit before any file is replaced,
+        and the temporaries and the folders made for them are removed."""
+        old = FileManager()
+        old.write("a.h", "// old a\n")
+        old.write("z.h", "// old z\n")
+        old.commit(self.out)
+        with open(os.path.join(self.out, "x_blocked"), "w") as f:
+            f.write("a file where a folder is wanted\n")
+        new = FileManager()
+        new.write("a.h", "// new a\n")
+        new.write("new/deep/b.h", "// b\n")
+        new.write("x_blocked/c.h", "// c\n")
+        new.write("z.h", "// new z\n")
+        with self.assertRaises(GenError) as caught:
+            new.commit(self.out)
+        self.assertIn("cannot write", str(caught.exception))
+        self.assertIn("no output was changed", str(caught.exception))
+        self.assertEqual(self.listing(), ["a.h", "x_blocked", "z.h"])
+        self.assertFalse(os.path.exists(os.path.join(self.out, "new")))  # the folders it made are gone
+        self.assertEqual(read(os.path.join(self.out, "a.h")), "// old a\n")
+        self.assertEqual(read(os.path.join(self.out, "z.h")), "// old z\n")
+
     def test_nothing_to_write(self):
         self.assertEqual(FileManager().commit(self.out), [])
         self.assertEqual(FileManager().names(), [])
