@@ -692,6 +692,22 @@ TEST_CASE("schema: parse errors name the column and quote the schema") {
         "schema parse error at column 25: expected ',' or ')' but found end of input\n"
         "  foo(Tensor x) -> (Tensor\n"
         "                          ^");
+  CHECK(schemaError("foo.default(Tensor x) -> ()") ==
+        "schema parse error at column 5: the overload name 'default' is reserved (it means the overload without "
+        "a name)\n"
+        "  foo.default(Tensor x) -> ()\n"
+        "      ^");
+  CHECK(schemaError("aten::foo.__x(Tensor x) -> ()") ==
+        "schema parse error at column 11: overload name '__x' is reserved: overload names may not begin with '__'\n"
+        "  aten::foo.__x(Tensor x) -> ()\n"
+        "            ^");
+  CHECK(nameError("aten::add.default") ==
+        "schema parse error at column 11: the overload name 'default' is reserved (it means the overload without "
+        "a name)\n"
+        "  aten::add.default\n"
+        "            ^");
+  CHECK_NOTHROW(dk::parseSchema("foo.default_(Tensor x) -> ()"));  // only the exact name is reserved
+  CHECK_NOTHROW(dk::parseSchema("foo._x(Tensor x) -> ()"));
   CHECK(schemaError("aten::foo.(Tensor x) -> ()") ==
         "schema parse error at column 11: expected overload name but found '('\n"
         "  aten::foo.(Tensor x) -> ()\n"

@@ -35,8 +35,8 @@ def _runtime_library():
     lib = os.path.join(libdir, "libdispatchkit.so")
     if not os.path.isfile(lib):
         return None, f"{lib} not found (build the runtime, or set DK_CODEGEN_LIBDIR)"
-    sources = glob.glob(os.path.join(support.REPO_ROOT, "runtime", "src", "*.cpp")) + glob.glob(
-        os.path.join(cpp_checks.RUNTIME_INCLUDE, "dk", "*.h"))
+    sources = glob.glob(os.path.join(support.REPO_ROOT, "runtime", "src", "**", "*.cpp"), recursive=True) + glob.glob(
+        os.path.join(cpp_checks.RUNTIME_INCLUDE, "dk", "**", "*.h"), recursive=True)
     newest = max(os.stat(s).st_mtime for s in sources)
     if os.stat(lib).st_mtime < newest:
         return None, f"{lib} is older than runtime/ (rebuild it to run the link test)"
@@ -67,6 +67,32 @@ class CompileTest(support.TempDirTestCase):
         sources = sorted(glob.glob(os.path.join(out, "*.cpp")))
         self.assertEqual(len(sources), 15)
         self.assertCompiles(sources + [calls], out)
+
+    def test_kernels_outside_dk_native_and_int64_limits(self):
+        """A kernel in another namespace (::ns::name), one in dk:: and int64's extreme defaults
+        compile as generated, and the declarations are the ones a kernel file defines."""
+        yaml_path = os.path.join(self.dir, "native_functions.yaml")
+        with open(yaml_path, "w", encoding="utf-8") as f:
+            f.write("- func: ext_op(Tensor self, int n=-9223372036854775808, int m=9223372036854775807) -> Tensor\n"
+                    "  variants: function, method\n"
+                    "  dispatch:\n"
+                    "    CPU: ::ext::ext_op_cpu\n"
+                    "    Meta: dk::ext::ext_op_meta\n")
+        out = os.path.join(self.dir, "ext")
+        _generate(yaml_path, out)
+        kernels = os.path.join(self.dir, "ext_kernels.cpp")
+        with open(kernels, "w", encoding="utf-8") as f:
+            f.write('#include <cstdint>\n#include <limits>\n#include "dk/generated/ops/ext_op.h"\n'
+                    '#include "dk/generated/ops/ext_op_native.h"\n'
+                    "namespace ext {\n"
+                    "::dk::Tensor ext_op_cpu(const ::dk::Tensor& self, int64_t, int64_t) { return self; }\n"
+                    "}  // namespace ext\n"
+                    "namespace dk::ext {\n"
+                    "Tensor ext_op_meta(const Tensor& self, int64_t, int64_t) { return self; }\n"
+                    "}  // namespace dk::ext\n"
+                    "static_assert(std::numeric_limits<int64_t>::min() == (-9223372036854775807 - 1));\n"
+                    "dk::Tensor use(const dk::Tensor& t) { return dk::ext_op(t); }\n")
+        self.assertCompiles(sorted(glob.glob(os.path.join(out, "*.cpp"))) + [kernels], out)
 
     def test_schemas_output_and_every_public_call(self):
         out = os.path.join(self.dir, "schemas")

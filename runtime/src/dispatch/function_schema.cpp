@@ -417,7 +417,16 @@ class Parser {
       size_t ov = pos_;
       while (pos_ < s_.size() && isIdentChar(s_[pos_])) ++pos_;
       if (pos_ == ov) fail(pos_, "expected overload name but found " + found(pos_));
-      name.overload_name.assign(s_.substr(ov, pos_ - ov));
+      std::string_view overload = s_.substr(ov, pos_ - ov);
+      // As PyTorch (and the generator, codegen/schema.py): "default" names the overload without
+      // a name, and names beginning with "__" are reserved.
+      if (overload == "default") {
+        fail(ov, "the overload name 'default' is reserved (it means the overload without a name)");
+      }
+      if (overload.substr(0, 2) == "__") {
+        fail(ov, "overload name '" + std::string(overload) + "' is reserved: overload names may not begin with '__'");
+      }
+      name.overload_name.assign(overload);
     }
     return name;
   }
