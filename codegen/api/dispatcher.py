@@ -211,21 +211,15 @@ def argument_name(name: str) -> str:
     return name + "_" if name in RESERVED_NAMES else name
 
 
-def is_dispatch_argument(t: Type) -> bool:
-    """Tensor, Tensor?, Tensor[N] or Tensor?[N]: what ``dk::Type::isTensorLike`` says."""
-    if t == BaseType("Tensor") or t == OptionalType(BaseType("Tensor")):
-        return True
-    return isinstance(t, ListType) and t.elem in (BaseType("Tensor"), OptionalType(BaseType("Tensor")))
-
-
 def dispatch_bitmap(func: FunctionSchema) -> int:
     """Note [Dispatch-argument bitmap]: bit ``nargs-1-i`` is set when argument i is a
     dispatch argument, so bit 0 is the top of the boxed stack. Equals the runtime's
-    ``OperatorEntry::computeDispatchArgumentBitmap``."""
+    ``OperatorEntry::computeDispatchArgumentBitmap``. Dispatch arguments are those
+    ``Type.is_tensor_like`` says (the model's one definition)."""
     args = func.arguments
     bitmap = 0
     for i, arg in enumerate(args):
-        if is_dispatch_argument(arg.type):
+        if arg.type.is_tensor_like():
             bitmap |= 1 << (len(args) - 1 - i)
     return bitmap
 
