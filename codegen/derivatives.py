@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from codegen.api.dispatcher import argument_name, is_cpp_keyword
+from codegen.api.dispatcher import argument_name
+from codegen.cpp_names import is_cpp_keyword
 from codegen.errors import GenError, Location
 from codegen.model import (
     Argument,

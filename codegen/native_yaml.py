@@ -20,6 +20,7 @@ import re
 from types import MappingProxyType
 from typing import AbstractSet, Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
+from codegen.cpp_names import is_cpp_name
 from codegen.dispatch_key import COMPOSITE_KEYS, DispatchKey
 from codegen.errors import GenError, Location
 from codegen.model import (
@@ -58,27 +59,7 @@ _BOOL_KEYS = (
 _TAG_ENTRY_KEYS = ("tag", "desc")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_QUALIFIED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*")
 _DISPATCH_KEY_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_CPP_KEYWORDS = frozenset(
-    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char
-    char8_t char16_t char32_t class compl concept const consteval constexpr constinit
-    const_cast continue co_await co_return co_yield decltype default delete do double
-    dynamic_cast else enum explicit export extern false float for friend goto if inline
-    int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
-    protected public register reinterpret_cast requires return short signed sizeof
-    static static_assert static_cast struct switch template this thread_local throw true
-    try typedef typeid typename union unsigned using virtual void volatile wchar_t while
-    xor xor_eq""".split()
-)
-
-
-def is_cpp_name(text: str) -> bool:
-    """``foo`` or ``ns::foo``: C++ identifiers (no keywords) joined by ``::``."""
-    return _QUALIFIED_NAME.fullmatch(text) is not None and not any(
-        part in _CPP_KEYWORDS for part in text.split("::")
-    )
-
 
 # Namespaces of dk itself that generated code fills: a kernel may not be declared there.
 _RESERVED_KERNEL_NAMESPACES = ("dk", "dk::ops", "dk::detail", "dk::boxing")

@@ -257,8 +257,19 @@ class Type:
         raise NotImplementedError
 
     def is_tensor_like(self) -> bool:
-        """Tensor, Tensor?, Tensor[], Tensor?[] (and other wrappings of Tensor)."""
-        return self.innermost.name == "Tensor"
+        """Tensor, Tensor?, Tensor[N] or Tensor?[N] (N fixed or not): a dispatch argument,
+        one whose key set decides dispatch.
+
+        The generator's one definition of a dispatch argument (the dispatch-argument bitmap,
+        ``FunctionSchema.dispatch_arguments``, the autograd plan all use it), and the
+        runtime's: ``dk::Type::isTensorLike`` (runtime/src/dispatch/function_schema.cpp).
+        Other wrappings of Tensor (``Tensor[]?``, ``Tensor?[]?``, ``Tensor[][]``) are not
+        tensor-like: the runtime boxes them as plain values and dispatch never reads them.
+        """
+        tensor = BaseType("Tensor")
+        if self == tensor or self == OptionalType(tensor):
+            return True
+        return isinstance(self, ListType) and self.elem in (tensor, OptionalType(tensor))
 
     def is_list_like(self) -> bool:
         return False
@@ -438,7 +449,8 @@ class FunctionSchema:
 
     @property
     def dispatch_arguments(self) -> Tuple[Argument, ...]:
-        """The arguments whose key sets decide dispatch: the tensor-like ones, out= included."""
+        """The arguments whose key sets decide dispatch: the tensor-like ones
+        (``Type.is_tensor_like``), out= included."""
         return tuple(a for a in self.arguments if a.type.is_tensor_like())
 
     @property

@@ -19,6 +19,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from codegen.api import dispatcher
 from codegen.api.dispatcher import Binding, CType, DispatcherSignature
+from codegen.cpp_names import is_cpp_keyword
 from codegen.errors import GenError
 from codegen.model import Argument, ListType, NativeFunction
 from codegen.schema import INT64_MIN, string_default_value
@@ -210,7 +211,7 @@ def public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
     """The plain function (or method) of ``nf``; a located GenError when C++ cannot declare it."""
     sig = dispatcher.signature(nf.func)
     name = nf.func.name.name
-    if dispatcher.is_cpp_keyword(name):
+    if is_cpp_keyword(name):
         raise _located(nf, f"'{name}' is a C++ keyword and cannot name a function or method")
     if is_method and name in HAND_WRITTEN_TENSOR_MEMBERS:
         raise _located(nf, f"method '{name}' clashes with the hand-written dk::Tensor::{name}; "

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from codegen.cpp_names import CPP_KEYWORDS
 from codegen.errors import GenError
 from codegen.model import (
     Argument,
@@ -46,30 +47,14 @@ from codegen.model import (
 # The dispatcher supports at most this many arguments (one bit each in the bitmap).
 MAX_ARGUMENTS = 64
 
-# C++ keywords, and the local names generated bodies use next to the arguments
-# (Note [Argument names]).
-_CPP_KEYWORDS = frozenset(
-    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char
-    char8_t char16_t char32_t class compl concept const consteval constexpr constinit
-    const_cast continue co_await co_return co_yield decltype default delete do double
-    dynamic_cast else enum explicit export extern false float for friend goto if inline
-    int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
-    protected public register reinterpret_cast requires return short signed sizeof
-    static static_assert static_cast struct switch template this thread_local throw true
-    try typedef typeid typename union unsigned using virtual void volatile wchar_t while
-    xor xor_eq""".split()
-)
+# The local names generated bodies use next to the arguments (Note [Argument names]).
 GENERATED_LOCALS = frozenset(
     {"op", "e", "k", "ks", "arg_ks", "trace", "device_check", "device_guard"}
 )
 # Note [Argument names]
 # An argument keeps its schema name in C++ unless that name is a C++ keyword or one of
 # the locals above; then it gets a trailing underscore (topk's `int k` is `k_`).
-RESERVED_NAMES = _CPP_KEYWORDS | GENERATED_LOCALS
-
-
-def is_cpp_keyword(name: str) -> bool:
-    return name in _CPP_KEYWORDS
+RESERVED_NAMES = CPP_KEYWORDS | GENERATED_LOCALS
 
 
 @dataclass(frozen=True)
@@ -211,21 +196,15 @@ def argument_name(name: str) -> str:
     return name + "_" if name in RESERVED_NAMES else name
 
 
-def is_dispatch_argument(t: Type) -> bool:
-    """Tensor, Tensor?, Tensor[N] or Tensor?[N]: what ``dk::Type::isTensorLike`` says."""
-    if t == BaseType("Tensor") or t == OptionalType(BaseType("Tensor")):
-        return True
-    return isinstance(t, ListType) and t.elem in (BaseType("Tensor"), OptionalType(BaseType("Tensor")))
-
-
 def dispatch_bitmap(func: FunctionSchema) -> int:
     """Note [Dispatch-argument bitmap]: bit ``nargs-1-i`` is set when argument i is a
     dispatch argument, so bit 0 is the top of the boxed stack. Equals the runtime's
-    ``OperatorEntry::computeDispatchArgumentBitmap``."""
+    ``OperatorEntry::computeDispatchArgumentBitmap``. Dispatch arguments are those
+    ``Type.is_tensor_like`` says (the model's one definition)."""
     args = func.arguments
     bitmap = 0
     for i, arg in enumerate(args):
-        if is_dispatch_argument(arg.type):
+        if arg.type.is_tensor_like():
             bitmap |= 1 << (len(args) - 1 - i)
     return bitmap
 
@@ -353,7 +332,7 @@ def forward(ctype: CType, name: str) -> str:
 
 # Names a struct in dk::ops must not take: generated code names these namespaces and
 # entities unqualified from inside it (PyTorch has an operator `std`).
-_RESERVED_STRUCT_NAMES = _CPP_KEYWORDS | frozenset(
+_RESERVED_STRUCT_NAMES = CPP_KEYWORDS | frozenset(
     {"std", "dk", "detail", "ops", "boxing", "native", "aten", "OperatorInfo", "kAllOperators", "all_operators"}
 )
 

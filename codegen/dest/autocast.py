@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import List
 
+from codegen import dispatch_key
 from codegen.dest.common import GenContext, Operator, render
 
 # Arguments the cast applies to (dispatcher.CType.dispatch kinds); Tensor?[] is left alone.
 TENSOR_KINDS = {"tensor", "optional_tensor", "tensor_list"}
 
-# (dispatch key, device type expression)
-AUTOCAST_KEYS = (("AutocastCPU", "DeviceType::CPU"), ("AutocastCUDA", "DeviceType::CUDA"))
+# (dispatch key, device type expression), from the model's table of autocast keys.
+AUTOCAST_KEYS = tuple((key.name, f"DeviceType::{device}") for key, device in dispatch_key.AUTOCAST_KEYS)
 
 
 def is_tensor(binding) -> bool:

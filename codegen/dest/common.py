@@ -69,7 +69,8 @@ class Operator:
 
     @property
     def dispatch_bindings(self) -> Tuple[dispatcher.Binding, ...]:
-        return tuple(b for b in self.sig.bindings if b.type.dispatch is not None)
+        """The parameters of the dispatch arguments (``Type.is_tensor_like``), in order."""
+        return tuple(b for b in self.sig.bindings if b.argument.type.is_tensor_like())
 
     @property
     def bitmap_comment(self) -> str:

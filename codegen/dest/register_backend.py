@@ -24,13 +24,6 @@ from codegen.model import DispatchKey
 
 MAX_OPERATORS_PER_FILE = 50
 
-# Keys whose kernels see tensors of one backend: their wrappers check devices.
-_DEVICE_KEYS = frozenset(
-    k for k in DispatchKey
-    if k.is_runtime and any(k.name.startswith(p) for p in ("CPU", "CUDA", "PrivateUse", "Meta", "Quantized", "Sparse"))
-)
-_CUDA_KEYS = frozenset({DispatchKey.CUDA, DispatchKey.QuantizedCUDA, DispatchKey.SparseCUDA})
-
 
 @dataclass(frozen=True)
 class Registration:
@@ -48,7 +41,7 @@ class Registration:
     def device_checks(self) -> List[Tuple[str, str]]:
         """(argument, C++ name) of each tensor argument to compare devices of; empty when
         there is nothing to compare."""
-        if self.key not in _DEVICE_KEYS or self.op.nf.device_check == "NoCheck":
+        if not self.key.is_backend or self.op.nf.device_check == "NoCheck":
             return []
         bindings = self.op.dispatch_bindings
         if len(bindings) < 2 and not any(b.type.dispatch.endswith("list") for b in bindings):
@@ -58,7 +51,7 @@ class Registration:
     @property
     def device_guard(self) -> Optional[str]:
         """The device a CUDA wrapper guards: its first tensor, else a device argument."""
-        if self.key not in _CUDA_KEYS or not self.op.nf.device_guard:
+        if not self.key.is_cuda or not self.op.nf.device_guard:
             return None
         bindings = self.op.sig.bindings
         for kind in ("tensor", "tensor_list", "device", "optional_tensor", "optional_tensor_list"):
@@ -125,6 +118,6 @@ def emit(ctx: GenContext, files) -> None:
         for index, (name, run) in enumerate(zip(names, runs)):
             files.write(name, render(
                 ctx, "RegisterKey.cpp.j2", key=key.name, registrations=run, part=index, parts=len(names),
-                checks_devices=key in _DEVICE_KEYS, guards_cuda=key in _CUDA_KEYS,
+                checks_devices=key.is_backend, guards_cuda=key.is_cuda,
                 includes=ctx.includes_for([r.op for r in run], natives={header_group(r.op.nf) for r in run}),
             ))

@@ -60,6 +60,9 @@ class ArgumentTypeTest(unittest.TestCase):
         ("Storage", "IValue", None),
         ("Stream", "IValue", None),
         ("QScheme", "IValue", None),
+        ("Tensor[2]", "ArrayRef<Tensor>", "tensor_list"),
+        ("Tensor[]?", "IValue", None),
+        ("Tensor?[]?", "IValue", None),
     ]
 
     def test_table(self):
@@ -67,6 +70,8 @@ class ArgumentTypeTest(unittest.TestCase):
             with self.subTest(schema_type):
                 ctype = dispatcher.argument_type(parse_type(schema_type))
                 self.assertEqual((ctype.text, ctype.dispatch), (cpp_text, dispatch))
+                # One definition of a dispatch argument: the model's (dk::Type::isTensorLike).
+                self.assertEqual(dispatch is not None, parse_type(schema_type).is_tensor_like())
 
     def test_returns(self):
         cases = {

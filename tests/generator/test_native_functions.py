@@ -12,6 +12,22 @@ from . import support
 K = DispatchKey
 
 
+class DispatchKeyTableTest(unittest.TestCase):
+    def test_backend_and_cuda_keys(self):
+        """dispatch_key.py says which keys are backend keys and which are CUDA's (no name
+        prefixes): the per-backend keys of dk/core/dispatch_key.h, Autograd's excluded."""
+        backend = {k.name for k in DispatchKey if k.is_backend}
+        self.assertEqual(backend, {f + b for f in ("", "Quantized", "Sparse")
+                                   for b in ("CPU", "CUDA", "PrivateUse1", "PrivateUse2", "Meta")})
+        self.assertEqual({k for k in DispatchKey if k.is_cuda}, {K.CUDA, K.QuantizedCUDA, K.SparseCUDA})
+        self.assertEqual((K.AutogradCUDA.backend, K.AutogradCUDA.functionality),
+                         ("CUDA", "AutogradFunctionality"))
+        self.assertFalse(K.AutogradCUDA.is_backend or K.AutogradCUDA.is_cuda)
+        for key in (K.AutocastCUDA, K.BackendSelect, K.CompositeExplicitAutograd):
+            self.assertIsNone(key.backend, key)
+            self.assertFalse(key.is_backend, key)
+
+
 class DispatchMapTest(support.NativeYamlTestCase):
     def test_comma_lists_and_single_keys(self):
         nf = self.parse_one("""

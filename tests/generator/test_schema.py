@@ -73,6 +73,11 @@ class TypeTest(unittest.TestCase):
             self.assertTrue(self.arg_type(text).is_tensor_like(), text)
         for text in ("int", "Scalar", "int[]", "ScalarType?"):
             self.assertFalse(self.arg_type(text).is_tensor_like(), text)
+        # The runtime's dk::Type::isTensorLike (tests/test_function_schema.cpp): fixed sizes
+        # count, other wrappings of Tensor are not dispatch arguments.
+        self.assertTrue(self.arg_type("Tensor[2]").is_tensor_like())
+        for text in ("Tensor[]?", "Tensor[][]", "Tensor?[]?", "Scalar[]", "Dimname[]", "Storage"):
+            self.assertFalse(self.arg_type(text).is_tensor_like(), text)
         self.assertTrue(self.arg_type("int[1]?").is_list_like())
         self.assertFalse(self.arg_type("int?").is_list_like())
         self.assertEqual(self.arg_type("Tensor?[]").innermost, T)
