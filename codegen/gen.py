@@ -167,7 +167,7 @@ def generate_scale(
 ) -> None:
     """The PyTorch-scale subset: operator structs, schema registrations, boxing adapters."""
     ctx = GenContext.build(native_functions, namespace, inputs)
-    operators.emit(ctx, files, shards=shards)
+    operators.emit(ctx, files)
     register_schema.emit(ctx, files, shards=max(1, shards // 4))
     boxing_adapters.emit(ctx, files, shards=max(1, shards // 2))
 

@@ -12,7 +12,8 @@ runtime/ holds one folder per layer, lowest first:
 
 A file in one layer may include headers of its own layer and of lower ones only. The
 generated headers (dk/generated/) belong to the layer of what they declare, listed below (the
-per-operator ones of ops/ to tensor, their kernel declarations and boxing/ to dispatch). The
+Tensor method declarations to tensor; the per-operator ones of ops/, whose calls are inline
+dispatcher calls, and boxing/ to dispatch). The
 entry points dk/dk.h, dk/dispatch.h and dk/modes.h sit above every layer. Besides the rule:
 every included dk/ header exists; nothing in the project includes the compatibility headers of
 runtime/compat/ (they are for code written before the split); and each runtime .cpp starts by
@@ -28,20 +29,18 @@ import sys
 LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers"]
 ENTRY_POINTS = {"dk/dk.h", "dk/dispatch.h", "dk/modes.h"}
 GENERATED_LAYER = {
-    "Operators.h": "tensor",
+    "Operators.h": "dispatch",
     "TensorMethodTypes.h": "tensor",
     "TensorMethodDecls.inc": "tensor",
-    "TensorMethods.h": "tensor",
-    "MethodOperators.h": "tensor",
-    "Functions.h": "tensor",
-    "TensorOperators.h": "tensor",
+    "Functions.h": "dispatch",
+    "TensorOperators.h": "dispatch",
     "DeviceCheck.h": "tensor",
     "NativeFunctions.h": "dispatch",
     "BoxingAdapters.h": "dispatch",
     "AutogradFunctions.h": "autograd",
     # templates of the per-operator and per-signature headers
-    "OperatorStructs.h": "tensor",
-    "OperatorFunctions.h": "tensor",
+    "OperatorStructs.h": "dispatch",
+    "OperatorFunctions.h": "dispatch",
     "OperatorNatives.h": "dispatch",
     "BoxingSignature.h": "dispatch",
 }
@@ -61,8 +60,9 @@ def generated_layer(name):
     if name.startswith("aten/"):
         name = name[len("aten/"):]
     if name.startswith("ops/"):
-        # <op>_ops.h (the ops:: structs) and <op>.h (the functions): tensor; <op>_native.h: dispatch.
-        return "dispatch" if name.endswith("_native.h") else "tensor"
+        # <op>_ops.h (the ops:: structs, whose calls are inline dispatcher calls), <op>.h (the
+        # functions) and <op>_native.h (the kernel declarations): dispatch.
+        return "dispatch"
     if name.startswith("boxing/"):
         return "dispatch"
     return GENERATED_LAYER.get(name)

@@ -16,7 +16,7 @@
 #include "dk/generated/ops/sum.h"
 #include "dk/modes.h"
 #include "dk/tensor/empty_tensor.h"
-#include "dk/tensor/tensor_factories.h"
+#include "dk/dispatch/tensor_factories.h"
 #include "dk/tensor/tensor_from_values.h"
 #include "dk/tensor/tensor_options.h"
 #include "dk/tensor/type_promotion.h"

@@ -46,6 +46,8 @@ class CheckLayersTest(unittest.TestCase):
 
     def test_generated_header_has_the_layer_of_what_it_declares(self):
         root = self.tree({"runtime/include/dk/core/dispatch_key.h": '#include "dk/generated/Functions.h"\n'})
+        self.assertIn("higher dispatch layer", check_layers.check(root)[0])
+        root = self.tree({"runtime/include/dk/core/dispatch_key.h": '#include "dk/generated/TensorMethodDecls.inc"\n'})
         self.assertIn("higher tensor layer", check_layers.check(root)[0])
 
     def test_entry_point_is_above_every_layer(self):

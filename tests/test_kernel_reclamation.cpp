@@ -23,7 +23,7 @@
 #include "dk/generated/ops/relu.h"
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/t.h"
-#include "dk/tensor/tensor_factories.h"
+#include "dk/dispatch/tensor_factories.h"
 
 using namespace dk;
 using namespace dk::testing;

@@ -84,7 +84,6 @@ def call_check_source(native_functions, header_dir="dk/generated"):
     arguments that have no default, and with all of them."""
     lines = [
         f'#include "{header_dir}/Functions.h"',
-        f'#include "{header_dir}/TensorMethods.h"',
         f'#include "{header_dir}/TensorOperators.h"',
         "",
         "using namespace dk;",

@@ -9,8 +9,11 @@ tools/bench/run; writes tools/bench/results/scale.csv (case,median,min,max,unit,
 - generate_pytorch_2493: gen.py --pytorch-compat --tags tags.yaml --scale-out on PyTorch
   1.13.1's native_functions.yaml; checked: 2,493 m.def(...) schema registrations.
 - compile_*: one compilation (g++, the library's own flags from compile_commands.json, object
-  discarded) of generated files: the project's Operators_0.cpp, and shard 0 of each family of
-  the PyTorch-scale output, from which the whole scale output is estimated (shards x median).
+  discarded) of generated files: the project's TensorMethods.cpp (every method's inline
+  dispatcher call), shard 0 of each source family of the PyTorch-scale output, from which the
+  whole scale output is estimated (shards x median), and one file including all 2,493 scale
+  operator structs (aten/Operators.h: what a file including every operator pays for the
+  inline calls, Note [Generated calls]).
 - startup_registration_2493: dk-bench-startup loading a library of the 8 RegisterSchema shards
   (the only scale sources with static registrations), one process per repetition; checked:
   2,493 aten schemas afterwards.
@@ -50,10 +53,10 @@ def fail(msg):
 
 
 def compile_command(build):
-    """The library's compile command for generated Operators_0.cpp (the build's fresh copy of
-    generated/Operators_0.cpp), as argv without input and output, the input, and directory."""
+    """The library's compile command for generated TensorMethods.cpp (the build's fresh copy of
+    generated/TensorMethods.cpp), as argv without input and output, the input, and directory."""
     for e in json.load(open(os.path.join(build, "compile_commands.json"))):
-        if e["file"].endswith("Operators_0.cpp") and "libdispatchkit" in e["command"]:
+        if e["file"].endswith("TensorMethods.cpp") and "libdispatchkit" in e["command"]:
             argv = shlex.split(e["command"])
             out = []
             skip = False
@@ -68,7 +71,7 @@ def compile_command(build):
                     continue
                 out.append(a)
             return out, os.path.join(e["directory"], e["file"]), e["directory"]
-    fail("no compile command for Operators_0.cpp in " + build)
+    fail("no compile command for TensorMethods.cpp in " + build)
 
 
 def main():
@@ -103,7 +106,7 @@ def main():
     # ---- case 9: compile time of generated code (one compilation each; a busy machine)
     argv, project_source, cwd = compile_command(build)
     t = timed(argv + ["-c", project_source, "-o", "/dev/null"], cwd=cwd)
-    add("compile_project_Operators_0", [t], "s", "generated/Operators_0.cpp, library flags (-O2 -g)")
+    add("compile_project_TensorMethods", [t], "s", "generated/TensorMethods.cpp, library flags (-O2 -g)")
 
     # ---- PyTorch 1.13.1's 2,493 operators (Debian's python3-torch, as the pytorch_scale option)
     pt_yaml = os.path.join(PYTORCH, "native_functions.yaml")
@@ -124,7 +127,7 @@ def main():
 
         scale_argv = argv + ["-I", scale]
         total = 0.0
-        for family in ("Operators", "BoxingAdapters", "RegisterSchema"):
+        for family in ("BoxingAdapters", "RegisterSchema"):
             n = sum(1 for f in shards if f.startswith(family + "_"))
             t = timed(scale_argv + ["-c", os.path.join(scale, f"{family}_0.cpp"), "-o", "/dev/null"], cwd=cwd)
             total += n * t
@@ -132,6 +135,11 @@ def main():
         rows.append({"case": "compile_scale_all_estimated", "median": f"{total:.4g}", "min": "", "max": "", "unit": "s",
                      "note": "sum over families of shards x shard-0 time, one core"})
         print(f"compile_scale_all_estimated: {total:.4g} s", flush=True)
+        every_struct = os.path.join(work, "every_scale_operator.cpp")
+        with open(every_struct, "w") as f:
+            f.write('#include "dk/generated/aten/Operators.h"\n')
+        t = timed(scale_argv + ["-c", every_struct, "-o", "/dev/null"], cwd=cwd)
+        add("compile_scale_every_operator_struct", [t], "s", "one file including aten/Operators.h (2,493 structs)")
 
         # ---- case 7: startup registration of the 2,493 schemas
         objs = []

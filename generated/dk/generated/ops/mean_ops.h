@@ -5,22 +5,23 @@
 // dispatch-argument bitmap, and the two entry points every caller goes through:
 //   call(args...)                  extract the key set, look up the kernel, invoke it;
 //   redispatch(ks, args...)        look up with the caller's key set (no extraction, no TLS).
-// Definitions are in Operators*.cpp; Note [Dispatch-argument bitmap] is in dk/generated/Operators.h.
+// Note [Dispatch-argument bitmap] is in dk/generated/Operators.h.
+//
+// Note [Generated calls]
+// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch),
+// defined here, inline, so that they are inlined at their call sites as a typed handle's call
+// is: one implementation of extracting the key set, indexing the table, the slow path and
+// calling the kernel (Note [One boxing family] for a kernel with only a boxed entry). The
+// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
+// then read with one load (Note [Generated operator handles]). The struct is named in full
+// there, as an argument may share its name (threshold(Tensor self, Scalar threshold, ...)).
+// Inline calls make this header part of the dispatch layer: the Tensor methods that call
+// these structs are defined out of line, in the generated TensorMethods.cpp, so that
+// dk/tensor/tensor.h includes none of them.
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <tuple>
-#include <vector>
-
-// Declarations only need Tensor, Generator and IValue declared (TensorMethodTypes.h), not
-// defined: dk/tensor/tensor.h includes this header (through MethodOperators.h) at its end.
-#include "dk/core/core_types.h"
-#include "dk/core/dispatch_key_set.h"
-#include "dk/core/scalar.h"
-#include "dk/generated/TensorMethodTypes.h"
-#include "dk/util/array_ref.h"
+#include "dk/dispatch/dispatcher.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 
 namespace dk::ops {
 
@@ -31,8 +32,12 @@ struct mean_dim {
   static constexpr const char* overload_name = "dim";
   static constexpr const char* schema_str = "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
   static constexpr uint64_t dispatch_bitmap = 0b1000;  // self
-  static Tensor call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);
-  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);
+  static Tensor call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mean_dim>::get().call(self, dim, keepdim, dtype);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mean_dim>::get().redispatch(ks, self, dim, keepdim, dtype);
+  }
 };
 
 }  // namespace dk::ops

@@ -268,7 +268,8 @@ class Tensor {
                 bool create_graph = false) const;
 
   // The operators with `variants: method` (generated from schemas/native_functions.yaml;
-  // defined inline in dk/generated/TensorMethods.h, included at the end of this header).
+  // defined out of line in the generated TensorMethods.cpp, above the dispatcher, so this
+  // header includes none of the operators: Note [Generated calls]).
 #include "dk/generated/TensorMethodDecls.inc"
 
   // Takes over one reference the caller owns (used by IValue).
@@ -311,6 +312,3 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
 }  // namespace dk
-
-// The generated methods' definitions need the complete Tensor and the operators.
-#include "dk/generated/TensorMethods.h"

@@ -1,4 +1,4 @@
-// dk/tensor/tensor_factories.h: the factory operators taking a TensorOptions, as in PyTorch's C++
+// dk/dispatch/tensor_factories.h: the factory operators taking a TensorOptions, as in PyTorch's C++
 // API: dk::zeros({2, 3}, dk::TensorOptions().dtype(dk::kDouble).device(dk::kMeta)).
 // Each unpacks the options into the generated operator's dtype/layout/device/pin_memory
 // arguments. (Templates constrained to TensorOptions, so dk::zeros({2}, dk::kFloat) still
