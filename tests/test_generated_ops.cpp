@@ -4,7 +4,6 @@
 
 #include "dk/autograd/autograd.h"
 #include "dk/dispatch.h"
-#include "dk/dispatch.h"
 #include "dk/generated/Operators.h"
 #include "dk/generated/TensorOperators.h"
 #include "dk/generated/ops/add.h"
@@ -137,4 +136,72 @@ TEST_CASE("generated: factories take TensorOptions as in PyTorch's C++ API") {
   CHECK(m.device().type == DeviceType::Meta);
   CHECK(dk::full({2}, 7, TensorOptions().dtype(kInt)).data_ptr<int32_t>()[1] == 7);
   CHECK(dk::arange(0, 6, 2, TensorOptions().dtype(kLong)).sizes() == std::vector<int64_t>{3});
+}
+
+namespace {
+// Stand-ins for generated operator structs (what GeneratedOperatorHandle reads of one).
+struct LateOp {
+  using signature = int64_t(const Tensor&);
+  static constexpr const char* name = "t_gen_late::f";
+  static constexpr const char* overload_name = "";
+};
+struct LateOpWrongSignature {
+  using signature = int64_t(const Tensor&, int64_t);
+  static constexpr const char* name = "t_gen_late::f";
+  static constexpr const char* overload_name = "";
+};
+struct ObservedOp {
+  using signature = int64_t(const Tensor&);
+  static constexpr const char* name = "t_gen_late::f";
+  static constexpr const char* overload_name = "";
+};
+struct UntouchedOp {
+  using signature = int64_t(const Tensor&);
+  static constexpr const char* name = "t_gen_late::g";
+  static constexpr const char* overload_name = "";
+};
+}  // namespace
+
+TEST_CASE("generated: an operator's handle is found on its first call, after its def; until then calls fail") {
+  Tensor a = dk::tensor({1.0, 2.0});
+  using Late = detail::GeneratedOperatorHandle<LateOp>;
+  CHECK_THROWS_WITH(Late::call(a), Catch::Contains("Could not find schema for t_gen_late::f"));
+  CHECK_THROWS_WITH(Late::redispatch(DispatchKeySet(DispatchKey::CPU), a), Catch::Contains("t_gen_late::f"));
+  Library def(Library::DEF, "t_gen_late");
+  def.def("f(Tensor a) -> int");
+  def.impl("f", DispatchKey::CPU, [](const Tensor& x) -> int64_t { return x.numel() + 40; });
+  def.def("g(Tensor a) -> int");
+  def.impl("g", DispatchKey::CPU, [](const Tensor& x) -> int64_t { return x.numel() + 50; });
+  CHECK(Late::call(a) == 42);
+  CHECK(Late::redispatch(DispatchKeySet(DispatchKey::CPU), a) == 42);
+  CHECK(&Late::handle().entry() == &Dispatcher::singleton().findSchemaOrThrow("t_gen_late::f", "").entry());
+  // A struct whose signature is not the operator's is refused on every call, not only the first.
+  using Wrong = detail::GeneratedOperatorHandle<LateOpWrongSignature>;
+  CHECK_THROWS(Wrong::call(a, 1));
+  CHECK_THROWS(Wrong::call(a, 1));
+  // Turning the slow path on and off for every operator leaves a handle that was never
+  // called unresolved, so its first call still finds its operator.
+  Dispatcher::singleton().setSlowPathEnabled(true);
+  Dispatcher::singleton().setSlowPathEnabled(false);
+  CHECK(detail::unresolved_operator_entry.slowPathEnabled());
+  CHECK(detail::GeneratedOperatorHandle<UntouchedOp>::call(a) == 52);
+}
+
+TEST_CASE("generated: a resolved handle's calls take the slow path while it is on (observers see them)") {
+  Tensor a = dk::tensor({1.0, 2.0});
+  Library def(Library::DEF, "t_gen_late");
+  def.def("f(Tensor a) -> int");
+  def.impl("f", DispatchKey::CPU, [](const Tensor& x) -> int64_t { return x.numel() + 40; });
+  using Late = detail::GeneratedOperatorHandle<ObservedOp>;
+  CHECK(Late::call(a) == 42);
+  std::vector<std::string> seen;
+  Observer observer;
+  observer.on_enter = [&](const ObservedCall& c) { seen.push_back(c.op.operator_name().toString()); };
+  {
+    ScopedObserver scoped(observer);
+    CHECK(Late::call(a) == 42);
+    CHECK(Late::redispatch(DispatchKeySet(DispatchKey::CPU), a) == 42);
+  }
+  CHECK(Late::call(a) == 42);
+  CHECK(seen == std::vector<std::string>{"t_gen_late::f", "t_gen_late::f"});
 }

@@ -94,10 +94,10 @@ struct add_out {
   static constexpr const char* schema_str = "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
   static constexpr uint64_t dispatch_bitmap = 0b1101;  // self, other, out
   static Tensor call(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::add_out>::get().call(self, other, alpha, out);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::add_out>::call(self, other, alpha, out);
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::add_out>::get().redispatch(ks, self, other, alpha, out);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::add_out>::redispatch(ks, self, other, alpha, out);
   }
 };
 """)
@@ -110,10 +110,10 @@ struct add_out {
         # defines the structs' calls.
         self.assertFragment("dk/generated/ops/linear_ops.h", """\
   static Tensor call(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::linear>::get().call(input, weight, bias);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::linear>::call(input, weight, bias);
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::linear>::get().redispatch(ks, input, weight, bias);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::linear>::redispatch(ks, input, weight, bias);
   }
 """)
         self.assertIn('#include "dk/dispatch/dispatcher.h"\n', self.outputs["dk/generated/ops/linear_ops.h"])

@@ -66,11 +66,11 @@ std::vector<std::unique_ptr<Library>> defineBenchOperators() {
 // TypedOperatorHandle::call without the slow-path check (Note [Dispatch slow path]): the
 // difference to unboxed_typed_call is what idle observers and an unset trace cost.
 inline int64_t callWithoutSlowPathCheck(const TwoTensorOp& op, const Tensor& a, const Tensor& b) {
-  const OperatorEntry* entry = &op.entry();
+  OperatorEntry* entry = &op.entry();
   detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
   DispatchKeySet ks;
   const KernelFunction& k = entry->lookupForArguments(a.key_set() | b.key_set(), &ks);
-  return k.call<int64_t, const Tensor&, const Tensor&>(op, ks, a, b);
+  return k.call<int64_t, const Tensor&, const Tensor&>(entry, ks, a, b);
 }
 
 // A dispatch mode that only forwards to the kernels below it.

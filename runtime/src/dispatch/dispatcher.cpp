@@ -420,6 +420,13 @@ std::string Dispatcher::missingKernelMessage(const OperatorHandle& op, DispatchK
 
 // ===================== operator handles =====================
 
+namespace detail {
+// Note [Generated operator handles]. Constructed first (priority 101) so that a generated
+// call made by another static initializer of the library already finds its flag set.
+__attribute__((init_priority(101))) OperatorEntry unresolved_operator_entry(
+    OperatorName{"dk::<unresolved generated operator>", ""}, OperatorEntry::AlwaysSlow{});
+}  // namespace detail
+
 bool OperatorHandle::hasSchema() const {
   std::lock_guard<std::mutex> lock(Dispatcher::singleton().mutex_);
   return entry_->hasSchema();

@@ -114,13 +114,17 @@ std::optional<std::string> findSchemaDifference(const FunctionSchema& inferred, 
   return std::nullopt;
 }
 
+void KernelFunction::callBoxed(OperatorEntry* entry, DispatchKeySet ks, Stack* stack) const {
+  boxed_(functor_, OperatorHandle(entry), ks, stack);
+}
+
 namespace detail {
 void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have) {
   DK_ERROR(op.operator_name(), ": a boxed call needs ", needed, " arguments on the stack but the stack has ", have);
 }
 
-void throwBoxedReturnCountError(const OperatorHandle& op, size_t expected, size_t have) {
-  DK_ERROR(op.operator_name(), ": expected the boxed kernel to leave ", expected, " return value",
+void throwBoxedReturnCountError(const OperatorEntry& entry, size_t expected, size_t have) {
+  DK_ERROR(entry.operator_name(), ": expected the boxed kernel to leave ", expected, " return value",
            expected == 1 ? "" : "s", " on the stack but it left ", have);
 }
 }  // namespace detail

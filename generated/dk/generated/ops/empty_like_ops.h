@@ -8,16 +8,16 @@
 // Note [Dispatch-argument bitmap] is in dk/generated/Operators.h.
 //
 // Note [Generated calls]
-// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch),
-// defined here, inline, so that they are inlined at their call sites as a typed handle's call
-// is: one implementation of extracting the key set, indexing the table, the slow path and
-// calling the kernel (Note [One boxing family] for a kernel with only a boxed entry). The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]). The struct is named in full
-// there, as an argument may share its name (threshold(Tensor self, Scalar threshold, ...)).
-// Inline calls make this header part of the dispatch layer: the Tensor methods that call
-// these structs are defined out of line, in the generated TensorMethods.cpp, so that
-// dk/tensor/tensor.h includes none of them.
+// call and redispatch run the typed handle's hot path (TypedOperatorHandle::callFast and
+// ::redispatchFast), defined here, inline, so that they are inlined at their call sites as a
+// typed handle's call is: one implementation of extracting the key set, indexing the table,
+// the slow path and calling the kernel (Note [One boxing family] for a kernel with only a
+// boxed entry). The operator's entry is found on first use, its C++ signature checked once
+// (typed<>()), and then read with one load (Note [Generated operator handles]). The struct
+// is named in full there, as an argument may share its name (threshold(Tensor self, Scalar
+// threshold, ...)). Inline calls make this header part of the dispatch layer: the Tensor
+// methods that call these structs are defined out of line, in the generated
+// TensorMethods.cpp, so that dk/tensor/tensor.h includes none of them.
 #pragma once
 
 #include "dk/dispatch/dispatcher.h"
@@ -33,10 +33,10 @@ struct empty_like {
   static constexpr const char* schema_str = "empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
   static constexpr uint64_t dispatch_bitmap = 0b100000;  // self
   static Tensor call(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::empty_like>::get().call(self, dtype, layout, device, pin_memory, memory_format);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::empty_like>::call(self, dtype, layout, device, pin_memory, memory_format);
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::empty_like>::get().redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::empty_like>::redispatch(ks, self, dtype, layout, device, pin_memory, memory_format);
   }
 };
 

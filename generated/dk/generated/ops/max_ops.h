@@ -8,16 +8,16 @@
 // Note [Dispatch-argument bitmap] is in dk/generated/Operators.h.
 //
 // Note [Generated calls]
-// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch),
-// defined here, inline, so that they are inlined at their call sites as a typed handle's call
-// is: one implementation of extracting the key set, indexing the table, the slow path and
-// calling the kernel (Note [One boxing family] for a kernel with only a boxed entry). The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]). The struct is named in full
-// there, as an argument may share its name (threshold(Tensor self, Scalar threshold, ...)).
-// Inline calls make this header part of the dispatch layer: the Tensor methods that call
-// these structs are defined out of line, in the generated TensorMethods.cpp, so that
-// dk/tensor/tensor.h includes none of them.
+// call and redispatch run the typed handle's hot path (TypedOperatorHandle::callFast and
+// ::redispatchFast), defined here, inline, so that they are inlined at their call sites as a
+// typed handle's call is: one implementation of extracting the key set, indexing the table,
+// the slow path and calling the kernel (Note [One boxing family] for a kernel with only a
+// boxed entry). The operator's entry is found on first use, its C++ signature checked once
+// (typed<>()), and then read with one load (Note [Generated operator handles]). The struct
+// is named in full there, as an argument may share its name (threshold(Tensor self, Scalar
+// threshold, ...)). Inline calls make this header part of the dispatch layer: the Tensor
+// methods that call these structs are defined out of line, in the generated
+// TensorMethods.cpp, so that dk/tensor/tensor.h includes none of them.
 #pragma once
 
 #include "dk/dispatch/dispatcher.h"
@@ -33,10 +33,10 @@ struct max_dim {
   static constexpr const char* schema_str = "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)";
   static constexpr uint64_t dispatch_bitmap = 0b100;  // self
   static std::tuple<Tensor, Tensor> call(const Tensor& self, int64_t dim, bool keepdim) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max_dim>::get().call(self, dim, keepdim);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max_dim>::call(self, dim, keepdim);
   }
   static std::tuple<Tensor, Tensor> redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max_dim>::get().redispatch(ks, self, dim, keepdim);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max_dim>::redispatch(ks, self, dim, keepdim);
   }
 };
 

@@ -8,16 +8,16 @@
 // Note [Dispatch-argument bitmap] is in dk/generated/Operators.h.
 //
 // Note [Generated calls]
-// call and redispatch are the typed handle's (TypedOperatorHandle::call and ::redispatch),
-// defined here, inline, so that they are inlined at their call sites as a typed handle's call
-// is: one implementation of extracting the key set, indexing the table, the slow path and
-// calling the kernel (Note [One boxing family] for a kernel with only a boxed entry). The
-// operator's handle is found on first use, its C++ signature checked once (typed<>()), and
-// then read with one load (Note [Generated operator handles]). The struct is named in full
-// there, as an argument may share its name (threshold(Tensor self, Scalar threshold, ...)).
-// Inline calls make this header part of the dispatch layer: the Tensor methods that call
-// these structs are defined out of line, in the generated TensorMethods.cpp, so that
-// dk/tensor/tensor.h includes none of them.
+// call and redispatch run the typed handle's hot path (TypedOperatorHandle::callFast and
+// ::redispatchFast), defined here, inline, so that they are inlined at their call sites as a
+// typed handle's call is: one implementation of extracting the key set, indexing the table,
+// the slow path and calling the kernel (Note [One boxing family] for a kernel with only a
+// boxed entry). The operator's entry is found on first use, its C++ signature checked once
+// (typed<>()), and then read with one load (Note [Generated operator handles]). The struct
+// is named in full there, as an argument may share its name (threshold(Tensor self, Scalar
+// threshold, ...)). Inline calls make this header part of the dispatch layer: the Tensor
+// methods that call these structs are defined out of line, in the generated
+// TensorMethods.cpp, so that dk/tensor/tensor.h includes none of them.
 #pragma once
 
 #include "dk/dispatch/dispatcher.h"
@@ -34,10 +34,10 @@ struct sum {
   static constexpr const char* schema_str = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor";
   static constexpr uint64_t dispatch_bitmap = 0b10;  // self
   static Tensor call(const Tensor& self, std::optional<ScalarType> dtype) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum>::get().call(self, dtype);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum>::call(self, dtype);
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum>::get().redispatch(ks, self, dtype);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum>::redispatch(ks, self, dtype);
   }
 };
 
@@ -49,10 +49,10 @@ struct sum_dim_IntList {
   static constexpr const char* schema_str = "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
   static constexpr uint64_t dispatch_bitmap = 0b1000;  // self
   static Tensor call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum_dim_IntList>::get().call(self, dim, keepdim, dtype);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum_dim_IntList>::call(self, dim, keepdim, dtype);
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum_dim_IntList>::get().redispatch(ks, self, dim, keepdim, dtype);
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum_dim_IntList>::redispatch(ks, self, dim, keepdim, dtype);
   }
 };
 

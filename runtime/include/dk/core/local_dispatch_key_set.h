@@ -62,7 +62,7 @@ extern constinit thread_local ThreadDispatchKeys tls_dispatch_keys __attribute__
 class CallDepthScope {
  public:
   template <class Entry>
-  explicit CallDepthScope(const Entry*& entry) {
+  explicit CallDepthScope(Entry*& entry) {
 #ifndef DK_CALL_DEPTH_GENERIC
     asm volatile("incq %0" : "+m"(tls_dispatch_keys.call_depth), "+r"(entry));
 #else

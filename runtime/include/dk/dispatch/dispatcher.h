@@ -81,9 +81,15 @@ class OperatorHandle {
 
  protected:
   friend class Dispatcher;
+  friend class KernelFunction;  // KernelFunction::callBoxed(OperatorEntry*, ...)
   explicit OperatorHandle(OperatorEntry* entry) : entry_(entry) {}
   OperatorEntry* entry_;
 };
+
+namespace detail {
+template <class Op, class Sig>
+class GeneratedOperatorHandle;
+}  // namespace detail
 
 template <class R, class... Args>
 class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
@@ -93,28 +99,39 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
   // the entry pointer to test it.
   R call(Args... args) const {
     if (__builtin_expect(entry_->slowPathEnabled(), 0)) return callSlow(std::forward<Args>(args)...);
-    DispatchKeySet argument_keys;
-    detail::accumulateKeySet(argument_keys, args...);
-    const OperatorEntry* entry = entry_;
-    detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
-    DispatchKeySet ks;
-    const KernelFunction& kernel = entry->lookupForArguments(argument_keys, &ks);
-    return kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+    return callFast(entry_, std::forward<Args>(args)...);
   }
   // Index the table with the caller's key set (a layer's own key already removed).
   R redispatch(DispatchKeySet ks, Args... args) const {
     if (__builtin_expect(entry_->slowPathEnabled(), 0)) {
       return callTraced(entry_->lookup(ks), ks, detail::CallKind::Redispatch, std::forward<Args>(args)...);
     }
-    return entry_->lookup(ks).template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+    return redispatchFast(entry_, ks, std::forward<Args>(args)...);
   }
 
  private:
+  template <class Op, class Sig>
+  friend class detail::GeneratedOperatorHandle;
+
+  // The hot path, after the slow-path check; the generated ops::X::call shares it (Note
+  // [Generated operator handles]). Static, on the entry: no handle object is read.
+  static R callFast(OperatorEntry* entry, Args... args) {
+    DispatchKeySet argument_keys;
+    detail::accumulateKeySet(argument_keys, args...);
+    detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
+    DispatchKeySet ks;
+    const KernelFunction& kernel = entry->lookupForArguments(argument_keys, &ks);
+    return kernel.template call<R, Args...>(entry, ks, std::forward<Args>(args)...);
+  }
+  static R redispatchFast(OperatorEntry* entry, DispatchKeySet ks, Args... args) {
+    return entry->lookup(ks).template call<R, Args...>(entry, ks, std::forward<Args>(args)...);
+  }
+
   __attribute__((noinline)) R callSlow(Args... args) const {
     detail::ensureThreadRegistered();  // so traces never show the ThreadRegistration hop
     DispatchKeySet argument_keys;
     detail::accumulateKeySet(argument_keys, args...);
-    const OperatorEntry* entry = entry_;
+    OperatorEntry* entry = entry_;
     detail::CallDepthScope in_call(entry);  // Note [Call depth scope]
     DispatchKeySet ks;
     const KernelFunction& kernel = entry->lookupForArguments(argument_keys, &ks);
@@ -134,10 +151,10 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
       scope.enter(nullptr);
     }
     if constexpr (std::is_void_v<R>) {
-      kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+      kernel.template call<R, Args...>(entry_, ks, std::forward<Args>(args)...);
       scope.returned(nullptr);
     } else {
-      R result = kernel.template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+      R result = kernel.template call<R, Args...>(entry_, ks, std::forward<Args>(args)...);
       if (scope.wantsOutputs()) {
         Stack outputs;
         R copy = result;
@@ -231,28 +248,56 @@ TypedOperatorHandle<Sig> OperatorHandle::typed() const {
 }
 
 namespace detail {
+// The entry every generated operator handle starts at: it belongs to no operator and its
+// slow-path flag is always set, so the first call takes the slow path, which finds the real
+// entry (Note [Generated operator handles]). It is constructed before any other static
+// object of the library (init_priority) and is never in the dispatcher's registry, so
+// Dispatcher::setSlowPathEnabled never clears its flag.
+extern OperatorEntry unresolved_operator_entry;
+
 // Note [Generated operator handles]
-// The generated ops::X::call and ::redispatch reach their operator through this cache: the
-// first call finds the schema and checks the C++ signature (typed<>()), then publishes the
-// handle; every later call is one load and a well-predicted branch, with no guard variable
-// and no out-of-line call, so the generated function needs no stack frame of its own.
-// Op is a generated operator struct (name, overload_name, signature).
-template <class Op>
-struct GeneratedOperatorHandle {
-  using Handle = TypedOperatorHandle<typename Op::signature>;
-  static const Handle& get() {
-    const Handle* h = published.load(std::memory_order_acquire);
-    return __builtin_expect(h != nullptr, 1) ? *h : find();
+// The generated ops::X::call and ::redispatch reach their operator through this cache of its
+// entry. It starts at unresolved_operator_entry, whose slow-path flag is set: the first call
+// takes the slow path, which finds the schema, checks the C++ signature once (typed<>()) and
+// publishes the real entry. Every later call reads the entry with one load and then runs
+// exactly the typed handle's code (TypedOperatorHandle::callFast): the slow-path check that
+// a typed call makes anyway also stands for "not found yet", so a generated call costs what
+// a typed handle's call costs, with no null test, guard variable or out-of-line call, and no
+// stack frame of its own. Op is a generated operator struct (name, overload_name, signature).
+template <class Op, class Sig = typename Op::signature>
+class GeneratedOperatorHandle;
+
+template <class Op, class R, class... Args>
+class GeneratedOperatorHandle<Op, R(Args...)> {
+  using Handle = TypedOperatorHandle<R(Args...)>;
+
+ public:
+  static R call(Args... args) {
+    OperatorEntry* entry = entry_.load(std::memory_order_acquire);
+    if (__builtin_expect(entry->slowPathEnabled(), 0)) return callSlow(std::forward<Args>(args)...);
+    return Handle::callFast(entry, std::forward<Args>(args)...);
+  }
+  static R redispatch(DispatchKeySet ks, Args... args) {
+    OperatorEntry* entry = entry_.load(std::memory_order_acquire);
+    if (__builtin_expect(entry->slowPathEnabled(), 0)) return redispatchSlow(ks, std::forward<Args>(args)...);
+    return Handle::redispatchFast(entry, ks, std::forward<Args>(args)...);
+  }
+  // The typed handle of the operator (found on first use; throws when it has no schema).
+  static const Handle& handle() {
+    static const Handle found =
+        Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name).template typed<R(Args...)>();
+    entry_.store(&found.entry(), std::memory_order_release);
+    return found;
   }
 
  private:
-  __attribute__((noinline, cold)) static const Handle& find() {
-    static const Handle handle =
-        Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name).template typed<typename Op::signature>();
-    published.store(&handle, std::memory_order_release);
-    return handle;
+  // Not found yet, or the operator's slow path is on (trace, observers): the typed handle's
+  // call makes its own slow-path check.
+  __attribute__((noinline, cold)) static R callSlow(Args... args) { return handle().call(std::forward<Args>(args)...); }
+  __attribute__((noinline, cold)) static R redispatchSlow(DispatchKeySet ks, Args... args) {
+    return handle().redispatch(ks, std::forward<Args>(args)...);
   }
-  static inline std::atomic<const Handle*> published{nullptr};
+  static inline std::atomic<OperatorEntry*> entry_{&unresolved_operator_entry};
 };
 }  // namespace detail
 

@@ -37,6 +37,7 @@
 namespace dk {
 
 class OperatorHandle;
+class OperatorEntry;
 
 // State of a C++ kernel (a lambda's captures, a runtime function pointer).
 class OperatorKernel {
@@ -126,16 +127,22 @@ class KernelFunction {
     boxed_(functor_, op, ks, stack);
   }
 
-  // An unboxed call with the operator's exact C++ signature.
+  // The same, for a caller that has the operator's entry rather than a handle (the typed
+  // call's fast path: Note [Generated operator handles]). Out of line: only boxed-only
+  // kernels take it.
+  void callBoxed(OperatorEntry* entry, DispatchKeySet ks, Stack* stack) const;
+
+  // An unboxed call with the operator's exact C++ signature, of the operator at `entry`.
   // Fast: one indirect call through the unboxed entry; the boxed fallback only for
-  // boxed-only kernels.
+  // boxed-only kernels. The operator is passed as its entry, a pointer the caller holds in
+  // a register, so that no handle object has to exist in memory for the call.
   template <class R, class... Args>
-  R call(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
+  R call(OperatorEntry* entry, DispatchKeySet ks, Args... args) const {
     if (__builtin_expect(unboxed_ != nullptr, 1)) {
       using Unboxed = R(OperatorKernel*, DispatchKeySet, Args...);
       return reinterpret_cast<Unboxed*>(unboxed_)(functor_, ks, std::forward<Args>(args)...);
     }
-    return detail::BoxingFor<R(Args...)>::callBoxed(*this, op, ks, std::forward<Args>(args)...);
+    return detail::BoxingFor<R(Args...)>::callBoxed(*this, entry, ks, std::forward<Args>(args)...);
   }
 
   // The raw entries, for generated call paths and adapters (Note [Kernel calling conventions]).
@@ -255,7 +262,7 @@ struct CompileTimeUnboxedAdapter<fn, TakesKeySet, R(Args...)> {
 // "dk::add.Tensor: a boxed call needs 3 arguments on the stack but the stack has 2".
 [[noreturn]] void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have);
 // "dk::add.Tensor: expected the boxed kernel to leave 1 return value on the stack but it left 0".
-[[noreturn]] void throwBoxedReturnCountError(const OperatorHandle& op, size_t expected, size_t have);
+[[noreturn]] void throwBoxedReturnCountError(const OperatorEntry& entry, size_t expected, size_t have);
 
 // The boxed entry of a C++ kernel: unbox the top sizeof...(Args) values, call, push returns.
 template <class Functor, bool TakesKeySet, class Sig>
@@ -397,8 +404,8 @@ struct BoxingFor<R(Args...), TakesKeySet> {
   static void boxed(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
   // A typed call of a kernel with only a boxed entry: box the arguments, call, unbox the
   // returns. Out of line: boxing is the rare path and must not cost the unboxed one a frame.
-  __attribute__((noinline)) static R callBoxed(const KernelFunction& kernel, const OperatorHandle& op,
-                                               DispatchKeySet ks, Args... args);
+  __attribute__((noinline)) static R callBoxed(const KernelFunction& kernel, OperatorEntry* entry, DispatchKeySet ks,
+                                               Args... args);
 };
 
 template <class R, class... Args, bool TakesKeySet>
@@ -408,13 +415,13 @@ void BoxingFor<R(Args...), TakesKeySet>::boxed(OperatorKernel* functor, const Op
 }
 
 template <class R, class... Args, bool TakesKeySet>
-R BoxingFor<R(Args...), TakesKeySet>::callBoxed(const KernelFunction& kernel, const OperatorHandle& op,
+R BoxingFor<R(Args...), TakesKeySet>::callBoxed(const KernelFunction& kernel, OperatorEntry* entry,
                                                 DispatchKeySet ks, Args... args) {
   Stack stack;
   stack.reserve(sizeof...(Args));
   (stack.push_back(BoxingTraitsFor<Args>::box(std::forward<Args>(args))), ...);
-  kernel.callBoxed(op, ks, &stack);
-  if (stack.size() != ReturnTraits<R>::count) throwBoxedReturnCountError(op, ReturnTraits<R>::count, stack.size());
+  kernel.callBoxed(entry, ks, &stack);
+  if (stack.size() != ReturnTraits<R>::count) throwBoxedReturnCountError(*entry, ReturnTraits<R>::count, stack.size());
   return ReturnTraits<R>::pop(stack);
 }
 }  // namespace detail

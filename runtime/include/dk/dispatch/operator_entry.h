@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dk/core/local_dispatch_key_set.h"
@@ -81,6 +82,9 @@ struct FallbackOnlyTable {
 class OperatorEntry {
  public:
   explicit OperatorEntry(OperatorName name);
+  // An entry whose slow-path flag is set for good: detail::unresolved_operator_entry.
+  struct AlwaysSlow {};
+  OperatorEntry(OperatorName name, AlwaysSlow) : OperatorEntry(std::move(name)) { setSlowPath(true); }
 
   const OperatorName& operator_name() const { return name_; }
   bool hasSchema() const { return schema_.has_value(); }
