@@ -124,14 +124,7 @@ class Kernel:
 
 def _tensor_args(op: Operator, names: Optional[Sequence[str]] = None) -> List[str]:
     """C++ names of the tensor arguments (restricted to ``names``), in argument order."""
-    out = []
-    for b in op.sig.bindings:
-        if b.type.dispatch is None:
-            continue
-        if names is not None and b.argument.name not in names:
-            continue
-        out.append(b.name)
-    return out
+    return [b.name for b in op.dispatch_bindings if names is None or b.argument.name in names]
 
 
 def _returns_tuple(op: Operator) -> bool:
