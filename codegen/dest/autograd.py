@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from codegen.api import autograd as api
 from codegen.api.dispatcher import argument_name
 from codegen.derivatives import AutogradKernel, DerivativeInfo, SavedValue, is_view_operator
 from codegen.dest.common import GenContext, Operator, forward_all, header_group, render
@@ -54,36 +55,21 @@ def _range_lines(info: DerivativeInfo, count_of) -> List[str]:
     return lines
 
 
-def _list_size_member(name: str) -> str:
-    return f"{name}_size_"
-
-
 def node_class(info: DerivativeInfo) -> NodeClass:
-    members: List[Tuple[str, str]] = []
-    releases: List[str] = []
-    for s in info.saved:
-        members.append((s.cpp_type, s.member))
-        if s.cpp_type in ("SavedVariable", "std::vector<SavedVariable>"):
-            releases.append(s.member)
+    saved = [api.saved_member(s) for s in info.saved]
+    members: List[Tuple[str, str]] = [(m.type, m.name) for m in saved]
+    releases: List[str] = [m.name for m in saved if m.releases]
     for a in info.list_inputs:
-        members.append(("size_t", _list_size_member(a.name)))
+        members.append((api.LIST_SIZE_TYPE, api.list_size_member(a.name)))
 
     body: List[str] = _range_lines(
-        info, lambda a: _list_size_member(a.name) if isinstance(a.type, ListType) else "1")
+        info, lambda a: api.list_size_member(a.name) if isinstance(a.type, ListType) else "1")
     body.append("variable_list grad_inputs(gen.size());")
     if info.uses_grad:
         body.append("const Tensor& grad = grads[0];")
-    for s in info.saved:
-        if s.kind == "tensor":
-            body.append(f"const Tensor {s.local} = {s.member}.unpack();")
-        elif s.kind == "optional_tensor":
-            body.append(f"const std::optional<Tensor> {s.local} = detail::unpack_optional({s.member});")
-        elif s.kind == "tensor_list":
-            body.append(f"const std::vector<Tensor> {s.local} = detail::unpack_list({s.member});")
-        elif s.kind == "output":
-            body.append(f"const Tensor {s.local} = {s.member}.unpack(shared_from_this());")
-        elif s.kind == "value":
-            body.append(f"const auto& {s.local} = {s.member};")
+    for m in saved:
+        if m.local is not None:
+            body.append(f"{m.local_type} {m.local} = {m.unpack};")
     for f in info.formulas:
         ranges = ", ".join(f"{_cname(n)}_ix" for n in f.inputs)
         body.append(f"if (should_compute_output({{{ranges}}})) {{")
@@ -157,16 +143,7 @@ def _returned(op: Operator) -> str:
 
 
 def _save_line(s: SavedValue, condition: Optional[str]) -> str:
-    src = _cname(s.source)
-    if s.kind == "tensor":
-        value = f"SavedVariable({src}, false)"
-    elif s.kind == "optional_tensor":
-        value = f"SavedVariable({src}.value_or(Tensor()), false)"
-    elif s.kind == "tensor_list":
-        value = f"autograd::detail::save_list({src})"
-    else:
-        value = s.init.format(src)
-    line = f"grad_fn->{s.member} = {value};"
+    line = f"grad_fn->{s.member} = {api.saved_member(s).save(_cname(s.source))};"
     return f"if ({condition}) {line}" if condition else line
 
 
@@ -206,7 +183,7 @@ def derivative_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
     lines.append(f"  grad_fn = std::make_shared<{info.node}>();")
     lines.append(f"  grad_fn->set_next_edges(collect_next_edges({', '.join(inputs)}));")
     for a in info.list_inputs:
-        lines.append(f"  grad_fn->{_list_size_member(a.name)} = {_cname(a.name)}.size();")
+        lines.append(f"  grad_fn->{api.list_size_member(a.name)} = {_cname(a.name)}.size();")
     indices = _conditions(info)
     mutated = {a.name for a in op.nf.func.arguments if a.is_write}
     clones = []
@@ -217,16 +194,15 @@ def derivative_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
             continue
         lines.append("  " + _save_line(s, condition))
     for s, condition in clones:
-        copy = f"grad_fn->{s.member} = SavedVariable(autograd::detail::clone_for_backward({_cname(s.source)}), false);"
+        copy = f"grad_fn->{s.member} = {api.clone_store().format(_cname(s.source))};"
         lines.append(f"  {copy}" if not condition else f"  if ({condition}) {copy}")
     lines.append("}")
     lines += _redispatch_lines(op, plan)
     lines.append("if (grad_fn) {")
     lines += _history_lines(op, plan, info.output_differentiability)
     for s in info.saved_outputs:
-        index = 0 if s.source == "result" else int(s.source[len("result"):])
-        value = "self" if plan.is_inplace else _result_expr(op, index)
-        lines.append(f"  grad_fn->{s.member} = SavedVariable({value}, true);")
+        value = "self" if plan.is_inplace else _result_expr(op, s.result_index)
+        lines.append(f"  grad_fn->{s.member} = {api.saved_member(s).save(value)};")
     lines.append("}")
     lines.append(f"return {_returned(op)};")
     return lines
