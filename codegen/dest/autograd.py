@@ -33,9 +33,18 @@ def _cname(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Member:
+    """One data member of a backward node, as its definition declares it."""
+
+    type: str            # "SavedVariable", "int64_t"
+    name: str            # "self_", "dim_"
+    initializer: str     # "{}" or "" (codegen/api/autograd.py decides)
+
+
+@dataclass(frozen=True)
 class NodeClass:
     info: DerivativeInfo
-    members: Tuple[Tuple[str, str], ...]     # (C++ type, member name)
+    members: Tuple[Member, ...]
     releases: Tuple[str, ...]                # member names to reset_data()
     apply_lines: Tuple[str, ...]
 
@@ -57,10 +66,11 @@ def _range_lines(info: DerivativeInfo, count_of) -> List[str]:
 
 def node_class(info: DerivativeInfo) -> NodeClass:
     saved = [api.saved_member(s) for s in info.saved]
-    members: List[Tuple[str, str]] = [(m.type, m.name) for m in saved]
+    members = [Member(m.type, m.name, m.initializer) for m in saved]
     releases: List[str] = [m.name for m in saved if m.releases]
     for a in info.list_inputs:
-        members.append((api.LIST_SIZE_TYPE, api.list_size_member(a.name)))
+        members.append(Member(api.LIST_SIZE_TYPE, api.list_size_member(a.name),
+                              api.member_initializer(api.LIST_SIZE_TYPE)))
 
     body: List[str] = _range_lines(
         info, lambda a: api.list_size_member(a.name) if isinstance(a.type, ListType) else "1")
