@@ -5,7 +5,8 @@ from an argument or a result, maybe one of its properties, with the schema type.
 how C++ writes it (``saved_member``): the member's type and initialiser, the expression the
 forward call stores in it (``SavedMember.save``), and the local ``apply()`` unpacks it into for the
 formulas. The forward call names arguments as the dispatcher convention does
-(``dispatcher.argument_name``: topk's ``k`` is ``k_``).
+(``dispatcher.argument_name``: topk's ``k`` is ``k_``); apply() is not such a function, so its
+locals take the names the formulas use (``k``), unpacked from the members (``k_``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from codegen.api.dispatcher import argument_name
 from codegen.derivatives import ARGS_SIZES, SavedValue
 from codegen.model import BaseType, ListType, OptionalType, Type
 
@@ -79,15 +79,15 @@ class SavedMember:
 def saved_member(s: SavedValue) -> SavedMember:
     kind, member = s.kind, s.member
     if kind == "tensor":
-        return SavedMember(member, SAVED_VARIABLE, "", "SavedVariable({}, false)", argument_name(s.source),
+        return SavedMember(member, SAVED_VARIABLE, "", "SavedVariable({}, false)", s.source,
                            "const Tensor", f"{member}.unpack()", True)
     if kind == "optional_tensor":
         return SavedMember(member, SAVED_VARIABLE, "", "SavedVariable({}.value_or(Tensor()), false)",
-                           argument_name(s.source), "const std::optional<Tensor>",
+                           s.source, "const std::optional<Tensor>",
                            f"detail::unpack_optional({member})", True)
     if kind == "tensor_list":
         return SavedMember(member, SAVED_VARIABLE_LIST, "", "autograd::detail::save_list({})",
-                           argument_name(s.source), "const std::vector<Tensor>", f"detail::unpack_list({member})",
+                           s.source, "const std::vector<Tensor>", f"detail::unpack_list({member})",
                            True)
     if kind == "output":
         return SavedMember(member, SAVED_VARIABLE, "", "SavedVariable({}, true)", s.source, "const Tensor",
@@ -97,7 +97,7 @@ def saved_member(s: SavedValue) -> SavedMember:
         return SavedMember(member, cpp_type, member_initializer(cpp_type), store, None, "", "", False)
     if kind == "value":
         cpp_type, store = value_type(s.type)
-        return SavedMember(member, cpp_type, member_initializer(cpp_type), store, argument_name(s.source),
+        return SavedMember(member, cpp_type, member_initializer(cpp_type), store, s.source,
                            "const auto&", member, False)
     raise ValueError(f"internal error: no C++ spelling for a saved value of kind '{kind}'")
 
