@@ -13,9 +13,12 @@ operator, or for an in-place operator the entry of its functional form), a refus
 a "not implemented" node (tensor outputs, no entry), or nothing (composites, factories,
 operators without tensor outputs, entries without a differentiable output).
 
-A formula is rewritten for C++ once here (``Formula.cpp``): ``X.sizes()`` becomes the
-saved ``X_sizes_``, a used argument ``X`` is unpacked into a local of that name, and
-``SavedValue`` lists what the node stores, when, and for which inputs.
+A formula is rewritten once here (``Formula.cpp``), as text: ``X.sizes()`` becomes the
+saved ``X_sizes_`` and ``to_args_sizes(X)`` the saved ``X_args_sizes_``. ``SavedValue`` lists
+what the node stores (its kind, the argument or result it comes from, the property taken, the
+schema type), when, and for which inputs. This module is model only: how a saved value is
+spelled in C++ (its member type and initialiser, how the forward call fills it, the local
+apply() unpacks it into) is codegen/api/autograd.py's.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from codegen.api.dispatcher import argument_name
 from codegen.cpp_names import is_cpp_keyword
 from codegen.errors import GenError, Location
 from codegen.model import (
@@ -43,13 +45,15 @@ from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_n
 NON_DIFFERENTIABLE = "non_differentiable"
 
 # Tensor properties a formula may use without the node saving the tensor itself:
-# X.<property>() -> the saved X_<property>_ (C++ type, how it is taken from the tensor).
-PROPERTIES = {
-    "sizes": ("std::vector<int64_t>", "{}.sizes()"),
-    "scalar_type": ("ScalarType", "{}.scalar_type()"),
-    "dim": ("int64_t", "{}.dim()"),
-    "device": ("Device", "{}.device()"),
-}
+# X.<property>() -> the saved X_<property>_.
+PROPERTIES = ("sizes", "scalar_type", "dim", "device")
+# to_args_sizes(X) of a Tensor[] argument -> the saved X_args_sizes_ (the sizes of each tensor).
+ARGS_SIZES = "args_sizes"
+# The non-tensor argument types a node can save (a copy of the value): these base types,
+# lists of SAVEABLE_LIST_ELEMENTS, and optionals of either.
+SAVEABLE_BASE_TYPES = frozenset({"int", "SymInt", "float", "bool", "Scalar", "str", "ScalarType", "Layout", "Device",
+                                 "MemoryFormat"})
+SAVEABLE_LIST_ELEMENTS = frozenset({"int", "SymInt", "float"})
 _PROPERTY_USE = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\.(" + "|".join(PROPERTIES) + r")\(\)")
 _ARGS_SIZES_USE = re.compile(r"\bto_args_sizes\(\s*([A-Za-z_]\w*)\s*\)")
 _IDENT = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\b")
@@ -105,17 +109,21 @@ def formula_problem(text: str, names: FrozenSet[str]) -> str:
 class SavedValue:
     """One member of a backward node: what the forward call stores for the formulas."""
 
-    member: str          # "self_", "self_sizes_", "alpha_", "result_"
-    cpp_type: str        # "SavedVariable", "std::vector<int64_t>", "Scalar", ...
+    member: str          # the name the rewritten formulas use: "self_", "self_sizes_", "alpha_", "result_"
     kind: str            # "tensor", "optional_tensor", "tensor_list", "output", "property", "value"
     source: str          # the argument (or "result", "result1") it comes from
-    init: str            # C++ expression computing it in the forward ({} = the source's C++ name)
-    local: str           # the formula-side name: "self", "self_sizes_", "alpha", "result"
+    type: Type           # the schema type of that argument or result
+    property: Optional[str]  # kind "property": one of PROPERTIES, or ARGS_SIZES
     users: FrozenSet[str]  # the differentiable inputs whose formulas use it
 
     @property
     def is_output(self) -> bool:
         return self.kind == "output"
+
+    @property
+    def result_index(self) -> int:
+        """An output's return index: 0 for ``result``, N for ``resultN``."""
+        return 0 if self.source == "result" else int(self.source[len("result"):])
 
 
 @dataclass(frozen=True)
@@ -177,29 +185,16 @@ def node_name(name: OperatorName, index: int) -> str:
     return "".join(part.title() for part in base.split("_")) + f"Backward{index}"
 
 
-def _value_type(t: Type) -> Tuple[str, str]:
-    """(owning C++ type, init expression) of a saved non-tensor argument."""
+def unsaveable_part(t: Type) -> Optional[Type]:
+    """None when a node can save a non-tensor argument of type ``t`` (SAVEABLE_BASE_TYPES,
+    SAVEABLE_LIST_ELEMENTS); else the part of ``t`` it cannot (``Dimname`` of ``Dimname?``)."""
     if isinstance(t, OptionalType):
-        inner, _ = _value_type(t.elem)
-        if isinstance(t.elem, ListType) or t.elem == BaseType("str"):
-            return f"std::optional<{inner}>", f"autograd::detail::owned({{}})"
-        return f"std::optional<{inner}>", "{}"
+        return unsaveable_part(t.elem)
     if isinstance(t, ListType):
-        elem = t.elem.name if isinstance(t.elem, BaseType) else None
-        if elem in ("int", "SymInt"):
-            return "std::vector<int64_t>", "{}.vec()"
-        if elem == "float":
-            return "std::vector<double>", "{}.vec()"
-        raise ValueError(f"cannot save a {t}")
-    simple = {
-        "int": "int64_t", "SymInt": "int64_t", "float": "double", "bool": "bool", "Scalar": "Scalar",
-        "str": "std::string", "ScalarType": "ScalarType", "Layout": "Layout", "Device": "Device",
-        "MemoryFormat": "MemoryFormat",
-    }
-    name = t.name if isinstance(t, BaseType) else None
-    if name not in simple:
-        raise ValueError(f"cannot save a {t}")
-    return simple[name], "std::string({})" if name == "str" else "{}"
+        ok = isinstance(t.elem, BaseType) and t.elem.name in SAVEABLE_LIST_ELEMENTS
+    else:
+        ok = isinstance(t, BaseType) and t.name in SAVEABLE_BASE_TYPES
+    return None if ok else t
 
 
 def _strip(text: str) -> str:
@@ -346,11 +341,13 @@ class _Parser:
         uses_grad = uses_grads = False
         n_returns = len(nf.func.returns)
 
-        def add(value: SavedValue, user: Tuple[str, ...]) -> None:
-            old = saved.get(value.member)
+        def add(kind: str, source: str, t: Type, user: Tuple[str, ...], what: Optional[str] = None) -> str:
+            """Save ``source`` (or its property ``what``); the member's name."""
+            member = f"{source}_{what}_" if what else f"{source}_"
+            old = saved.get(member)
             users = frozenset(user) | (old.users if old else frozenset())
-            saved[value.member] = SavedValue(value.member, value.cpp_type, value.kind, value.source, value.init,
-                                             value.local, users)
+            saved[member] = SavedValue(member, kind, source, t, what, users)
+            return member
 
         for f in formulas:
             code = _strip(f.text)
@@ -360,10 +357,7 @@ class _Parser:
                 a = args.get(name)
                 if a is None or not isinstance(a.type, ListType):
                     raise GenError.at(f.loc, f"to_args_sizes({name}): '{name}' is not a Tensor[] argument", schema)
-                member = f"{name}_args_sizes_"
-                add(SavedValue(member, "std::vector<std::vector<int64_t>>", "property", name,
-                               "autograd::detail::args_sizes({})", member, frozenset()), f.inputs)
-                return member
+                return add("property", name, a.type, f.inputs, ARGS_SIZES)
 
             code = _ARGS_SIZES_USE.sub(arg_sizes, code)
 
@@ -373,12 +367,9 @@ class _Parser:
                     return m.group(0)  # a local of the formula's own (grad.sizes(), ...)
                 if name == "result" or not is_tensor_argument(args[name]):
                     return m.group(0)
-                member = f"{name}_{what}_"
-                cpp_type, init = PROPERTIES[what]
                 if isinstance(args[name].type, OptionalType):
                     return m.group(0)  # Tensor?: save the tensor
-                add(SavedValue(member, cpp_type, "property", name, init, member, frozenset()), f.inputs)
-                return member
+                return add("property", name, args[name].type, f.inputs, what)
 
             code = _PROPERTY_USE.sub(prop, code)
             for ident in _IDENT.findall(code):
@@ -395,26 +386,20 @@ class _Parser:
                     rtype = nf.func.returns[index].type
                     if rtype != BaseType("Tensor"):
                         raise GenError.at(f.loc, f"'{ident}' is a {rtype}: only Tensor results can be saved", schema)
-                    add(SavedValue(f"{ident}_", "SavedVariable", "output", ident, "", ident, frozenset()), f.inputs)
+                    add("output", ident, rtype, f.inputs)
                 elif ident in args:
-                    a = args[ident]
-                    t = a.type
-                    cname = argument_name(ident)
+                    t = args[ident].type
                     if t == BaseType("Tensor"):
-                        add(SavedValue(f"{ident}_", "SavedVariable", "tensor", ident, "", cname, frozenset()),
-                            f.inputs)
+                        add("tensor", ident, t, f.inputs)
                     elif t == OptionalType(BaseType("Tensor")):
-                        add(SavedValue(f"{ident}_", "SavedVariable", "optional_tensor", ident, "", cname,
-                                       frozenset()), f.inputs)
+                        add("optional_tensor", ident, t, f.inputs)
                     elif isinstance(t, ListType) and t.elem == BaseType("Tensor"):
-                        add(SavedValue(f"{ident}_", "std::vector<SavedVariable>", "tensor_list", ident, "", cname,
-                                       frozenset()), f.inputs)
+                        add("tensor_list", ident, t, f.inputs)
                     else:
-                        try:
-                            cpp_type, init = _value_type(t)
-                        except ValueError as e:
-                            raise GenError.at(f.loc, f"argument '{ident}': {e}", schema) from None
-                        add(SavedValue(f"{ident}_", cpp_type, "value", ident, init, cname, frozenset()), f.inputs)
+                        part = unsaveable_part(t)
+                        if part is not None:
+                            raise GenError.at(f.loc, f"argument '{ident}': cannot save a {part}", schema)
+                        add("value", ident, t, f.inputs)
             out.append(Formula(f.inputs, f.text, code, f.loc, f.uses_grad_input_mask))
         ordered = sorted(saved.values(), key=lambda s: (s.is_output, s.member))
         return out, ordered, uses_grad, uses_grads

@@ -54,6 +54,8 @@ _MEMORY_FORMATS = {
 # Named integer defaults (at::Reduction in PyTorch).
 _NAMED_INTS = {"Mean": "1 /* Mean */", "Sum": "2 /* Sum */"}
 _NUMBER_TYPES = frozenset({"int64_t", "double", "bool", "Scalar"})
+# The element types of the number lists (IntArrayRef, ArrayRef<double>, ArrayRef<Scalar>).
+_NUMBER_LIST_ELEMENTS = frozenset({"int64_t", "double", "Scalar"})
 
 
 def cpp_string_literal(text: str) -> str:
@@ -69,12 +71,6 @@ def cpp_string_literal(text: str) -> str:
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
-
-
-def _strip_optional(value: str) -> str:
-    if value.startswith("std::optional<") and value.endswith(">"):
-        return value[len("std::optional<"):-1]
-    return value
 
 
 def _number(text: str, value: str) -> Optional[str]:
@@ -96,10 +92,10 @@ def default_expr(arg: Argument, ctype: CType) -> Optional[str]:
         return None
     if ctype.is_ivalue:
         return "std::nullopt" if text == "None" else None
-    value = _strip_optional(ctype.value)
-    optional = value != ctype.value
+    inner = ctype.strip_optional()
+    value = inner.value
     if text == "None":
-        if optional:
+        if ctype.is_optional:
             return "std::nullopt"
         raise ValueError(f"default None for the non-optional type {ctype.text}")
     if value in _NUMBER_TYPES:
@@ -120,8 +116,8 @@ def default_expr(arg: Argument, ctype: CType) -> Optional[str]:
     elif value == "Layout":
         if text == "strided":
             return "Layout::Strided"
-    elif value in ("IntArrayRef", "ArrayRef<double>", "ArrayRef<Scalar>"):
-        elem = {"IntArrayRef": "int64_t", "ArrayRef<double>": "double", "ArrayRef<Scalar>": "Scalar"}[value]
+    elif inner.is_list and inner.elem.value in _NUMBER_LIST_ELEMENTS:
+        elem = inner.elem.value
         if text.startswith("[") and text.endswith("]"):
             items = [item.strip() for item in text[1:-1].split(",") if item.strip()]
             exprs = [_number(item, elem) for item in items]
@@ -245,10 +241,14 @@ def _trailing_defaults(nf: NativeFunction, bindings: Tuple[PublicBinding, ...]) 
 # overload, its braced-list form, taking std::initializer_list<int64_t> there (no default),
 # so that dk::sum(x, {0, 1}) works. A braced list binds to an initializer_list by a
 # standard conversion, better than any user-defined one, so the two forms never compete.
+def _is_optional_int_list(ctype: CType) -> bool:
+    return ctype.is_optional and ctype.elem == dispatcher.INT_LIST
+
+
 def _braced_form(sig: PublicSignature) -> Optional[PublicSignature]:
-    if not any(b.binding.type.value == "std::optional<IntArrayRef>" for b in sig.bindings):
+    if not any(_is_optional_int_list(b.binding.type) for b in sig.bindings):
         return None
-    bindings = tuple(replace(b, braced=True, default=None) if b.binding.type.value == "std::optional<IntArrayRef>"
+    bindings = tuple(replace(b, braced=True, default=None) if _is_optional_int_list(b.binding.type)
                      else b for b in sig.bindings)
     return replace(sig, bindings=_trailing_defaults(sig.nf, bindings), braced_form=True)
 
@@ -267,20 +267,20 @@ def _accepts(binding: PublicBinding) -> FrozenSet[str]:
     if binding.braced:
         return frozenset({"braced_list"})  # Note [Braced int lists]: nothing else competes
     ctype = binding.binding.type
-    value = _strip_optional(ctype.value)
+    inner = ctype.strip_optional()
     if ctype.is_ivalue:
         return _ALL_KINDS
-    if value in ("Tensor",):
+    if inner.is_tensor:
         return frozenset({"tensor"})
-    if value in ("ArrayRef<Tensor>", "ArrayRef<std::optional<Tensor>>"):
+    if inner.is_list and inner.elem.strip_optional().is_tensor:
         return frozenset({"tensor", "list"})
-    if value in _NUMBER_TYPES:
+    if inner.value in _NUMBER_TYPES:
         return frozenset({"number"})
-    if value in ("IntArrayRef", "ArrayRef<double>", "ArrayRef<Scalar>"):
+    if inner.is_list and inner.elem.value in _NUMBER_LIST_ELEMENTS:
         return frozenset({"number", "list"})
     kinds = {"std::string_view": "string", "ScalarType": "dtype", "Layout": "layout",
              "MemoryFormat": "memory_format", "Device": "device", "Generator": "generator"}
-    return frozenset({kinds.get(value, "other:" + value)})
+    return frozenset({kinds.get(inner.value, "other:" + inner.value)})
 
 
 def _ambiguous_arity(a: PublicSignature, b: PublicSignature) -> Optional[int]:

@@ -29,7 +29,7 @@ unsupported -> IValue); several -> std::tuple of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from codegen.cpp_names import CPP_KEYWORDS
 from codegen.errors import GenError
@@ -59,34 +59,143 @@ RESERVED_NAMES = CPP_KEYWORDS | GENERATED_LOCALS
 
 @dataclass(frozen=True)
 class CType:
-    """A C++ type as the dispatcher convention writes it.
+    """A C++ type as the dispatcher convention writes it, kept in parts: emitters ask what a
+    type is (``is_tensor``, ``is_optional``, ``elem``, ``is_tuple``, ``elements``, ``by_value``)
+    and never read its spelling.
+
+    ``name`` is a plain type (``Tensor``, ``int64_t``, ``Device``, ``void``) or a template
+    (``std::optional``, ``ArrayRef``, ``std::vector``, ``std::tuple``) applied to ``args``, which
+    are value types. ``const_ref``: a parameter takes it as ``const T&`` (else by value).
+    ``dispatch`` says how the argument feeds the call's key set: "tensor", "optional_tensor",
+    "tensor_list", "optional_tensor_list", or None for arguments dispatch does not read.
 
     ``text`` is the parameter (or return) spelling, ``value`` the decayed type that
-    ``dk::BoxingTraits`` is specialised for, and ``dispatch`` how the argument feeds
-    the call's key set: "tensor", "optional_tensor", "tensor_list",
-    "optional_tensor_list", or None for arguments dispatch does not read.
+    ``dk::BoxingTraits`` is specialised for.
     """
 
-    text: str
-    value: str
+    name: str
+    args: Tuple["CType", ...] = ()
+    const_ref: bool = False
     dispatch: Optional[str] = None
 
     @property
+    def value(self) -> str:
+        """``std::optional<Tensor>``; dk's ``IntArrayRef`` for ``ArrayRef<int64_t>``."""
+        if self.is_list and self.elem == INT64:
+            return "IntArrayRef"
+        if not self.args:
+            return self.name
+        return f"{self.name}<{', '.join(a.value for a in self.args)}>"
+
+    @property
+    def text(self) -> str:
+        """``const std::optional<Tensor>&``: the type as a parameter (or return) is declared."""
+        return f"const {self.value}&" if self.const_ref else self.value
+
+    def spelled(self, qualify) -> str:
+        """``text`` with each of dk's own type names passed through ``qualify``
+        (``lambda n: "::dk::" + n`` for code outside namespace dk)."""
+        value = self._spelled_value(qualify)
+        return f"const {value}&" if self.const_ref else value
+
+    def _spelled_value(self, qualify) -> str:
+        if self.is_list and self.elem == INT64:
+            return qualify("IntArrayRef")
+        name = self.name if self.name in _NOT_DK else qualify(self.name)
+        if not self.args:
+            return name
+        return f"{name}<{', '.join(a._spelled_value(qualify) for a in self.args)}>"
+
+    @property
+    def by_value(self) -> bool:
+        return not self.const_ref
+
+    @property
+    def is_optional(self) -> bool:
+        return self.name == "std::optional"
+
+    @property
+    def is_list(self) -> bool:
+        """An ``ArrayRef<T>``: a list parameter, viewed, not owned."""
+        return self.name == "ArrayRef"
+
+    @property
+    def is_vector(self) -> bool:
+        """A ``std::vector<T>``: a list return, owned."""
+        return self.name == "std::vector"
+
+    @property
+    def is_tuple(self) -> bool:
+        return self.name == "std::tuple"
+
+    @property
+    def elem(self) -> "CType":
+        """What an optional, list or vector holds."""
+        if len(self.args) != 1 or self.is_tuple:
+            raise TypeError(f"{self.text} has no element type")
+        return self.args[0]
+
+    @property
+    def elements(self) -> Tuple["CType", ...]:
+        """A tuple's element types."""
+        if not self.is_tuple:
+            raise TypeError(f"{self.text} is not a tuple")
+        return self.args
+
+    def strip_optional(self) -> "CType":
+        """What an optional holds (as a value type); any other type itself."""
+        return self.elem if self.is_optional else self
+
+    @property
+    def is_tensor(self) -> bool:
+        """``Tensor`` itself (``const Tensor&`` as a parameter); not an optional or list of one."""
+        return self.name == "Tensor"
+
+    @property
     def is_ivalue(self) -> bool:
-        return self.value == "IValue"
+        return self.name == "IValue"
+
+    @property
+    def is_device(self) -> bool:
+        return self.name == "Device"
+
+    @property
+    def is_void(self) -> bool:
+        return self.name == "void"
+
+    @property
+    def holds_reference_count(self) -> bool:
+        """An IValue, a Generator or an optional Generator: copying it costs an atomic."""
+        return self.strip_optional().name in ("IValue", "Generator")
 
 
-def _same(text: str) -> CType:
-    return CType(text, text)
+# The type names of C++ and std (the rest are dk's, qualified in code outside namespace dk).
+_NOT_DK = frozenset({"void", "bool", "double", "int64_t", "std::optional", "std::vector", "std::tuple",
+                     "std::string_view"})
 
 
-IVALUE = _same("IValue")
-TENSOR = CType("const Tensor&", "Tensor", "tensor")
-OPTIONAL_TENSOR = CType("const std::optional<Tensor>&", "std::optional<Tensor>", "optional_tensor")
-TENSOR_LIST = CType("ArrayRef<Tensor>", "ArrayRef<Tensor>", "tensor_list")
-OPTIONAL_TENSOR_LIST = CType(
-    "ArrayRef<std::optional<Tensor>>", "ArrayRef<std::optional<Tensor>>", "optional_tensor_list"
-)
+def _value(name: str) -> CType:
+    return CType(name)
+
+
+def _optional(elem: CType, const_ref: bool = False, dispatch: Optional[str] = None) -> CType:
+    return CType("std::optional", (elem,), const_ref, dispatch)
+
+
+def _array_ref(elem: CType, dispatch: Optional[str] = None) -> CType:
+    return CType("ArrayRef", (elem,), False, dispatch)
+
+
+INT64 = _value("int64_t")
+VOID = _value("void")
+IVALUE = _value("IValue")
+TENSOR = CType("Tensor", (), True, "tensor")
+OPTIONAL_TENSOR = _optional(_value("Tensor"), True, "optional_tensor")
+TENSOR_LIST = _array_ref(_value("Tensor"), "tensor_list")
+OPTIONAL_TENSOR_LIST = _array_ref(_optional(_value("Tensor")), "optional_tensor_list")
+SCALAR = CType("Scalar", (), True)
+OPTIONAL_SCALAR = _optional(_value("Scalar"), True)
+INT_LIST = _array_ref(INT64)  # IntArrayRef
 
 # Base types passed by value, and their C++ names.
 _BY_VALUE = {
@@ -103,7 +212,7 @@ _BY_VALUE = {
 }
 # List element types with a usable ArrayRef (ArrayRef<bool> cannot view a std::vector<bool>,
 # and a list of strings would view temporaries, so neither is here).
-_LIST_OF = {"int": "IntArrayRef", "SymInt": "IntArrayRef", "float": "ArrayRef<double>", "Scalar": "ArrayRef<Scalar>"}
+_LIST_OF = {"int": "int64_t", "SymInt": "int64_t", "float": "double", "Scalar": "Scalar"}
 
 
 def _base_name(t: Type) -> Optional[str]:
@@ -118,7 +227,7 @@ def _list_type(t: ListType) -> CType:
         return OPTIONAL_TENSOR_LIST
     name = _base_name(elem)
     if name in _LIST_OF:
-        return _same(_LIST_OF[name])
+        return _array_ref(_value(_LIST_OF[name]))
     return IVALUE
 
 
@@ -128,23 +237,23 @@ def argument_type(t: Type) -> CType:
         if t.name == "Tensor":
             return TENSOR
         if t.name == "Scalar":
-            return CType("const Scalar&", "Scalar")
+            return SCALAR
         if t.name in _BY_VALUE:
-            return _same(_BY_VALUE[t.name])
+            return _value(_BY_VALUE[t.name])
         return IVALUE
     if isinstance(t, OptionalType):
         elem = t.elem
         if elem == BaseType("Tensor"):
             return OPTIONAL_TENSOR
         if elem == BaseType("Scalar"):
-            return CType("const std::optional<Scalar>&", "std::optional<Scalar>")
+            return OPTIONAL_SCALAR
         name = _base_name(elem)
         if name in _BY_VALUE:
-            return _same(f"std::optional<{_BY_VALUE[name]}>")
+            return _optional(_value(_BY_VALUE[name]))
         if isinstance(elem, ListType):
             inner = _list_type(elem)
             if inner.dispatch is None and not inner.is_ivalue:
-                return _same(f"std::optional<{inner.value}>")
+                return _optional(inner)
         return IVALUE  # never std::optional<IValue>: an IValue already holds None
     if isinstance(t, ListType):
         return _list_type(t)
@@ -163,18 +272,32 @@ _RETURN_BASE = {
     "Device": "Device",
     "MemoryFormat": "MemoryFormat",
 }
-_RETURN_LIST = {"Tensor": "std::vector<Tensor>", "int": "std::vector<int64_t>",
-                "SymInt": "std::vector<int64_t>", "float": "std::vector<double>"}
+_RETURN_LIST = {"Tensor": "Tensor", "int": "int64_t", "SymInt": "int64_t", "float": "double"}
 
 
-def single_return_type(t: Type) -> str:
+def single_return_ctype(t: Type) -> CType:
     """The C++ value type of one return of schema type ``t``."""
     name = _base_name(t)
     if name in _RETURN_BASE:
-        return _RETURN_BASE[name]
+        return _value(_RETURN_BASE[name])
     if isinstance(t, ListType) and _base_name(t.elem) in _RETURN_LIST:
-        return _RETURN_LIST[_base_name(t.elem)]
-    return "IValue"
+        return CType("std::vector", (_value(_RETURN_LIST[_base_name(t.elem)]),))
+    return IVALUE
+
+
+def return_ctype(func: FunctionSchema) -> CType:
+    """``void``, the one return's type, or ``std::tuple<...>`` of all of them."""
+    types = tuple(single_return_ctype(r.type) for r in func.returns)
+    if not types:
+        return VOID
+    if len(types) == 1:
+        return types[0]
+    return CType("std::tuple", types)
+
+
+def single_return_type(t: Type) -> str:
+    """The spelling of ``single_return_ctype``."""
+    return single_return_ctype(t).text
 
 
 def return_types(func: FunctionSchema) -> Tuple[str, ...]:
@@ -182,13 +305,8 @@ def return_types(func: FunctionSchema) -> Tuple[str, ...]:
 
 
 def returns_type(func: FunctionSchema) -> str:
-    """``void``, the one return's type, or ``std::tuple<...>`` of all of them."""
-    types = return_types(func)
-    if not types:
-        return "void"
-    if len(types) == 1:
-        return types[0]
-    return f"std::tuple<{', '.join(types)}>"
+    """The spelling of ``return_ctype``: ``void``, ``Tensor``, ``std::tuple<Tensor, Tensor>``."""
+    return return_ctype(func).text
 
 
 def argument_name(name: str) -> str:
@@ -231,55 +349,33 @@ class Binding:
 # Each distinct C++ signature gets boxing adapters named after it: the id spells the types
 # (``sig_Tensor__Tensor_Scalar`` for ``Tensor(const Tensor&, const Scalar&)``), so it depends on
 # the signature alone and adding an operator never renames another operator's adapters.
-# Const references are the default and leave no mark; a mutable reference adds ``Mut``,
-# std::optional ``Opt``, ArrayRef ``List``, std::vector ``Vec``, a tuple ``TupN``.
-_ID_WORDS = {"int64_t": "Int", "double": "Double", "bool": "Bool", "std::string_view": "Str",
-             "IntArrayRef": "IntList", "void": "Void"}
+# Const references leave no mark; std::optional adds ``Opt``, ArrayRef ``List`` (IntArrayRef is
+# ``IntList``), std::vector ``Vec``, a tuple ``TupN``. The id is read off the type's parts
+# (CType), never parsed back from its spelling.
+_ID_WORDS = {"int64_t": "Int", "double": "Double", "bool": "Bool", "std::string_view": "Str", "void": "Void"}
 
 
-def _type_id(text: str) -> str:
-    text = text.strip()
-    if text.startswith("const ") and text.endswith("&"):
-        return _type_id(text[len("const "):-1])
-    if text.endswith("&"):
-        return "Mut" + _type_id(text[:-1])
-    if text in _ID_WORDS:
-        return _ID_WORDS[text]
-    if "<" in text and text.endswith(">"):
-        outer, inner = text[:-1].split("<", 1)
-        parts = _split_template_arguments(inner)
-        ids = [_type_id(p) for p in parts]
-        outer = outer.strip()
-        if outer == "std::optional":
+def _type_id(t: CType) -> str:
+    if t.args:
+        ids = [_type_id(a) for a in t.args]
+        if t.is_optional:
             return "Opt" + ids[0]
-        if outer == "ArrayRef":
+        if t.is_list:
             return ids[0] + "List"
-        if outer == "std::vector":
+        if t.is_vector:
             return ids[0] + "Vec"
-        if outer == "std::tuple":
+        if t.is_tuple:
             return f"Tup{len(ids)}" + "".join(ids)
-        raise GenError(f"internal error: no signature id for the C++ type '{text}'")
-    word = text.split("::")[-1]
+        raise GenError(f"internal error: no signature id for the C++ type '{t.text}'")
+    if t.name in _ID_WORDS:
+        return _ID_WORDS[t.name]
+    word = t.name.split("::")[-1]
     if not word.isidentifier() or "_" in word:
-        raise GenError(f"internal error: no signature id for the C++ type '{text}'")
+        raise GenError(f"internal error: no signature id for the C++ type '{t.text}'")
     return word
 
 
-def _split_template_arguments(text: str) -> List[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
-
-
-def signature_id(returns: str, parameter_types: Sequence[str]) -> str:
+def signature_id(returns: CType, parameter_types: Sequence[CType]) -> str:
     """The adapters' name for a C++ signature (Note [Signature ids])."""
     return f"sig_{_type_id(returns)}__" + ("_".join(_type_id(t) for t in parameter_types) or "Void")
 
@@ -289,8 +385,13 @@ class DispatcherSignature:
     """An operator's unboxed signature: ``R(A0, A1, ...)`` with named parameters."""
 
     func: FunctionSchema
-    returns: str
+    return_type: CType
     bindings: Tuple[Binding, ...]
+
+    @property
+    def returns(self) -> str:
+        """The return type's spelling: ``Tensor``, ``std::tuple<Tensor, Tensor>``, ``void``."""
+        return self.return_type.text
 
     @property
     def canonical(self) -> str:
@@ -301,7 +402,7 @@ class DispatcherSignature:
     @property
     def id(self) -> str:
         """``sig_Tensor__Tensor_Scalar``: the name of this signature's adapters (Note [Signature ids])."""
-        return signature_id(self.returns, [b.type.text for b in self.bindings])
+        return signature_id(self.return_type, [b.type for b in self.bindings])
 
     def params(self) -> str:
         """``const Tensor& self, const Scalar& other``"""
@@ -319,13 +420,13 @@ class DispatcherSignature:
 
 def signature(func: FunctionSchema) -> DispatcherSignature:
     bindings = tuple(Binding(argument_name(a.name), argument_type(a.type), a) for a in func.arguments)
-    return DispatcherSignature(func, returns_type(func), bindings)
+    return DispatcherSignature(func, return_ctype(func), bindings)
 
 
 def forward(ctype: CType, name: str) -> str:
     """How a call passes parameter ``name`` on: moved when it is a by-value type that
     holds a reference count (each generated path uses a parameter once)."""
-    if ctype.value in ("IValue", "Generator", "std::optional<Generator>") and not ctype.text.startswith("const "):
+    if ctype.by_value and ctype.holds_reference_count:
         return f"std::move({name})"
     return name
 

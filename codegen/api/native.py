@@ -11,21 +11,17 @@ serves every operator that names the same kernel with the same signature.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from codegen.api.dispatcher import DispatcherSignature
+from codegen.api.dispatcher import CType, DispatcherSignature
 from codegen.model import BackendMetadata
 
 DEFAULT_NAMESPACE = "dk::native"
-# dk's types in dispatcher signatures: qualified in declarations outside namespace dk.
-_DK_TYPE = re.compile(r"(?<![\w:])(Tensor|Scalar|IntArrayRef|ArrayRef|ScalarType|Layout|Device|MemoryFormat|"
-                      r"Generator|IValue)\b")
 
 
-def qualify_dk_types(text: str) -> str:
+def qualify_dk_type(ctype: CType) -> str:
     """``const Tensor&`` -> ``const ::dk::Tensor&``: a C++ type as code outside dk names it."""
-    return _DK_TYPE.sub(r"::dk::\1", text)
+    return ctype.spelled(lambda name: "::dk::" + name)
 
 
 @dataclass(frozen=True)
@@ -55,8 +51,8 @@ class NativeKernel:
     def declaration(self) -> str:
         if self.inside_dk:
             return self.signature.decl(self.name) + ";"
-        params = ", ".join(f"{qualify_dk_types(b.type.text)} {b.name}" for b in self.signature.bindings)
-        return f"{qualify_dk_types(self.signature.returns)} {self.name}({params});"
+        params = ", ".join(f"{qualify_dk_type(b.type)} {b.name}" for b in self.signature.bindings)
+        return f"{qualify_dk_type(self.signature.return_type)} {self.name}({params});"
 
 
 def kernel(metadata: BackendMetadata, signature: DispatcherSignature) -> NativeKernel:

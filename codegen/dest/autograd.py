@@ -12,6 +12,11 @@
   refuses inputs that require grad;
 - ``RegisterADInplaceOrView.cpp``: in-place and out= operators bump the version counter of
   what they wrote; view operators make their outputs views of their input for autograd.
+
+Each is a view model of per-operator facts (``NodeClass``, ``Kernel``, ``InplaceOrViewKernel``),
+built here from the model's ``AutogradKernel`` plan and ``codegen/api/autograd.py``'s spellings;
+the templates lay them out (the redispatch block both Register files share is
+``templates/autograd_macros.j2``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from codegen.api import autograd as api
 from codegen.api.dispatcher import argument_name
 from codegen.derivatives import AutogradKernel, DerivativeInfo, SavedValue, is_view_operator
 from codegen.dest.common import GenContext, Operator, forward_all, header_group, render
@@ -31,12 +37,63 @@ def _cname(name: str) -> str:
     return argument_name(name)
 
 
+def _range(name: str) -> str:
+    """The IndexRange of a differentiable input in apply(): ``self_ix``."""
+    return f"{_cname(name)}_ix"
+
+
+# ---------------------------------------------------------------- backward nodes
+
+
+@dataclass(frozen=True)
+class Member:
+    """One data member of a backward node, as its definition declares it."""
+
+    type: str            # "SavedVariable", "int64_t"
+    name: str            # "self_", "dim_"
+    initializer: str     # "{}" or "" (codegen/api/autograd.py decides)
+
+
+@dataclass(frozen=True)
+class InputRange:
+    """The gradient slots of one differentiable input: ``const IndexRange <name> = gen.range(<size>)``."""
+
+    name: str            # "self_ix"
+    size: str            # "1", or a list input's size member "tensors_size_"
+
+
+@dataclass(frozen=True)
+class Local:
+    """A local of apply() the formulas read: ``<type> <name> = <value>;``."""
+
+    type: str            # "const Tensor"
+    name: str            # "self"
+    value: str           # "self_.unpack()"
+
+
+@dataclass(frozen=True)
+class Gradient:
+    """One formula of apply(): computed when one of its inputs needs a gradient."""
+
+    ranges: Tuple[str, ...]      # its inputs' ranges, in the order it returns their gradients
+    expr: str                    # the formula (``Formula.cpp``)
+    uses_grad_input_mask: bool   # declares grad_input_mask from the ranges
+
+    @property
+    def returns_tuple(self) -> bool:
+        """Several inputs: the formula returns a tuple, one element per range."""
+        return len(self.ranges) > 1
+
+
 @dataclass(frozen=True)
 class NodeClass:
     info: DerivativeInfo
-    members: Tuple[Tuple[str, str], ...]     # (C++ type, member name)
+    members: Tuple[Member, ...]
     releases: Tuple[str, ...]                # member names to reset_data()
-    apply_lines: Tuple[str, ...]
+    ranges: Tuple[InputRange, ...]
+    uses_grad: bool                          # declares grad (grads[0])
+    locals: Tuple[Local, ...]
+    gradients: Tuple[Gradient, ...]
 
     @property
     def name(self) -> str:
@@ -47,69 +104,69 @@ class NodeClass:
         return str(self.info.name)
 
 
-def _range_lines(info: DerivativeInfo, count_of) -> List[str]:
-    lines = ["IndexRangeGenerator gen;"]
-    for a in info.differentiable_inputs:
-        lines.append(f"const IndexRange {_cname(a.name)}_ix = gen.range({count_of(a)});")
-    return lines
-
-
-def _list_size_member(name: str) -> str:
-    return f"{name}_size_"
-
-
 def node_class(info: DerivativeInfo) -> NodeClass:
-    members: List[Tuple[str, str]] = []
-    releases: List[str] = []
-    for s in info.saved:
-        members.append((s.cpp_type, s.member))
-        if s.cpp_type in ("SavedVariable", "std::vector<SavedVariable>"):
-            releases.append(s.member)
+    saved = [api.saved_member(s) for s in info.saved]
+    members = [Member(m.type, m.name, m.initializer) for m in saved]
     for a in info.list_inputs:
-        members.append(("size_t", _list_size_member(a.name)))
-
-    body: List[str] = _range_lines(
-        info, lambda a: _list_size_member(a.name) if isinstance(a.type, ListType) else "1")
-    body.append("variable_list grad_inputs(gen.size());")
-    if info.uses_grad:
-        body.append("const Tensor& grad = grads[0];")
-    for s in info.saved:
-        if s.kind == "tensor":
-            body.append(f"const Tensor {s.local} = {s.member}.unpack();")
-        elif s.kind == "optional_tensor":
-            body.append(f"const std::optional<Tensor> {s.local} = detail::unpack_optional({s.member});")
-        elif s.kind == "tensor_list":
-            body.append(f"const std::vector<Tensor> {s.local} = detail::unpack_list({s.member});")
-        elif s.kind == "output":
-            body.append(f"const Tensor {s.local} = {s.member}.unpack(shared_from_this());")
-        elif s.kind == "value":
-            body.append(f"const auto& {s.local} = {s.member};")
-    for f in info.formulas:
-        ranges = ", ".join(f"{_cname(n)}_ix" for n in f.inputs)
-        body.append(f"if (should_compute_output({{{ranges}}})) {{")
-        if f.uses_grad_input_mask:
-            mask = ", ".join(f"should_compute_output({_cname(n)}_ix)" for n in f.inputs)
-            body.append(f"  const std::array<bool, {len(f.inputs)}> grad_input_mask{{{mask}}};")
-        if len(f.inputs) == 1:
-            body.append(f"  copy_range(grad_inputs, {_cname(f.inputs[0])}_ix, {f.cpp});")
-        else:
-            body.append(f"  const auto grad_result = {f.cpp};")
-            for i, n in enumerate(f.inputs):
-                body.append(f"  if (should_compute_output({_cname(n)}_ix)) "
-                            f"copy_range(grad_inputs, {_cname(n)}_ix, std::get<{i}>(grad_result));")
-        body.append("}")
-    body.append("return grad_inputs;")
-    return NodeClass(info, tuple(members), tuple(releases), tuple(body))
+        members.append(Member(api.LIST_SIZE_TYPE, api.list_size_member(a.name),
+                              api.member_initializer(api.LIST_SIZE_TYPE)))
+    ranges = tuple(InputRange(_range(a.name), api.list_size_member(a.name) if isinstance(a.type, ListType) else "1")
+                   for a in info.differentiable_inputs)
+    locals_ = tuple(Local(m.local_type, m.local, m.unpack) for m in saved if m.local is not None)
+    gradients = tuple(Gradient(tuple(_range(n) for n in f.inputs), f.cpp, f.uses_grad_input_mask)
+                      for f in info.formulas)
+    return NodeClass(info, tuple(members), tuple(m.name for m in saved if m.releases), ranges, info.uses_grad,
+                     locals_, gradients)
 
 
 # ---------------------------------------------------------------- kernels
 
 
 @dataclass(frozen=True)
+class Redispatch:
+    """The call below a layer, under a guard that excludes it (and what is above it)."""
+
+    guard: str                  # "AutoDispatchBelowAutograd"
+    call: str                   # "ops::mul_Tensor::redispatch(ks & after_autograd_keyset, self, other)"
+    result_type: Optional[str]  # the C++ type of ``result`` the call's value is kept in; None: not kept
+
+
+@dataclass(frozen=True)
+class Save:
+    """``[if (<condition>) ]grad_fn-><member> = <value>;``"""
+
+    member: str
+    value: str
+    condition: Optional[str]
+
+
+@dataclass(frozen=True)
 class Kernel:
+    """The kernel of one operator at the Autograd key (``plan.kind``: "derivative",
+    "not_implemented", "out")."""
+
     op: Operator
     plan: AutogradKernel
-    lines: Tuple[str, ...]
+    inputs: Tuple[str, ...]        # the tensors whose requires_grad is asked (the node's next edges)
+    check_inplace: bool            # an in-place operator: check self may be written
+    node: Optional[str]            # the node class made when recording; None for out=
+    node_args: str                 # its constructor's arguments
+    list_sizes: Tuple[Tuple[str, str], ...]   # (member, argument): the lengths of list inputs
+    saves: Tuple[Save, ...]        # before the call
+    redispatch: Redispatch
+    rebase: Optional[str]          # in-place: the tensor whose history is rebased on the node
+    histories: Tuple[str, ...]     # else: the outputs whose history the node becomes
+    saved_outputs: Tuple[Save, ...]   # after the call
+    returned: str
+
+    @property
+    def kind(self) -> str:
+        return self.plan.kind
+
+    @property
+    def refuses_grad(self) -> bool:
+        """An out= kernel: refuses inputs that require grad and records nothing."""
+        return self.plan.kind == "out"
 
     @property
     def function(self) -> str:
@@ -122,16 +179,9 @@ class Kernel:
         return {"out": "out=: refuses grad", "not_implemented": "no derivative"}[self.plan.kind]
 
 
-def _tensor_args(op: Operator, names: Optional[Sequence[str]] = None) -> List[str]:
+def _tensor_args(op: Operator, names: Optional[Sequence[str]] = None) -> Tuple[str, ...]:
     """C++ names of the tensor arguments (restricted to ``names``), in argument order."""
-    out = []
-    for b in op.sig.bindings:
-        if b.type.dispatch is None:
-            continue
-        if names is not None and b.argument.name not in names:
-            continue
-        out.append(b.name)
-    return out
+    return tuple(b.name for b in op.dispatch_bindings if names is None or b.argument.name in names)
 
 
 def _returns_tuple(op: Operator) -> bool:
@@ -142,16 +192,12 @@ def _result_expr(op: Operator, index: int) -> str:
     return f"std::get<{index}>(result)" if _returns_tuple(op) else "result"
 
 
-def _redispatch_lines(op: Operator, plan: AutogradKernel) -> List[str]:
+def _redispatch(op: Operator, plan: AutogradKernel) -> Redispatch:
     guard = ("AutoDispatchBelowAutograd" if plan.is_inplace or plan.is_view or op.nf.func.is_out_fn
              else "AutoDispatchBelowADInplaceOrView")
     call = f"ops::{op.struct}::redispatch(ks & after_autograd_keyset, {forward_all(op.sig.bindings)})"
-    lines = []
-    if plan.is_inplace or op.nf.func.is_out_fn:
-        lines += ["{", f"  {guard} guard;", f"  {call};", "}"]
-    else:
-        lines += [f"{op.sig.returns} result;", "{", f"  {guard} guard;", f"  result = {call};", "}"]
-    return lines
+    keeps = not (plan.is_inplace or op.nf.func.is_out_fn)
+    return Redispatch(guard, call, op.sig.returns if keeps else None)
 
 
 def _returned(op: Operator) -> str:
@@ -161,20 +207,6 @@ def _returned(op: Operator) -> str:
     if op.nf.func.is_inplace:
         return "self"
     return "result"
-
-
-def _save_line(s: SavedValue, condition: Optional[str]) -> str:
-    src = _cname(s.source)
-    if s.kind == "tensor":
-        value = f"SavedVariable({src}, false)"
-    elif s.kind == "optional_tensor":
-        value = f"SavedVariable({src}.value_or(Tensor()), false)"
-    elif s.kind == "tensor_list":
-        value = f"autograd::detail::save_list({src})"
-    else:
-        value = s.init.format(src)
-    line = f"grad_fn->{s.member} = {value};"
-    return f"if ({condition}) {line}" if condition else line
 
 
 def _conditions(info: DerivativeInfo) -> Optional[Dict[str, int]]:
@@ -192,85 +224,58 @@ def _condition(s: SavedValue, indices: Optional[Dict[str, int]], info: Derivativ
     return " || ".join(checks)
 
 
-def _history_lines(op: Operator, plan: AutogradKernel, differentiable: Sequence[bool]) -> List[str]:
+def _histories(op: Operator, plan: AutogradKernel, differentiable: Sequence[bool]) -> Tuple[Optional[str], Tuple[str, ...]]:
     """Attach grad_fn: rebase self's history (in-place), or make it the history of each
     differentiable output."""
     if plan.is_inplace:
-        return ["  rebase_history(self, grad_fn);"]
-    return [f"  set_history({_result_expr(op, i)}, grad_fn);" for i, d in enumerate(differentiable) if d]
+        return "self", ()
+    return None, tuple(_result_expr(op, i) for i, d in enumerate(differentiable) if d)
 
 
-def derivative_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
-    info = plan.info
-    inputs = _tensor_args(op, [a.name for a in info.differentiable_inputs])
-    requires = f"compute_requires_grad({', '.join(inputs)})"
-    lines: List[str] = []
-    lines.append(f"const bool requires_grad = {requires};")
-    if plan.is_inplace:
-        lines.append("check_inplace(self, requires_grad);")
-    lines.append(f"std::shared_ptr<{info.node}> grad_fn;")
-    lines.append("if (requires_grad) {")
-    lines.append(f"  grad_fn = std::make_shared<{info.node}>();")
-    lines.append(f"  grad_fn->set_next_edges(collect_next_edges({', '.join(inputs)}));")
-    for a in info.list_inputs:
-        lines.append(f"  grad_fn->{_list_size_member(a.name)} = {_cname(a.name)}.size();")
+def _saves(op: Operator, info: DerivativeInfo) -> Tuple[Save, ...]:
+    """What the forward call saves before it runs: the inputs the formulas read (only for the
+    gradients wanted, where that is known statically); a tensor the call writes is saved as a
+    copy of its value before the call, after the others."""
     indices = _conditions(info)
     mutated = {a.name for a in op.nf.func.arguments if a.is_write}
-    clones = []
+    saves: List[Save] = []
+    clones: List[Save] = []
     for s in info.saved_inputs:
         condition = _condition(s, indices, info)
+        source = _cname(s.source)
         if s.kind == "tensor" and s.source in mutated:
-            clones.append((s, condition))  # the value before the call: copied below
-            continue
-        lines.append("  " + _save_line(s, condition))
-    for s, condition in clones:
-        copy = f"grad_fn->{s.member} = SavedVariable(autograd::detail::clone_for_backward({_cname(s.source)}), false);"
-        lines.append(f"  {copy}" if not condition else f"  if ({condition}) {copy}")
-    lines.append("}")
-    lines += _redispatch_lines(op, plan)
-    lines.append("if (grad_fn) {")
-    lines += _history_lines(op, plan, info.output_differentiability)
-    for s in info.saved_outputs:
-        index = 0 if s.source == "result" else int(s.source[len("result"):])
-        value = "self" if plan.is_inplace else _result_expr(op, index)
-        lines.append(f"  grad_fn->{s.member} = SavedVariable({value}, true);")
-    lines.append("}")
-    lines.append(f"return {_returned(op)};")
-    return lines
+            clones.append(Save(s.member, api.clone_store().format(source), condition))
+        else:
+            saves.append(Save(s.member, api.saved_member(s).save(source), condition))
+    return tuple(saves + clones)
 
 
-def not_implemented_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
-    inputs = _tensor_args(op)
-    lines = [f"const bool requires_grad = compute_requires_grad({', '.join(inputs)});"]
-    if plan.is_inplace:
-        lines.append("check_inplace(self, requires_grad);")
-    lines += [
-        "std::shared_ptr<NotImplementedNode> grad_fn;",
-        "if (requires_grad) {",
-        f"  grad_fn = std::make_shared<NotImplementedNode>(\"{op.nf.func.name}\");",
-        f"  grad_fn->set_next_edges(collect_next_edges({', '.join(inputs)}));",
-        "}",
-    ]
-    lines += _redispatch_lines(op, plan)
-    lines.append("if (grad_fn) {")
-    lines += _history_lines(op, plan, tuple(r.type.is_tensor_like() for r in op.nf.func.returns))
-    lines.append("}")
-    lines.append(f"return {_returned(op)};")
-    return lines
+def derivative_kernel(op: Operator, plan: AutogradKernel) -> Kernel:
+    info = plan.info
+    inputs = _tensor_args(op, [a.name for a in info.differentiable_inputs])
+    list_sizes = tuple((api.list_size_member(a.name), _cname(a.name)) for a in info.list_inputs)
+    rebase, histories = _histories(op, plan, info.output_differentiability)
+    outputs = tuple(Save(s.member, api.saved_member(s).save("self" if plan.is_inplace else
+                                                            _result_expr(op, s.result_index)), None)
+                    for s in info.saved_outputs)
+    return Kernel(op, plan, inputs, plan.is_inplace, info.node, "", list_sizes, _saves(op, info),
+                  _redispatch(op, plan), rebase, histories, outputs, _returned(op))
 
 
-def out_kernel(op: Operator, plan: AutogradKernel) -> List[str]:
-    inputs = _tensor_args(op)
-    lines = [f"autograd::detail::check_out_not_requiring_grad(\"{op.nf.func.name}\", "
-             f"compute_requires_grad({', '.join(inputs)}));"]
-    lines += _redispatch_lines(op, plan)
-    lines.append(f"return {_returned(op)};")
-    return lines
+def not_implemented_kernel(op: Operator, plan: AutogradKernel) -> Kernel:
+    rebase, histories = _histories(op, plan, tuple(r.type.is_tensor_like() for r in op.nf.func.returns))
+    return Kernel(op, plan, _tensor_args(op), plan.is_inplace, "NotImplementedNode", f'"{op.nf.func.name}"', (), (),
+                  _redispatch(op, plan), rebase, histories, (), _returned(op))
+
+
+def out_kernel(op: Operator, plan: AutogradKernel) -> Kernel:
+    return Kernel(op, plan, _tensor_args(op), False, None, "", (), (), _redispatch(op, plan), None, (), (),
+                  _returned(op))
 
 
 def autograd_kernel(op: Operator, plan: AutogradKernel) -> Kernel:
     make = {"derivative": derivative_kernel, "not_implemented": not_implemented_kernel, "out": out_kernel}
-    return Kernel(op, plan, tuple(make[plan.kind](op, plan)))
+    return make[plan.kind](op, plan)
 
 
 # ---------------------------------------------------------------- ADInplaceOrView
@@ -279,8 +284,12 @@ def autograd_kernel(op: Operator, plan: AutogradKernel) -> Kernel:
 @dataclass(frozen=True)
 class InplaceOrViewKernel:
     op: Operator
-    lines: Tuple[str, ...]
-    what: str   # "in-place", "out=", "view"
+    what: str                      # "in-place", "out=", "view"
+    written: Tuple[str, ...]       # the tensors whose version is bumped (in-place, out=)
+    redispatch: Redispatch
+    view_of: Optional[str]         # a view operator: the input its result views
+    multi_output: bool             # ... and the result is a list of views
+    returned: str
 
     @property
     def function(self) -> str:
@@ -292,21 +301,16 @@ def inplace_or_view_kernel(op: Operator) -> Optional[InplaceOrViewKernel]:
     if op.nf.manual_kernel_registration or op.nf.has_composite_implicit_autograd_kernel:
         return None
     call = f"ops::{op.struct}::redispatch(ks & after_ADInplaceOrView_keyset, {forward_all(op.sig.bindings)})"
+    guard = "AutoDispatchBelowADInplaceOrView"
     if func.is_mutable:
-        written = [_cname(a.name) for a in func.arguments if a.is_write]
-        lines = [f"check_version_bump_allowed({w});" for w in written]
-        lines += ["{", "  AutoDispatchBelowADInplaceOrView guard;", f"  {call};", "}"]
-        lines += [f"increment_version({w});" for w in written]
-        lines.append(f"return {_returned(op)};")
-        return InplaceOrViewKernel(op, tuple(lines), "out=" if func.is_out_fn else "in-place")
+        written = tuple(_cname(a.name) for a in func.arguments if a.is_write)
+        return InplaceOrViewKernel(op, "out=" if func.is_out_fn else "in-place", written,
+                                   Redispatch(guard, call, None), None, False, _returned(op))
     if is_view_operator(op.nf):
         self_arg = next(a for a in func.arguments if a.alias is not None)
         multi = isinstance(func.returns[0].type, ListType)
-        lines = [f"{op.sig.returns} result;", "{", "  AutoDispatchBelowADInplaceOrView guard;",
-                 f"  result = {call};", "}",
-                 f"as_view({_cname(self_arg.name)}, result{', /*multi_output=*/true' if multi else ''});",
-                 "return result;"]
-        return InplaceOrViewKernel(op, tuple(lines), "view")
+        return InplaceOrViewKernel(op, "view", (), Redispatch(guard, call, op.sig.returns), _cname(self_arg.name),
+                                   multi, "result")
     return None
 
 
@@ -319,10 +323,9 @@ def _formula_includes(ctx: GenContext, nodes: Sequence[NodeClass]) -> List[str]:
     functions = {op.nf.func.name.name: header_group(op.nf) for op in ctx.operators if op.nf.has_function_variant}
     called = set()
     for node in nodes:
-        for line in node.apply_lines:
-            called.update(re.findall(r"(?<![.\w>:])(?:dk::)?(\w+)\s*\(", line))
+        for g in node.gradients:
+            called.update(re.findall(r"(?<![.\w>:])(?:dk::)?(\w+)\s*\(", g.expr))
     return sorted(ctx.op_header(functions[name], "") for name in called if name in functions)
-
 
 
 def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel]) -> None:

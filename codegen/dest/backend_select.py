@@ -27,10 +27,10 @@ def needs_backend_select(op: Operator) -> bool:
 def backend_expr(op: Operator) -> str:
     """A ``DispatchKeySet`` expression for the backend the device argument names."""
     for b in op.sig.bindings:
-        if b.type.value == "std::optional<Device>":
+        if b.type.is_optional and b.type.elem.is_device:
             device = f"{b.name}.value_or(Device(kCPU))"
             break
-        if b.type.value == "Device":
+        if b.type.is_device:
             device = b.name
             break
     else:

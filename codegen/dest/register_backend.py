@@ -44,7 +44,7 @@ class Registration:
         if not self.key.is_backend or self.op.nf.device_check == "NoCheck":
             return []
         bindings = self.op.dispatch_bindings
-        if len(bindings) < 2 and not any(b.type.dispatch.endswith("list") for b in bindings):
+        if len(bindings) < 2 and not any(b.type.is_list for b in bindings):
             return []
         return [(b.argument.name, b.name) for b in bindings]
 
@@ -56,7 +56,7 @@ class Registration:
         bindings = self.op.sig.bindings
         for kind in ("tensor", "tensor_list", "device", "optional_tensor", "optional_tensor_list"):
             for b in bindings:
-                if kind == "device" and b.type.value in ("Device", "std::optional<Device>"):
+                if kind == "device" and b.type.strip_optional().is_device:
                     return b.name
                 if b.type.dispatch == kind:
                     return f"{b.name}.device()" if kind == "tensor" else f"detail::firstDevice({b.name})"

@@ -91,6 +91,53 @@ class ArgumentTypeTest(unittest.TestCase):
                 self.assertEqual(dispatcher.returns_type(FunctionSchema.parse(schema)), expected)
 
 
+class CTypeStructureTest(unittest.TestCase):
+    """A CType is built from parts, so emitters ask what a type is instead of reading its text."""
+
+    def test_parts_of_argument_types(self):
+        t = dispatcher.argument_type(parse_type("int[]?"))
+        self.assertTrue(t.is_optional and t.by_value)
+        self.assertEqual(t.elem, dispatcher.INT_LIST)
+        self.assertTrue(t.elem.is_list and t.elem.elem == dispatcher.INT64)
+        self.assertEqual((t.text, t.elem.value), ("std::optional<IntArrayRef>", "IntArrayRef"))
+        tensor = dispatcher.argument_type(parse_type("Tensor"))
+        self.assertTrue(tensor.is_tensor and tensor.const_ref and not tensor.by_value)
+        optional = dispatcher.argument_type(parse_type("Tensor?"))
+        self.assertFalse(optional.is_tensor)
+        self.assertTrue(optional.strip_optional().is_tensor)
+        lists = dispatcher.argument_type(parse_type("Tensor?[]"))
+        self.assertTrue(lists.is_list and lists.elem.is_optional and lists.elem.elem.is_tensor)
+        device = dispatcher.argument_type(parse_type("Device?"))
+        self.assertTrue(device.is_optional and device.elem.is_device and not device.is_device)
+        self.assertTrue(dispatcher.argument_type(parse_type("Generator?")).holds_reference_count)
+        self.assertFalse(dispatcher.argument_type(parse_type("Scalar?")).holds_reference_count)
+        with self.assertRaises(TypeError):
+            tensor.elem
+
+    def test_parts_of_returns(self):
+        t = dispatcher.return_ctype(FunctionSchema.parse("f(Tensor self) -> (Tensor[], int)"))
+        self.assertTrue(t.is_tuple)
+        first, second = t.elements
+        self.assertTrue(first.is_vector and first.elem.is_tensor)
+        self.assertEqual(second, dispatcher.INT64)
+        self.assertTrue(dispatcher.return_ctype(FunctionSchema.parse("f() -> ()")).is_void)
+        with self.assertRaises(TypeError):
+            first.elements
+
+    def test_spelled_outside_dk(self):
+        t = dispatcher.argument_type(parse_type("int[]?"))
+        self.assertEqual(native.qualify_dk_type(t), "std::optional<::dk::IntArrayRef>")
+        self.assertEqual(native.qualify_dk_type(dispatcher.argument_type(parse_type("Tensor?[]"))),
+                         "::dk::ArrayRef<std::optional<::dk::Tensor>>")
+        self.assertEqual(native.qualify_dk_type(dispatcher.argument_type(parse_type("str?"))),
+                         "std::optional<std::string_view>")
+
+    def test_signature_ids_from_parts(self):
+        sig = dispatcher.signature(FunctionSchema.parse(
+            "f(Tensor self, int[]? dim, float[] w, Tensor?[] t, Generator? g) -> (Tensor, int[])"))
+        self.assertEqual(sig.id, "sig_Tup2TensorIntVec__Tensor_OptIntList_DoubleList_OptTensorList_OptGenerator")
+
+
 class SignatureTest(unittest.TestCase):
     def test_signature_texts(self):
         sig = dispatcher.signature(FunctionSchema.parse(

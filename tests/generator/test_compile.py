@@ -94,6 +94,22 @@ class CompileTest(support.TempDirTestCase):
                     "dk::Tensor use(const dk::Tensor& t) { return dk::ext_op(t); }\n")
         self.assertCompiles(sorted(glob.glob(os.path.join(out, "*.cpp"))) + [kernels], out)
 
+    def test_formulas_reading_arguments_with_reserved_names(self):
+        """An argument the dispatcher convention renames (``k`` is ``k_``, ``op`` is ``op_``:
+        Note [Argument names]) keeps its schema name in the formulas, which apply() unpacks."""
+        schema = "kw_op(Tensor self, Tensor op, int k, Tensor? e=None) -> Tensor"
+        yaml_path = os.path.join(self.dir, "native_functions.yaml")
+        with open(yaml_path, "w", encoding="utf-8") as f:
+            f.write(f"- func: {schema}\n  dispatch:\n    CPU: kw_op_cpu\n")
+        with open(os.path.join(self.dir, "derivatives.yaml"), "w", encoding="utf-8") as f:
+            f.write(f"- name: {schema}\n  self: maybe_multiply(grad, k)\n"
+                    "  op: sum_to(maybe_multiply(grad, e.has_value() + k), op.sizes())\n"
+                    "  e: non_differentiable\n")
+        out = os.path.join(self.dir, "kw")
+        _generate(yaml_path, out)
+        self.assertCompiles([os.path.join(out, "AutogradFunctions.cpp"), os.path.join(out, "RegisterAutograd.cpp")],
+                            out)
+
     def test_schemas_output_and_every_public_call(self):
         out = os.path.join(self.dir, "schemas")
         _generate(SCHEMAS, out)

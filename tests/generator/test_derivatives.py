@@ -6,12 +6,15 @@ import tempfile
 import textwrap
 import unittest
 
-from codegen.derivatives import autograd_plan, node_name, parse_derivatives
+from codegen.api import autograd as autograd_api
+from codegen.derivatives import (ARGS_SIZES, PROPERTIES, SAVEABLE_BASE_TYPES, SAVEABLE_LIST_ELEMENTS, autograd_plan,
+                                 node_name, parse_derivatives, unsaveable_part)
 from codegen.errors import GenError
 from codegen.model import OperatorName
 from codegen.native_yaml import load_tags, parse_native_functions
 
 from . import support
+from .test_api import parse_type
 
 SCHEMAS = os.path.join(support.REPO_ROOT, "schemas", "native_functions.yaml")
 SCHEMAS_TAGS = os.path.join(support.REPO_ROOT, "schemas", "tags.yaml")
@@ -142,16 +145,16 @@ class ModelTest(DerivativesTestCase):
 
     def test_saved_values(self):
         mm = self.infos["mm"]
-        self.assertEqual([(s.member, s.cpp_type, sorted(s.users)) for s in mm.saved],
-                         [("mat2_", "SavedVariable", ["self"]), ("self_", "SavedVariable", ["mat2"])])
+        self.assertEqual([(s.member, s.kind, s.source, sorted(s.users)) for s in mm.saved],
+                         [("mat2_", "tensor", "mat2", ["self"]), ("self_", "tensor", "self", ["mat2"])])
         view = self.infos["view"]
-        self.assertEqual([(s.member, s.cpp_type) for s in view.saved], [("self_sizes_", "std::vector<int64_t>")])
+        self.assertEqual([(s.member, s.kind, s.property) for s in view.saved], [("self_sizes_", "property", "sizes")])
         self.assertIn("self_sizes_", view.formulas[0].cpp)
         exp = self.infos["exp"]
-        self.assertEqual([(s.member, s.kind) for s in exp.saved], [("result_", "output")])
+        self.assertEqual([(s.member, s.kind, str(s.type)) for s in exp.saved], [("result_", "output", "Tensor")])
         cat = self.infos["cat"]
-        self.assertEqual([(s.member, s.cpp_type) for s in cat.saved],
-                         [("dim_", "int64_t"), ("tensors_args_sizes_", "std::vector<std::vector<int64_t>>")])
+        self.assertEqual([(s.member, s.kind, str(s.type), s.property) for s in cat.saved],
+                         [("dim_", "value", "int", None), ("tensors_args_sizes_", "property", "Tensor[]", "args_sizes")])
 
     def test_plan(self):
         plan = {str(p.nf.func.name): p for p in autograd_plan(self.nfs, list(self.infos.values()))}
@@ -178,6 +181,66 @@ class ModelTest(DerivativesTestCase):
         infos = parse_derivatives(os.path.join(fixture, "derivatives.yaml"), nfs)
         plan = {str(p.nf.func.name): p.kind for p in autograd_plan(nfs, infos)}
         self.assertEqual(plan, {"add.Tensor": "derivative", "add.out": "out", "cat": "not_implemented"})
+
+
+class UnsaveableTest(unittest.TestCase):
+    def test_an_argument_a_node_cannot_save(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            schema = "f(Tensor self, Dimname[]? names) -> Tensor"
+            with open(os.path.join(tmp, "native_functions.yaml"), "w", encoding="utf-8") as f:
+                f.write(f"- func: {schema}\n  dispatch:\n    CPU: f_cpu\n")
+            path = os.path.join(tmp, "derivatives.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(f"- name: {schema}\n  self: grad.sum(names)\n")
+            nfs = parse_native_functions(os.path.join(tmp, "native_functions.yaml"), known_tags=frozenset())
+            with self.assertRaises(GenError) as caught:
+                parse_derivatives(path, nfs)
+        self.assertEqual([m.replace(path, "P") for m in caught.exception.messages],
+                         [f"P:2: {schema}: argument 'names': cannot save a Dimname[]"])
+
+
+class SpellingTest(DerivativesTestCase):
+    """codegen/api/autograd.py: how C++ writes what the model says a node saves."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.infos = {str(i.name): i for i in parse_derivatives(DERIVATIVES, cls.nfs)}
+
+    def members(self, op):
+        return [autograd_api.saved_member(s) for s in self.infos[op].saved]
+
+    def test_one_spelling_for_every_saveable_type(self):
+        self.assertEqual(set(autograd_api.VALUE_TYPES), SAVEABLE_BASE_TYPES)
+        self.assertEqual(set(autograd_api.LIST_TYPES), SAVEABLE_LIST_ELEMENTS)
+        self.assertEqual(set(autograd_api.PROPERTY_TYPES), set(PROPERTIES) | {ARGS_SIZES})
+
+    def test_member_types_and_initialisers(self):
+        self.assertEqual([(m.type, m.name, m.initializer) for m in self.members("mm")],
+                         [("SavedVariable", "mat2_", ""), ("SavedVariable", "self_", "")])
+        self.assertEqual([(m.type, m.name, m.initializer) for m in self.members("view")],
+                         [("std::vector<int64_t>", "self_sizes_", "")])
+        self.assertEqual([(m.type, m.name, m.initializer) for m in self.members("cat")],
+                         [("int64_t", "dim_", "{}"), ("std::vector<std::vector<int64_t>>", "tensors_args_sizes_", "")])
+
+    def test_forward_store_and_apply_local(self):
+        mm_self = self.members("mm")[1]
+        self.assertEqual((mm_self.save("self"), mm_self.local_type, mm_self.local, mm_self.unpack, mm_self.releases),
+                         ("SavedVariable(self, false)", "const Tensor", "self", "self_.unpack()", True))
+        (result,) = self.members("exp")
+        self.assertEqual((result.save("result"), result.unpack), ("SavedVariable(result, true)",
+                                                                  "result_.unpack(shared_from_this())"))
+        dim, sizes = self.members("cat")
+        self.assertEqual((dim.save("dim"), dim.local_type, dim.local, dim.unpack), ("dim", "const auto&", "dim", "dim_"))
+        self.assertEqual((sizes.save("tensors"), sizes.local), ("autograd::detail::args_sizes(tensors)", None))
+
+    def test_value_types(self):
+        self.assertEqual(autograd_api.value_type(parse_type("int[]?")),
+                         ("std::optional<std::vector<int64_t>>", "autograd::detail::owned({})"))
+        self.assertEqual(autograd_api.value_type(parse_type("str")), ("std::string", "std::string({})"))
+        self.assertEqual(autograd_api.value_type(parse_type("float?")), ("std::optional<double>", "{}"))
+        self.assertIsNone(unsaveable_part(parse_type("SymInt[]?")))
+        self.assertEqual(str(unsaveable_part(parse_type("Dimname[]?"))), "Dimname[]")
 
 
 if __name__ == "__main__":

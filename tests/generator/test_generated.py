@@ -13,7 +13,9 @@ import unittest
 
 from codegen import gen
 from codegen.api import dispatcher
-from codegen.derivatives import parse_derivatives
+from codegen.derivatives import autograd_plan, parse_derivatives
+from codegen.dest import autocast as dest_autocast
+from codegen.dest import autograd as dest_autograd
 from codegen.dest.common import GenContext
 from codegen.native_yaml import load_tags, parse_native_functions
 from codegen.writer import FileManager
@@ -302,6 +304,71 @@ class SchemasTest(unittest.TestCase):
         for name in ("empty.memory_format", "zeros", "rand.generator", "arange.start_step"):
             self.assertIn(f'm.impl("{name}"', outputs["RegisterBackendSelect.cpp"])
         self.assertNotIn('m.impl("zeros_like"', outputs["RegisterBackendSelect.cpp"])
+
+
+class ViewModelTest(unittest.TestCase):
+    """dest/ builds per-operator facts and the templates only lay them out: the facts of a few
+    of the project's operators (their layout is checked by the golden files)."""
+
+    @classmethod
+    def setUpClass(cls):
+        nfs = parse_native_functions(SCHEMAS, known_tags=load_tags(SCHEMAS_TAGS))
+        infos = parse_derivatives(os.path.join(support.REPO_ROOT, "schemas", "derivatives.yaml"), nfs)
+        cls.ctx = GenContext.build(nfs, "dk", ("schemas/native_functions.yaml",))
+        cls.ops = {str(op.nf.func.name): op for op in cls.ctx.operators}
+        cls.plan = {str(p.nf.func.name): p for p in autograd_plan(nfs, infos)}
+        cls.infos = {str(i.name): i for i in infos}
+
+    def test_backward_node(self):
+        node = dest_autograd.node_class(self.infos["mm"])
+        self.assertEqual([(m.type, m.name, m.initializer) for m in node.members],
+                         [("SavedVariable", "mat2_", ""), ("SavedVariable", "self_", "")])
+        self.assertEqual(node.releases, ("mat2_", "self_"))
+        self.assertEqual([(r.name, r.size) for r in node.ranges], [("self_ix", "1"), ("mat2_ix", "1")])
+        self.assertEqual([(v.type, v.name, v.value) for v in node.locals],
+                         [("const Tensor", "mat2", "mat2_.unpack()"), ("const Tensor", "self", "self_.unpack()")])
+        self.assertEqual([g.ranges for g in node.gradients], [("self_ix",), ("mat2_ix",)])
+        cat = dest_autograd.node_class(self.infos["cat"])
+        self.assertEqual([(m.type, m.name, m.initializer) for m in cat.members][-1], ("size_t", "tensors_size_", "{}"))
+        self.assertEqual([(r.name, r.size) for r in cat.ranges], [("tensors_ix", "tensors_size_")])
+
+    def test_autograd_kernels(self):
+        mul = dest_autograd.autograd_kernel(self.ops["mul.Tensor"], self.plan["mul.Tensor"])
+        self.assertEqual((mul.kind, mul.node, mul.inputs, mul.check_inplace, mul.returned),
+                         ("derivative", "MulBackward0", ("self", "other"), False, "result"))
+        self.assertEqual([(s.member, s.value, s.condition) for s in mul.saves],
+                         [("other_", "SavedVariable(other, false)", "grad_fn->should_compute_output(0)"),
+                          ("self_", "SavedVariable(self, false)", "grad_fn->should_compute_output(1)")])
+        self.assertEqual((mul.redispatch.guard, mul.redispatch.result_type, mul.histories),
+                         ("AutoDispatchBelowADInplaceOrView", "Tensor", ("result",)))
+        mul_ = dest_autograd.autograd_kernel(self.ops["mul_.Tensor"], self.plan["mul_.Tensor"])
+        self.assertEqual((mul_.check_inplace, mul_.rebase, mul_.histories, mul_.redispatch.result_type, mul_.returned),
+                         (True, "self", (), None, "self"))
+        self.assertEqual([s.value for s in mul_.saves][-1], "SavedVariable(autograd::detail::clone_for_backward(self), false)")
+        out = dest_autograd.autograd_kernel(self.ops["add.out"], self.plan["add.out"])
+        self.assertEqual((out.kind, out.node, out.redispatch.guard, out.returned),
+                         ("out", None, "AutoDispatchBelowAutograd", "out"))
+
+    def test_inplace_or_view_kernels(self):
+        view = dest_autograd.inplace_or_view_kernel(self.ops["view"])
+        self.assertEqual((view.what, view.view_of, view.multi_output, view.written, view.redispatch.result_type),
+                         ("view", "self", False, (), "Tensor"))
+        add_ = dest_autograd.inplace_or_view_kernel(self.ops["add_.Tensor"])
+        self.assertEqual((add_.what, add_.written, add_.redispatch.result_type, add_.returned),
+                         ("in-place", ("self",), None, "self"))
+        self.assertIsNone(dest_autograd.inplace_or_view_kernel(self.ops["mul.Tensor"]))
+
+    def test_autocast_kernels(self):
+        op = next(op for op in self.ctx.operators if op.nf.autocast == "promote")
+        k = dest_autocast.autocast_kernel(op, "AutocastCUDA", "DeviceType::CUDA")
+        tensors = tuple(b.name for b in op.sig.bindings if dest_autocast.is_tensor(b))
+        self.assertEqual((k.function, k.dtype_type, k.dtype, k.widen),
+                         (f"AutocastCUDA_{op.struct}", "ScalarType", "autocast::get_autocast_dtype(DeviceType::CUDA)",
+                          tensors))
+        fp32 = next(op for op in self.ctx.operators if op.nf.autocast == "fp32")
+        k = dest_autocast.autocast_kernel(fp32, "AutocastCPU", "DeviceType::CPU")
+        self.assertEqual((k.dtype_type, k.dtype, k.widen), ("const ScalarType", "ScalarType::Float", ()))
+        self.assertIn("autocast::cast(to, self, DeviceType::CPU)", k.args)
 
 
 @unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
