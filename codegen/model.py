@@ -53,10 +53,13 @@ def _empty_map() -> Mapping:
 class BackendMetadata:
     """The kernel an operator has at one dispatch key: ``foo`` (in ``dk::native``),
     ``dk::ns::foo``, or ``::ns::foo`` fully qualified (``native_yaml.kernel_name_mismatch``
-    says which names are allowed)."""
+    says which names are allowed). ``structured``: the kernel of a structured family
+    (codegen/structured.py): ``kernel`` names its impl class (``structured_<kernel>``), or at
+    Meta its meta class."""
 
     kernel: str
     namespace: Optional[str] = None  # "at::native" for "::at::native::foo", without the leading "::"
+    structured: bool = False
 
     @classmethod
     def parse(cls, text: str) -> "BackendMetadata":

@@ -20,6 +20,7 @@ import re
 from types import MappingProxyType
 from typing import AbstractSet, Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
+from codegen import structured
 from codegen.cpp_names import is_cpp_name
 from codegen.dispatch_key import COMPOSITE_KEYS, DispatchKey
 from codegen.errors import GenError, Location
@@ -517,7 +518,7 @@ def parse_native_functions(
         parsed.append((raw, func, nf))
     errors.extend(_check_entries(parsed))
     _raise_sorted(errors)
-    return tuple(nf for _, _, nf in parsed)
+    return structured.resolve([nf for _, _, nf in parsed])
 
 
 def load_tags(path: str) -> FrozenSet[str]:

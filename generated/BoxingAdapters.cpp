@@ -41,6 +41,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int.h"
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int_Int.h"
@@ -164,6 +165,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Te
 
 // Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar>;
+
+// Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor>;
 
 // Tensor(ArrayRef<Tensor>, int64_t)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__TensorList_Int>;

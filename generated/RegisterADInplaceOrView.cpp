@@ -11,7 +11,10 @@
 #include "dk/core/local_dispatch_key_set.h"
 #include "dk/dispatch/library.h"
 #include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/copy_ops.h"
+#include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/mm_ops.h"
@@ -22,6 +25,7 @@
 #include "dk/generated/ops/slice_ops.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
@@ -55,12 +59,67 @@ Tensor add__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const 
   return self;
 }
 
+// ===== dk::addmm.out @ ADInplaceOrView (out=) =====
+Tensor addmm_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::addmm_out::redispatch(ks & after_ADInplaceOrView_keyset, self, mat1, mat2, beta, alpha, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::addmm_ @ ADInplaceOrView (in-place) =====
+Tensor addmm__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::addmm_::redispatch(ks & after_ADInplaceOrView_keyset, self, mat1, mat2, beta, alpha);
+  }
+  increment_version(self);
+  return self;
+}
+
+// ===== dk::bmm.out @ ADInplaceOrView (out=) =====
+Tensor bmm_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::bmm_out::redispatch(ks & after_ADInplaceOrView_keyset, self, mat2, out);
+  }
+  increment_version(out);
+  return out;
+}
+
 // ===== dk::copy_ @ ADInplaceOrView (in-place) =====
 Tensor copy__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
   check_version_bump_allowed(self);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::copy_::redispatch(ks & after_ADInplaceOrView_keyset, self, src, non_blocking);
+  }
+  increment_version(self);
+  return self;
+}
+
+// ===== dk::div.out @ ADInplaceOrView (out=) =====
+Tensor div_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::div_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::div_.Tensor @ ADInplaceOrView (in-place) =====
+Tensor div__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::div__Tensor::redispatch(ks & after_ADInplaceOrView_keyset, self, other);
   }
   increment_version(self);
   return self;
@@ -94,6 +153,17 @@ Tensor mm_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tenso
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::mm_out::redispatch(ks & after_ADInplaceOrView_keyset, self, mat2, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::mul.out @ ADInplaceOrView (out=) =====
+Tensor mul_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::mul_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
   }
   increment_version(out);
   return out;
@@ -176,6 +246,28 @@ Tensor squeeze_dim_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_
   return result;
 }
 
+// ===== dk::sub.out @ ADInplaceOrView (out=) =====
+Tensor sub_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sub_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, alpha, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::sub_.Tensor @ ADInplaceOrView (in-place) =====
+Tensor sub__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sub__Tensor::redispatch(ks & after_ADInplaceOrView_keyset, self, other, alpha);
+  }
+  increment_version(self);
+  return self;
+}
+
 // ===== dk::t @ ADInplaceOrView (view) =====
 Tensor t_ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   Tensor result;
@@ -251,10 +343,16 @@ namespace dk {
 DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("add.out", DK_FN(autograd::add_out_ADInplaceOrView));  // out=
   m.impl("add_.Tensor", DK_FN(autograd::add__Tensor_ADInplaceOrView));  // in-place
+  m.impl("addmm.out", DK_FN(autograd::addmm_out_ADInplaceOrView));  // out=
+  m.impl("addmm_", DK_FN(autograd::addmm__ADInplaceOrView));  // in-place
+  m.impl("bmm.out", DK_FN(autograd::bmm_out_ADInplaceOrView));  // out=
   m.impl("copy_", DK_FN(autograd::copy__ADInplaceOrView));  // in-place
+  m.impl("div.out", DK_FN(autograd::div_out_ADInplaceOrView));  // out=
+  m.impl("div_.Tensor", DK_FN(autograd::div__Tensor_ADInplaceOrView));  // in-place
   m.impl("expand", DK_FN(autograd::expand_ADInplaceOrView));  // view
   m.impl("fill_.Scalar", DK_FN(autograd::fill__Scalar_ADInplaceOrView));  // in-place
   m.impl("mm.out", DK_FN(autograd::mm_out_ADInplaceOrView));  // out=
+  m.impl("mul.out", DK_FN(autograd::mul_out_ADInplaceOrView));  // out=
   m.impl("mul_.Tensor", DK_FN(autograd::mul__Tensor_ADInplaceOrView));  // in-place
   m.impl("permute", DK_FN(autograd::permute_ADInplaceOrView));  // view
   m.impl("relu_", DK_FN(autograd::relu__ADInplaceOrView));  // in-place
@@ -262,6 +360,8 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("slice.Tensor", DK_FN(autograd::slice_Tensor_ADInplaceOrView));  // view
   m.impl("split.Tensor", DK_FN(autograd::split_Tensor_ADInplaceOrView));  // view
   m.impl("squeeze.dim", DK_FN(autograd::squeeze_dim_ADInplaceOrView));  // view
+  m.impl("sub.out", DK_FN(autograd::sub_out_ADInplaceOrView));  // out=
+  m.impl("sub_.Tensor", DK_FN(autograd::sub__Tensor_ADInplaceOrView));  // in-place
   m.impl("t", DK_FN(autograd::t_ADInplaceOrView));  // view
   m.impl("transpose.int", DK_FN(autograd::transpose_int_ADInplaceOrView));  // view
   m.impl("unbind.int", DK_FN(autograd::unbind_int_ADInplaceOrView));  // view

@@ -229,6 +229,39 @@ Tensor addmm_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat1,
   return result;
 }
 
+// ===== dk::addmm.out @ Autograd (out=: refuses grad) =====
+Tensor addmm_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("addmm.out", compute_requires_grad(self, mat1, mat2, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::addmm_out::redispatch(ks & after_autograd_keyset, self, mat1, mat2, beta, alpha, out);
+  }
+  return out;
+}
+
+// ===== dk::addmm_ @ Autograd (AddmmBackward0) =====
+Tensor addmm__Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  const bool requires_grad = compute_requires_grad(self, mat1, mat2);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<AddmmBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<AddmmBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self, mat1, mat2));
+    if (grad_fn->should_compute_output(1) || grad_fn->should_compute_output(2)) grad_fn->alpha_ = alpha;
+    if (grad_fn->should_compute_output(0)) grad_fn->beta_ = beta;
+    if (grad_fn->should_compute_output(2)) grad_fn->mat1_ = SavedVariable(mat1, false);
+    if (grad_fn->should_compute_output(1)) grad_fn->mat2_ = SavedVariable(mat2, false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::addmm_::redispatch(ks & after_autograd_keyset, self, mat1, mat2, beta, alpha);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
+}
+
 // ===== dk::bmm @ Autograd (BmmBackward0) =====
 Tensor bmm_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
   const bool requires_grad = compute_requires_grad(self, mat2);
@@ -248,6 +281,16 @@ Tensor bmm_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::bmm.out @ Autograd (out=: refuses grad) =====
+Tensor bmm_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("bmm.out", compute_requires_grad(self, mat2, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::bmm_out::redispatch(ks & after_autograd_keyset, self, mat2, out);
+  }
+  return out;
 }
 
 // ===== dk::cat @ Autograd (CatBackward0) =====
@@ -373,6 +416,37 @@ Tensor div_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& 
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::div.out @ Autograd (out=: refuses grad) =====
+Tensor div_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("div.out", compute_requires_grad(self, other, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::div_out::redispatch(ks & after_autograd_keyset, self, other, out);
+  }
+  return out;
+}
+
+// ===== dk::div_.Tensor @ Autograd (DivBackward0) =====
+Tensor div__Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+  const bool requires_grad = compute_requires_grad(self, other);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<DivBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<DivBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self, other));
+    grad_fn->other_ = SavedVariable(other, false);
+    if (grad_fn->should_compute_output(1)) grad_fn->self_ = SavedVariable(autograd::detail::clone_for_backward(self), false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::div__Tensor::redispatch(ks & after_autograd_keyset, self, other);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
 }
 
 // ===== dk::embedding @ Autograd (EmbeddingBackward0) =====
@@ -679,6 +753,16 @@ Tensor mul_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& 
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::mul.out @ Autograd (out=: refuses grad) =====
+Tensor mul_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("mul.out", compute_requires_grad(self, other, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::mul_out::redispatch(ks & after_autograd_keyset, self, other, out);
+  }
+  return out;
 }
 
 // ===== dk::mul_.Tensor @ Autograd (MulBackward0) =====
@@ -1017,6 +1101,36 @@ Tensor sub_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& 
   return result;
 }
 
+// ===== dk::sub.out @ Autograd (out=: refuses grad) =====
+Tensor sub_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("sub.out", compute_requires_grad(self, other, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sub_out::redispatch(ks & after_autograd_keyset, self, other, alpha, out);
+  }
+  return out;
+}
+
+// ===== dk::sub_.Tensor @ Autograd (SubBackward0) =====
+Tensor sub__Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  const bool requires_grad = compute_requires_grad(self, other);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<SubBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SubBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self, other));
+    if (grad_fn->should_compute_output(1)) grad_fn->alpha_ = alpha;
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sub__Tensor::redispatch(ks & after_autograd_keyset, self, other, alpha);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
+}
+
 // ===== dk::sum @ Autograd (SumBackward0) =====
 Tensor sum_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype) {
   const bool requires_grad = compute_requires_grad(self);
@@ -1236,13 +1350,18 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("add.out", DK_FN(autograd::generated::add_out_Autograd));  // out=: refuses grad
   m.impl("add_.Tensor", DK_FN(autograd::generated::add__Tensor_Autograd));  // AddBackward0
   m.impl("addmm", DK_FN(autograd::generated::addmm_Autograd));  // AddmmBackward0
+  m.impl("addmm.out", DK_FN(autograd::generated::addmm_out_Autograd));  // out=: refuses grad
+  m.impl("addmm_", DK_FN(autograd::generated::addmm__Autograd));  // AddmmBackward0
   m.impl("bmm", DK_FN(autograd::generated::bmm_Autograd));  // BmmBackward0
+  m.impl("bmm.out", DK_FN(autograd::generated::bmm_out_Autograd));  // out=: refuses grad
   m.impl("cat", DK_FN(autograd::generated::cat_Autograd));  // CatBackward0
   m.impl("clamp", DK_FN(autograd::generated::clamp_Autograd));  // ClampBackward0
   m.impl("clone", DK_FN(autograd::generated::clone_Autograd));  // CloneBackward0
   m.impl("copy_", DK_FN(autograd::generated::copy__Autograd));  // CopyBackward0
   m.impl("cos", DK_FN(autograd::generated::cos_Autograd));  // CosBackward0
   m.impl("div.Tensor", DK_FN(autograd::generated::div_Tensor_Autograd));  // DivBackward0
+  m.impl("div.out", DK_FN(autograd::generated::div_out_Autograd));  // out=: refuses grad
+  m.impl("div_.Tensor", DK_FN(autograd::generated::div__Tensor_Autograd));  // DivBackward0
   m.impl("embedding", DK_FN(autograd::generated::embedding_Autograd));  // EmbeddingBackward0
   m.impl("exp", DK_FN(autograd::generated::exp_Autograd));  // ExpBackward0
   m.impl("expand", DK_FN(autograd::generated::expand_Autograd));  // ExpandBackward0
@@ -1258,6 +1377,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("mm.out", DK_FN(autograd::generated::mm_out_Autograd));  // out=: refuses grad
   m.impl("mse_loss", DK_FN(autograd::generated::mse_loss_Autograd));  // MseLossBackward0
   m.impl("mul.Tensor", DK_FN(autograd::generated::mul_Tensor_Autograd));  // MulBackward0
+  m.impl("mul.out", DK_FN(autograd::generated::mul_out_Autograd));  // out=: refuses grad
   m.impl("mul_.Tensor", DK_FN(autograd::generated::mul__Tensor_Autograd));  // MulBackward0
   m.impl("neg", DK_FN(autograd::generated::neg_Autograd));  // NegBackward0
   m.impl("nll_loss", DK_FN(autograd::generated::nll_loss_Autograd));  // NllLossBackward0
@@ -1274,6 +1394,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("sqrt", DK_FN(autograd::generated::sqrt_Autograd));  // SqrtBackward0
   m.impl("squeeze.dim", DK_FN(autograd::generated::squeeze_dim_Autograd));  // SqueezeBackward0
   m.impl("sub.Tensor", DK_FN(autograd::generated::sub_Tensor_Autograd));  // SubBackward0
+  m.impl("sub.out", DK_FN(autograd::generated::sub_out_Autograd));  // out=: refuses grad
+  m.impl("sub_.Tensor", DK_FN(autograd::generated::sub__Tensor_Autograd));  // SubBackward0
   m.impl("sum", DK_FN(autograd::generated::sum_Autograd));  // SumBackward0
   m.impl("sum.dim_IntList", DK_FN(autograd::generated::sum_dim_IntList_Autograd));  // SumBackward1
   m.impl("t", DK_FN(autograd::generated::t_Autograd));  // TBackward0

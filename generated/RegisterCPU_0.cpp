@@ -38,6 +38,8 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/div_native.h"
+#include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_native.h"
@@ -80,6 +82,7 @@
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_native.h"
 #include "dk/generated/ops/zero_ops.h"
+#include "meta/structured_wrappers.h"
 
 namespace dk {
 
@@ -92,12 +95,19 @@ Tensor wrapper_CPU__log_softmax(const Tensor& self, int64_t dim, bool half_to_fl
 
 // ===== dk::add.Tensor @ CPU =====
 Tensor wrapper_CPU_add_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return native::add_cpu(self, other, alpha);
+  detail::StructuredFunctional<native::structured_add_out_cpu, 1> op("dk::add");
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::add.out @ CPU =====
 Tensor wrapper_CPU_add_out(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  return native::add_out_cpu(self, other, alpha, out);
+  detail::StructuredOut<native::structured_add_out_cpu, 1> op("dk::add", {out}, {"out"});
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::addmm @ CPU =====
@@ -106,7 +116,23 @@ Tensor wrapper_CPU_addmm(const Tensor& self, const Tensor& mat1, const Tensor& m
   device_check.check(self, "self");
   device_check.check(mat1, "mat1");
   device_check.check(mat2, "mat2");
-  return native::addmm_cpu(self, mat1, mat2, beta, alpha);
+  detail::StructuredFunctional<native::structured_addmm_out_cpu, 1> op("dk::addmm");
+  op.meta(self, mat1, mat2, beta, alpha);
+  op.impl(self, mat1, mat2, beta, alpha, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::addmm_ @ CPU =====
+Tensor wrapper_CPU_addmm_(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  detail::DeviceCheck device_check("dk::addmm_");
+  device_check.check(self, "self");
+  device_check.check(mat1, "mat1");
+  device_check.check(mat2, "mat2");
+  detail::StructuredInplace<native::structured_addmm_out_cpu, 1> op("dk::addmm_", {self}, {"self"});
+  op.meta(self, mat1, mat2, beta, alpha);
+  op.impl(self, mat1, mat2, beta, alpha, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::bmm @ CPU =====
@@ -114,7 +140,23 @@ Tensor wrapper_CPU_bmm(const Tensor& self, const Tensor& mat2) {
   detail::DeviceCheck device_check("dk::bmm");
   device_check.check(self, "self");
   device_check.check(mat2, "mat2");
-  return native::bmm_cpu(self, mat2);
+  detail::StructuredFunctional<native::structured_bmm_out_cpu, 1> op("dk::bmm");
+  op.meta(self, mat2);
+  op.impl(self, mat2, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::bmm.out @ CPU =====
+Tensor wrapper_CPU_bmm_out(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::bmm.out");
+  device_check.check(self, "self");
+  device_check.check(mat2, "mat2");
+  device_check.check(out, "out");
+  detail::StructuredOut<native::structured_bmm_out_cpu, 1> op("dk::bmm", {out}, {"out"});
+  op.meta(self, mat2);
+  op.impl(self, mat2, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::copy_ @ CPU =====
@@ -125,6 +167,15 @@ Tensor wrapper_CPU_copy_(const Tensor& self, const Tensor& src, bool non_blockin
 // ===== dk::cos @ CPU =====
 Tensor wrapper_CPU_cos(const Tensor& self) {
   return native::cos_cpu(self);
+}
+
+// ===== dk::div_.Tensor @ CPU =====
+Tensor wrapper_CPU_div__Tensor(const Tensor& self, const Tensor& other) {
+  detail::StructuredInplace<native::structured_div_out_cpu, 1> op("dk::div_", {self}, {"self"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::eq.Tensor @ CPU =====
@@ -186,12 +237,20 @@ Tensor wrapper_CPU_mm_out(const Tensor& self, const Tensor& mat2, const Tensor& 
   device_check.check(self, "self");
   device_check.check(mat2, "mat2");
   device_check.check(out, "out");
-  return native::mm_out_cpu(self, mat2, out);
+  detail::StructuredOut<native::structured_mm_out_cpu, 1> op("dk::mm", {out}, {"out"});
+  op.meta(self, mat2);
+  op.impl(self, mat2, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::mul_.Tensor @ CPU =====
 Tensor wrapper_CPU_mul__Tensor(const Tensor& self, const Tensor& other) {
-  return native::mul_inplace_cpu(self, other);
+  detail::StructuredInplace<native::structured_mul_out_cpu, 1> op("dk::mul_", {self}, {"self"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::neg @ CPU =====
@@ -216,7 +275,10 @@ Tensor wrapper_CPU_relu_(const Tensor& self) {
 
 // ===== dk::sub.Tensor @ CPU =====
 Tensor wrapper_CPU_sub_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return native::sub_cpu(self, other, alpha);
+  detail::StructuredFunctional<native::structured_sub_out_cpu, 1> op("dk::sub");
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::sum @ CPU =====
@@ -243,12 +305,15 @@ Tensor wrapper_CPU_zero_(const Tensor& self) {
 
 DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax, &wrapper_CPU__log_softmax>("wrapper_CPU__log_softmax"));  // _log_softmax @ CPU -> native::_log_softmax_cpu
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_CPU_add_Tensor>("wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::add_cpu
-  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_CPU_add_out>("wrapper_CPU_add_out"));  // add.out @ CPU -> native::add_out_cpu
-  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_CPU_addmm>("wrapper_CPU_addmm"));  // addmm @ CPU -> native::addmm_cpu
-  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CPU_bmm>("wrapper_CPU_bmm"));  // bmm @ CPU -> native::bmm_cpu
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_CPU_add_Tensor>("wrapper_CPU_add_Tensor"));  // add.Tensor @ CPU -> native::structured_add_out_cpu
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_CPU_add_out>("wrapper_CPU_add_out"));  // add.out @ CPU -> native::structured_add_out_cpu
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_CPU_addmm>("wrapper_CPU_addmm"));  // addmm @ CPU -> native::structured_addmm_out_cpu
+  m.impl("addmm_", ::dk::detail::kernelFor<ops::addmm_, &wrapper_CPU_addmm_>("wrapper_CPU_addmm_"));  // addmm_ @ CPU -> native::structured_addmm_out_cpu
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CPU_bmm>("wrapper_CPU_bmm"));  // bmm @ CPU -> native::structured_bmm_out_cpu
+  m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_CPU_bmm_out>("wrapper_CPU_bmm_out"));  // bmm.out @ CPU -> native::structured_bmm_out_cpu
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CPU_copy_>("wrapper_CPU_copy_"));  // copy_ @ CPU -> native::copy_inplace_cpu
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CPU_cos>("wrapper_CPU_cos"));  // cos @ CPU -> native::cos_cpu
+  m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_CPU_div__Tensor>("wrapper_CPU_div__Tensor"));  // div_.Tensor @ CPU -> native::structured_div_out_cpu
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CPU_eq_Tensor>("wrapper_CPU_eq_Tensor"));  // eq.Tensor @ CPU -> native::eq_cpu
   m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CPU_exp>("wrapper_CPU_exp"));  // exp @ CPU -> native::exp_cpu
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_CPU_fill__Scalar>("wrapper_CPU_fill__Scalar"));  // fill_.Scalar @ CPU -> native::fill_inplace_cpu
@@ -259,13 +324,13 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CPU_max_dim>("wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::max_cpu
   m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CPU_maximum>("wrapper_CPU_maximum"));  // maximum @ CPU -> native::maximum_cpu
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_CPU_mean_dim>("wrapper_CPU_mean_dim"));  // mean.dim @ CPU -> native::mean_cpu
-  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CPU_mm_out>("wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::mm_out_cpu
-  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CPU_mul__Tensor>("wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::mul_inplace_cpu
+  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CPU_mm_out>("wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::structured_mm_out_cpu
+  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CPU_mul__Tensor>("wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::structured_mul_out_cpu
   m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_CPU_neg>("wrapper_CPU_neg"));  // neg @ CPU -> native::neg_cpu
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_CPU_ones>("wrapper_CPU_ones"));  // ones @ CPU -> native::ones_cpu
   m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_CPU_randn_generator>("wrapper_CPU_randn_generator"));  // randn.generator @ CPU -> native::randn_cpu
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_CPU_relu_>("wrapper_CPU_relu_"));  // relu_ @ CPU -> native::relu_inplace_cpu
-  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_CPU_sub_Tensor>("wrapper_CPU_sub_Tensor"));  // sub.Tensor @ CPU -> native::sub_cpu
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_CPU_sub_Tensor>("wrapper_CPU_sub_Tensor"));  // sub.Tensor @ CPU -> native::structured_sub_out_cpu
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_CPU_sum>("wrapper_CPU_sum"));  // sum @ CPU -> native::sum_cpu
   m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CPU_tanh>("wrapper_CPU_tanh"));  // tanh @ CPU -> native::tanh_cpu
   m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_CPU_where_self>("wrapper_CPU_where_self"));  // where.self @ CPU -> native::where_cpu

@@ -28,12 +28,17 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
 #include "dk/generated/ops/_softmax_native.h"
 #include "dk/generated/ops/_softmax_ops.h"
 #include "dk/generated/ops/abs_native.h"
 #include "dk/generated/ops/abs_ops.h"
 #include "dk/generated/ops/add_native.h"
 #include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/addmm_native.h"
+#include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/arange_native.h"
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_native.h"
@@ -82,10 +87,13 @@
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/sqrt_native.h"
 #include "dk/generated/ops/sqrt_ops.h"
+#include "dk/generated/ops/sub_native.h"
+#include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
+#include "meta/structured_wrappers.h"
 
 namespace dk {
 
@@ -103,7 +111,25 @@ Tensor wrapper_CPU_abs(const Tensor& self) {
 
 // ===== dk::add_.Tensor @ CPU =====
 Tensor wrapper_CPU_add__Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return native::add_inplace_cpu(self, other, alpha);
+  detail::StructuredInplace<native::structured_add_out_cpu, 1> op("dk::add_", {self}, {"self"});
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
+// ===== dk::addmm.out @ CPU =====
+Tensor wrapper_CPU_addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::addmm.out");
+  device_check.check(self, "self");
+  device_check.check(mat1, "mat1");
+  device_check.check(mat2, "mat2");
+  device_check.check(out, "out");
+  detail::StructuredOut<native::structured_addmm_out_cpu, 1> op("dk::addmm", {out}, {"out"});
+  op.meta(self, mat1, mat2, beta, alpha);
+  op.impl(self, mat1, mat2, beta, alpha, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::arange.start_step @ CPU =====
@@ -130,7 +156,19 @@ Tensor wrapper_CPU_clamp(const Tensor& self, const std::optional<Scalar>& min, c
 
 // ===== dk::div.Tensor @ CPU =====
 Tensor wrapper_CPU_div_Tensor(const Tensor& self, const Tensor& other) {
-  return native::div_cpu(self, other);
+  detail::StructuredFunctional<native::structured_div_out_cpu, 1> op("dk::div");
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::div.out @ CPU =====
+Tensor wrapper_CPU_div_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+  detail::StructuredOut<native::structured_div_out_cpu, 1> op("dk::div", {out}, {"out"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::embedding @ CPU =====
@@ -176,7 +214,10 @@ Tensor wrapper_CPU_mm(const Tensor& self, const Tensor& mat2) {
   detail::DeviceCheck device_check("dk::mm");
   device_check.check(self, "self");
   device_check.check(mat2, "mat2");
-  return native::mm_cpu(self, mat2);
+  detail::StructuredFunctional<native::structured_mm_out_cpu, 1> op("dk::mm");
+  op.meta(self, mat2);
+  op.impl(self, mat2, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::mse_loss @ CPU =====
@@ -186,7 +227,19 @@ Tensor wrapper_CPU_mse_loss(const Tensor& self, const Tensor& target, int64_t re
 
 // ===== dk::mul.Tensor @ CPU =====
 Tensor wrapper_CPU_mul_Tensor(const Tensor& self, const Tensor& other) {
-  return native::mul_cpu(self, other);
+  detail::StructuredFunctional<native::structured_mul_out_cpu, 1> op("dk::mul");
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::mul.out @ CPU =====
+Tensor wrapper_CPU_mul_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+  detail::StructuredOut<native::structured_mul_out_cpu, 1> op("dk::mul", {out}, {"out"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::nll_loss @ CPU =====
@@ -243,6 +296,24 @@ Tensor wrapper_CPU_sqrt(const Tensor& self) {
   return native::sqrt_cpu(self);
 }
 
+// ===== dk::sub.out @ CPU =====
+Tensor wrapper_CPU_sub_out(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  detail::StructuredOut<native::structured_sub_out_cpu, 1> op("dk::sub", {out}, {"out"});
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::sub_.Tensor @ CPU =====
+Tensor wrapper_CPU_sub__Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  detail::StructuredInplace<native::structured_sub_out_cpu, 1> op("dk::sub_", {self}, {"self"});
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::sum.dim_IntList @ CPU =====
 Tensor wrapper_CPU_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   return native::sum_cpu(self, dim, keepdim, dtype);
@@ -258,12 +329,14 @@ Tensor wrapper_CPU_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std:
 DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax, &wrapper_CPU__softmax>("wrapper_CPU__softmax"));  // _softmax @ CPU -> native::_softmax_cpu
   m.impl("abs", ::dk::detail::kernelFor<ops::abs, &wrapper_CPU_abs>("wrapper_CPU_abs"));  // abs @ CPU -> native::abs_cpu
-  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_CPU_add__Tensor>("wrapper_CPU_add__Tensor"));  // add_.Tensor @ CPU -> native::add_inplace_cpu
+  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_CPU_add__Tensor>("wrapper_CPU_add__Tensor"));  // add_.Tensor @ CPU -> native::structured_add_out_cpu
+  m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_CPU_addmm_out>("wrapper_CPU_addmm_out"));  // addmm.out @ CPU -> native::structured_addmm_out_cpu
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_CPU_arange_start_step>("wrapper_CPU_arange_start_step"));  // arange.start_step @ CPU -> native::arange_cpu
   m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_CPU_argmax>("wrapper_CPU_argmax"));  // argmax @ CPU -> native::argmax_cpu
   m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CPU_cat>("wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CPU_clamp>("wrapper_CPU_clamp"));  // clamp @ CPU -> native::clamp_cpu
-  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CPU_div_Tensor>("wrapper_CPU_div_Tensor"));  // div.Tensor @ CPU -> native::div_cpu
+  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CPU_div_Tensor>("wrapper_CPU_div_Tensor"));  // div.Tensor @ CPU -> native::structured_div_out_cpu
+  m.impl("div.out", ::dk::detail::kernelFor<ops::div_out, &wrapper_CPU_div_out>("wrapper_CPU_div_out"));  // div.out @ CPU -> native::structured_div_out_cpu
   m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_CPU_embedding>("wrapper_CPU_embedding"));  // embedding @ CPU -> native::embedding_cpu
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_CPU_empty_memory_format>("wrapper_CPU_empty_memory_format"));  // empty.memory_format @ CPU -> native::empty_cpu
   m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_CPU_eq_Scalar>("wrapper_CPU_eq_Scalar"));  // eq.Scalar @ CPU -> native::eq_cpu
@@ -271,9 +344,10 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CPU_item>("wrapper_CPU_item"));  // item @ CPU -> native::item_cpu
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CPU_lt_Tensor>("wrapper_CPU_lt_Tensor"));  // lt.Tensor @ CPU -> native::lt_cpu
   m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CPU_minimum>("wrapper_CPU_minimum"));  // minimum @ CPU -> native::minimum_cpu
-  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CPU_mm>("wrapper_CPU_mm"));  // mm @ CPU -> native::mm_cpu
+  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CPU_mm>("wrapper_CPU_mm"));  // mm @ CPU -> native::structured_mm_out_cpu
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_CPU_mse_loss>("wrapper_CPU_mse_loss"));  // mse_loss @ CPU -> native::mse_loss_cpu
-  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CPU_mul_Tensor>("wrapper_CPU_mul_Tensor"));  // mul.Tensor @ CPU -> native::mul_cpu
+  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CPU_mul_Tensor>("wrapper_CPU_mul_Tensor"));  // mul.Tensor @ CPU -> native::structured_mul_out_cpu
+  m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_CPU_mul_out>("wrapper_CPU_mul_out"));  // mul.out @ CPU -> native::structured_mul_out_cpu
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_CPU_nll_loss>("wrapper_CPU_nll_loss"));  // nll_loss @ CPU -> native::nll_loss_cpu
   m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_CPU_pow_Tensor_Scalar>("wrapper_CPU_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CPU -> native::pow_cpu
   m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_CPU_rand>("wrapper_CPU_rand"));  // rand @ CPU -> native::rand_cpu
@@ -284,6 +358,8 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CPU_sigmoid>("wrapper_CPU_sigmoid"));  // sigmoid @ CPU -> native::sigmoid_cpu
   m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CPU_sin>("wrapper_CPU_sin"));  // sin @ CPU -> native::sin_cpu
   m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CPU_sqrt>("wrapper_CPU_sqrt"));  // sqrt @ CPU -> native::sqrt_cpu
+  m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_CPU_sub_out>("wrapper_CPU_sub_out"));  // sub.out @ CPU -> native::structured_sub_out_cpu
+  m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_CPU_sub__Tensor>("wrapper_CPU_sub__Tensor"));  // sub_.Tensor @ CPU -> native::structured_sub_out_cpu
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_CPU_sum_dim_IntList>("wrapper_CPU_sum_dim_IntList"));  // sum.dim_IntList @ CPU -> native::sum_cpu
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CPU_zeros>("wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
 }

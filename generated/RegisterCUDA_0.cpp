@@ -38,6 +38,8 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/div_native.h"
+#include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_native.h"
@@ -80,6 +82,7 @@
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_native.h"
 #include "dk/generated/ops/zero_ops.h"
+#include "meta/structured_wrappers.h"
 #ifdef DK_WITH_CUDA
 #include "cuda/device_guard.h"
 #endif
@@ -101,7 +104,10 @@ Tensor wrapper_CUDA_add_Tensor(const Tensor& self, const Tensor& other, const Sc
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::add_cuda(self, other, alpha);
+  detail::StructuredFunctional<native::structured_add_out_cuda, 1> op("dk::add");
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::add.out @ CUDA =====
@@ -109,7 +115,11 @@ Tensor wrapper_CUDA_add_out(const Tensor& self, const Tensor& other, const Scala
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::add_out_cuda(self, other, alpha, out);
+  detail::StructuredOut<native::structured_add_out_cuda, 1> op("dk::add", {out}, {"out"});
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::addmm @ CUDA =====
@@ -121,7 +131,26 @@ Tensor wrapper_CUDA_addmm(const Tensor& self, const Tensor& mat1, const Tensor& 
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::addmm_cuda(self, mat1, mat2, beta, alpha);
+  detail::StructuredFunctional<native::structured_addmm_out_cuda, 1> op("dk::addmm");
+  op.meta(self, mat1, mat2, beta, alpha);
+  op.impl(self, mat1, mat2, beta, alpha, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::addmm_ @ CUDA =====
+Tensor wrapper_CUDA_addmm_(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  detail::DeviceCheck device_check("dk::addmm_");
+  device_check.check(self, "self");
+  device_check.check(mat1, "mat1");
+  device_check.check(mat2, "mat2");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_addmm_out_cuda, 1> op("dk::addmm_", {self}, {"self"});
+  op.meta(self, mat1, mat2, beta, alpha);
+  op.impl(self, mat1, mat2, beta, alpha, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::bmm @ CUDA =====
@@ -132,7 +161,26 @@ Tensor wrapper_CUDA_bmm(const Tensor& self, const Tensor& mat2) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::bmm_cuda(self, mat2);
+  detail::StructuredFunctional<native::structured_bmm_out_cuda, 1> op("dk::bmm");
+  op.meta(self, mat2);
+  op.impl(self, mat2, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::bmm.out @ CUDA =====
+Tensor wrapper_CUDA_bmm_out(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::bmm.out");
+  device_check.check(self, "self");
+  device_check.check(mat2, "mat2");
+  device_check.check(out, "out");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_bmm_out_cuda, 1> op("dk::bmm", {out}, {"out"});
+  op.meta(self, mat2);
+  op.impl(self, mat2, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::copy_ @ CUDA =====
@@ -146,6 +194,18 @@ Tensor wrapper_CUDA_cos(const Tensor& self) {
   const cuda::DeviceGuard device_guard(self.device());
 #endif
   return native::cos_cuda(self);
+}
+
+// ===== dk::div_.Tensor @ CUDA =====
+Tensor wrapper_CUDA_div__Tensor(const Tensor& self, const Tensor& other) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_div_out_cuda, 1> op("dk::div_", {self}, {"self"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::eq.Tensor @ CUDA =====
@@ -240,7 +300,11 @@ Tensor wrapper_CUDA_mm_out(const Tensor& self, const Tensor& mat2, const Tensor&
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::mm_out_cuda(self, mat2, out);
+  detail::StructuredOut<native::structured_mm_out_cuda, 1> op("dk::mm", {out}, {"out"});
+  op.meta(self, mat2);
+  op.impl(self, mat2, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::mul_.Tensor @ CUDA =====
@@ -248,7 +312,11 @@ Tensor wrapper_CUDA_mul__Tensor(const Tensor& self, const Tensor& other) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::mul_inplace_cuda(self, other);
+  detail::StructuredInplace<native::structured_mul_out_cuda, 1> op("dk::mul_", {self}, {"self"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::neg @ CUDA =====
@@ -288,7 +356,10 @@ Tensor wrapper_CUDA_sub_Tensor(const Tensor& self, const Tensor& other, const Sc
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::sub_cuda(self, other, alpha);
+  detail::StructuredFunctional<native::structured_sub_out_cuda, 1> op("dk::sub");
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::sum @ CUDA =====
@@ -327,12 +398,15 @@ Tensor wrapper_CUDA_zero_(const Tensor& self) {
 
 DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax, &wrapper_CUDA__log_softmax>("wrapper_CUDA__log_softmax"));  // _log_softmax @ CUDA -> native::_log_softmax_cuda
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_CUDA_add_Tensor>("wrapper_CUDA_add_Tensor"));  // add.Tensor @ CUDA -> native::add_cuda
-  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_CUDA_add_out>("wrapper_CUDA_add_out"));  // add.out @ CUDA -> native::add_out_cuda
-  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_CUDA_addmm>("wrapper_CUDA_addmm"));  // addmm @ CUDA -> native::addmm_cuda
-  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CUDA_bmm>("wrapper_CUDA_bmm"));  // bmm @ CUDA -> native::bmm_cuda
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_CUDA_add_Tensor>("wrapper_CUDA_add_Tensor"));  // add.Tensor @ CUDA -> native::structured_add_out_cuda
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_CUDA_add_out>("wrapper_CUDA_add_out"));  // add.out @ CUDA -> native::structured_add_out_cuda
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_CUDA_addmm>("wrapper_CUDA_addmm"));  // addmm @ CUDA -> native::structured_addmm_out_cuda
+  m.impl("addmm_", ::dk::detail::kernelFor<ops::addmm_, &wrapper_CUDA_addmm_>("wrapper_CUDA_addmm_"));  // addmm_ @ CUDA -> native::structured_addmm_out_cuda
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CUDA_bmm>("wrapper_CUDA_bmm"));  // bmm @ CUDA -> native::structured_bmm_out_cuda
+  m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_CUDA_bmm_out>("wrapper_CUDA_bmm_out"));  // bmm.out @ CUDA -> native::structured_bmm_out_cuda
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CUDA_copy_>("wrapper_CUDA_copy_"));  // copy_ @ CUDA -> native::copy_inplace_cuda
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CUDA_cos>("wrapper_CUDA_cos"));  // cos @ CUDA -> native::cos_cuda
+  m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_CUDA_div__Tensor>("wrapper_CUDA_div__Tensor"));  // div_.Tensor @ CUDA -> native::structured_div_out_cuda
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CUDA_eq_Tensor>("wrapper_CUDA_eq_Tensor"));  // eq.Tensor @ CUDA -> native::eq_cuda
   m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CUDA_exp>("wrapper_CUDA_exp"));  // exp @ CUDA -> native::exp_cuda
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_CUDA_fill__Scalar>("wrapper_CUDA_fill__Scalar"));  // fill_.Scalar @ CUDA -> native::fill_inplace_cuda
@@ -343,13 +417,13 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CUDA_max_dim>("wrapper_CUDA_max_dim"));  // max.dim @ CUDA -> native::max_cuda
   m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CUDA_maximum>("wrapper_CUDA_maximum"));  // maximum @ CUDA -> native::maximum_cuda
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_CUDA_mean_dim>("wrapper_CUDA_mean_dim"));  // mean.dim @ CUDA -> native::mean_cuda
-  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CUDA_mm_out>("wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::mm_out_cuda
-  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CUDA_mul__Tensor>("wrapper_CUDA_mul__Tensor"));  // mul_.Tensor @ CUDA -> native::mul_inplace_cuda
+  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CUDA_mm_out>("wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::structured_mm_out_cuda
+  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CUDA_mul__Tensor>("wrapper_CUDA_mul__Tensor"));  // mul_.Tensor @ CUDA -> native::structured_mul_out_cuda
   m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_CUDA_neg>("wrapper_CUDA_neg"));  // neg @ CUDA -> native::neg_cuda
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_CUDA_ones>("wrapper_CUDA_ones"));  // ones @ CUDA -> native::ones_cuda
   m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_CUDA_randn_generator>("wrapper_CUDA_randn_generator"));  // randn.generator @ CUDA -> native::randn_cuda
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_CUDA_relu_>("wrapper_CUDA_relu_"));  // relu_ @ CUDA -> native::relu_inplace_cuda
-  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_CUDA_sub_Tensor>("wrapper_CUDA_sub_Tensor"));  // sub.Tensor @ CUDA -> native::sub_cuda
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_CUDA_sub_Tensor>("wrapper_CUDA_sub_Tensor"));  // sub.Tensor @ CUDA -> native::structured_sub_out_cuda
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_CUDA_sum>("wrapper_CUDA_sum"));  // sum @ CUDA -> native::sum_cuda
   m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CUDA_tanh>("wrapper_CUDA_tanh"));  // tanh @ CUDA -> native::tanh_cuda
   m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_CUDA_where_self>("wrapper_CUDA_where_self"));  // where.self @ CUDA -> native::where_cuda

@@ -28,12 +28,17 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
 #include "dk/generated/ops/_softmax_native.h"
 #include "dk/generated/ops/_softmax_ops.h"
 #include "dk/generated/ops/abs_native.h"
 #include "dk/generated/ops/abs_ops.h"
 #include "dk/generated/ops/add_native.h"
 #include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/addmm_native.h"
+#include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/arange_native.h"
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_native.h"
@@ -82,10 +87,13 @@
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/sqrt_native.h"
 #include "dk/generated/ops/sqrt_ops.h"
+#include "dk/generated/ops/sub_native.h"
+#include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
+#include "meta/structured_wrappers.h"
 #ifdef DK_WITH_CUDA
 #include "cuda/device_guard.h"
 #endif
@@ -115,7 +123,28 @@ Tensor wrapper_CUDA_add__Tensor(const Tensor& self, const Tensor& other, const S
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::add_inplace_cuda(self, other, alpha);
+  detail::StructuredInplace<native::structured_add_out_cuda, 1> op("dk::add_", {self}, {"self"});
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
+// ===== dk::addmm.out @ CUDA =====
+Tensor wrapper_CUDA_addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::addmm.out");
+  device_check.check(self, "self");
+  device_check.check(mat1, "mat1");
+  device_check.check(mat2, "mat2");
+  device_check.check(out, "out");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_addmm_out_cuda, 1> op("dk::addmm", {out}, {"out"});
+  op.meta(self, mat1, mat2, beta, alpha);
+  op.impl(self, mat1, mat2, beta, alpha, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::arange.start_step @ CUDA =====
@@ -157,7 +186,22 @@ Tensor wrapper_CUDA_div_Tensor(const Tensor& self, const Tensor& other) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::div_cuda(self, other);
+  detail::StructuredFunctional<native::structured_div_out_cuda, 1> op("dk::div");
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::div.out @ CUDA =====
+Tensor wrapper_CUDA_div_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_div_out_cuda, 1> op("dk::div", {out}, {"out"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::embedding @ CUDA =====
@@ -227,7 +271,10 @@ Tensor wrapper_CUDA_mm(const Tensor& self, const Tensor& mat2) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::mm_cuda(self, mat2);
+  detail::StructuredFunctional<native::structured_mm_out_cuda, 1> op("dk::mm");
+  op.meta(self, mat2);
+  op.impl(self, mat2, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::mse_loss @ CUDA =====
@@ -243,7 +290,22 @@ Tensor wrapper_CUDA_mul_Tensor(const Tensor& self, const Tensor& other) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::mul_cuda(self, other);
+  detail::StructuredFunctional<native::structured_mul_out_cuda, 1> op("dk::mul");
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::mul.out @ CUDA =====
+Tensor wrapper_CUDA_mul_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_mul_out_cuda, 1> op("dk::mul", {out}, {"out"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::nll_loss @ CUDA =====
@@ -330,6 +392,30 @@ Tensor wrapper_CUDA_sqrt(const Tensor& self) {
   return native::sqrt_cuda(self);
 }
 
+// ===== dk::sub.out @ CUDA =====
+Tensor wrapper_CUDA_sub_out(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_sub_out_cuda, 1> op("dk::sub", {out}, {"out"});
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::sub_.Tensor @ CUDA =====
+Tensor wrapper_CUDA_sub__Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_sub_out_cuda, 1> op("dk::sub_", {self}, {"self"});
+  op.meta(self, other, alpha);
+  op.impl(self, other, alpha, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::sum.dim_IntList @ CUDA =====
 Tensor wrapper_CUDA_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
 #ifdef DK_WITH_CUDA
@@ -351,12 +437,14 @@ Tensor wrapper_CUDA_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax, &wrapper_CUDA__softmax>("wrapper_CUDA__softmax"));  // _softmax @ CUDA -> native::_softmax_cuda
   m.impl("abs", ::dk::detail::kernelFor<ops::abs, &wrapper_CUDA_abs>("wrapper_CUDA_abs"));  // abs @ CUDA -> native::abs_cuda
-  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_CUDA_add__Tensor>("wrapper_CUDA_add__Tensor"));  // add_.Tensor @ CUDA -> native::add_inplace_cuda
+  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_CUDA_add__Tensor>("wrapper_CUDA_add__Tensor"));  // add_.Tensor @ CUDA -> native::structured_add_out_cuda
+  m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_CUDA_addmm_out>("wrapper_CUDA_addmm_out"));  // addmm.out @ CUDA -> native::structured_addmm_out_cuda
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_CUDA_arange_start_step>("wrapper_CUDA_arange_start_step"));  // arange.start_step @ CUDA -> native::arange_cuda
   m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_CUDA_argmax>("wrapper_CUDA_argmax"));  // argmax @ CUDA -> native::argmax_cuda
   m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CUDA_cat>("wrapper_CUDA_cat"));  // cat @ CUDA -> native::cat_cuda
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CUDA_clamp>("wrapper_CUDA_clamp"));  // clamp @ CUDA -> native::clamp_cuda
-  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CUDA_div_Tensor>("wrapper_CUDA_div_Tensor"));  // div.Tensor @ CUDA -> native::div_cuda
+  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CUDA_div_Tensor>("wrapper_CUDA_div_Tensor"));  // div.Tensor @ CUDA -> native::structured_div_out_cuda
+  m.impl("div.out", ::dk::detail::kernelFor<ops::div_out, &wrapper_CUDA_div_out>("wrapper_CUDA_div_out"));  // div.out @ CUDA -> native::structured_div_out_cuda
   m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_CUDA_embedding>("wrapper_CUDA_embedding"));  // embedding @ CUDA -> native::embedding_cuda
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_CUDA_empty_memory_format>("wrapper_CUDA_empty_memory_format"));  // empty.memory_format @ CUDA -> native::empty_cuda
   m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_CUDA_eq_Scalar>("wrapper_CUDA_eq_Scalar"));  // eq.Scalar @ CUDA -> native::eq_cuda
@@ -364,9 +452,10 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CUDA_item>("wrapper_CUDA_item"));  // item @ CUDA -> native::item_cuda
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CUDA_lt_Tensor>("wrapper_CUDA_lt_Tensor"));  // lt.Tensor @ CUDA -> native::lt_cuda
   m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CUDA_minimum>("wrapper_CUDA_minimum"));  // minimum @ CUDA -> native::minimum_cuda
-  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CUDA_mm>("wrapper_CUDA_mm"));  // mm @ CUDA -> native::mm_cuda
+  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CUDA_mm>("wrapper_CUDA_mm"));  // mm @ CUDA -> native::structured_mm_out_cuda
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_CUDA_mse_loss>("wrapper_CUDA_mse_loss"));  // mse_loss @ CUDA -> native::mse_loss_cuda
-  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CUDA_mul_Tensor>("wrapper_CUDA_mul_Tensor"));  // mul.Tensor @ CUDA -> native::mul_cuda
+  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CUDA_mul_Tensor>("wrapper_CUDA_mul_Tensor"));  // mul.Tensor @ CUDA -> native::structured_mul_out_cuda
+  m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_CUDA_mul_out>("wrapper_CUDA_mul_out"));  // mul.out @ CUDA -> native::structured_mul_out_cuda
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_CUDA_nll_loss>("wrapper_CUDA_nll_loss"));  // nll_loss @ CUDA -> native::nll_loss_cuda
   m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_CUDA_pow_Tensor_Scalar>("wrapper_CUDA_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CUDA -> native::pow_cuda
   m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_CUDA_rand>("wrapper_CUDA_rand"));  // rand @ CUDA -> native::rand_cuda
@@ -377,6 +466,8 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CUDA_sigmoid>("wrapper_CUDA_sigmoid"));  // sigmoid @ CUDA -> native::sigmoid_cuda
   m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CUDA_sin>("wrapper_CUDA_sin"));  // sin @ CUDA -> native::sin_cuda
   m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CUDA_sqrt>("wrapper_CUDA_sqrt"));  // sqrt @ CUDA -> native::sqrt_cuda
+  m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_CUDA_sub_out>("wrapper_CUDA_sub_out"));  // sub.out @ CUDA -> native::structured_sub_out_cuda
+  m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_CUDA_sub__Tensor>("wrapper_CUDA_sub__Tensor"));  // sub_.Tensor @ CUDA -> native::structured_sub_out_cuda
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_CUDA_sum_dim_IntList>("wrapper_CUDA_sum_dim_IntList"));  // sum.dim_IntList @ CUDA -> native::sum_cuda
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CUDA_zeros>("wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
 }

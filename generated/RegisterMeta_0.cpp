@@ -38,6 +38,8 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/div_native.h"
+#include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_native.h"
@@ -80,6 +82,7 @@
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_native.h"
 #include "dk/generated/ops/zero_ops.h"
+#include "meta/structured_wrappers.h"
 
 namespace dk {
 
@@ -92,12 +95,17 @@ Tensor wrapper_Meta__log_softmax(const Tensor& self, int64_t dim, bool half_to_f
 
 // ===== dk::add.Tensor @ Meta =====
 Tensor wrapper_Meta_add_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return native::add_meta(self, other, alpha);
+  detail::StructuredFunctional<::dk::meta::structured_add_Tensor, 1> op("dk::add");
+  op.meta(self, other, alpha);
+  return op.take_output(0);
 }
 
 // ===== dk::add.out @ Meta =====
 Tensor wrapper_Meta_add_out(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  return native::add_out_meta(self, other, alpha, out);
+  detail::StructuredOut<::dk::meta::structured_add_Tensor, 1> op("dk::add", {out}, {"out"});
+  op.meta(self, other, alpha);
+  op.finish();
+  return out;
 }
 
 // ===== dk::addmm @ Meta =====
@@ -106,7 +114,21 @@ Tensor wrapper_Meta_addmm(const Tensor& self, const Tensor& mat1, const Tensor& 
   device_check.check(self, "self");
   device_check.check(mat1, "mat1");
   device_check.check(mat2, "mat2");
-  return native::addmm_meta(self, mat1, mat2, beta, alpha);
+  detail::StructuredFunctional<::dk::meta::structured_addmm, 1> op("dk::addmm");
+  op.meta(self, mat1, mat2, beta, alpha);
+  return op.take_output(0);
+}
+
+// ===== dk::addmm_ @ Meta =====
+Tensor wrapper_Meta_addmm_(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  detail::DeviceCheck device_check("dk::addmm_");
+  device_check.check(self, "self");
+  device_check.check(mat1, "mat1");
+  device_check.check(mat2, "mat2");
+  detail::StructuredInplace<::dk::meta::structured_addmm, 1> op("dk::addmm_", {self}, {"self"});
+  op.meta(self, mat1, mat2, beta, alpha);
+  op.finish();
+  return self;
 }
 
 // ===== dk::bmm @ Meta =====
@@ -114,7 +136,21 @@ Tensor wrapper_Meta_bmm(const Tensor& self, const Tensor& mat2) {
   detail::DeviceCheck device_check("dk::bmm");
   device_check.check(self, "self");
   device_check.check(mat2, "mat2");
-  return native::bmm_meta(self, mat2);
+  detail::StructuredFunctional<::dk::meta::structured_bmm, 1> op("dk::bmm");
+  op.meta(self, mat2);
+  return op.take_output(0);
+}
+
+// ===== dk::bmm.out @ Meta =====
+Tensor wrapper_Meta_bmm_out(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::bmm.out");
+  device_check.check(self, "self");
+  device_check.check(mat2, "mat2");
+  device_check.check(out, "out");
+  detail::StructuredOut<::dk::meta::structured_bmm, 1> op("dk::bmm", {out}, {"out"});
+  op.meta(self, mat2);
+  op.finish();
+  return out;
 }
 
 // ===== dk::copy_ @ Meta =====
@@ -125,6 +161,14 @@ Tensor wrapper_Meta_copy_(const Tensor& self, const Tensor& src, bool non_blocki
 // ===== dk::cos @ Meta =====
 Tensor wrapper_Meta_cos(const Tensor& self) {
   return native::cos_meta(self);
+}
+
+// ===== dk::div_.Tensor @ Meta =====
+Tensor wrapper_Meta_div__Tensor(const Tensor& self, const Tensor& other) {
+  detail::StructuredInplace<::dk::meta::structured_div_Tensor, 1> op("dk::div_", {self}, {"self"});
+  op.meta(self, other);
+  op.finish();
+  return self;
 }
 
 // ===== dk::eq.Tensor @ Meta =====
@@ -186,12 +230,18 @@ Tensor wrapper_Meta_mm_out(const Tensor& self, const Tensor& mat2, const Tensor&
   device_check.check(self, "self");
   device_check.check(mat2, "mat2");
   device_check.check(out, "out");
-  return native::mm_out_meta(self, mat2, out);
+  detail::StructuredOut<::dk::meta::structured_mm, 1> op("dk::mm", {out}, {"out"});
+  op.meta(self, mat2);
+  op.finish();
+  return out;
 }
 
 // ===== dk::mul_.Tensor @ Meta =====
 Tensor wrapper_Meta_mul__Tensor(const Tensor& self, const Tensor& other) {
-  return native::mul_inplace_meta(self, other);
+  detail::StructuredInplace<::dk::meta::structured_mul_Tensor, 1> op("dk::mul_", {self}, {"self"});
+  op.meta(self, other);
+  op.finish();
+  return self;
 }
 
 // ===== dk::neg @ Meta =====
@@ -216,7 +266,9 @@ Tensor wrapper_Meta_relu_(const Tensor& self) {
 
 // ===== dk::sub.Tensor @ Meta =====
 Tensor wrapper_Meta_sub_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return native::sub_meta(self, other, alpha);
+  detail::StructuredFunctional<::dk::meta::structured_sub_Tensor, 1> op("dk::sub");
+  op.meta(self, other, alpha);
+  return op.take_output(0);
 }
 
 // ===== dk::sum @ Meta =====
@@ -243,12 +295,15 @@ Tensor wrapper_Meta_zero_(const Tensor& self) {
 
 DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("_log_softmax", ::dk::detail::kernelFor<ops::_log_softmax, &wrapper_Meta__log_softmax>("wrapper_Meta__log_softmax"));  // _log_softmax @ Meta -> native::_log_softmax_meta
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_Meta_add_Tensor>("wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> native::add_meta
-  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_Meta_add_out>("wrapper_Meta_add_out"));  // add.out @ Meta -> native::add_out_meta
-  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_Meta_addmm>("wrapper_Meta_addmm"));  // addmm @ Meta -> native::addmm_meta
-  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_Meta_bmm>("wrapper_Meta_bmm"));  // bmm @ Meta -> native::bmm_meta
+  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &wrapper_Meta_add_Tensor>("wrapper_Meta_add_Tensor"));  // add.Tensor @ Meta -> ::dk::meta::structured_add_Tensor
+  m.impl("add.out", ::dk::detail::kernelFor<ops::add_out, &wrapper_Meta_add_out>("wrapper_Meta_add_out"));  // add.out @ Meta -> ::dk::meta::structured_add_Tensor
+  m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &wrapper_Meta_addmm>("wrapper_Meta_addmm"));  // addmm @ Meta -> ::dk::meta::structured_addmm
+  m.impl("addmm_", ::dk::detail::kernelFor<ops::addmm_, &wrapper_Meta_addmm_>("wrapper_Meta_addmm_"));  // addmm_ @ Meta -> ::dk::meta::structured_addmm
+  m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_Meta_bmm>("wrapper_Meta_bmm"));  // bmm @ Meta -> ::dk::meta::structured_bmm
+  m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_Meta_bmm_out>("wrapper_Meta_bmm_out"));  // bmm.out @ Meta -> ::dk::meta::structured_bmm
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_Meta_copy_>("wrapper_Meta_copy_"));  // copy_ @ Meta -> native::copy_inplace_meta
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_Meta_cos>("wrapper_Meta_cos"));  // cos @ Meta -> native::cos_meta
+  m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_Meta_div__Tensor>("wrapper_Meta_div__Tensor"));  // div_.Tensor @ Meta -> ::dk::meta::structured_div_Tensor
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_Meta_eq_Tensor>("wrapper_Meta_eq_Tensor"));  // eq.Tensor @ Meta -> native::eq_meta
   m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_Meta_exp>("wrapper_Meta_exp"));  // exp @ Meta -> native::exp_meta
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_Meta_fill__Scalar>("wrapper_Meta_fill__Scalar"));  // fill_.Scalar @ Meta -> native::fill_inplace_meta
@@ -259,13 +314,13 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_Meta_max_dim>("wrapper_Meta_max_dim"));  // max.dim @ Meta -> native::max_meta
   m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_Meta_maximum>("wrapper_Meta_maximum"));  // maximum @ Meta -> native::maximum_meta
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_Meta_mean_dim>("wrapper_Meta_mean_dim"));  // mean.dim @ Meta -> native::mean_meta
-  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_Meta_mm_out>("wrapper_Meta_mm_out"));  // mm.out @ Meta -> native::mm_out_meta
-  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_Meta_mul__Tensor>("wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> native::mul_inplace_meta
+  m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_Meta_mm_out>("wrapper_Meta_mm_out"));  // mm.out @ Meta -> ::dk::meta::structured_mm
+  m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_Meta_mul__Tensor>("wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> ::dk::meta::structured_mul_Tensor
   m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_Meta_neg>("wrapper_Meta_neg"));  // neg @ Meta -> native::neg_meta
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_Meta_ones>("wrapper_Meta_ones"));  // ones @ Meta -> native::ones_meta
   m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_Meta_randn_generator>("wrapper_Meta_randn_generator"));  // randn.generator @ Meta -> native::randn_meta
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_Meta_relu_>("wrapper_Meta_relu_"));  // relu_ @ Meta -> native::relu_inplace_meta
-  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_Meta_sub_Tensor>("wrapper_Meta_sub_Tensor"));  // sub.Tensor @ Meta -> native::sub_meta
+  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_Meta_sub_Tensor>("wrapper_Meta_sub_Tensor"));  // sub.Tensor @ Meta -> ::dk::meta::structured_sub_Tensor
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_Meta_sum>("wrapper_Meta_sum"));  // sum @ Meta -> native::sum_meta
   m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_Meta_tanh>("wrapper_Meta_tanh"));  // tanh @ Meta -> native::tanh_meta
   m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_Meta_where_self>("wrapper_Meta_where_self"));  // where.self @ Meta -> native::where_meta

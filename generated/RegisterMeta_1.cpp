@@ -27,12 +27,17 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
 #include "dk/generated/ops/_softmax_native.h"
 #include "dk/generated/ops/_softmax_ops.h"
 #include "dk/generated/ops/abs_native.h"
 #include "dk/generated/ops/abs_ops.h"
 #include "dk/generated/ops/add_native.h"
 #include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/addmm_native.h"
+#include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/arange_native.h"
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_native.h"
@@ -79,10 +84,13 @@
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/sqrt_native.h"
 #include "dk/generated/ops/sqrt_ops.h"
+#include "dk/generated/ops/sub_native.h"
+#include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
+#include "meta/structured_wrappers.h"
 
 namespace dk {
 
@@ -100,7 +108,23 @@ Tensor wrapper_Meta_abs(const Tensor& self) {
 
 // ===== dk::add_.Tensor @ Meta =====
 Tensor wrapper_Meta_add__Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return native::add_inplace_meta(self, other, alpha);
+  detail::StructuredInplace<::dk::meta::structured_add_Tensor, 1> op("dk::add_", {self}, {"self"});
+  op.meta(self, other, alpha);
+  op.finish();
+  return self;
+}
+
+// ===== dk::addmm.out @ Meta =====
+Tensor wrapper_Meta_addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::addmm.out");
+  device_check.check(self, "self");
+  device_check.check(mat1, "mat1");
+  device_check.check(mat2, "mat2");
+  device_check.check(out, "out");
+  detail::StructuredOut<::dk::meta::structured_addmm, 1> op("dk::addmm", {out}, {"out"});
+  op.meta(self, mat1, mat2, beta, alpha);
+  op.finish();
+  return out;
 }
 
 // ===== dk::arange.start_step @ Meta =====
@@ -127,7 +151,17 @@ Tensor wrapper_Meta_clamp(const Tensor& self, const std::optional<Scalar>& min, 
 
 // ===== dk::div.Tensor @ Meta =====
 Tensor wrapper_Meta_div_Tensor(const Tensor& self, const Tensor& other) {
-  return native::div_meta(self, other);
+  detail::StructuredFunctional<::dk::meta::structured_div_Tensor, 1> op("dk::div");
+  op.meta(self, other);
+  return op.take_output(0);
+}
+
+// ===== dk::div.out @ Meta =====
+Tensor wrapper_Meta_div_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_div_Tensor, 1> op("dk::div", {out}, {"out"});
+  op.meta(self, other);
+  op.finish();
+  return out;
 }
 
 // ===== dk::embedding @ Meta =====
@@ -168,7 +202,9 @@ Tensor wrapper_Meta_mm(const Tensor& self, const Tensor& mat2) {
   detail::DeviceCheck device_check("dk::mm");
   device_check.check(self, "self");
   device_check.check(mat2, "mat2");
-  return native::mm_meta(self, mat2);
+  detail::StructuredFunctional<::dk::meta::structured_mm, 1> op("dk::mm");
+  op.meta(self, mat2);
+  return op.take_output(0);
 }
 
 // ===== dk::mse_loss @ Meta =====
@@ -178,7 +214,17 @@ Tensor wrapper_Meta_mse_loss(const Tensor& self, const Tensor& target, int64_t r
 
 // ===== dk::mul.Tensor @ Meta =====
 Tensor wrapper_Meta_mul_Tensor(const Tensor& self, const Tensor& other) {
-  return native::mul_meta(self, other);
+  detail::StructuredFunctional<::dk::meta::structured_mul_Tensor, 1> op("dk::mul");
+  op.meta(self, other);
+  return op.take_output(0);
+}
+
+// ===== dk::mul.out @ Meta =====
+Tensor wrapper_Meta_mul_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_mul_Tensor, 1> op("dk::mul", {out}, {"out"});
+  op.meta(self, other);
+  op.finish();
+  return out;
 }
 
 // ===== dk::nll_loss @ Meta =====
@@ -235,6 +281,22 @@ Tensor wrapper_Meta_sqrt(const Tensor& self) {
   return native::sqrt_meta(self);
 }
 
+// ===== dk::sub.out @ Meta =====
+Tensor wrapper_Meta_sub_out(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_sub_Tensor, 1> op("dk::sub", {out}, {"out"});
+  op.meta(self, other, alpha);
+  op.finish();
+  return out;
+}
+
+// ===== dk::sub_.Tensor @ Meta =====
+Tensor wrapper_Meta_sub__Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  detail::StructuredInplace<::dk::meta::structured_sub_Tensor, 1> op("dk::sub_", {self}, {"self"});
+  op.meta(self, other, alpha);
+  op.finish();
+  return self;
+}
+
 // ===== dk::sum.dim_IntList @ Meta =====
 Tensor wrapper_Meta_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   return native::sum_meta(self, dim, keepdim, dtype);
@@ -250,21 +312,24 @@ Tensor wrapper_Meta_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std
 DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("_softmax", ::dk::detail::kernelFor<ops::_softmax, &wrapper_Meta__softmax>("wrapper_Meta__softmax"));  // _softmax @ Meta -> native::_softmax_meta
   m.impl("abs", ::dk::detail::kernelFor<ops::abs, &wrapper_Meta_abs>("wrapper_Meta_abs"));  // abs @ Meta -> native::abs_meta
-  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_Meta_add__Tensor>("wrapper_Meta_add__Tensor"));  // add_.Tensor @ Meta -> native::add_inplace_meta
+  m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_Meta_add__Tensor>("wrapper_Meta_add__Tensor"));  // add_.Tensor @ Meta -> ::dk::meta::structured_add_Tensor
+  m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_Meta_addmm_out>("wrapper_Meta_addmm_out"));  // addmm.out @ Meta -> ::dk::meta::structured_addmm
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_Meta_arange_start_step>("wrapper_Meta_arange_start_step"));  // arange.start_step @ Meta -> native::arange_meta
   m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_Meta_argmax>("wrapper_Meta_argmax"));  // argmax @ Meta -> native::argmax_meta
   m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_Meta_cat>("wrapper_Meta_cat"));  // cat @ Meta -> native::cat_meta
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_Meta_clamp>("wrapper_Meta_clamp"));  // clamp @ Meta -> native::clamp_meta
-  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_Meta_div_Tensor>("wrapper_Meta_div_Tensor"));  // div.Tensor @ Meta -> native::div_meta
+  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_Meta_div_Tensor>("wrapper_Meta_div_Tensor"));  // div.Tensor @ Meta -> ::dk::meta::structured_div_Tensor
+  m.impl("div.out", ::dk::detail::kernelFor<ops::div_out, &wrapper_Meta_div_out>("wrapper_Meta_div_out"));  // div.out @ Meta -> ::dk::meta::structured_div_Tensor
   m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_Meta_embedding>("wrapper_Meta_embedding"));  // embedding @ Meta -> native::embedding_meta
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_Meta_empty_memory_format>("wrapper_Meta_empty_memory_format"));  // empty.memory_format @ Meta -> native::empty_meta
   m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_Meta_eq_Scalar>("wrapper_Meta_eq_Scalar"));  // eq.Scalar @ Meta -> native::eq_meta
   m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_Meta_full>("wrapper_Meta_full"));  // full @ Meta -> native::full_meta
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_Meta_lt_Tensor>("wrapper_Meta_lt_Tensor"));  // lt.Tensor @ Meta -> native::lt_meta
   m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_Meta_minimum>("wrapper_Meta_minimum"));  // minimum @ Meta -> native::minimum_meta
-  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_Meta_mm>("wrapper_Meta_mm"));  // mm @ Meta -> native::mm_meta
+  m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_Meta_mm>("wrapper_Meta_mm"));  // mm @ Meta -> ::dk::meta::structured_mm
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_Meta_mse_loss>("wrapper_Meta_mse_loss"));  // mse_loss @ Meta -> native::mse_loss_meta
-  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_Meta_mul_Tensor>("wrapper_Meta_mul_Tensor"));  // mul.Tensor @ Meta -> native::mul_meta
+  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_Meta_mul_Tensor>("wrapper_Meta_mul_Tensor"));  // mul.Tensor @ Meta -> ::dk::meta::structured_mul_Tensor
+  m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_Meta_mul_out>("wrapper_Meta_mul_out"));  // mul.out @ Meta -> ::dk::meta::structured_mul_Tensor
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_Meta_nll_loss>("wrapper_Meta_nll_loss"));  // nll_loss @ Meta -> native::nll_loss_meta
   m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_Meta_pow_Tensor_Scalar>("wrapper_Meta_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ Meta -> native::pow_meta
   m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_Meta_rand>("wrapper_Meta_rand"));  // rand @ Meta -> native::rand_meta
@@ -275,6 +340,8 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_Meta_sigmoid>("wrapper_Meta_sigmoid"));  // sigmoid @ Meta -> native::sigmoid_meta
   m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_Meta_sin>("wrapper_Meta_sin"));  // sin @ Meta -> native::sin_meta
   m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_Meta_sqrt>("wrapper_Meta_sqrt"));  // sqrt @ Meta -> native::sqrt_meta
+  m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_Meta_sub_out>("wrapper_Meta_sub_out"));  // sub.out @ Meta -> ::dk::meta::structured_sub_Tensor
+  m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_Meta_sub__Tensor>("wrapper_Meta_sub__Tensor"));  // sub_.Tensor @ Meta -> ::dk::meta::structured_sub_Tensor
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_Meta_sum_dim_IntList>("wrapper_Meta_sum_dim_IntList"));  // sum.dim_IntList @ Meta -> native::sum_meta
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_Meta_zeros>("wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
 }

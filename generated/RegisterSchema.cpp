@@ -90,9 +90,12 @@ DK_LIBRARY(dk, m) {
   m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::add_out::dispatch_bitmap});  // dk::add.out
   m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::add__Tensor::dispatch_bitmap});  // dk::add_.Tensor
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::addmm::dispatch_bitmap});  // dk::addmm
+  m.def("addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::addmm_out::dispatch_bitmap});  // dk::addmm.out
+  m.def("addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::addmm_::dispatch_bitmap});  // dk::addmm_
   m.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::arange_start_step::dispatch_bitmap});  // dk::arange.start_step
   m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::argmax::dispatch_bitmap});  // dk::argmax
   m.def("bmm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::bmm::dispatch_bitmap});  // dk::bmm
+  m.def("bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::bmm_out::dispatch_bitmap});  // dk::bmm.out
   m.def("cat(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cat::dispatch_bitmap});  // dk::cat
   m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::clamp::dispatch_bitmap});  // dk::clamp
   m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::clone::dispatch_bitmap});  // dk::clone
@@ -102,6 +105,8 @@ DK_LIBRARY(dk, m) {
   m.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cross_entropy_loss::dispatch_bitmap});  // dk::cross_entropy_loss
   m.def("div.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Scalar::dispatch_bitmap});  // dk::div.Scalar
   m.def("div.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Tensor::dispatch_bitmap});  // dk::div.Tensor
+  m.def("div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::div_out::dispatch_bitmap});  // dk::div.out
+  m.def("div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::div__Tensor::dispatch_bitmap});  // dk::div_.Tensor
   m.def("dropout(Tensor input, float p, bool train) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::dropout::dispatch_bitmap});  // dk::dropout
   m.def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::embedding::dispatch_bitmap});  // dk::embedding
   m.def("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::empty_memory_format::dispatch_bitmap});  // dk::empty.memory_format
@@ -131,6 +136,7 @@ DK_LIBRARY(dk, m) {
   m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mse_loss::dispatch_bitmap});  // dk::mse_loss
   m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mul_Scalar::dispatch_bitmap});  // dk::mul.Scalar
   m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mul_Tensor::dispatch_bitmap});  // dk::mul.Tensor
+  m.def("mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul_out::dispatch_bitmap});  // dk::mul.out
   m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul__Tensor::dispatch_bitmap});  // dk::mul_.Tensor
   m.def("neg(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::neg::dispatch_bitmap});  // dk::neg
   m.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::nll_loss::dispatch_bitmap});  // dk::nll_loss
@@ -157,6 +163,8 @@ DK_LIBRARY(dk, m) {
   m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::stack::dispatch_bitmap});  // dk::stack
   m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Scalar::dispatch_bitmap});  // dk::sub.Scalar
   m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Tensor::dispatch_bitmap});  // dk::sub.Tensor
+  m.def("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sub_out::dispatch_bitmap});  // dk::sub.out
+  m.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sub__Tensor::dispatch_bitmap});  // dk::sub_.Tensor
   m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sum::dispatch_bitmap});  // dk::sum
   m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sum_dim_IntList::dispatch_bitmap});  // dk::sum.dim_IntList
   m.def("t(Tensor(a) self) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::t::dispatch_bitmap});  // dk::t

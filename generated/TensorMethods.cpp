@@ -88,6 +88,11 @@ Tensor Tensor::addmm(const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
   return ops::addmm::call(*this, mat1, mat2, beta, alpha);
 }
 
+// ===== dk::addmm_ =====
+Tensor Tensor::addmm_(const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) const {
+  return ops::addmm_::call(*this, mat1, mat2, beta, alpha);
+}
+
 // ===== dk::argmax =====
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
   return ops::argmax::call(*this, dim, keepdim);
@@ -131,6 +136,11 @@ Tensor Tensor::div(const Scalar& other) const {
 // ===== dk::div.Tensor =====
 Tensor Tensor::div(const Tensor& other) const {
   return ops::div_Tensor::call(*this, other);
+}
+
+// ===== dk::div_.Tensor =====
+Tensor Tensor::div_(const Tensor& other) const {
+  return ops::div__Tensor::call(*this, other);
 }
 
 // ===== dk::eq.Scalar =====
@@ -321,6 +331,11 @@ Tensor Tensor::sub(const Scalar& other, const Scalar& alpha) const {
 // ===== dk::sub.Tensor =====
 Tensor Tensor::sub(const Tensor& other, const Scalar& alpha) const {
   return ops::sub_Tensor::call(*this, other, alpha);
+}
+
+// ===== dk::sub_.Tensor =====
+Tensor Tensor::sub_(const Tensor& other, const Scalar& alpha) const {
+  return ops::sub__Tensor::call(*this, other, alpha);
 }
 
 // ===== dk::sum =====

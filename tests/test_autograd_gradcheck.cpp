@@ -866,6 +866,24 @@ TEST_CASE("gradcheck: add_.Tensor, mul_.Tensor, relu_ on a non-leaf") {
       {leaf({2, 3}, 320)});
 }
 
+TEST_CASE("gradcheck: sub_.Tensor and div_.Tensor (structured in-place forms) on a non-leaf") {
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(1.0);
+        y.sub_(in[1], 3.0);
+        return y;
+      },
+      {leaf({2, 3}, 330), leaf({3}, 331)});
+  // div_'s gradient for other reads self's value before the division.
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(1.0);
+        y.div_(in[1]);
+        return y;
+      },
+      {leaf({2, 3}, 332), leafFrom({3}, awayFromZero(3, 333))});
+}
+
 TEST_CASE("gradcheck: copy_, fill_.Scalar, zero_ on non-leaves") {
   // copy_: self's old value is overwritten (zero gradient), src's gradient passes through.
   GRADCHECK(

@@ -202,7 +202,7 @@ TEST_CASE("cpu-elementwise: the trivial TensorIterator case gives the general ge
   CHECK(one.output().sizes() == Sizes{1, 1});
   CHECK(one.output().strides() == Sizes{1, 1});
   CHECK(binary(Tensor(), scalarTensor(1), scalarTensor(2)).output().dim() == 0);
-  CHECK_VALUES(native::add_cpu(make({1}, {1, 1}), make({2}, {1, 1}), 1), {3});
+  CHECK_VALUES(ops::add_Tensor::call(make({1}, {1, 1}), make({2}, {1, 1}), 1), {3});
   // Size-1 dims inside: still one run, output strides as computeContiguousStrides.
   auto inner = binary(Tensor(), make(Values(6, 1.0), {3, 1, 2}), make(Values(6, 1.0), {3, 1, 2}));
   CHECK(inner.shape().vec() == Sizes{6});
@@ -214,7 +214,7 @@ TEST_CASE("cpu-elementwise: the trivial TensorIterator case gives the general ge
   REQUIRE(odd.is_contiguous());
   auto oddIt = binary(Tensor(), odd, odd);
   CHECK(oddIt.output().strides() == Sizes{1, 3});
-  CHECK_VALUES(native::add_cpu(odd, odd, 1), {2, 4, 6});
+  CHECK_VALUES(ops::add_Tensor::call(odd, odd, 1), {2, 4, 6});
 
   // Dtypes: the trivial case must not skip promotion. Two wrapped float64 numbers compute in
   // the default dtype; integer inputs go to float for div-like ops; a fixed output dtype.
@@ -284,10 +284,10 @@ TEST_CASE("cpu-elementwise: iterators over many dims keep their geometry past th
   CHECK(it.numel() == 512);
   Values twice;
   for (double v : read(gappy)) twice.push_back(2 * v);
-  CHECK(sameValues(read(native::add_cpu(gappy, gappy, 1)), twice));
+  CHECK(sameValues(read(ops::add_Tensor::call(gappy, gappy, 1)), twice));
   // Broadcast against 8 dims: the general path with a broadcast input.
   Tensor big = make(Values(256, 1.0), Sizes(8, 2));
-  Tensor r = native::add_cpu(big, make({5, 7}, {2}), 1);
+  Tensor r = ops::add_Tensor::call(big, make({5, 7}, {2}), 1);
   CHECK(r.sizes() == Sizes(8, 2));
   Values expected;
   for (int i = 0; i < 128; ++i) {
@@ -304,13 +304,13 @@ TEST_CASE("cpu-elementwise: iterators over many dims keep their geometry past th
 TEST_CASE("cpu-elementwise: add of two float tensors, with and without alpha", "[cpu-elementwise]") {
   Tensor a = make({1, 2, 3, 4}, {2, 2});
   Tensor b = make({10, 20, 30, 40}, {2, 2});
-  Tensor r = native::add_cpu(a, b, 1);
+  Tensor r = ops::add_Tensor::call(a, b, 1);
   CHECK(r.dtype() == kFloat);
   CHECK(r.sizes() == Sizes{2, 2});
   CHECK(r.is_contiguous());
   CHECK_VALUES(r, {11, 22, 33, 44});
-  CHECK_VALUES(native::add_cpu(a, b, 2), {21, 42, 63, 84});
-  CHECK_VALUES(native::add_cpu(a, b, 0.5), {6, 12, 18, 24});
+  CHECK_VALUES(ops::add_Tensor::call(a, b, 2), {21, 42, 63, 84});
+  CHECK_VALUES(ops::add_Tensor::call(a, b, 0.5), {6, 12, 18, 24});
   // Through the dispatcher (the generated CPU registration).
   CHECK_VALUES(dk::add(a, b), {11, 22, 33, 44});
   CHECK_VALUES(dk::add(a, b, 3), {31, 62, 93, 124});
@@ -328,7 +328,7 @@ TEST_CASE("cpu-elementwise: add broadcasts against a float64 reference loop", "[
     for (int64_t i = 0; i < computeNumel(c.b); ++i) vb.push_back(3.0 * static_cast<double>(i) + 0.25);
     for (ScalarType dtype : {kFloat, kDouble, kLong, kInt}) {
       Tensor a = make(va, c.a, dtype), b = make(vb, c.b, dtype);
-      Tensor r = native::add_cpu(a, b, 1);
+      Tensor r = ops::add_Tensor::call(a, b, 1);
       CHECK(r.sizes() == c.out);
       CHECK(r.dtype() == dtype);
       CHECK(sameValues(read(r), broadcastReference(a, b, plus)));
@@ -344,99 +344,100 @@ TEST_CASE("cpu-elementwise: add over 1000 elements covers whole blocks and a par
   }
   Tensor a = make(va, {1003}), b = make(vb, {1003});
   auto plusThree = [](double x, double y) { return x + 3 * y; };
-  CHECK(sameValues(read(native::add_cpu(a, b, 3)), broadcastReference(a, b, plusThree)));
+  CHECK(sameValues(read(ops::add_Tensor::call(a, b, 3)), broadcastReference(a, b, plusThree)));
   // Strided inputs (every other element) and a broadcast one take the other load paths.
   Tensor sa = everyOther(a);
   Tensor one = scalarTensor(7);
   auto plus = [](double x, double y) { return x + y; };
-  CHECK(sameValues(read(native::add_cpu(sa, one, 1)), broadcastReference(sa, one, plus)));
+  CHECK(sameValues(read(ops::add_Tensor::call(sa, one, 1)), broadcastReference(sa, one, plus)));
 }
 
 TEST_CASE("cpu-elementwise: add wraps integers, ors bools, rounds 16-bit floats", "[cpu-elementwise]") {
-  CHECK_VALUES(native::add_cpu(make({127, -128}, {2}, kChar), make({1, -1}, {2}, kChar), 1), {-128, 127});
-  CHECK_VALUES(native::add_cpu(make({250}, {1}, kByte), make({10}, {1}, kByte), 1), {4});
+  CHECK_VALUES(ops::add_Tensor::call(make({127, -128}, {2}, kChar), make({1, -1}, {2}, kChar), 1), {-128, 127});
+  CHECK_VALUES(ops::add_Tensor::call(make({250}, {1}, kByte), make({10}, {1}, kByte), 1), {4});
   Tensor maxLong = make({0}, {1}, kLong);
   *maxLong.data_ptr<int64_t>() = std::numeric_limits<int64_t>::max();
-  CHECK(*native::add_cpu(maxLong, make({1}, {1}, kLong), 1).data_ptr<int64_t>() == std::numeric_limits<int64_t>::min());
+  CHECK(*ops::add_Tensor::call(maxLong, make({1}, {1}, kLong), 1).data_ptr<int64_t>() == std::numeric_limits<int64_t>::min());
   Tensor i32 = make({2147483647}, {1}, kInt);
-  CHECK_VALUES(native::add_cpu(i32, make({1}, {1}, kInt), 1), {-2147483648.0});
+  CHECK_VALUES(ops::add_Tensor::call(i32, make({1}, {1}, kInt), 1), {-2147483648.0});
   Tensor t = make({1, 0, 0}, {3}, kBool), f = make({1, 1, 0}, {3}, kBool);
-  Tensor r = native::add_cpu(t, f, true);
+  Tensor r = ops::add_Tensor::call(t, f, true);
   CHECK(r.dtype() == kBool);
   CHECK_VALUES(r, {1, 1, 0});
   // Half: 2048 + 1 is not representable (spacing 2 there); the sum rounds to even.
-  Tensor h = native::add_cpu(make({2048, 0.1}, {2}, kHalf), make({1, 0.2}, {2}, kHalf), 1);
+  Tensor h = ops::add_Tensor::call(make({2048, 0.1}, {2}, kHalf), make({1, 0.2}, {2}, kHalf), 1);
   CHECK(h.dtype() == kHalf);
   CHECK(read(h)[0] == 2048.0);
   float sum16 = static_cast<float>(Half(0.1f)) + static_cast<float>(Half(0.2f));  // computed in float, rounded once
   CHECK(read(h)[1] == static_cast<double>(static_cast<float>(Half(sum16))));
-  Tensor bf = native::add_cpu(make({256}, {1}, kBFloat16), make({1}, {1}, kBFloat16), 1);
+  Tensor bf = ops::add_Tensor::call(make({256}, {1}, kBFloat16), make({1}, {1}, kBFloat16), 1);
   CHECK(bf.dtype() == kBFloat16);
   CHECK_VALUES(bf, {256});
 }
 
 TEST_CASE("cpu-elementwise: add promotes dtypes as PyTorch", "[cpu-elementwise]") {
-  CHECK(native::add_cpu(make({1}, {1}, kInt), make({1}, {1}, kDouble), 1).dtype() == kDouble);
-  CHECK(native::add_cpu(make({1}, {1}, kByte), make({1}, {1}, kInt), 1).dtype() == kInt);
-  CHECK(native::add_cpu(make({1}, {1}, kBool), make({1}, {1}, kLong), 1).dtype() == kLong);
-  CHECK(native::add_cpu(make({1}, {1}, kHalf), make({1}, {1}, kBFloat16), 1).dtype() == kFloat);
+  CHECK(ops::add_Tensor::call(make({1}, {1}, kInt), make({1}, {1}, kDouble), 1).dtype() == kDouble);
+  CHECK(ops::add_Tensor::call(make({1}, {1}, kByte), make({1}, {1}, kInt), 1).dtype() == kInt);
+  CHECK(ops::add_Tensor::call(make({1}, {1}, kBool), make({1}, {1}, kLong), 1).dtype() == kLong);
+  CHECK(ops::add_Tensor::call(make({1}, {1}, kHalf), make({1}, {1}, kBFloat16), 1).dtype() == kFloat);
   // A 0-dim tensor of a higher category counts; one of the same category does not.
-  CHECK(native::add_cpu(make({1}, {1}, kInt), scalarTensor(2, kLong), 1).dtype() == kInt);
-  Tensor r = native::add_cpu(make({1, 2}, {2}, kInt), scalarTensor(0.5, kDouble), 1);
+  CHECK(ops::add_Tensor::call(make({1}, {1}, kInt), scalarTensor(2, kLong), 1).dtype() == kInt);
+  Tensor r = ops::add_Tensor::call(make({1, 2}, {2}, kInt), scalarTensor(0.5, kDouble), 1);
   CHECK(r.dtype() == kDouble);
   CHECK_VALUES(r, {1.5, 2.5});
   // A wrapped number (a Scalar argument) counts as the default dtype.
   Tensor wrapped = scalarTensor(0.5, kDouble);
   wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
-  Tensor w = native::add_cpu(make({1, 2}, {2}, kInt), wrapped, 1);
+  Tensor w = ops::add_Tensor::call(make({1, 2}, {2}, kInt), wrapped, 1);
   CHECK(w.dtype() == kFloat);
   CHECK_VALUES(w, {1.5, 2.5});
-  CHECK(native::add_cpu(make({1}, {1}, kHalf), wrapped, 1).dtype() == kHalf);
+  CHECK(ops::add_Tensor::call(make({1}, {1}, kHalf), wrapped, 1).dtype() == kHalf);
 }
 
 TEST_CASE("cpu-elementwise: add reads strided inputs and lays the output out like them", "[cpu-elementwise]") {
   Tensor base = make({0, 1, 2, 3, 4, 5}, {2, 3});
   Tensor t = transposed(base);  // [[0, 3], [1, 4], [2, 5]]
-  Tensor r = native::add_cpu(t, t, 1);
+  Tensor r = ops::add_Tensor::call(t, t, 1);
   CHECK(r.sizes() == Sizes{3, 2});
   CHECK_VALUES(r, {0, 6, 2, 8, 4, 10});
   // The output follows the inputs' memory order, as in PyTorch: it is a transposed layout.
   CHECK(r.strides() == Sizes{1, 3});
   // Mixed: transposed plus contiguous.
   Tensor c = make({10, 20, 30, 40, 50, 60}, {3, 2});
-  CHECK_VALUES(native::add_cpu(t, c, 1), {10, 23, 31, 44, 52, 65});
+  CHECK_VALUES(ops::add_Tensor::call(t, c, 1), {10, 23, 31, 44, 52, 65});
   // A sliced (stride 2) input.
   Tensor s = everyOther(make({1, 2, 3, 4, 5}, {5}));
-  CHECK_VALUES(native::add_cpu(s, make({100}, {1}), 1), {101, 103, 105});
+  CHECK_VALUES(ops::add_Tensor::call(s, make({100}, {1}), 1), {101, 103, 105});
   // An expanded (stride 0) input is fine to read.
-  CHECK_VALUES(native::add_cpu(expanded(make({1, 2}, {2}), {3, 2}), make({0, 0, 10, 10, 20, 20}, {3, 2}), 1),
+  CHECK_VALUES(ops::add_Tensor::call(expanded(make({1, 2}, {2}), {3, 2}), make({0, 0, 10, 10, 20, 20}, {3, 2}), 1),
                {1, 2, 11, 12, 21, 22});
 }
 
 TEST_CASE("cpu-elementwise: add of zero-size tensors", "[cpu-elementwise]") {
-  Tensor r = native::add_cpu(make({}, {0, 3}), make({1, 2, 3}, {3}), 1);
+  Tensor r = ops::add_Tensor::call(make({}, {0, 3}), make({1, 2, 3}, {3}), 1);
   CHECK(r.sizes() == Sizes{0, 3});
   CHECK(r.numel() == 0);
-  CHECK(native::add_cpu(make({}, {0}), scalarTensor(1), 1).sizes() == Sizes{0});
-  CHECK(native::add_cpu(make({}, {2, 0}, kLong), make({}, {1, 0}, kLong), 1).sizes() == Sizes{2, 0});
+  CHECK(ops::add_Tensor::call(make({}, {0}), scalarTensor(1), 1).sizes() == Sizes{0});
+  CHECK(ops::add_Tensor::call(make({}, {2, 0}, kLong), make({}, {1, 0}, kLong), 1).sizes() == Sizes{2, 0});
 }
 
 TEST_CASE("cpu-elementwise: add errors", "[cpu-elementwise]") {
-  CHECK_THROWS_WITH(native::add_cpu(make({1, 2, 3}, {3}), make({1, 2, 3, 4}, {4}), 1),
+  CHECK_THROWS_WITH(ops::add_Tensor::call(make({1, 2, 3}, {3}), make({1, 2, 3, 4}, {4}), 1),
                     "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0 "
                     "(shapes [3] and [4])");
-  CHECK_THROWS_WITH(native::add_cpu(make({1}, {1}, kLong), make({1}, {1}, kLong), 0.5),
+  CHECK_THROWS_WITH(ops::add_Tensor::call(make({1}, {1}, kLong), make({1}, {1}, kLong), 0.5),
                     "For integral input tensors, argument alpha must not be a floating point number.");
-  CHECK_THROWS_WITH(native::add_cpu(make({1}, {1}), make({1}, {1}), true),
+  CHECK_THROWS_WITH(ops::add_Tensor::call(make({1}, {1}), make({1}, {1}), true),
                     "Boolean alpha only supported for Boolean results.");
-  CHECK_THROWS_WITH(native::add_cpu(make({1}, {1}), metaTensor({1}), 1),
-                    "add: expected all tensors to be on the same device, but found at least two devices, cpu and meta");
+  CHECK_THROWS_WITH(ops::add_Tensor::call(make({1}, {1}), metaTensor({1}), 1),
+                    "dk::add: expected all tensors to be on the same device, but found at least two devices, cpu "
+                    "(argument 'self') and meta (argument 'other')");
 }
 
 TEST_CASE("cpu-elementwise: add_ writes self, checks shape and dtype", "[cpu-elementwise]") {
   Tensor a = make({1, 2, 3, 4, 5, 6}, {2, 3});
   void* data = a.data_ptr();
-  Tensor r = native::add_inplace_cpu(a, make({10, 20, 30}, {3}), 1);
+  Tensor r = ops::add__Tensor::call(a, make({10, 20, 30}, {3}), 1);
   CHECK(r.is_same(a));
   CHECK(a.data_ptr() == data);
   CHECK_VALUES(a, {11, 22, 33, 14, 25, 36});
@@ -445,32 +446,32 @@ TEST_CASE("cpu-elementwise: add_ writes self, checks shape and dtype", "[cpu-ele
   CHECK_VALUES(a, {13, 24, 35, 16, 27, 38});
   // A float tensor can take an int64 other; an int32 self an int64 other (narrowed back).
   Tensor i = make({1, 2}, {2}, kInt);
-  native::add_inplace_cpu(i, make({10, 20}, {2}, kLong), 1);
+  ops::add__Tensor::call(i, make({10, 20}, {2}, kLong), 1);
   CHECK(i.dtype() == kInt);
   CHECK_VALUES(i, {11, 22});
-  CHECK_THROWS_WITH(native::add_inplace_cpu(make({1, 2}, {2}, kLong), make({1, 2}, {2}), 1),
+  CHECK_THROWS_WITH(ops::add__Tensor::call(make({1, 2}, {2}, kLong), make({1, 2}, {2}), 1),
                     "result type Float can't be cast to the desired output type Long");
-  CHECK_THROWS_WITH(native::add_inplace_cpu(make({1, 0}, {2}, kBool), make({1, 2}, {2}, kLong), 1),
+  CHECK_THROWS_WITH(ops::add__Tensor::call(make({1, 0}, {2}, kBool), make({1, 2}, {2}, kLong), 1),
                     "result type Long can't be cast to the desired output type Bool");
-  CHECK_THROWS_WITH(native::add_inplace_cpu(make({1, 2, 3}, {3}), make({1, 2, 3, 4, 5, 6}, {2, 3}), 1),
+  CHECK_THROWS_WITH(ops::add__Tensor::call(make({1, 2, 3}, {3}), make({1, 2, 3, 4, 5, 6}, {2, 3}), 1),
                     "output with shape [3] doesn't match the broadcast shape [2, 3]");
   // Writing an expanded tensor would write one element several times.
-  CHECK_THROWS_WITH(native::add_inplace_cpu(expanded(make({1}, {1}), {3}), make({1, 2, 3}, {3}), 1),
+  CHECK_THROWS_WITH(ops::add__Tensor::call(expanded(make({1}, {1}), {3}), make({1, 2, 3}, {3}), 1),
                     "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                     "location. Please clone() the tensor before performing the operation.");
 }
 
 TEST_CASE("cpu-elementwise: add_ with an other that overlaps self reads it before writing", "[cpu-elementwise]") {
   Tensor a = make({1, 2, 3, 4}, {2, 2});
-  native::add_inplace_cpu(a, transposed(a), 1);  // a + a.t() = [[2, 5], [5, 8]]
+  ops::add__Tensor::call(a, transposed(a), 1);  // a + a.t() = [[2, 5], [5, 8]]
   CHECK_VALUES(a, {2, 5, 5, 8});
   Tensor v = make({1, 2, 3, 4, 5}, {5});
   Tensor head = detail::make_view(v, {4}, {1}, 0), tail = detail::make_view(v, {4}, {1}, 1);
-  native::add_inplace_cpu(tail, head, 1);  // v[1:] += v[:4] with the old values
+  ops::add__Tensor::call(tail, head, 1);  // v[1:] += v[:4] with the old values
   CHECK_VALUES(v, {1, 3, 5, 7, 9});
   // self + self in place is exact aliasing: no copy needed, same result.
   Tensor s = make({1, 2, 3}, {3});
-  native::add_inplace_cpu(s, s, 1);
+  ops::add__Tensor::call(s, s, 1);
   CHECK_VALUES(s, {2, 4, 6});
 }
 
@@ -479,7 +480,7 @@ TEST_CASE("cpu-elementwise: add.out resizes, casts and checks its out tensor", "
   // Right shape: written in place.
   Tensor out = make({0, 0, 0}, {3});
   void* data = out.data_ptr();
-  Tensor r = native::add_out_cpu(a, b, 1, out);
+  Tensor r = ops::add_out::call(a, b, 1, out);
   CHECK(r.is_same(out));
   CHECK(out.data_ptr() == data);
   CHECK_VALUES(out, {11, 12, 13});
@@ -487,7 +488,7 @@ TEST_CASE("cpu-elementwise: add.out resizes, casts and checks its out tensor", "
   Tensor empty = make({}, {0});
   {
     WarningCapture warnings;
-    native::add_out_cpu(a, b, 1, empty);
+    ops::add_out::call(a, b, 1, empty);
     CHECK(warnings.messages.empty());
   }
   CHECK(empty.sizes() == Sizes{3});
@@ -496,7 +497,7 @@ TEST_CASE("cpu-elementwise: add.out resizes, casts and checks its out tensor", "
   Tensor small = make({5, 5}, {2, 1});
   {
     WarningCapture warnings;
-    native::add_out_cpu(make({1, 2, 3, 4, 5, 6}, {2, 3}), b, 1, small);
+    ops::add_out::call(make({1, 2, 3, 4, 5, 6}, {2, 3}), b, 1, small);
     REQUIRE(warnings.messages.size() == 1);
     CHECK(warnings.messages[0] ==
           "An output with one or more elements was resized since it had shape [2, 1], which does not match the "
@@ -508,65 +509,107 @@ TEST_CASE("cpu-elementwise: add.out resizes, casts and checks its out tensor", "
   CHECK_VALUES(small, {11, 12, 13, 14, 15, 16});
   // A wider out dtype is written through a cast.
   Tensor d = make({0, 0, 0}, {3}, kDouble);
-  native::add_out_cpu(make({1, 2, 3}, {3}, kInt), make({1}, {1}, kInt), 1, d);
+  ops::add_out::call(make({1, 2, 3}, {3}, kInt), make({1}, {1}, kInt), 1, d);
   CHECK(d.dtype() == kDouble);
   CHECK_VALUES(d, {2, 3, 4});
   // A non-contiguous out is written where it points.
   Tensor base = make({0, 0, 0, 0, 0, 0}, {6});
-  native::add_out_cpu(a, b, 1, everyOther(base));
+  ops::add_out::call(a, b, 1, everyOther(base));
   CHECK_VALUES(base, {11, 0, 12, 0, 13, 0});
-  CHECK_THROWS_WITH(native::add_out_cpu(a, b, 1, make({0, 0, 0}, {3}, kLong)),
+  CHECK_THROWS_WITH(ops::add_out::call(a, b, 1, make({0, 0, 0}, {3}, kLong)),
                     "result type Float can't be cast to the desired output type Long");
-  CHECK_THROWS_WITH(native::add_out_cpu(a, b, 1, metaTensor({3})),
-                    "add.out: expected all tensors to be on the same device, but found at least two devices, cpu and "
-                    "meta");
+  CHECK_THROWS_WITH(ops::add_out::call(a, b, 1, metaTensor({3})),
+                    "dk::add: expected all tensors to be on the same device, but found at least two devices, cpu "
+                    "(argument 'self') and meta (argument 'out')");
 }
 
 TEST_CASE("cpu-elementwise: sub", "[cpu-elementwise]") {
   Tensor a = make({5, 7, 9}, {3}), b = make({1, 2, 3}, {3});
-  CHECK_VALUES(native::sub_cpu(a, b, 1), {4, 5, 6});
-  CHECK_VALUES(native::sub_cpu(a, b, 2), {3, 3, 3});
-  CHECK_VALUES(native::sub_cpu(make({0}, {1}, kByte), make({1}, {1}, kByte), 1), {255});
-  CHECK_VALUES(native::sub_cpu(make({1, 2}, {2, 1}, kLong), make({10, 20}, {2}, kLong), 1), {-9, -19, -8, -18});
+  CHECK_VALUES(ops::sub_Tensor::call(a, b, 1), {4, 5, 6});
+  CHECK_VALUES(ops::sub_Tensor::call(a, b, 2), {3, 3, 3});
+  CHECK_VALUES(ops::sub_Tensor::call(make({0}, {1}, kByte), make({1}, {1}, kByte), 1), {255});
+  CHECK_VALUES(ops::sub_Tensor::call(make({1, 2}, {2, 1}, kLong), make({10, 20}, {2}, kLong), 1), {-9, -19, -8, -18});
   CHECK_VALUES(dk::sub(a, b), {4, 5, 6});
-  CHECK_THROWS_WITH(native::sub_cpu(make({1}, {1}, kBool), make({1}, {1}, kBool), 1),
+  CHECK_THROWS_WITH(ops::sub_Tensor::call(make({1}, {1}, kBool), make({1}, {1}, kBool), 1),
                     "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                     "`logical_xor()` operator instead.");
-  CHECK_THROWS_WITH(native::sub_cpu(make({1}, {1}), make({1}, {1}, kBool), 1),
+  CHECK_THROWS_WITH(ops::sub_Tensor::call(make({1}, {1}), make({1}, {1}, kBool), 1),
                     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
                     "mask, use the `~` or `logical_not()` operator instead.");
-  CHECK_THROWS_WITH(native::sub_cpu(make({1}, {1}, kInt), make({1}, {1}, kInt), 1.5),
+  CHECK_THROWS_WITH(ops::sub_Tensor::call(make({1}, {1}, kInt), make({1}, {1}, kInt), 1.5),
                     "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
 TEST_CASE("cpu-elementwise: mul and mul_", "[cpu-elementwise]") {
   Tensor a = make({1, 2, 3, 4}, {2, 2}), b = make({10, 100}, {2, 1});
-  CHECK_VALUES(native::mul_cpu(a, b), {10, 20, 300, 400});
+  CHECK_VALUES(ops::mul_Tensor::call(a, b), {10, 20, 300, 400});
   CHECK_VALUES(dk::mul(a, b), {10, 20, 300, 400});
-  CHECK_VALUES(native::mul_cpu(make({1, 1, 0}, {3}, kBool), make({1, 0, 0}, {3}, kBool)), {1, 0, 0});
-  CHECK(native::mul_cpu(make({1}, {1}, kBool), make({1}, {1}, kBool)).dtype() == kBool);
-  CHECK_VALUES(native::mul_cpu(make({16}, {1}, kChar), make({16}, {1}, kChar)), {0});  // 256 wraps
-  CHECK_VALUES(native::mul_cpu(make({65536}, {1}, kInt), make({65536}, {1}, kInt)), {0});
-  Tensor h = native::mul_cpu(make({0.1}, {1}, kHalf), make({3}, {1}, kHalf));
+  CHECK_VALUES(ops::mul_Tensor::call(make({1, 1, 0}, {3}, kBool), make({1, 0, 0}, {3}, kBool)), {1, 0, 0});
+  CHECK(ops::mul_Tensor::call(make({1}, {1}, kBool), make({1}, {1}, kBool)).dtype() == kBool);
+  CHECK_VALUES(ops::mul_Tensor::call(make({16}, {1}, kChar), make({16}, {1}, kChar)), {0});  // 256 wraps
+  CHECK_VALUES(ops::mul_Tensor::call(make({65536}, {1}, kInt), make({65536}, {1}, kInt)), {0});
+  Tensor h = ops::mul_Tensor::call(make({0.1}, {1}, kHalf), make({3}, {1}, kHalf));
   CHECK(read(h)[0] == static_cast<double>(static_cast<float>(Half(static_cast<float>(Half(0.1f)) * 3.0f))));
   Tensor s = make({1, 2, 3}, {3}, kLong);
-  CHECK(native::mul_inplace_cpu(s, scalarTensor(3, kLong)).is_same(s));
+  CHECK(ops::mul__Tensor::call(s, scalarTensor(3, kLong)).is_same(s));
   CHECK_VALUES(s, {3, 6, 9});
-  CHECK_THROWS_WITH(native::mul_inplace_cpu(s, scalarTensor(0.5, kDouble)),
+  CHECK_THROWS_WITH(ops::mul__Tensor::call(s, scalarTensor(0.5, kDouble)),
                     "result type Double can't be cast to the desired output type Long");
 }
 
 TEST_CASE("cpu-elementwise: div is true division in floating point", "[cpu-elementwise]") {
-  Tensor r = native::div_cpu(make({1, 7, -7}, {3}, kLong), make({2}, {1}, kLong));
+  Tensor r = ops::div_Tensor::call(make({1, 7, -7}, {3}, kLong), make({2}, {1}, kLong));
   CHECK(r.dtype() == kFloat);
   CHECK_VALUES(r, {0.5, 3.5, -3.5});
-  CHECK(native::div_cpu(make({1}, {1}, kBool), make({1}, {1}, kBool)).dtype() == kFloat);
-  CHECK(native::div_cpu(make({1}, {1}, kInt), make({2}, {1}, kDouble)).dtype() == kDouble);
-  CHECK(native::div_cpu(make({1}, {1}, kHalf), make({2}, {1}, kHalf)).dtype() == kHalf);
-  CHECK_VALUES(native::div_cpu(make({1, -1, 0}, {3}), make({0}, {1})), {kInf, -kInf, kNaN});
+  CHECK(ops::div_Tensor::call(make({1}, {1}, kBool), make({1}, {1}, kBool)).dtype() == kFloat);
+  CHECK(ops::div_Tensor::call(make({1}, {1}, kInt), make({2}, {1}, kDouble)).dtype() == kDouble);
+  CHECK(ops::div_Tensor::call(make({1}, {1}, kHalf), make({2}, {1}, kHalf)).dtype() == kHalf);
+  CHECK_VALUES(ops::div_Tensor::call(make({1, -1, 0}, {3}), make({0}, {1})), {kInf, -kInf, kNaN});
   Tensor a = make({1, 2, 3, 4, 5, 6}, {2, 3}, kDouble), b = make({3, 7}, {2, 1}, kDouble);
-  CHECK(sameValues(read(native::div_cpu(a, b)), broadcastReference(a, b, [](double x, double y) { return x / y; })));
+  CHECK(sameValues(read(ops::div_Tensor::call(a, b)), broadcastReference(a, b, [](double x, double y) { return x / y; })));
   CHECK_VALUES(dk::div(a, b), broadcastReference(a, b, [](double x, double y) { return x / y; }));
+}
+
+TEST_CASE("cpu-elementwise: the structured forms of sub, mul and div", "[cpu-elementwise][structured]") {
+  // One meta function and one impl per family (Note [Structured kernels]): every form computes
+  // the same values and makes the same checks.
+  Tensor a = make({5, 7, 9}, {3}), b = make({1, 2, 3}, {3});
+  Tensor s = a.clone();
+  CHECK(ops::sub__Tensor::call(s, b, 2).is_same(s));
+  CHECK_VALUES(s, {3, 3, 3});
+  Tensor out = make({}, {0});
+  CHECK(ops::sub_out::call(a, b, 1, out).is_same(out));
+  CHECK_VALUES(out, {4, 5, 6});
+  CHECK_THROWS_WITH(ops::sub__Tensor::call(make({1}, {1}, kBool), make({1}, {1}, kBool), 1),
+                    "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                    "`logical_xor()` operator instead.");
+  CHECK_THROWS_WITH(ops::sub_out::call(make({1}, {1}, kInt), make({1}, {1}, kInt), 1.5, make({0}, {1}, kInt)),
+                    "For integral input tensors, argument alpha must not be a floating point number.");
+
+  Tensor m = make({0, 0, 0}, {3}, kDouble);
+  ops::mul_out::call(a, make({2}, {1}), m);  // Float result into a Double out, through a temporary
+  CHECK(m.dtype() == kDouble);
+  CHECK_VALUES(m, {10, 14, 18});
+  CHECK_THROWS_WITH(ops::mul_out::call(a, b, make({0, 0, 0}, {3}, kLong)),
+                    "result type Float can't be cast to the desired output type Long");
+
+  Tensor d = make({1, 2, 3}, {3});
+  CHECK(ops::div__Tensor::call(d, make({2}, {1}, kLong)).is_same(d));
+  CHECK_VALUES(d, {0.5, 1, 1.5});
+  CHECK_THROWS_WITH(ops::div__Tensor::call(make({1, 2}, {2}, kLong), make({2}, {1}, kLong)),
+                    "result type Float can't be cast to the desired output type Long");
+  Tensor q = make({}, {0}, kDouble);
+  ops::div_out::call(make({1, 7}, {2}, kLong), make({2}, {1}, kLong), q);
+  CHECK(q.dtype() == kDouble);
+  CHECK_VALUES(q, {0.5, 3.5});
+  // A Float self takes a Double result (cast back), computed in Double as PyTorch does.
+  Tensor f = make({1, 2}, {2});
+  ops::add__Tensor::call(f, make({0.25, 0.5}, {2}, kDouble), 1);
+  CHECK(f.dtype() == kFloat);
+  CHECK_VALUES(f, {1.25, 2.5});
+  CHECK_THROWS_WITH(ops::div_out::call(a, b, expanded(make({0}, {1}), {3})),
+                    "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                    "location. Please clone() the tensor before performing the operation.");
 }
 
 TEST_CASE("cpu-elementwise: pow with a Scalar exponent", "[cpu-elementwise]") {

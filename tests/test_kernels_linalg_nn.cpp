@@ -15,7 +15,9 @@
 #include "dk/generated/ops/_softmax.h"
 #include "dk/generated/ops/abs.h"
 #include "dk/generated/ops/addmm.h"
+#include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/bmm.h"
+#include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat.h"
 #include "dk/generated/ops/cat_native.h"
 #include "dk/generated/ops/cat_ops.h"
@@ -338,6 +340,46 @@ TEST_CASE("cpu-structural: addmm is beta * self + alpha * mat1 @ mat2", "[cpu-st
     CHECK_THROWS_WITH(dk::addmm(bias, m1, m1), "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
     CHECK_THROWS_WITH(dk::addmm(bias, m1, make(Values(6), {3, 2}, kDouble)),
                       "expected m1 and m2 to have the same dtype, but got: float != double");
+  }
+}
+
+TEST_CASE("cpu-structural: bmm.out, addmm.out and addmm_ (the structured forms)", "[cpu-structural][linalg]") {
+  Tensor m1 = make({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor m2 = make({7, 8, 9, 10, 11, 12}, {3, 2});
+  SECTION("bmm.out writes a strided out through its strides, resizes an empty one") {
+    Tensor a = make({1, 2, 3, 4, 5, 6}, {1, 2, 3}), b = make({7, 8, 9, 10, 11, 12}, {1, 3, 2});
+    Tensor base = make(Values(4), {1, 2, 2});
+    Tensor out = dk::transpose(base, 1, 2);  // the right sizes, columns contiguous
+    CHECK(ops::bmm_out::call(a, b, out).is_same(out));
+    CHECK(out.strides() == Sizes{4, 1, 2});
+    CHECK(read(base) == Values{58, 139, 64, 154});
+    Tensor empty = make({}, {0});
+    ops::bmm_out::call(a, b, empty);
+    CHECK(empty.sizes() == Sizes{1, 2, 2});
+    CHECK(read(empty) == Values{58, 64, 139, 154});
+    CHECK(read(ops::bmm_out::call(make({}, {2, 1, 0}), make({}, {2, 0, 1}), make({7, 7}, {2, 1, 1}))) ==
+          Values{0, 0});
+    CHECK_THROWS_WITH(ops::bmm_out::call(a, b, make({}, {0}, kDouble)),
+                      "Expected out tensor to have dtype float, but got double instead");
+  }
+  SECTION("addmm.out and addmm_ compute what addmm does") {
+    Tensor bias = make({1, -1}, {2});
+    Tensor out = make({}, {0});
+    CHECK(ops::addmm_out::call(bias, m1, m2, 0.5, 2, out).is_same(out));
+    CHECK(read(out) == Values{116.5, 127.5, 278.5, 307.5});
+    Tensor self = make({1, -1, 1, -1}, {2, 2});
+    CHECK(ops::addmm_::call(self, m1, m2, 1, 1).is_same(self));
+    CHECK(read(self) == Values{59, 63, 140, 153});
+    // self is read before it is written, also when it is a mat argument too.
+    Tensor sq = make({1, 2, 3, 4}, {2, 2});
+    sq.addmm_(sq, sq);
+    CHECK(read(sq) == Values{8, 12, 18, 26});
+    CHECK_THROWS_WITH(ops::addmm_::call(make({1, 2}, {2}), m1, m2, 1, 1),
+                      "Bad in-place call: input tensor size [2] and output tensor size [2, 2] should match");
+    CHECK_THROWS_WITH(ops::addmm_::call(make({1, 2, 3, 4}, {2, 2}, kDouble), m1, m2, 1, 1),
+                      "Bad in-place call: input tensor dtype double and output tensor dtype float should match");
+    CHECK_THROWS_WITH(ops::addmm_out::call(bias, m1, m2, 1, 1, make({}, {0}, kLong)),
+                      "Expected out tensor to have dtype float, but got long int instead");
   }
 }
 

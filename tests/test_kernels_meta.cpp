@@ -30,6 +30,7 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos.h"
 #include "dk/generated/ops/div.h"
+#include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/embedding.h"
 #include "dk/generated/ops/empty.h"
 #include "dk/generated/ops/eq.h"
@@ -62,6 +63,7 @@
 #include "dk/generated/ops/sin.h"
 #include "dk/generated/ops/sqrt.h"
 #include "dk/generated/ops/sub.h"
+#include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum.h"
 #include "dk/generated/ops/tanh.h"
 #include "dk/generated/ops/where.h"
@@ -793,6 +795,20 @@ TEST_CASE("meta: pointwise outputs and errors match the CPU kernels", "[meta][cp
       binaryOf([](const Tensor& a, const Tensor& b) { return where(gt(a, b), a, b); }),
       binaryOf([](const Tensor& a, const Tensor& b) { return ops::add__Tensor::call(a, b, 1); }),
       binaryOf([](const Tensor& a, const Tensor& b) { return ops::mul__Tensor::call(a, b); }),
+      binaryOf([](const Tensor& a, const Tensor& b) { return ops::sub__Tensor::call(a, b, 1); }),
+      binaryOf([](const Tensor& a, const Tensor& b) { return ops::div__Tensor::call(a, b); }),
+      binaryOf([](const Tensor& a, const Tensor& b) {
+        Tensor out = detail::empty_contiguous({0}, kFloat, a.device());
+        return ops::sub_out::call(a, b, 1, out);
+      }),
+      binaryOf([](const Tensor& a, const Tensor& b) {
+        Tensor out = detail::empty_contiguous({0}, kLong, a.device());
+        return ops::mul_out::call(a, b, out);
+      }),
+      binaryOf([](const Tensor& a, const Tensor& b) {
+        Tensor out = detail::empty_contiguous({0}, kDouble, a.device());
+        return ops::div_out::call(a, b, out);
+      }),
       binaryOf([](const Tensor& a, const Tensor& b) {
         Tensor out = detail::empty_contiguous({0}, kDouble, a.device());
         return add(a, b, 1, out);

@@ -6,7 +6,10 @@ Each registration goes through a generated wrapper ``wrapper_<Key>_<op>`` that c
 every tensor argument is on one device (backend keys only, unless the entry says
 ``device_check: NoCheck``), sets the CUDA device guard (CUDA keys, under
 ``DK_WITH_CUDA``, unless ``device_guard: False``), and calls the kernel. The wrapper is
-registered with the boxing adapters of its signature (Note [One boxing family]). A key
+registered with the boxing adapters of its signature (Note [One boxing family]). The wrapper
+of a structured family's member (codegen/structured.py) runs the family's meta function and,
+except at Meta, the key's impl class instead (Note [Structured kernels] in
+runtime/include/dk/tensor/structured.h); ``NativeFunctions.h`` declares those classes. A key
 with more than ``MAX_OPERATORS_PER_FILE`` operators is split into ``Register<Key>_<i>.cpp``
 files, a power of two of them; each operator's file is chosen by a stable hash of its name, so
 adding an operator moves no other one (until the count of files doubles).
@@ -17,10 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from codegen import structured
 from codegen.api import native
 from codegen.api.native import NativeKernel
 from codegen.dest.common import GenContext, Operator, forward_all, header_group, render, shard_by_hash
-from codegen.model import DispatchKey
+from codegen.model import BackendMetadata, DispatchKey
+from codegen.structured import StructuredFamily
 
 MAX_OPERATORS_PER_FILE = 50
 
@@ -32,6 +37,7 @@ class Registration:
     op: Operator
     key: DispatchKey
     kernel: NativeKernel
+    family: Optional[StructuredFamily] = None  # set for the members of a structured family
 
     @property
     def wrapper(self) -> str:
@@ -66,15 +72,100 @@ class Registration:
     def call(self) -> str:
         return f"{self.kernel.qualified}({forward_all(self.op.sig.bindings)})"
 
+    @property
+    def structured(self) -> Optional["StructuredCall"]:
+        return StructuredCall(self) if self.family is not None else None
+
+
+_STRUCTURED_WRAPPERS = {"functional": "StructuredFunctional", "inplace": "StructuredInplace", "out": "StructuredOut"}
+
+
+@dataclass(frozen=True)
+class StructuredCall:
+    """How a structured member's wrapper runs (Note [Structured kernels]): the wrapper class
+    of its form, made with the operator's name and its given outputs; meta(), then impl()
+    except at Meta; then its result."""
+
+    reg: Registration
+
+    @property
+    def _func(self):
+        return self.reg.op.nf.func
+
+    @property
+    def wrapper_class(self) -> str:
+        outputs = len(self.reg.family.out.func.out)
+        return f"detail::{_STRUCTURED_WRAPPERS[self._func.kind]}<{self.reg.kernel.qualified}, {outputs}>"
+
+    @property
+    def constructor(self) -> str:
+        """``"dk::add", {out}, {"out"}``: the name messages give, and the outputs of in-place
+        and out= calls with their argument names."""
+        name = f'"{self.reg.op.name}"'
+        given = self.given
+        if not given:
+            return name
+        tensors = ", ".join(b.name for b in given)
+        names = ", ".join(f'"{b.argument.name}"' for b in given)
+        return f"{name}, {{{tensors}}}, {{{names}}}"
+
+    @property
+    def given(self):
+        """The bindings of the tensors written: self (in-place), the outputs (out=)."""
+        bindings = self.reg.op.sig.bindings
+        if self._func.kind == "inplace":
+            return bindings[:1]
+        outs = {a.name for a in self._func.out}
+        return tuple(b for b in bindings if b.argument.name in outs)
+
+    @property
+    def arguments(self) -> str:
+        """meta()'s arguments: the operator's, less the out= outputs."""
+        outs = {a.name for a in self._func.out}
+        return ", ".join(b.name for b in self.reg.op.sig.bindings if b.argument.name not in outs)
+
+    @property
+    def runs_impl(self) -> bool:
+        return self.reg.key != DispatchKey.Meta
+
+    @property
+    def impl_outputs(self) -> str:
+        return ", ".join(f"op.maybe_get_output({i})" for i in range(len(self.reg.family.out.func.out)))
+
+    @property
+    def result(self) -> List[str]:
+        """The statements after the calls."""
+        given = self.given
+        if self._func.kind == "functional":
+            outs = [f"op.take_output({i})" for i in range(len(self._func.returns))]
+            return [f"return {outs[0]};" if len(outs) == 1 else f"return {{{', '.join(outs)}}};"]
+        values = [b.name for b in given]
+        ret = f"return {values[0]};" if len(values) == 1 else f"return {{{', '.join(values)}}};"
+        return ["op.finish();", ret]
+
+
+def structured_kernel(metadata: BackendMetadata, signature) -> NativeKernel:
+    """The class a structured kernel names: ``native::structured_add_out_cpu``, at Meta
+    ``meta::structured_add_Tensor``."""
+    if metadata.namespace == "dk::meta":
+        return NativeKernel("dk::meta", metadata.kernel, signature)
+    return NativeKernel(metadata.namespace or native.DEFAULT_NAMESPACE, StructuredFamily.impl_class(metadata),
+                        signature)
+
 
 def registrations(ctx: GenContext) -> Dict[DispatchKey, List[Registration]]:
     """Every (operator, key) with a kernel, by key in key order, operators sorted."""
     by_key: Dict[DispatchKey, List[Registration]] = {}
+    families = structured.families([op.nf for op in ctx.operators])
     for op in ctx.operators:
         if op.nf.manual_kernel_registration:
             continue
         for key, metadata in op.nf.dispatch.items():
-            by_key.setdefault(key, []).append(Registration(op, key, native.kernel(metadata, op.sig)))
+            if metadata.structured:
+                reg = Registration(op, key, structured_kernel(metadata, op.sig), families[op.nf.name])
+            else:
+                reg = Registration(op, key, native.kernel(metadata, op.sig))
+            by_key.setdefault(key, []).append(reg)
     return dict(sorted(by_key.items()))
 
 
@@ -83,9 +174,44 @@ def native_kernels(regs: Dict[DispatchKey, List[Registration]]) -> List[Tuple[Na
     uses: Dict[tuple, Tuple[NativeKernel, List[str]]] = {}
     for key, rows in regs.items():
         for reg in rows:
+            if reg.family is not None:
+                continue
             entry = uses.setdefault(reg.kernel.key, (reg.kernel, []))
             entry[1].append(f"{reg.op.nf.func.name} @ {key.name}")
     return [uses[k] for k in sorted(uses)]
+
+
+@dataclass(frozen=True)
+class StructuredDecl:
+    """A family's classes in its native header: the meta class and one impl class per key."""
+
+    family: StructuredFamily
+    sig: object  # the out= operator's DispatcherSignature
+
+    @property
+    def _outs(self):
+        return {a.name for a in self.family.out.func.out}
+
+    @property
+    def meta_params(self) -> str:
+        return ", ".join(b.decl() for b in self.sig.bindings if b.argument.name not in self._outs)
+
+    @property
+    def impl_params(self) -> str:
+        return ", ".join(b.decl() for b in self.sig.bindings)
+
+    @property
+    def members(self) -> str:
+        return ", ".join(str(nf.name) for nf in self.family.members)
+
+    @property
+    def impls(self) -> List[Tuple[str, str]]:
+        """(class name, keys) of each impl class, sorted by name."""
+        by_class: Dict[str, List[str]] = {}
+        for key, metadata in self.family.out.dispatch.items():
+            if metadata.structured and key != DispatchKey.Meta:
+                by_class.setdefault(StructuredFamily.impl_class(metadata), []).append(key.name)
+        return [(name, ", ".join(keys)) for name, keys in sorted(by_class.items())]
 
 
 def register_file_names(key: DispatchKey, count: int) -> List[str]:
@@ -102,14 +228,18 @@ def emit(ctx: GenContext, files) -> None:
     # headers is declared in both (a repeated declaration is fine), so adding an operator that
     # shares a kernel changes no other operator's header.
     native_groups = []
-    for group in ctx.groups:
+    families = structured.families([op.nf for op in ctx.operators])
+    for group, ops in ctx.groups.items():
         rows = {key: [r for r in rs if header_group(r.op.nf) == group] for key, rs in regs.items()}
         kernels = native_kernels({key: rs for key, rs in rows.items() if rs})
-        if kernels:
+        decls = [StructuredDecl(families[op.nf.name], op.sig) for op in ops
+                 if op.nf.structured and op.nf.name in families]
+        if kernels or decls:
             native_groups.append(group)
             namespaces = sorted({k.namespace for k, _ in kernels})
             files.write(ctx.op_header(group, "_native"),
-                        render(ctx, "OperatorNatives.h.j2", group=group, namespaces=namespaces, kernels=kernels))
+                        render(ctx, "OperatorNatives.h.j2", group=group, namespaces=namespaces, kernels=kernels,
+                               structured=decls))
     files.write(ctx.header("NativeFunctions.h"), render(ctx, "NativeFunctions.h.j2", groups=native_groups))
     files.write(ctx.header("DeviceCheck.h"), render(ctx, "DeviceCheck.h.j2"))
     for key, rows in regs.items():
@@ -119,5 +249,6 @@ def emit(ctx: GenContext, files) -> None:
             files.write(name, render(
                 ctx, "RegisterKey.cpp.j2", key=key.name, registrations=run, part=index, parts=len(names),
                 checks_devices=key.is_backend, guards_cuda=key.is_cuda,
+                has_structured=any(r.family is not None for r in run),
                 includes=ctx.includes_for([r.op for r in run], natives={header_group(r.op.nf) for r in run}),
             ))

@@ -13,8 +13,7 @@ namespace dk::native {
 
 namespace {
 
-// An iterator computing in the common dtype of self and other, writing `out` (undefined:
-// allocate).
+// An iterator computing in the common dtype of self and other, writing `out`.
 TensorIterator binaryIterator(const char* op, const Tensor& out, const Tensor& self, const Tensor& other) {
   return TensorIteratorConfig(op)
       .add_output(out)
@@ -24,18 +23,10 @@ TensorIterator binaryIterator(const char* op, const Tensor& out, const Tensor& s
       .build();
 }
 
-// PyTorch's alpha rules for add and sub.
-void checkAlpha(ScalarType dtype, const Scalar& alpha) {
-  DK_CHECK(!alpha.isBoolean() || dtype == ScalarType::Bool, "Boolean alpha only supported for Boolean results.");
-  DK_CHECK(isFloatingType(dtype) || !alpha.isFloatingPoint(),
-           "For integral input tensors, argument alpha must not be a floating point number.");
-}
-
 bool isOne(const Scalar& s) { return s.toDouble() == 1.0; }
 
 // out = self + alpha * other over a built iterator.
 void addKernel(TensorIterator& iter, const char* op, const Scalar& alpha) {
-  checkAlpha(iter.common_dtype(), alpha);
   DK_DISPATCH_ALL_TYPES(iter.common_dtype(), op, [&] {
     using M = opmath_t<scalar_t>;
     if (isOne(alpha)) {
@@ -44,22 +35,6 @@ void addKernel(TensorIterator& iter, const char* op, const Scalar& alpha) {
       const M a = scalarTo<M>(alpha);
       cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [a](M x, M y) { return addValues(x, mulValues(a, y)); });
     }
-  });
-}
-
-void checkSub(const Tensor& self, const Tensor& other) {
-  DK_CHECK(self.dtype() != ScalarType::Bool || other.dtype() != ScalarType::Bool,
-           "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
-           "operator instead.");
-  DK_CHECK(self.dtype() != ScalarType::Bool && other.dtype() != ScalarType::Bool,
-           "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
-           "use the `~` or `logical_not()` operator instead.");
-}
-
-void mulKernel(TensorIterator& iter) {
-  DK_DISPATCH_ALL_TYPES(iter.common_dtype(), "mul", [&] {
-    using M = opmath_t<scalar_t>;
-    cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M a, M b) { return mulValues(a, b); });
   });
 }
 
@@ -77,29 +52,17 @@ T integerPow(T base, int64_t exponent) {
 
 }  // namespace
 
-Tensor add_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  TensorIterator iter = binaryIterator("add", Tensor(), self, other);
+// The structured families add, sub, mul and div (Note [Structured kernels] in
+// dk/tensor/structured.h): meta() in kernels/meta/binary_structured.cpp has checked the
+// arguments (alpha, bool subtraction) and given `out` its sizes and dtype.
+
+DK_IMPL_FUNC(add_out_cpu)(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  TensorIterator iter = binaryIterator("add", out, self, other);
   addKernel(iter, "add", alpha);
-  return iter.output();
 }
 
-Tensor add_inplace_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  TensorIterator iter = binaryIterator("add_", self, self, other);
-  addKernel(iter, "add_", alpha);
-  return iter.output();
-}
-
-Tensor add_out_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  DK_CHECK(out.defined(), "add.out: expected a defined out tensor");
-  TensorIterator iter = binaryIterator("add.out", out, self, other);
-  addKernel(iter, "add.out", alpha);
-  return iter.output();
-}
-
-Tensor sub_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  checkSub(self, other);
-  TensorIterator iter = binaryIterator("sub", Tensor(), self, other);
-  checkAlpha(iter.common_dtype(), alpha);
+DK_IMPL_FUNC(sub_out_cpu)(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  TensorIterator iter = binaryIterator("sub", out, self, other);
   DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(iter.common_dtype(), "sub", [&] {
     using M = opmath_t<scalar_t>;
     if (isOne(alpha)) {
@@ -109,25 +72,20 @@ Tensor sub_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
       cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [a](M x, M y) { return subValues(x, mulValues(a, y)); });
     }
   });
-  return iter.output();
 }
 
-Tensor mul_cpu(const Tensor& self, const Tensor& other) {
-  TensorIterator iter = binaryIterator("mul", Tensor(), self, other);
-  mulKernel(iter);
-  return iter.output();
-}
-
-Tensor mul_inplace_cpu(const Tensor& self, const Tensor& other) {
-  TensorIterator iter = binaryIterator("mul_", self, self, other);
-  mulKernel(iter);
-  return iter.output();
+DK_IMPL_FUNC(mul_out_cpu)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  TensorIterator iter = binaryIterator("mul", out, self, other);
+  DK_DISPATCH_ALL_TYPES(iter.common_dtype(), "mul", [&] {
+    using M = opmath_t<scalar_t>;
+    cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M a, M b) { return mulValues(a, b); });
+  });
 }
 
 // True division: integer and bool inputs divide as get_default_dtype().
-Tensor div_cpu(const Tensor& self, const Tensor& other) {
+DK_IMPL_FUNC(div_out_cpu)(const Tensor& self, const Tensor& other, const Tensor& out) {
   TensorIterator iter = TensorIteratorConfig("div")
-                            .add_output(Tensor())
+                            .add_output(out)
                             .add_input(self)
                             .add_input(other)
                             .promote_inputs_to_common_dtype(true)
@@ -137,7 +95,6 @@ Tensor div_cpu(const Tensor& self, const Tensor& other) {
     using M = opmath_t<scalar_t>;
     cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M a, M b) { return a / b; });
   });
-  return iter.output();
 }
 
 // The dtype is result_type(self, exponent). Integer bases take integer powers exactly; the

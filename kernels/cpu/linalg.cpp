@@ -1,9 +1,8 @@
-// Matrix products on the CPU: mm, mm.out, bmm, addmm. One cache-blocked loop nest serves them
-// all (Note [Blocked matrix product]); inputs may be strided (transposed, sliced), the output
-// is written through its own strides.
+// Matrix products on the CPU: the impls of the structured mm, bmm and addmm families. One
+// cache-blocked loop nest serves them all (Note [Blocked matrix product]); inputs may be strided
+// (transposed, sliced), the output is written through its own strides.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -12,33 +11,14 @@
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/mm_native.h"
 #include "dk/generated/ops/to_ops.h"
+#include "dk/generated/ops/zero_ops.h"
 #include "dk/tensor/dtype_dispatch.h"
-#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
-#include "dk/tensor/tensor_geometry.h"
 #include "dk/util/error.h"
 
 namespace dk::native {
 
 namespace {
-
-// The name PyTorch 1.13 prints for a dtype in these messages (its TypeMeta name):
-// "expected m1 and m2 to have the same dtype, but got: float != double".
-const char* typeMetaName(ScalarType t) {
-  switch (t) {
-    case ScalarType::Byte: return "unsigned char";
-    case ScalarType::Char: return "signed char";
-    case ScalarType::Int: return "int";
-    case ScalarType::Long: return "long int";
-    case ScalarType::Half: return "c10::Half";
-    case ScalarType::Float: return "float";
-    case ScalarType::Double: return "double";
-    case ScalarType::Bool: return "bool";
-    case ScalarType::BFloat16: return "c10::BFloat16";
-    case ScalarType::Undefined: break;
-  }
-  return "Undefined";
-}
 
 // What products are summed in: float for the 16-bit floats (and float), double for double, and
 // for integers uint64_t, whose wrap-around is defined and equals the two's-complement result
@@ -150,22 +130,6 @@ StridedMatrix<T> matrixOf(const Tensor& t, int64_t row_dim, int64_t col_dim, int
   return {static_cast<const T*>(t.data_ptr()) + offset, t.stride(row_dim), t.stride(col_dim)};
 }
 
-void checkSameDtype(const Tensor& m1, const Tensor& m2) {
-  DK_CHECK(m1.dtype() == m2.dtype(), "expected m1 and m2 to have the same dtype, but got: ", typeMetaName(m1.dtype()),
-           " != ", typeMetaName(m2.dtype()));
-}
-
-void checkMatmulShapes(const Tensor& mat1, const Tensor& mat2) {
-  DK_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x",
-           mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
-}
-
-// For integer results, alpha and beta must be integers too (PyTorch's rule for addmm).
-void checkIntegralScalar(ScalarType dtype, const Scalar& value, const char* name) {
-  DK_CHECK(isFloatingType(dtype) || !value.isFloatingPoint(), "For integral input tensors, argument ", name,
-           " must not be a floating point number.");
-}
-
 // Writes mat1 @ mat2 (times alpha, plus beta * self when self is given) into `out` (M x N).
 void mmInto(const Tensor& out, const Tensor& mat1, const Tensor& mat2, const Tensor* self, const Scalar& beta,
             const Scalar& alpha, const char* op) {
@@ -180,96 +144,42 @@ void mmInto(const Tensor& out, const Tensor& mat1, const Tensor& mat2, const Ten
   });
 }
 
-// PyTorch's resize_output: an out= tensor of the wrong shape takes the right one (contiguous),
-// with a warning when it held elements; its storage grows in place when too small, so views of
-// it keep seeing its memory.
-void resizeOutput(const Tensor& out, IntArrayRef sizes) {
-  if (out.sizes() == sizes.vec()) return;
-  if (out.numel() != 0) {
-    warn(detail::concat("An output with one or more elements was resized since it had shape ",
-                        IntArrayRef(out.sizes()), ", which does not match the required output shape ", sizes,
-                        ". This behavior is deprecated, and in a future PyTorch release outputs will not be resized "
-                        "unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, "
-                        "inplace, to zero elements with t.resize_(0)."));
-  }
-  TensorImpl* impl = out.unsafeGetTensorImpl();
-  DK_CHECK(impl->has_storage(), "resize: the out tensor has no storage");
-  impl->set_sizes_contiguous(sizes.vec());
-  size_t needed = static_cast<size_t>(impl->storage_offset() + computeNumel(sizes)) * impl->itemsize();
-  const Storage& storage = impl->storage();
-  if (storage.nbytes() >= needed) return;
-  Allocator* allocator = storage.allocator();
-  DK_CHECK(allocator != nullptr, "Trying to resize storage that is not resizable");
-  DataPtr grown = allocator->allocate(needed, storage.device());
-  if (storage.nbytes() > 0) std::memcpy(grown.get(), storage.data(), storage.nbytes());
-  storage.unsafeGetStorageImpl()->set_data_ptr(std::move(grown), needed);
-}
-
 }  // namespace
 
-Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
-  DK_CHECK(self.dim() == 2, "self must be a matrix");
-  DK_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
-  checkMatmulShapes(self, mat2);
-  checkSameDtype(self, mat2);
-  Tensor out = detail::empty_contiguous({self.size(0), mat2.size(1)}, self.dtype(), self.device());
+// The structured families mm, bmm and addmm (Note [Structured kernels] in dk/tensor/structured.h):
+// meta() in kernels/meta/linalg_structured.cpp has checked shapes, dtypes and scalars and given
+// `out` the product's sizes and dtype; out may be strided (an out= tensor of the right sizes).
+
+DK_IMPL_FUNC(mm_out_cpu)(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   mmInto(out, self, mat2, nullptr, 0, 1, "mm");
-  return out;
 }
 
-Tensor mm_out_cpu(const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  DK_CHECK(self.dim() == 2, "self must be a matrix");
-  DK_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
-  checkMatmulShapes(self, mat2);
-  checkSameDtype(self, mat2);
-  DK_CHECK(out.dtype() == self.dtype(), "Expected out tensor to have dtype ", typeMetaName(self.dtype()), ", but got ",
-           typeMetaName(out.dtype()), " instead");
-  resizeOutput(out, {self.size(0), mat2.size(1)});
-  mmInto(out, self, mat2, nullptr, 0, 1, "mm");
-  return out;
-}
-
-Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
-  DK_CHECK(self.dim() == 3, "batch1 must be a 3D tensor");
-  DK_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
+DK_IMPL_FUNC(bmm_out_cpu)(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   int64_t batches = self.size(0), m = self.size(1), k = self.size(2), n = mat2.size(2);
-  DK_CHECK(mat2.size(0) == batches && mat2.size(1) == k,
-           "Expected size for first two dimensions of batch2 tensor to be: [", batches, ", ", k, "] but got: [",
-           mat2.size(0), ", ", mat2.size(1), "].");
-  checkSameDtype(self, mat2);
-  Tensor out = detail::empty_contiguous({batches, m, n}, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   if (k == 0) {
     // Empty sums: zeros (and the empty inputs have no memory to point into).
-    std::memset(out.data_ptr(), 0, static_cast<size_t>(out.numel()) * out.element_size());
-    return out;
+    ops::zero_::call(out);
+    return;
   }
   DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(self.dtype(), "bmm", [&] {
     auto* out_data = static_cast<scalar_t*>(out.data_ptr());
     for (int64_t b = 0; b < batches; ++b) {
       matrixProduct<scalar_t>(matrixOf<scalar_t>(self, 1, 2, b * self.stride(0)),
-                              matrixOf<scalar_t>(mat2, 1, 2, b * mat2.stride(0)), m, n, k, out_data + b * m * n, n, 1,
-                              nullptr, 0, 1);
+                              matrixOf<scalar_t>(mat2, 1, 2, b * mat2.stride(0)), m, n, k,
+                              out_data + b * out.stride(0), out.stride(1), out.stride(2), nullptr, 0, 1);
     }
   });
-  return out;
 }
 
 // beta * self + alpha * (mat1 @ mat2), self broadcast to the product's shape. As in PyTorch
-// 1.13, self may have another dtype: it is converted to the matrices' dtype.
-Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
-  DK_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
-  DK_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
-  checkMatmulShapes(mat1, mat2);
-  checkSameDtype(mat1, mat2);
-  checkIntegralScalar(mat1.dtype(), alpha, "alpha");
-  checkIntegralScalar(mat1.dtype(), beta, "beta");
-  int64_t m = mat1.size(0), n = mat2.size(1);
-  Tensor expanded = ops::expand::call(self, {m, n}, false);
+// 1.13, self may have another dtype: it is converted to the matrices' dtype. In addmm_, out is
+// self: each element of self is read just before the same element is written.
+DK_IMPL_FUNC(addmm_out_cpu)(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                            const Scalar& alpha, const Tensor& out) {
+  Tensor expanded = ops::expand::call(self, {mat1.size(0), mat2.size(1)}, false);
   if (expanded.dtype() != mat1.dtype()) expanded = ops::to_dtype::call(expanded, mat1.dtype(), false, false, std::nullopt);
-  Tensor out = detail::empty_contiguous({m, n}, mat1.dtype(), mat1.device());
   mmInto(out, mat1, mat2, &expanded, beta, alpha, "addmm");
-  return out;
 }
 
 }  // namespace dk::native

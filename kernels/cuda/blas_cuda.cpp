@@ -1,4 +1,4 @@
-// CUDA kernels of the matrix products (mm, mm.out, bmm, addmm) through cuBLAS.
+// CUDA impls of the structured matrix products (mm, bmm, addmm) through cuBLAS.
 //
 // Note [Row-major GEMM through cuBLAS]
 // cuBLAS is column-major. A row-major C = A @ B (m x k times k x n) is, read column-major,
@@ -137,46 +137,43 @@ void gemm(const char* op, const Tensor& result, const Tensor& a, const Tensor& b
               "cublasGemmStridedBatchedEx");
 }
 
+// Runs compute(result) with result = out when out is contiguous (gemm writes contiguous
+// matrices), else a contiguous temporary holding out's values, copied into out afterwards.
+template <class Compute>
+void intoContiguous(const Tensor& out, Compute&& compute) {
+  if (out.is_contiguous()) {
+    compute(out);
+    return;
+  }
+  Tensor result = cuda::emptyCuda(out.sizes(), out.dtype(), out.device());
+  cuda::copyWithinDevice(result, out);
+  compute(result);
+  cuda::copyWithinDevice(out, result);
+}
+
 }  // namespace
 
-Tensor mm_cuda(const Tensor& self, const Tensor& mat2) {
-  meta::OutputSpec spec = meta::mm(self, mat2);
-  Tensor result = cuda::emptyCuda(spec.sizes, spec.dtype, self.device());
-  gemm("mm", result, self, mat2, 1, 0);
-  return result;
+// The structured families mm, bmm and addmm (Note [Structured kernels] in dk/tensor/structured.h):
+// meta() has checked shapes, dtypes and scalars and given `out` the product's sizes and dtype.
+
+DK_IMPL_FUNC(mm_out_cuda)(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  intoContiguous(out, [&](const Tensor& result) { gemm("mm", result, self, mat2, 1, 0); });
 }
 
-Tensor mm_out_cuda(const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  meta::OutputSpec spec = meta::mm(self, mat2, /*check_dtype_support=*/false);
-  meta::checkOutDtypeExact(out, spec.dtype);
-  meta::resizeOutput(out, spec.sizes);
-  if (out.is_contiguous()) {
-    gemm("mm", out, self, mat2, 1, 0);
-  } else {
-    Tensor result = cuda::emptyCuda(spec.sizes, spec.dtype, self.device());
-    gemm("mm", result, self, mat2, 1, 0);
-    cuda::copyWithinDevice(out, result);
-  }
-  return out;
+DK_IMPL_FUNC(bmm_out_cuda)(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  intoContiguous(out, [&](const Tensor& result) { gemm("bmm", result, self, mat2, 1, 0); });
 }
 
-Tensor bmm_cuda(const Tensor& self, const Tensor& mat2) {
-  meta::OutputSpec spec = meta::bmm(self, mat2);
-  Tensor result = cuda::emptyCuda(spec.sizes, spec.dtype, self.device());
-  gemm("bmm", result, self, mat2, 1, 0);
-  return result;
-}
-
-Tensor addmm_cuda(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
-                  const Scalar& alpha) {
-  meta::OutputSpec spec = meta::addmm(self, mat1, mat2, beta, alpha);
-  Tensor result = cuda::emptyCuda(spec.sizes, spec.dtype, mat1.device());
+DK_IMPL_FUNC(addmm_out_cuda)(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                             const Scalar& alpha, const Tensor& out) {
   double beta_value = beta.toDouble();
-  // With beta 0 self is not read at all (its NaNs do not reach the result), as in PyTorch. self
-  // may have another dtype: the copy converts it.
-  if (beta_value != 0) cuda::copyWithinDevice(result, self);
-  gemm("addmm", result, mat1, mat2, alpha.toDouble(), beta_value);
-  return result;
+  intoContiguous(out, [&](const Tensor& result) {
+    // With beta 0 self is not read at all (its NaNs do not reach the result), as in PyTorch. self
+    // may have another dtype and broadcast: the copy converts and expands it. In addmm_, result
+    // may already be self.
+    if (beta_value != 0 && !result.is_same(self)) cuda::copyWithinDevice(result, self);
+    gemm("addmm", result, mat1, mat2, alpha.toDouble(), beta_value);
+  });
 }
 
 }  // namespace dk::native

@@ -87,6 +87,13 @@ Tensor runBinary(cuda::launch::BinaryOp op, const Tensor& self, const Tensor& ot
   return target.finish();
 }
 
+// out = op(self, other), computed in out's dtype: out has the result's sizes and dtype.
+void runBinaryInto(cuda::launch::BinaryOp op, const Tensor& self, const Tensor& other, const Tensor& out,
+                   const Scalar& alpha) {
+  const meta::OutputSpec spec(out.sizes(), out.dtype());
+  runBinary(op, self, other, spec, out.dtype(), alpha, &out);
+}
+
 // The dtype binary operators compute in: the result dtype, or for comparisons the promoted
 // dtype of the inputs.
 ScalarType computeDtype(const Tensor& self, const Tensor& other, const meta::OutputSpec& spec, BinaryKind kind) {
@@ -98,12 +105,6 @@ Tensor binaryCuda(const char* name, cuda::launch::BinaryOp op, BinaryKind kind, 
   meta::checkDevicesAllowingCpuScalars(name, {{"self", self}, {"other", other}});
   meta::OutputSpec spec = meta::binaryOp(self, other, kind);
   return runBinary(op, self, other, spec, computeDtype(self, other, spec, kind));
-}
-
-Tensor addOrSubCuda(const char* name, const Tensor& self, const Tensor& other, const Scalar& alpha, bool is_sub) {
-  meta::checkDevicesAllowingCpuScalars(name, {{"self", self}, {"other", other}});
-  meta::OutputSpec spec = meta::addOrSub(self, other, alpha, is_sub);
-  return runBinary(is_sub ? Binary::Sub : Binary::Add, self, other, spec, spec.dtype, alpha);
 }
 
 // out (or a new tensor) = op(self) in the dtype of spec.
@@ -124,45 +125,24 @@ Tensor unaryFloatCuda(UnaryOp op, const Tensor& self) { return runUnary(op, self
 
 // ---------------------------------------------------------------- binary
 
-Tensor add_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return addOrSubCuda("dk::add", self, other, alpha, /*is_sub=*/false);
+// The structured families add, sub, mul and div (Note [Structured kernels] in
+// dk/tensor/structured.h): meta() has checked devices and arguments and given `out` the
+// result's sizes and dtype, which is also the dtype these compute in.
+
+DK_IMPL_FUNC(add_out_cuda)(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  runBinaryInto(Binary::Add, self, other, out, alpha);
 }
 
-Tensor add_inplace_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  meta::checkDevicesAllowingCpuScalars("dk::add_", {{"self", self, /*is_output=*/true}, {"other", other}});
-  meta::OutputSpec spec = meta::addOrSub(self, other, alpha, /*is_sub=*/false);
-  meta::checkInplace(self, spec);
-  meta::checkNoInternalOverlap(self);
-  return runBinary(Binary::Add, self, other, spec, spec.dtype, alpha, &self);
+DK_IMPL_FUNC(sub_out_cuda)(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  runBinaryInto(Binary::Sub, self, other, out, alpha);
 }
 
-Tensor add_out_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  meta::checkDevicesAllowingCpuScalars("dk::add", {{"self", self}, {"other", other}, {"out", out, /*is_output=*/true}});
-  meta::OutputSpec spec = meta::addOrSub(self, other, alpha, /*is_sub=*/false);
-  meta::resizeOutput(out, spec.sizes);  // before the dtype check, as the CPU kernel
-  meta::checkCanCastToOutput(spec.dtype, out.dtype());
-  meta::checkNoInternalOverlap(out);
-  return runBinary(Binary::Add, self, other, spec, spec.dtype, alpha, &out);
+DK_IMPL_FUNC(mul_out_cuda)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  runBinaryInto(Binary::Mul, self, other, out, 1);
 }
 
-Tensor sub_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return addOrSubCuda("dk::sub", self, other, alpha, /*is_sub=*/true);
-}
-
-Tensor mul_cuda(const Tensor& self, const Tensor& other) {
-  return binaryCuda("dk::mul", Binary::Mul, BinaryKind::Arithmetic, self, other);
-}
-
-Tensor mul_inplace_cuda(const Tensor& self, const Tensor& other) {
-  meta::checkDevicesAllowingCpuScalars("dk::mul_", {{"self", self, /*is_output=*/true}, {"other", other}});
-  meta::OutputSpec spec = meta::binaryOp(self, other, BinaryKind::Arithmetic);
-  meta::checkInplace(self, spec);
-  meta::checkNoInternalOverlap(self);
-  return runBinary(Binary::Mul, self, other, spec, spec.dtype, 1, &self);
-}
-
-Tensor div_cuda(const Tensor& self, const Tensor& other) {
-  return binaryCuda("dk::div", Binary::Div, BinaryKind::TrueDivide, self, other);
+DK_IMPL_FUNC(div_out_cuda)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  runBinaryInto(Binary::Div, self, other, out, 1);
 }
 
 Tensor maximum_cuda(const Tensor& self, const Tensor& other) {

@@ -1,11 +1,10 @@
-// Meta kernels of the pointwise operators: binary, comparison, where, unary, clamp, pow.
+// Meta kernels of the pointwise operators: binary, comparison, where, unary, clamp, pow. (add, sub,
+// mul and div are structured: their meta functions are in binary_structured.cpp.)
 // Shapes, dtypes and checks come from shape_functions.h; outputs are empty meta tensors, and
 // in-place and out= variants check (and resize) their self or out argument.
 #include "dk/generated/ops/abs_native.h"
-#include "dk/generated/ops/add_native.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/cos_native.h"
-#include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/exp_native.h"
 #include "dk/generated/ops/gelu_backward_native.h"
@@ -15,7 +14,6 @@
 #include "dk/generated/ops/lt_native.h"
 #include "dk/generated/ops/maximum_native.h"
 #include "dk/generated/ops/minimum_native.h"
-#include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/neg_native.h"
 #include "dk/generated/ops/pow_native.h"
 #include "dk/generated/ops/relu_native.h"
@@ -23,7 +21,6 @@
 #include "dk/generated/ops/sigmoid_native.h"
 #include "dk/generated/ops/sin_native.h"
 #include "dk/generated/ops/sqrt_native.h"
-#include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/tanh_native.h"
 #include "dk/generated/ops/where_native.h"
 #include "meta_output.h"
@@ -42,54 +39,9 @@ Tensor binaryMeta(const char* op, const Tensor& self, const Tensor& other, Binar
   return emptyMeta(meta::binaryOp(self, other, kind));
 }
 
-Tensor addOrSubMeta(const char* op, const Tensor& self, const Tensor& other, const Scalar& alpha, bool is_sub) {
-  meta::checkDevicesAllowingCpuScalars(op, {{"self", self}, {"other", other}});
-  return emptyMeta(meta::addOrSub(self, other, alpha, is_sub));
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- binary
-
-Tensor add_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return addOrSubMeta("dk::add", self, other, alpha, /*is_sub=*/false);
-}
-
-Tensor add_inplace_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  meta::checkDevicesAllowingCpuScalars("dk::add_", {{"self", self, /*is_output=*/true}, {"other", other}});
-  meta::checkInplace(self, meta::addOrSub(self, other, alpha, /*is_sub=*/false));
-  meta::checkNoInternalOverlap(self);
-  return self;
-}
-
-Tensor add_out_meta(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  meta::checkDevicesAllowingCpuScalars("dk::add", {{"self", self}, {"other", other}, {"out", out, /*is_output=*/true}});
-  meta::OutputSpec spec = meta::addOrSub(self, other, alpha, /*is_sub=*/false);
-  // As the CPU kernel: out is resized before its dtype is checked.
-  meta::resizeOutput(out, spec.sizes);
-  meta::checkCanCastToOutput(spec.dtype, out.dtype());
-  meta::checkNoInternalOverlap(out);
-  return out;
-}
-
-Tensor sub_meta(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return addOrSubMeta("dk::sub", self, other, alpha, /*is_sub=*/true);
-}
-
-Tensor mul_meta(const Tensor& self, const Tensor& other) {
-  return binaryMeta("dk::mul", self, other, BinaryKind::Arithmetic);
-}
-
-Tensor mul_inplace_meta(const Tensor& self, const Tensor& other) {
-  meta::checkDevicesAllowingCpuScalars("dk::mul_", {{"self", self, /*is_output=*/true}, {"other", other}});
-  meta::checkInplace(self, meta::binaryOp(self, other, BinaryKind::Arithmetic));
-  meta::checkNoInternalOverlap(self);
-  return self;
-}
-
-Tensor div_meta(const Tensor& self, const Tensor& other) {
-  return binaryMeta("dk::div", self, other, BinaryKind::TrueDivide);
-}
 
 Tensor maximum_meta(const Tensor& self, const Tensor& other) {
   return binaryMeta("dk::maximum", self, other, BinaryKind::Arithmetic);

@@ -101,18 +101,26 @@ void checkDtypeIn(const char* op, ScalarType dtype, DtypeGroup group) {
   if (dtype == ScalarType::Undefined || (group & dtypeBit(dtype)) == 0) detail::throwUnsupportedDtype(op, dtype);
 }
 
-void checkDevicesAllowingCpuScalars(const char* op, std::initializer_list<NamedTensor> tensors) {
+namespace {
+
+void checkDevicesIn(const char* op, const NamedTensor* begin, const NamedTensor* end) {
   const NamedTensor* first = nullptr;
-  for (const NamedTensor& arg : tensors) {
-    if (!arg.tensor.defined() || (!arg.is_output && isCpuScalar(arg.tensor))) continue;
+  for (const NamedTensor* arg = begin; arg != end; ++arg) {
+    if (!arg->tensor.defined() || (!arg->is_output && isCpuScalar(arg->tensor))) continue;
     if (first == nullptr) {
-      first = &arg;
-    } else if (!(arg.tensor.device() == first->tensor.device())) {
+      first = arg;
+    } else if (!(arg->tensor.device() == first->tensor.device())) {
       DK_ERROR(op, ": expected all tensors to be on the same device, but found at least two devices, ",
-               first->tensor.device().str(), " (argument '", first->name, "') and ", arg.tensor.device().str(),
-               " (argument '", arg.name, "')");
+               first->tensor.device().str(), " (argument '", first->name, "') and ", arg->tensor.device().str(),
+               " (argument '", arg->name, "')");
     }
   }
+}
+
+}  // namespace
+
+void checkDevicesAllowingCpuScalars(const char* op, std::initializer_list<NamedTensor> tensors) {
+  checkDevicesIn(op, tensors.begin(), tensors.end());
 }
 
 // ---------------------------------------------------------------- pointwise
@@ -702,6 +710,35 @@ void checkNoInternalOverlap(const Tensor& out) {
 void checkOutDtypeExact(const Tensor& out, ScalarType dtype) {
   DK_CHECK(out.dtype() == dtype, "Expected out tensor to have dtype ", typeMetaName(dtype), ", but got ",
            typeMetaName(out.dtype()), " instead");
+}
+
+// ---------------------------------------------------------------- meta functions of structured kernels
+
+Device pointwiseDevice(std::initializer_list<const Tensor*> inputs) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : inputs) {
+    if (!t->defined()) continue;
+    if (!isCpuScalar(*t)) return t->device();
+    if (first == nullptr) first = t;
+  }
+  DK_CHECK(first != nullptr, "pointwiseDevice: no defined input");
+  return first->device();
+}
+
+void checkPointwiseDevices(MetaBase& m, std::initializer_list<NamedTensor> inputs, int64_t outputs) {
+  std::vector<NamedTensor> all;
+  all.reserve(inputs.size() + static_cast<size_t>(outputs));
+  for (const NamedTensor& input : inputs) {
+    bool given = false;
+    for (int64_t i = 0; i < outputs; ++i) given = given || input.tensor.is_same(m.maybe_get_output(i));
+    all.push_back(NamedTensor{input.name, input.tensor, input.is_output || (given && input.tensor.defined())});
+  }
+  for (int64_t i = 0; i < outputs; ++i) all.push_back(NamedTensor{m.output_name(i), m.maybe_get_output(i), true});
+  checkDevicesIn(m.op_name(), all.data(), all.data() + all.size());
+}
+
+void setOutput(MetaBase& m, int64_t index, const OutputSpec& spec, Device device) {
+  m.set_output_raw_strided(index, spec.sizes, spec.strides, spec.dtype, device);
 }
 
 }  // namespace dk::meta

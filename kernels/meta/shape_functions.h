@@ -27,6 +27,7 @@
 #include "dk/core/core_types.h"
 #include "dk/core/scalar.h"
 #include "dk/tensor/dtype_dispatch.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
@@ -303,5 +304,17 @@ void checkOutDtypeExact(const Tensor& out, ScalarType dtype);
 // written-to tensor refers to a single memory location. Please clone() the tensor before
 // performing the operation."
 void checkNoInternalOverlap(const Tensor& out);
+
+// ---------------------------------------------------------------- meta functions of structured kernels
+
+// The device a pointwise result goes to: that of the first defined input that is not a 0-dim
+// CPU tensor, else the first defined input's.
+Device pointwiseDevice(std::initializer_list<const Tensor*> inputs);
+// The device check of a pointwise meta function (checkDevicesAllowingCpuScalars over the
+// inputs, then the outputs given to an in-place or out= call, under their argument names). An
+// input that is itself a given output (in-place self) is checked as an output.
+void checkPointwiseDevices(MetaBase& m, std::initializer_list<NamedTensor> inputs, int64_t outputs = 1);
+// set_output_raw_strided from a spec.
+void setOutput(MetaBase& m, int64_t index, const OutputSpec& spec, Device device);
 
 }  // namespace dk::meta

@@ -54,7 +54,9 @@ class CompileTest(support.TempDirTestCase):
         """``with_methods``: compile against the stand-in tensor.h that includes the generated
         methods (the PyTorch-scale output has none)."""
         dirs = [self.inc] if with_methods else []
-        status, diagnostics = cpp_checks.compile_syntax(sources, dirs + [cpp_checks.RUNTIME_INCLUDE, out_dir])
+        # kernels/: the structured wrappers (meta/structured_wrappers.h) generated registrations include.
+        status, diagnostics = cpp_checks.compile_syntax(
+            sources, dirs + [cpp_checks.RUNTIME_INCLUDE, os.path.join(support.REPO_ROOT, "kernels"), out_dir])
         self.assertEqual(status, 0, diagnostics[:6000])
 
     def test_fixture_output_file_by_file(self):
@@ -93,6 +95,31 @@ class CompileTest(support.TempDirTestCase):
                     "static_assert(std::numeric_limits<int64_t>::min() == (-9223372036854775807 - 1));\n"
                     "dk::Tensor use(const dk::Tensor& t) { return dk::ext_op(t); }\n")
         self.assertCompiles(sorted(glob.glob(os.path.join(out, "*.cpp"))) + [kernels], out)
+
+    def test_structured_family(self):
+        """A structured family's generated wrappers compile against the meta and impl classes a
+        kernel file defines with DK_META_FUNC and DK_IMPL_FUNC."""
+        yaml_path = os.path.join(self.dir, "native_functions.yaml")
+        with open(yaml_path, "w", encoding="utf-8") as f:
+            f.write("- func: twice(Tensor self, *, Scalar k=2) -> Tensor\n  structured_delegate: twice.out\n"
+                    "  variants: function, method\n"
+                    "- func: twice_(Tensor(a!) self, *, Scalar k=2) -> Tensor(a!)\n  structured_delegate: twice.out\n"
+                    "  variants: method\n"
+                    "- func: twice.out(Tensor self, *, Scalar k=2, Tensor(a!) out) -> Tensor(a!)\n"
+                    "  structured: True\n  dispatch:\n    CPU: twice_out_cpu\n")
+        out = os.path.join(self.dir, "twice")
+        _generate(yaml_path, out)
+        kernels = os.path.join(self.dir, "twice_kernels.cpp")
+        with open(kernels, "w", encoding="utf-8") as f:
+            f.write('#include "dk/generated/ops/twice.h"\n#include "dk/generated/ops/twice_native.h"\n'
+                    "namespace dk {\n"
+                    "DK_META_FUNC(twice)(const Tensor& self, const Scalar&) {\n"
+                    "  set_output_raw_strided(0, self.sizes(), {}, self.dtype(), self.device());\n}\n"
+                    "DK_IMPL_FUNC(twice_out_cpu)(const Tensor&, const Scalar&, const Tensor&) {}\n"
+                    "}  // namespace dk\n"
+                    "dk::Tensor use(const dk::Tensor& t) { return dk::twice(t); }\n")
+        self.assertCompiles([os.path.join(out, "RegisterCPU.cpp"), os.path.join(out, "RegisterMeta.cpp"), kernels],
+                            out)
 
     def test_formulas_reading_arguments_with_reserved_names(self):
         """An argument the dispatcher convention renames (``k`` is ``k_``, ``op`` is ``op_``:

@@ -253,11 +253,11 @@ class DeterminismTest(support.TempDirTestCase):
 
 
 REQUIRED_OPERATORS = """
-    add.Tensor add.Scalar add_.Tensor add.out sub.Tensor sub.Scalar mul.Tensor mul.Scalar mul_.Tensor
-    div.Tensor div.Scalar pow.Tensor_Scalar maximum minimum eq.Tensor eq.Scalar gt.Tensor lt.Tensor where.self
+    add.Tensor add.Scalar add_.Tensor add.out sub.Tensor sub.Scalar sub_.Tensor sub.out
+    mul.Tensor mul.Scalar mul_.Tensor mul.out div.Tensor div.Scalar div_.Tensor div.out pow.Tensor_Scalar maximum minimum eq.Tensor eq.Scalar gt.Tensor lt.Tensor where.self
     neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu relu_ gelu gelu_backward clamp
     sum sum.dim_IntList mean.dim max.dim argmax
-    mm mm.out bmm addmm matmul linear
+    mm mm.out bmm bmm.out addmm addmm_ addmm.out matmul linear
     view reshape transpose.int t permute expand contiguous unsqueeze squeeze.dim select.int slice.Tensor
     flatten.using_ints cat stack split.Tensor unbind.int
     empty.memory_format zeros ones full arange.start_step rand randn rand.generator randn.generator

@@ -109,7 +109,11 @@ class DispatchMapTest(support.NativeYamlTestCase):
               dispatch:
                 CPU: gelu_out_cpu
             """)
-        self.assertEqual(dict(functional.dispatch), {})
+        # The family's kernels (codegen/structured.py): the out= operator's, and Meta from meta().
+        family = {K.CPU: BackendMetadata("gelu_out_cpu", structured=True),
+                  K.Meta: BackendMetadata("structured_gelu", "dk::meta", structured=True)}
+        self.assertEqual(dict(functional.dispatch), family)
+        self.assertEqual(dict(out.dispatch), family)
         self.assertFalse(functional.dispatch_is_default)
         self.assertEqual(functional.structured_delegate, OperatorName("gelu", "out"))
         self.assertTrue(out.structured)
@@ -153,7 +157,9 @@ class EntryFieldsTest(support.NativeYamlTestCase):
         self.assertEqual(dict(nf.ufunc_inner_loop), {})
 
     def test_every_key(self):
-        nf = self.parse_one("""
+        _, nf = self.parse("""
+            - func: avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[]) -> Tensor
+              structured_delegate: avg_pool2d.out
             - func: avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], *, Tensor(a!) out) -> Tensor(a!)
               variants: method, function
               tags: [inplace_view, pointwise]

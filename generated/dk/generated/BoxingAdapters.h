@@ -53,6 +53,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int.h"
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int_Int.h"

@@ -113,9 +113,12 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap},  // add.out
     {add__Tensor::name, add__Tensor::overload_name, add__Tensor::schema_str, add__Tensor::dispatch_bitmap},  // add_.Tensor
     {addmm::name, addmm::overload_name, addmm::schema_str, addmm::dispatch_bitmap},  // addmm
+    {addmm_out::name, addmm_out::overload_name, addmm_out::schema_str, addmm_out::dispatch_bitmap},  // addmm.out
+    {addmm_::name, addmm_::overload_name, addmm_::schema_str, addmm_::dispatch_bitmap},  // addmm_
     {arange_start_step::name, arange_start_step::overload_name, arange_start_step::schema_str, arange_start_step::dispatch_bitmap},  // arange.start_step
     {argmax::name, argmax::overload_name, argmax::schema_str, argmax::dispatch_bitmap},  // argmax
     {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
+    {bmm_out::name, bmm_out::overload_name, bmm_out::schema_str, bmm_out::dispatch_bitmap},  // bmm.out
     {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
     {clamp::name, clamp::overload_name, clamp::schema_str, clamp::dispatch_bitmap},  // clamp
     {clone::name, clone::overload_name, clone::schema_str, clone::dispatch_bitmap},  // clone
@@ -125,6 +128,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {cross_entropy_loss::name, cross_entropy_loss::overload_name, cross_entropy_loss::schema_str, cross_entropy_loss::dispatch_bitmap},  // cross_entropy_loss
     {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
     {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
+    {div_out::name, div_out::overload_name, div_out::schema_str, div_out::dispatch_bitmap},  // div.out
+    {div__Tensor::name, div__Tensor::overload_name, div__Tensor::schema_str, div__Tensor::dispatch_bitmap},  // div_.Tensor
     {dropout::name, dropout::overload_name, dropout::schema_str, dropout::dispatch_bitmap},  // dropout
     {embedding::name, embedding::overload_name, embedding::schema_str, embedding::dispatch_bitmap},  // embedding
     {empty_memory_format::name, empty_memory_format::overload_name, empty_memory_format::schema_str, empty_memory_format::dispatch_bitmap},  // empty.memory_format
@@ -154,6 +159,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {mse_loss::name, mse_loss::overload_name, mse_loss::schema_str, mse_loss::dispatch_bitmap},  // mse_loss
     {mul_Scalar::name, mul_Scalar::overload_name, mul_Scalar::schema_str, mul_Scalar::dispatch_bitmap},  // mul.Scalar
     {mul_Tensor::name, mul_Tensor::overload_name, mul_Tensor::schema_str, mul_Tensor::dispatch_bitmap},  // mul.Tensor
+    {mul_out::name, mul_out::overload_name, mul_out::schema_str, mul_out::dispatch_bitmap},  // mul.out
     {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap},  // mul_.Tensor
     {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap},  // neg
     {nll_loss::name, nll_loss::overload_name, nll_loss::schema_str, nll_loss::dispatch_bitmap},  // nll_loss
@@ -180,6 +186,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap},  // stack
     {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap},  // sub.Scalar
     {sub_Tensor::name, sub_Tensor::overload_name, sub_Tensor::schema_str, sub_Tensor::dispatch_bitmap},  // sub.Tensor
+    {sub_out::name, sub_out::overload_name, sub_out::schema_str, sub_out::dispatch_bitmap},  // sub.out
+    {sub__Tensor::name, sub__Tensor::overload_name, sub__Tensor::schema_str, sub__Tensor::dispatch_bitmap},  // sub_.Tensor
     {sum::name, sum::overload_name, sum::schema_str, sum::dispatch_bitmap},  // sum
     {sum_dim_IntList::name, sum_dim_IntList::overload_name, sum_dim_IntList::schema_str, sum_dim_IntList::dispatch_bitmap},  // sum.dim_IntList
     {t::name, t::overload_name, t::schema_str, t::dispatch_bitmap},  // t

@@ -18,20 +18,37 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
 namespace dk::native {
 
 Tensor add(const Tensor& self, const Scalar& other, const Scalar& alpha);  // add.Scalar @ CompositeImplicitAutograd
-Tensor add_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha);  // add.Tensor @ CPU
-Tensor add_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha);  // add.Tensor @ CUDA
-Tensor add_inplace_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha);  // add_.Tensor @ CPU
-Tensor add_inplace_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha);  // add_.Tensor @ CUDA
-Tensor add_inplace_meta(const Tensor& self, const Tensor& other, const Scalar& alpha);  // add_.Tensor @ Meta
-Tensor add_meta(const Tensor& self, const Tensor& other, const Scalar& alpha);  // add.Tensor @ Meta
-Tensor add_out_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out);  // add.out @ CPU
-Tensor add_out_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out);  // add.out @ CUDA
-Tensor add_out_meta(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out);  // add.out @ Meta
+
+}  // namespace dk::native
+
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// add.Tensor, add_.Tensor, add.out: checks and output geometry.
+struct structured_add_Tensor : public TensorIteratorBase {
+  void meta(const Tensor& self, const Tensor& other, const Scalar& alpha);
+};
+
+}  // namespace dk::meta
+
+namespace dk::native {
+
+// add.Tensor, add_.Tensor, add.out @ CPU
+struct structured_add_out_cpu : public meta::structured_add_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out);
+};
+
+// add.Tensor, add_.Tensor, add.out @ CUDA
+struct structured_add_out_cuda : public meta::structured_add_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -19,4 +19,9 @@ inline Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, 
   return ops::addmm::call(self, mat1, mat2, beta, alpha);
 }
 
+// ===== dk::addmm.out =====
+inline Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+  return ops::addmm_out::call(self, mat1, mat2, beta, alpha, out);
+}
+
 }  // namespace dk

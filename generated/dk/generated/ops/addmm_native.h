@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// addmm, addmm_, addmm.out: checks and output geometry.
+struct structured_addmm : public MetaBase {
+  void meta(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha);  // addmm @ CPU
-Tensor addmm_cuda(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha);  // addmm @ CUDA
-Tensor addmm_meta(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha);  // addmm @ Meta
+// addmm, addmm_, addmm.out @ CPU
+struct structured_addmm_out_cpu : public meta::structured_addmm {
+  void impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out);
+};
+
+// addmm, addmm_, addmm.out @ CUDA
+struct structured_addmm_out_cuda : public meta::structured_addmm {
+  void impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct addmm {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::addmm>::redispatch(ks, self, mat1, mat2, beta, alpha);
+  }
+};
+
+// ===== dk::addmm.out =====
+struct addmm_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&, const Tensor&);
+  static constexpr const char* name = "dk::addmm";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b111001;  // self, mat1, mat2, out
+  static Tensor call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::addmm_out>::call(self, mat1, mat2, beta, alpha, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::addmm_out>::redispatch(ks, self, mat1, mat2, beta, alpha, out);
+  }
+};
+
+// ===== dk::addmm_ =====
+struct addmm_ {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&);
+  static constexpr const char* name = "dk::addmm_";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b11100;  // self, mat1, mat2
+  static Tensor call(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::addmm_>::call(self, mat1, mat2, beta, alpha);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::addmm_>::redispatch(ks, self, mat1, mat2, beta, alpha);
   }
 };
 

@@ -19,4 +19,9 @@ inline Tensor bmm(const Tensor& self, const Tensor& mat2) {
   return ops::bmm::call(self, mat2);
 }
 
+// ===== dk::bmm.out =====
+inline Tensor bmm(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  return ops::bmm_out::call(self, mat2, out);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// bmm, bmm.out: checks and output geometry.
+struct structured_bmm : public MetaBase {
+  void meta(const Tensor& self, const Tensor& mat2);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor bmm_cpu(const Tensor& self, const Tensor& mat2);  // bmm @ CPU
-Tensor bmm_cuda(const Tensor& self, const Tensor& mat2);  // bmm @ CUDA
-Tensor bmm_meta(const Tensor& self, const Tensor& mat2);  // bmm @ Meta
+// bmm, bmm.out @ CPU
+struct structured_bmm_out_cpu : public meta::structured_bmm {
+  void impl(const Tensor& self, const Tensor& mat2, const Tensor& out);
+};
+
+// bmm, bmm.out @ CUDA
+struct structured_bmm_out_cuda : public meta::structured_bmm {
+  void impl(const Tensor& self, const Tensor& mat2, const Tensor& out);
+};
 
 }  // namespace dk::native

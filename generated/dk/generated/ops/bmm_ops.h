@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,21 @@ struct bmm {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::bmm>::redispatch(ks, self, mat2);
+  }
+};
+
+// ===== dk::bmm.out =====
+struct bmm_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::bmm";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b111;  // self, mat2, out
+  static Tensor call(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::bmm_out>::call(self, mat2, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::bmm_out>::redispatch(ks, self, mat2, out);
   }
 };
 

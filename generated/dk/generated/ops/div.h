@@ -24,4 +24,9 @@ inline Tensor div(const Tensor& self, const Tensor& other) {
   return ops::div_Tensor::call(self, other);
 }
 
+// ===== dk::div.out =====
+inline Tensor div(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::div_out::call(self, other, out);
+}
+
 }  // namespace dk

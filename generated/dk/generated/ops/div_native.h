@@ -18,14 +18,37 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
 namespace dk::native {
 
 Tensor div(const Tensor& self, const Scalar& other);  // div.Scalar @ CompositeImplicitAutograd
-Tensor div_cpu(const Tensor& self, const Tensor& other);  // div.Tensor @ CPU
-Tensor div_cuda(const Tensor& self, const Tensor& other);  // div.Tensor @ CUDA
-Tensor div_meta(const Tensor& self, const Tensor& other);  // div.Tensor @ Meta
+
+}  // namespace dk::native
+
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// div.Tensor, div_.Tensor, div.out: checks and output geometry.
+struct structured_div_Tensor : public TensorIteratorBase {
+  void meta(const Tensor& self, const Tensor& other);
+};
+
+}  // namespace dk::meta
+
+namespace dk::native {
+
+// div.Tensor, div_.Tensor, div.out @ CPU
+struct structured_div_out_cpu : public meta::structured_div_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
+
+// div.Tensor, div_.Tensor, div.out @ CUDA
+struct structured_div_out_cuda : public meta::structured_div_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -23,6 +23,7 @@
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -53,6 +54,36 @@ struct div_Tensor {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::div_Tensor>::redispatch(ks, self, other);
+  }
+};
+
+// ===== dk::div.out =====
+struct div_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::div";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b111;  // self, other, out
+  static Tensor call(const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::div_out>::call(self, other, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::div_out>::redispatch(ks, self, other, out);
+  }
+};
+
+// ===== dk::div_.Tensor =====
+struct div__Tensor {
+  using signature = Tensor(const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::div_";
+  static constexpr const char* overload_name = "Tensor";
+  static constexpr const char* schema_str = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b11;  // self, other
+  static Tensor call(const Tensor& self, const Tensor& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::div__Tensor>::call(self, other);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::div__Tensor>::redispatch(ks, self, other);
   }
 };
 

@@ -18,16 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// mm, mm.out: checks and output geometry.
+struct structured_mm : public MetaBase {
+  void meta(const Tensor& self, const Tensor& mat2);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor mm_cpu(const Tensor& self, const Tensor& mat2);  // mm @ CPU
-Tensor mm_cuda(const Tensor& self, const Tensor& mat2);  // mm @ CUDA
-Tensor mm_meta(const Tensor& self, const Tensor& mat2);  // mm @ Meta
-Tensor mm_out_cpu(const Tensor& self, const Tensor& mat2, const Tensor& out);  // mm.out @ CPU
-Tensor mm_out_cuda(const Tensor& self, const Tensor& mat2, const Tensor& out);  // mm.out @ CUDA
-Tensor mm_out_meta(const Tensor& self, const Tensor& mat2, const Tensor& out);  // mm.out @ Meta
+// mm, mm.out @ CPU
+struct structured_mm_out_cpu : public meta::structured_mm {
+  void impl(const Tensor& self, const Tensor& mat2, const Tensor& out);
+};
+
+// mm, mm.out @ CUDA
+struct structured_mm_out_cuda : public meta::structured_mm {
+  void impl(const Tensor& self, const Tensor& mat2, const Tensor& out);
+};
 
 }  // namespace dk::native

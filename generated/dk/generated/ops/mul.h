@@ -24,4 +24,9 @@ inline Tensor mul(const Tensor& self, const Tensor& other) {
   return ops::mul_Tensor::call(self, other);
 }
 
+// ===== dk::mul.out =====
+inline Tensor mul(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::mul_out::call(self, other, out);
+}
+
 }  // namespace dk

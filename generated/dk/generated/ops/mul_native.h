@@ -18,17 +18,37 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
 namespace dk::native {
 
 Tensor mul(const Tensor& self, const Scalar& other);  // mul.Scalar @ CompositeImplicitAutograd
-Tensor mul_cpu(const Tensor& self, const Tensor& other);  // mul.Tensor @ CPU
-Tensor mul_cuda(const Tensor& self, const Tensor& other);  // mul.Tensor @ CUDA
-Tensor mul_inplace_cpu(const Tensor& self, const Tensor& other);  // mul_.Tensor @ CPU
-Tensor mul_inplace_cuda(const Tensor& self, const Tensor& other);  // mul_.Tensor @ CUDA
-Tensor mul_inplace_meta(const Tensor& self, const Tensor& other);  // mul_.Tensor @ Meta
-Tensor mul_meta(const Tensor& self, const Tensor& other);  // mul.Tensor @ Meta
+
+}  // namespace dk::native
+
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// mul.Tensor, mul_.Tensor, mul.out: checks and output geometry.
+struct structured_mul_Tensor : public TensorIteratorBase {
+  void meta(const Tensor& self, const Tensor& other);
+};
+
+}  // namespace dk::meta
+
+namespace dk::native {
+
+// mul.Tensor, mul_.Tensor, mul.out @ CPU
+struct structured_mul_out_cpu : public meta::structured_mul_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
+
+// mul.Tensor, mul_.Tensor, mul.out @ CUDA
+struct structured_mul_out_cuda : public meta::structured_mul_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -23,6 +23,7 @@
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -53,6 +54,21 @@ struct mul_Tensor {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mul_Tensor>::redispatch(ks, self, other);
+  }
+};
+
+// ===== dk::mul.out =====
+struct mul_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::mul";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b111;  // self, other, out
+  static Tensor call(const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mul_out>::call(self, other, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mul_out>::redispatch(ks, self, other, out);
   }
 };
 

@@ -24,4 +24,9 @@ inline Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha =
   return ops::sub_Tensor::call(self, other, alpha);
 }
 
+// ===== dk::sub.out =====
+inline Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  return ops::sub_out::call(self, other, alpha, out);
+}
+
 }  // namespace dk

@@ -18,14 +18,37 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
 namespace dk::native {
 
 Tensor sub(const Tensor& self, const Scalar& other, const Scalar& alpha);  // sub.Scalar @ CompositeImplicitAutograd
-Tensor sub_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha);  // sub.Tensor @ CPU
-Tensor sub_cuda(const Tensor& self, const Tensor& other, const Scalar& alpha);  // sub.Tensor @ CUDA
-Tensor sub_meta(const Tensor& self, const Tensor& other, const Scalar& alpha);  // sub.Tensor @ Meta
+
+}  // namespace dk::native
+
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// sub.Tensor, sub_.Tensor, sub.out: checks and output geometry.
+struct structured_sub_Tensor : public TensorIteratorBase {
+  void meta(const Tensor& self, const Tensor& other, const Scalar& alpha);
+};
+
+}  // namespace dk::meta
+
+namespace dk::native {
+
+// sub.Tensor, sub_.Tensor, sub.out @ CPU
+struct structured_sub_out_cpu : public meta::structured_sub_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out);
+};
+
+// sub.Tensor, sub_.Tensor, sub.out @ CUDA
+struct structured_sub_out_cuda : public meta::structured_sub_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -23,6 +23,7 @@
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 
 namespace dk::ops {
 
@@ -53,6 +54,36 @@ struct sub_Tensor {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sub_Tensor>::redispatch(ks, self, other, alpha);
+  }
+};
+
+// ===== dk::sub.out =====
+struct sub_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Scalar&, const Tensor&);
+  static constexpr const char* name = "dk::sub";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b1101;  // self, other, out
+  static Tensor call(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sub_out>::call(self, other, alpha, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sub_out>::redispatch(ks, self, other, alpha, out);
+  }
+};
+
+// ===== dk::sub_.Tensor =====
+struct sub__Tensor {
+  using signature = Tensor(const Tensor&, const Tensor&, const Scalar&);
+  static constexpr const char* name = "dk::sub_";
+  static constexpr const char* overload_name = "Tensor";
+  static constexpr const char* schema_str = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b110;  // self, other
+  static Tensor call(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sub__Tensor>::call(self, other, alpha);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sub__Tensor>::redispatch(ks, self, other, alpha);
   }
 };
 
