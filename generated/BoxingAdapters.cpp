@@ -29,6 +29,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
@@ -129,6 +130,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_ScalarTyp
 
 // Tensor(const Tensor&, std::string_view)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Str>;
+
+// Tensor(const Tensor&, std::string_view, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Str_Tensor>;
 
 // Tensor(const Tensor&, const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor>;

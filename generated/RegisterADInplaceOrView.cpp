@@ -14,19 +14,29 @@
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/copy_ops.h"
+#include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/div_ops.h"
+#include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/gelu_ops.h"
+#include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_ops.h"
 #include "dk/generated/ops/split_ops.h"
+#include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/t_ops.h"
+#include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
@@ -103,6 +113,28 @@ Tensor copy__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor
   return self;
 }
 
+// ===== dk::cos.out @ ADInplaceOrView (out=) =====
+Tensor cos_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::cos_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::cos_ @ ADInplaceOrView (in-place) =====
+Tensor cos__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::cos_::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  increment_version(self);
+  return self;
+}
+
 // ===== dk::div.out @ ADInplaceOrView (out=) =====
 Tensor div_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
   check_version_bump_allowed(out);
@@ -125,6 +157,28 @@ Tensor div__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const 
   return self;
 }
 
+// ===== dk::exp.out @ ADInplaceOrView (out=) =====
+Tensor exp_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::exp_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::exp_ @ ADInplaceOrView (in-place) =====
+Tensor exp__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::exp_::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  increment_version(self);
+  return self;
+}
+
 // ===== dk::expand @ ADInplaceOrView (view) =====
 Tensor expand_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, IntArrayRef size, bool implicit) {
   Tensor result;
@@ -142,6 +196,50 @@ Tensor fill__Scalar_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::fill__Scalar::redispatch(ks & after_ADInplaceOrView_keyset, self, value);
+  }
+  increment_version(self);
+  return self;
+}
+
+// ===== dk::gelu.out @ ADInplaceOrView (out=) =====
+Tensor gelu_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::string_view approximate, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::gelu_out::redispatch(ks & after_ADInplaceOrView_keyset, self, approximate, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::gelu_ @ ADInplaceOrView (in-place) =====
+Tensor gelu__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::gelu_::redispatch(ks & after_ADInplaceOrView_keyset, self, approximate);
+  }
+  increment_version(self);
+  return self;
+}
+
+// ===== dk::log.out @ ADInplaceOrView (out=) =====
+Tensor log_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::log_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::log_ @ ADInplaceOrView (in-place) =====
+Tensor log__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::log_::redispatch(ks & after_ADInplaceOrView_keyset, self);
   }
   increment_version(self);
   return self;
@@ -180,6 +278,28 @@ Tensor mul__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const 
   return self;
 }
 
+// ===== dk::neg.out @ ADInplaceOrView (out=) =====
+Tensor neg_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::neg_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::neg_ @ ADInplaceOrView (in-place) =====
+Tensor neg__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::neg_::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  increment_version(self);
+  return self;
+}
+
 // ===== dk::permute @ ADInplaceOrView (view) =====
 Tensor permute_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, IntArrayRef dims) {
   Tensor result;
@@ -202,6 +322,28 @@ Tensor relu__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::rsqrt.out @ ADInplaceOrView (out=) =====
+Tensor rsqrt_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::rsqrt_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::rsqrt_ @ ADInplaceOrView (in-place) =====
+Tensor rsqrt__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::rsqrt_::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  increment_version(self);
+  return self;
+}
+
 // ===== dk::select.int @ ADInplaceOrView (view) =====
 Tensor select_int_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
   Tensor result;
@@ -211,6 +353,50 @@ Tensor select_int_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t
   }
   as_view(self, result);
   return result;
+}
+
+// ===== dk::sigmoid.out @ ADInplaceOrView (out=) =====
+Tensor sigmoid_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sigmoid_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::sigmoid_ @ ADInplaceOrView (in-place) =====
+Tensor sigmoid__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sigmoid_::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  increment_version(self);
+  return self;
+}
+
+// ===== dk::sin.out @ ADInplaceOrView (out=) =====
+Tensor sin_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sin_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::sin_ @ ADInplaceOrView (in-place) =====
+Tensor sin__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sin_::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  increment_version(self);
+  return self;
 }
 
 // ===== dk::slice.Tensor @ ADInplaceOrView (view) =====
@@ -233,6 +419,28 @@ std::vector<Tensor> split_Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor
   }
   as_view(self, result, /*multi_output=*/true);
   return result;
+}
+
+// ===== dk::sqrt.out @ ADInplaceOrView (out=) =====
+Tensor sqrt_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sqrt_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::sqrt_ @ ADInplaceOrView (in-place) =====
+Tensor sqrt__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sqrt_::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  increment_version(self);
+  return self;
 }
 
 // ===== dk::squeeze.dim @ ADInplaceOrView (view) =====
@@ -277,6 +485,28 @@ Tensor t_ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   }
   as_view(self, result);
   return result;
+}
+
+// ===== dk::tanh.out @ ADInplaceOrView (out=) =====
+Tensor tanh_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::tanh_out::redispatch(ks & after_ADInplaceOrView_keyset, self, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::tanh_ @ ADInplaceOrView (in-place) =====
+Tensor tanh__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::tanh_::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  increment_version(self);
+  return self;
 }
 
 // ===== dk::transpose.int @ ADInplaceOrView (view) =====
@@ -347,22 +577,42 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("addmm_", DK_FN(autograd::addmm__ADInplaceOrView));  // in-place
   m.impl("bmm.out", DK_FN(autograd::bmm_out_ADInplaceOrView));  // out=
   m.impl("copy_", DK_FN(autograd::copy__ADInplaceOrView));  // in-place
+  m.impl("cos.out", DK_FN(autograd::cos_out_ADInplaceOrView));  // out=
+  m.impl("cos_", DK_FN(autograd::cos__ADInplaceOrView));  // in-place
   m.impl("div.out", DK_FN(autograd::div_out_ADInplaceOrView));  // out=
   m.impl("div_.Tensor", DK_FN(autograd::div__Tensor_ADInplaceOrView));  // in-place
+  m.impl("exp.out", DK_FN(autograd::exp_out_ADInplaceOrView));  // out=
+  m.impl("exp_", DK_FN(autograd::exp__ADInplaceOrView));  // in-place
   m.impl("expand", DK_FN(autograd::expand_ADInplaceOrView));  // view
   m.impl("fill_.Scalar", DK_FN(autograd::fill__Scalar_ADInplaceOrView));  // in-place
+  m.impl("gelu.out", DK_FN(autograd::gelu_out_ADInplaceOrView));  // out=
+  m.impl("gelu_", DK_FN(autograd::gelu__ADInplaceOrView));  // in-place
+  m.impl("log.out", DK_FN(autograd::log_out_ADInplaceOrView));  // out=
+  m.impl("log_", DK_FN(autograd::log__ADInplaceOrView));  // in-place
   m.impl("mm.out", DK_FN(autograd::mm_out_ADInplaceOrView));  // out=
   m.impl("mul.out", DK_FN(autograd::mul_out_ADInplaceOrView));  // out=
   m.impl("mul_.Tensor", DK_FN(autograd::mul__Tensor_ADInplaceOrView));  // in-place
+  m.impl("neg.out", DK_FN(autograd::neg_out_ADInplaceOrView));  // out=
+  m.impl("neg_", DK_FN(autograd::neg__ADInplaceOrView));  // in-place
   m.impl("permute", DK_FN(autograd::permute_ADInplaceOrView));  // view
   m.impl("relu_", DK_FN(autograd::relu__ADInplaceOrView));  // in-place
+  m.impl("rsqrt.out", DK_FN(autograd::rsqrt_out_ADInplaceOrView));  // out=
+  m.impl("rsqrt_", DK_FN(autograd::rsqrt__ADInplaceOrView));  // in-place
   m.impl("select.int", DK_FN(autograd::select_int_ADInplaceOrView));  // view
+  m.impl("sigmoid.out", DK_FN(autograd::sigmoid_out_ADInplaceOrView));  // out=
+  m.impl("sigmoid_", DK_FN(autograd::sigmoid__ADInplaceOrView));  // in-place
+  m.impl("sin.out", DK_FN(autograd::sin_out_ADInplaceOrView));  // out=
+  m.impl("sin_", DK_FN(autograd::sin__ADInplaceOrView));  // in-place
   m.impl("slice.Tensor", DK_FN(autograd::slice_Tensor_ADInplaceOrView));  // view
   m.impl("split.Tensor", DK_FN(autograd::split_Tensor_ADInplaceOrView));  // view
+  m.impl("sqrt.out", DK_FN(autograd::sqrt_out_ADInplaceOrView));  // out=
+  m.impl("sqrt_", DK_FN(autograd::sqrt__ADInplaceOrView));  // in-place
   m.impl("squeeze.dim", DK_FN(autograd::squeeze_dim_ADInplaceOrView));  // view
   m.impl("sub.out", DK_FN(autograd::sub_out_ADInplaceOrView));  // out=
   m.impl("sub_.Tensor", DK_FN(autograd::sub__Tensor_ADInplaceOrView));  // in-place
   m.impl("t", DK_FN(autograd::t_ADInplaceOrView));  // view
+  m.impl("tanh.out", DK_FN(autograd::tanh_out_ADInplaceOrView));  // out=
+  m.impl("tanh_", DK_FN(autograd::tanh__ADInplaceOrView));  // in-place
   m.impl("transpose.int", DK_FN(autograd::transpose_int_ADInplaceOrView));  // view
   m.impl("unbind.int", DK_FN(autograd::unbind_int_ADInplaceOrView));  // view
   m.impl("unsqueeze", DK_FN(autograd::unsqueeze_ADInplaceOrView));  // view

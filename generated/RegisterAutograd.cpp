@@ -397,6 +397,36 @@ Tensor cos_Autograd(DispatchKeySet ks, const Tensor& self) {
   return result;
 }
 
+// ===== dk::cos.out @ Autograd (out=: refuses grad) =====
+Tensor cos_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("cos.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::cos_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::cos_ @ Autograd (CosBackward0) =====
+Tensor cos__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<CosBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<CosBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_ = SavedVariable(autograd::detail::clone_for_backward(self), false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::cos_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
+}
+
 // ===== dk::div.Tensor @ Autograd (DivBackward0) =====
 Tensor div_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const bool requires_grad = compute_requires_grad(self, other);
@@ -492,6 +522,36 @@ Tensor exp_Autograd(DispatchKeySet ks, const Tensor& self) {
   return result;
 }
 
+// ===== dk::exp.out @ Autograd (out=: refuses grad) =====
+Tensor exp_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("exp.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::exp_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::exp_ @ Autograd (ExpBackward0) =====
+Tensor exp__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<ExpBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<ExpBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::exp_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+    grad_fn->result_ = SavedVariable(self, true);
+  }
+  return self;
+}
+
 // ===== dk::expand @ Autograd (ExpandBackward0) =====
 Tensor expand_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef size, bool implicit) {
   const bool requires_grad = compute_requires_grad(self);
@@ -552,6 +612,37 @@ Tensor gelu_Autograd(DispatchKeySet ks, const Tensor& self, std::string_view app
   return result;
 }
 
+// ===== dk::gelu.out @ Autograd (out=: refuses grad) =====
+Tensor gelu_out_Autograd(DispatchKeySet ks, const Tensor& self, std::string_view approximate, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("gelu.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::gelu_out::redispatch(ks & after_autograd_keyset, self, approximate, out);
+  }
+  return out;
+}
+
+// ===== dk::gelu_ @ Autograd (GeluBackward0) =====
+Tensor gelu__Autograd(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<GeluBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<GeluBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->approximate_ = std::string(approximate);
+    grad_fn->self_ = SavedVariable(autograd::detail::clone_for_backward(self), false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::gelu_::redispatch(ks & after_autograd_keyset, self, approximate);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
+}
+
 // ===== dk::gelu_backward @ Autograd (GeluBackwardBackward0) =====
 Tensor gelu_backward_Autograd(DispatchKeySet ks, const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
   const bool requires_grad = compute_requires_grad(grad_output, self);
@@ -592,6 +683,36 @@ Tensor log_Autograd(DispatchKeySet ks, const Tensor& self) {
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::log.out @ Autograd (out=: refuses grad) =====
+Tensor log_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("log.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::log_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::log_ @ Autograd (LogBackward0) =====
+Tensor log__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<LogBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<LogBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_ = SavedVariable(autograd::detail::clone_for_backward(self), false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::log_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
 }
 
 // ===== dk::max.dim @ Autograd (MaxBackward0) =====
@@ -805,6 +926,35 @@ Tensor neg_Autograd(DispatchKeySet ks, const Tensor& self) {
   return result;
 }
 
+// ===== dk::neg.out @ Autograd (out=: refuses grad) =====
+Tensor neg_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("neg.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::neg_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::neg_ @ Autograd (NegBackward0) =====
+Tensor neg__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<NegBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<NegBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::neg_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
+}
+
 // ===== dk::nll_loss @ Autograd (NllLossBackward0) =====
 Tensor nll_loss_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   const bool requires_grad = compute_requires_grad(self);
@@ -930,6 +1080,36 @@ Tensor rsqrt_Autograd(DispatchKeySet ks, const Tensor& self) {
   return result;
 }
 
+// ===== dk::rsqrt.out @ Autograd (out=: refuses grad) =====
+Tensor rsqrt_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("rsqrt.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::rsqrt_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::rsqrt_ @ Autograd (RsqrtBackward0) =====
+Tensor rsqrt__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<RsqrtBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<RsqrtBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::rsqrt_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+    grad_fn->result_ = SavedVariable(self, true);
+  }
+  return self;
+}
+
 // ===== dk::select.int @ Autograd (SelectBackward0) =====
 Tensor select_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
   const bool requires_grad = compute_requires_grad(self);
@@ -972,6 +1152,36 @@ Tensor sigmoid_Autograd(DispatchKeySet ks, const Tensor& self) {
   return result;
 }
 
+// ===== dk::sigmoid.out @ Autograd (out=: refuses grad) =====
+Tensor sigmoid_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("sigmoid.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sigmoid_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::sigmoid_ @ Autograd (SigmoidBackward0) =====
+Tensor sigmoid__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<SigmoidBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SigmoidBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sigmoid_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+    grad_fn->result_ = SavedVariable(self, true);
+  }
+  return self;
+}
+
 // ===== dk::sin @ Autograd (SinBackward0) =====
 Tensor sin_Autograd(DispatchKeySet ks, const Tensor& self) {
   const bool requires_grad = compute_requires_grad(self);
@@ -990,6 +1200,36 @@ Tensor sin_Autograd(DispatchKeySet ks, const Tensor& self) {
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::sin.out @ Autograd (out=: refuses grad) =====
+Tensor sin_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("sin.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sin_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::sin_ @ Autograd (SinBackward0) =====
+Tensor sin__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<SinBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SinBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_ = SavedVariable(autograd::detail::clone_for_backward(self), false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sin_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
 }
 
 // ===== dk::slice.Tensor @ Autograd (SliceBackward0) =====
@@ -1058,6 +1298,36 @@ Tensor sqrt_Autograd(DispatchKeySet ks, const Tensor& self) {
     grad_fn->result_ = SavedVariable(result, true);
   }
   return result;
+}
+
+// ===== dk::sqrt.out @ Autograd (out=: refuses grad) =====
+Tensor sqrt_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("sqrt.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sqrt_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::sqrt_ @ Autograd (SqrtBackward0) =====
+Tensor sqrt__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<SqrtBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SqrtBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sqrt_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+    grad_fn->result_ = SavedVariable(self, true);
+  }
+  return self;
 }
 
 // ===== dk::squeeze.dim @ Autograd (SqueezeBackward0) =====
@@ -1212,6 +1482,36 @@ Tensor tanh_Autograd(DispatchKeySet ks, const Tensor& self) {
   return result;
 }
 
+// ===== dk::tanh.out @ Autograd (out=: refuses grad) =====
+Tensor tanh_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("tanh.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::tanh_out::redispatch(ks & after_autograd_keyset, self, out);
+  }
+  return out;
+}
+
+// ===== dk::tanh_ @ Autograd (TanhBackward0) =====
+Tensor tanh__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<TanhBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<TanhBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::tanh_::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+    grad_fn->result_ = SavedVariable(self, true);
+  }
+  return self;
+}
+
 // ===== dk::transpose.int @ Autograd (TransposeBackward0) =====
 Tensor transpose_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim0, int64_t dim1) {
   const bool requires_grad = compute_requires_grad(self);
@@ -1359,16 +1659,24 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("clone", DK_FN(autograd::generated::clone_Autograd));  // CloneBackward0
   m.impl("copy_", DK_FN(autograd::generated::copy__Autograd));  // CopyBackward0
   m.impl("cos", DK_FN(autograd::generated::cos_Autograd));  // CosBackward0
+  m.impl("cos.out", DK_FN(autograd::generated::cos_out_Autograd));  // out=: refuses grad
+  m.impl("cos_", DK_FN(autograd::generated::cos__Autograd));  // CosBackward0
   m.impl("div.Tensor", DK_FN(autograd::generated::div_Tensor_Autograd));  // DivBackward0
   m.impl("div.out", DK_FN(autograd::generated::div_out_Autograd));  // out=: refuses grad
   m.impl("div_.Tensor", DK_FN(autograd::generated::div__Tensor_Autograd));  // DivBackward0
   m.impl("embedding", DK_FN(autograd::generated::embedding_Autograd));  // EmbeddingBackward0
   m.impl("exp", DK_FN(autograd::generated::exp_Autograd));  // ExpBackward0
+  m.impl("exp.out", DK_FN(autograd::generated::exp_out_Autograd));  // out=: refuses grad
+  m.impl("exp_", DK_FN(autograd::generated::exp__Autograd));  // ExpBackward0
   m.impl("expand", DK_FN(autograd::generated::expand_Autograd));  // ExpandBackward0
   m.impl("fill_.Scalar", DK_FN(autograd::generated::fill__Scalar_Autograd));  // FillBackward0
   m.impl("gelu", DK_FN(autograd::generated::gelu_Autograd));  // GeluBackward0
+  m.impl("gelu.out", DK_FN(autograd::generated::gelu_out_Autograd));  // out=: refuses grad
+  m.impl("gelu_", DK_FN(autograd::generated::gelu__Autograd));  // GeluBackward0
   m.impl("gelu_backward", DK_FN(autograd::generated::gelu_backward_Autograd));  // GeluBackwardBackward0
   m.impl("log", DK_FN(autograd::generated::log_Autograd));  // LogBackward0
+  m.impl("log.out", DK_FN(autograd::generated::log_out_Autograd));  // out=: refuses grad
+  m.impl("log_", DK_FN(autograd::generated::log__Autograd));  // LogBackward0
   m.impl("max.dim", DK_FN(autograd::generated::max_dim_Autograd));  // MaxBackward0
   m.impl("maximum", DK_FN(autograd::generated::maximum_Autograd));  // MaximumBackward0
   m.impl("mean.dim", DK_FN(autograd::generated::mean_dim_Autograd));  // MeanBackward0
@@ -1380,18 +1688,28 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("mul.out", DK_FN(autograd::generated::mul_out_Autograd));  // out=: refuses grad
   m.impl("mul_.Tensor", DK_FN(autograd::generated::mul__Tensor_Autograd));  // MulBackward0
   m.impl("neg", DK_FN(autograd::generated::neg_Autograd));  // NegBackward0
+  m.impl("neg.out", DK_FN(autograd::generated::neg_out_Autograd));  // out=: refuses grad
+  m.impl("neg_", DK_FN(autograd::generated::neg__Autograd));  // NegBackward0
   m.impl("nll_loss", DK_FN(autograd::generated::nll_loss_Autograd));  // NllLossBackward0
   m.impl("permute", DK_FN(autograd::generated::permute_Autograd));  // PermuteBackward0
   m.impl("pow.Tensor_Scalar", DK_FN(autograd::generated::pow_Tensor_Scalar_Autograd));  // PowBackward0
   m.impl("relu", DK_FN(autograd::generated::relu_Autograd));  // ReluBackward0
   m.impl("relu_", DK_FN(autograd::generated::relu__Autograd));  // ReluBackward0
   m.impl("rsqrt", DK_FN(autograd::generated::rsqrt_Autograd));  // RsqrtBackward0
+  m.impl("rsqrt.out", DK_FN(autograd::generated::rsqrt_out_Autograd));  // out=: refuses grad
+  m.impl("rsqrt_", DK_FN(autograd::generated::rsqrt__Autograd));  // RsqrtBackward0
   m.impl("select.int", DK_FN(autograd::generated::select_int_Autograd));  // SelectBackward0
   m.impl("sigmoid", DK_FN(autograd::generated::sigmoid_Autograd));  // SigmoidBackward0
+  m.impl("sigmoid.out", DK_FN(autograd::generated::sigmoid_out_Autograd));  // out=: refuses grad
+  m.impl("sigmoid_", DK_FN(autograd::generated::sigmoid__Autograd));  // SigmoidBackward0
   m.impl("sin", DK_FN(autograd::generated::sin_Autograd));  // SinBackward0
+  m.impl("sin.out", DK_FN(autograd::generated::sin_out_Autograd));  // out=: refuses grad
+  m.impl("sin_", DK_FN(autograd::generated::sin__Autograd));  // SinBackward0
   m.impl("slice.Tensor", DK_FN(autograd::generated::slice_Tensor_Autograd));  // SliceBackward0
   m.impl("split.Tensor", DK_FN(autograd::generated::split_Tensor_Autograd));  // SplitBackward0
   m.impl("sqrt", DK_FN(autograd::generated::sqrt_Autograd));  // SqrtBackward0
+  m.impl("sqrt.out", DK_FN(autograd::generated::sqrt_out_Autograd));  // out=: refuses grad
+  m.impl("sqrt_", DK_FN(autograd::generated::sqrt__Autograd));  // SqrtBackward0
   m.impl("squeeze.dim", DK_FN(autograd::generated::squeeze_dim_Autograd));  // SqueezeBackward0
   m.impl("sub.Tensor", DK_FN(autograd::generated::sub_Tensor_Autograd));  // SubBackward0
   m.impl("sub.out", DK_FN(autograd::generated::sub_out_Autograd));  // out=: refuses grad
@@ -1400,6 +1718,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("sum.dim_IntList", DK_FN(autograd::generated::sum_dim_IntList_Autograd));  // SumBackward1
   m.impl("t", DK_FN(autograd::generated::t_Autograd));  // TBackward0
   m.impl("tanh", DK_FN(autograd::generated::tanh_Autograd));  // TanhBackward0
+  m.impl("tanh.out", DK_FN(autograd::generated::tanh_out_Autograd));  // out=: refuses grad
+  m.impl("tanh_", DK_FN(autograd::generated::tanh__Autograd));  // TanhBackward0
   m.impl("transpose.int", DK_FN(autograd::generated::transpose_int_Autograd));  // TransposeBackward0
   m.impl("unbind.int", DK_FN(autograd::generated::unbind_int_Autograd));  // UnbindBackward0
   m.impl("unsqueeze", DK_FN(autograd::generated::unsqueeze_Autograd));  // UnsqueezeBackward0

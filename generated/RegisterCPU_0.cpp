@@ -72,6 +72,12 @@
 #include "dk/generated/ops/randn_ops.h"
 #include "dk/generated/ops/relu_native.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/sigmoid_native.h"
+#include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sin_native.h"
+#include "dk/generated/ops/sin_ops.h"
+#include "dk/generated/ops/sqrt_native.h"
+#include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
@@ -166,7 +172,19 @@ Tensor wrapper_CPU_copy_(const Tensor& self, const Tensor& src, bool non_blockin
 
 // ===== dk::cos @ CPU =====
 Tensor wrapper_CPU_cos(const Tensor& self) {
-  return native::cos_cpu(self);
+  detail::StructuredFunctional<native::structured_cos_out_cpu, 1> op("dk::cos");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::cos.out @ CPU =====
+Tensor wrapper_CPU_cos_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_cos_out_cpu, 1> op("dk::cos", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::div_.Tensor @ CPU =====
@@ -185,7 +203,10 @@ Tensor wrapper_CPU_eq_Tensor(const Tensor& self, const Tensor& other) {
 
 // ===== dk::exp @ CPU =====
 Tensor wrapper_CPU_exp(const Tensor& self) {
-  return native::exp_cpu(self);
+  detail::StructuredFunctional<native::structured_exp_out_cpu, 1> op("dk::exp");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::fill_.Scalar @ CPU =====
@@ -195,7 +216,19 @@ Tensor wrapper_CPU_fill__Scalar(const Tensor& self, const Scalar& value) {
 
 // ===== dk::gelu @ CPU =====
 Tensor wrapper_CPU_gelu(const Tensor& self, std::string_view approximate) {
-  return native::gelu_cpu(self, approximate);
+  detail::StructuredFunctional<native::structured_gelu_out_cpu, 1> op("dk::gelu");
+  op.meta(self, approximate);
+  op.impl(self, approximate, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::gelu_ @ CPU =====
+Tensor wrapper_CPU_gelu_(const Tensor& self, std::string_view approximate) {
+  detail::StructuredInplace<native::structured_gelu_out_cpu, 1> op("dk::gelu_", {self}, {"self"});
+  op.meta(self, approximate);
+  op.impl(self, approximate, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::gelu_backward @ CPU =====
@@ -213,7 +246,19 @@ Tensor wrapper_CPU_gt_Tensor(const Tensor& self, const Tensor& other) {
 
 // ===== dk::log @ CPU =====
 Tensor wrapper_CPU_log(const Tensor& self) {
-  return native::log_cpu(self);
+  detail::StructuredFunctional<native::structured_log_out_cpu, 1> op("dk::log");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::log_ @ CPU =====
+Tensor wrapper_CPU_log_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_log_out_cpu, 1> op("dk::log_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::max.dim @ CPU =====
@@ -255,7 +300,19 @@ Tensor wrapper_CPU_mul__Tensor(const Tensor& self, const Tensor& other) {
 
 // ===== dk::neg @ CPU =====
 Tensor wrapper_CPU_neg(const Tensor& self) {
-  return native::neg_cpu(self);
+  detail::StructuredFunctional<native::structured_neg_out_cpu, 1> op("dk::neg");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::neg.out @ CPU =====
+Tensor wrapper_CPU_neg_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_neg_out_cpu, 1> op("dk::neg", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::ones @ CPU =====
@@ -273,6 +330,42 @@ Tensor wrapper_CPU_relu_(const Tensor& self) {
   return native::relu_inplace_cpu(self);
 }
 
+// ===== dk::sigmoid_ @ CPU =====
+Tensor wrapper_CPU_sigmoid_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_sigmoid_out_cpu, 1> op("dk::sigmoid_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
+// ===== dk::sin.out @ CPU =====
+Tensor wrapper_CPU_sin_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_sin_out_cpu, 1> op("dk::sin", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::sin_ @ CPU =====
+Tensor wrapper_CPU_sin_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_sin_out_cpu, 1> op("dk::sin_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
+// ===== dk::sqrt.out @ CPU =====
+Tensor wrapper_CPU_sqrt_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_sqrt_out_cpu, 1> op("dk::sqrt", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 // ===== dk::sub.Tensor @ CPU =====
 Tensor wrapper_CPU_sub_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   detail::StructuredFunctional<native::structured_sub_out_cpu, 1> op("dk::sub");
@@ -288,7 +381,19 @@ Tensor wrapper_CPU_sum(const Tensor& self, std::optional<ScalarType> dtype) {
 
 // ===== dk::tanh @ CPU =====
 Tensor wrapper_CPU_tanh(const Tensor& self) {
-  return native::tanh_cpu(self);
+  detail::StructuredFunctional<native::structured_tanh_out_cpu, 1> op("dk::tanh");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::tanh.out @ CPU =====
+Tensor wrapper_CPU_tanh_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_tanh_out_cpu, 1> op("dk::tanh", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::where.self @ CPU =====
@@ -312,27 +417,36 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CPU_bmm>("wrapper_CPU_bmm"));  // bmm @ CPU -> native::structured_bmm_out_cpu
   m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_CPU_bmm_out>("wrapper_CPU_bmm_out"));  // bmm.out @ CPU -> native::structured_bmm_out_cpu
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CPU_copy_>("wrapper_CPU_copy_"));  // copy_ @ CPU -> native::copy_inplace_cpu
-  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CPU_cos>("wrapper_CPU_cos"));  // cos @ CPU -> native::cos_cpu
+  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CPU_cos>("wrapper_CPU_cos"));  // cos @ CPU -> native::structured_cos_out_cpu
+  m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_CPU_cos_out>("wrapper_CPU_cos_out"));  // cos.out @ CPU -> native::structured_cos_out_cpu
   m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_CPU_div__Tensor>("wrapper_CPU_div__Tensor"));  // div_.Tensor @ CPU -> native::structured_div_out_cpu
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CPU_eq_Tensor>("wrapper_CPU_eq_Tensor"));  // eq.Tensor @ CPU -> native::eq_cpu
-  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CPU_exp>("wrapper_CPU_exp"));  // exp @ CPU -> native::exp_cpu
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CPU_exp>("wrapper_CPU_exp"));  // exp @ CPU -> native::structured_exp_out_cpu
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_CPU_fill__Scalar>("wrapper_CPU_fill__Scalar"));  // fill_.Scalar @ CPU -> native::fill_inplace_cpu
-  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CPU_gelu>("wrapper_CPU_gelu"));  // gelu @ CPU -> native::gelu_cpu
+  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CPU_gelu>("wrapper_CPU_gelu"));  // gelu @ CPU -> native::structured_gelu_out_cpu
+  m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_CPU_gelu_>("wrapper_CPU_gelu_"));  // gelu_ @ CPU -> native::structured_gelu_out_cpu
   m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_CPU_gelu_backward>("wrapper_CPU_gelu_backward"));  // gelu_backward @ CPU -> native::gelu_backward_cpu
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CPU_gt_Tensor>("wrapper_CPU_gt_Tensor"));  // gt.Tensor @ CPU -> native::gt_cpu
-  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CPU_log>("wrapper_CPU_log"));  // log @ CPU -> native::log_cpu
+  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CPU_log>("wrapper_CPU_log"));  // log @ CPU -> native::structured_log_out_cpu
+  m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_CPU_log_>("wrapper_CPU_log_"));  // log_ @ CPU -> native::structured_log_out_cpu
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CPU_max_dim>("wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::max_cpu
   m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CPU_maximum>("wrapper_CPU_maximum"));  // maximum @ CPU -> native::maximum_cpu
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_CPU_mean_dim>("wrapper_CPU_mean_dim"));  // mean.dim @ CPU -> native::mean_cpu
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CPU_mm_out>("wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::structured_mm_out_cpu
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CPU_mul__Tensor>("wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::structured_mul_out_cpu
-  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_CPU_neg>("wrapper_CPU_neg"));  // neg @ CPU -> native::neg_cpu
+  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_CPU_neg>("wrapper_CPU_neg"));  // neg @ CPU -> native::structured_neg_out_cpu
+  m.impl("neg.out", ::dk::detail::kernelFor<ops::neg_out, &wrapper_CPU_neg_out>("wrapper_CPU_neg_out"));  // neg.out @ CPU -> native::structured_neg_out_cpu
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_CPU_ones>("wrapper_CPU_ones"));  // ones @ CPU -> native::ones_cpu
   m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_CPU_randn_generator>("wrapper_CPU_randn_generator"));  // randn.generator @ CPU -> native::randn_cpu
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_CPU_relu_>("wrapper_CPU_relu_"));  // relu_ @ CPU -> native::relu_inplace_cpu
+  m.impl("sigmoid_", ::dk::detail::kernelFor<ops::sigmoid_, &wrapper_CPU_sigmoid_>("wrapper_CPU_sigmoid_"));  // sigmoid_ @ CPU -> native::structured_sigmoid_out_cpu
+  m.impl("sin.out", ::dk::detail::kernelFor<ops::sin_out, &wrapper_CPU_sin_out>("wrapper_CPU_sin_out"));  // sin.out @ CPU -> native::structured_sin_out_cpu
+  m.impl("sin_", ::dk::detail::kernelFor<ops::sin_, &wrapper_CPU_sin_>("wrapper_CPU_sin_"));  // sin_ @ CPU -> native::structured_sin_out_cpu
+  m.impl("sqrt.out", ::dk::detail::kernelFor<ops::sqrt_out, &wrapper_CPU_sqrt_out>("wrapper_CPU_sqrt_out"));  // sqrt.out @ CPU -> native::structured_sqrt_out_cpu
   m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_CPU_sub_Tensor>("wrapper_CPU_sub_Tensor"));  // sub.Tensor @ CPU -> native::structured_sub_out_cpu
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_CPU_sum>("wrapper_CPU_sum"));  // sum @ CPU -> native::sum_cpu
-  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CPU_tanh>("wrapper_CPU_tanh"));  // tanh @ CPU -> native::tanh_cpu
+  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CPU_tanh>("wrapper_CPU_tanh"));  // tanh @ CPU -> native::structured_tanh_out_cpu
+  m.impl("tanh.out", ::dk::detail::kernelFor<ops::tanh_out, &wrapper_CPU_tanh_out>("wrapper_CPU_tanh_out"));  // tanh.out @ CPU -> native::structured_tanh_out_cpu
   m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_CPU_where_self>("wrapper_CPU_where_self"));  // where.self @ CPU -> native::where_cpu
   m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_CPU_zero_>("wrapper_CPU_zero_"));  // zero_ @ CPU -> native::zero_inplace_cpu
 }

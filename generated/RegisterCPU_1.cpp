@@ -23,6 +23,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
@@ -47,6 +48,8 @@
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
+#include "dk/generated/ops/cos_native.h"
+#include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/embedding_native.h"
@@ -55,10 +58,16 @@
 #include "dk/generated/ops/empty_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
+#include "dk/generated/ops/exp_native.h"
+#include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/full_native.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gelu_native.h"
+#include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/item_native.h"
 #include "dk/generated/ops/item_ops.h"
+#include "dk/generated/ops/log_native.h"
+#include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_native.h"
 #include "dk/generated/ops/lt_ops.h"
 #include "dk/generated/ops/minimum_native.h"
@@ -69,6 +78,8 @@
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/neg_native.h"
+#include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_native.h"
 #include "dk/generated/ops/nll_loss_ops.h"
 #include "dk/generated/ops/pow_native.h"
@@ -91,6 +102,8 @@
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/tanh_native.h"
+#include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
 #include "meta/structured_wrappers.h"
@@ -154,6 +167,15 @@ Tensor wrapper_CPU_clamp(const Tensor& self, const std::optional<Scalar>& min, c
   return native::clamp_cpu(self, min, max);
 }
 
+// ===== dk::cos_ @ CPU =====
+Tensor wrapper_CPU_cos_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_cos_out_cpu, 1> op("dk::cos_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::div.Tensor @ CPU =====
 Tensor wrapper_CPU_div_Tensor(const Tensor& self, const Tensor& other) {
   detail::StructuredFunctional<native::structured_div_out_cpu, 1> op("dk::div");
@@ -189,14 +211,50 @@ Tensor wrapper_CPU_eq_Scalar(const Tensor& self, const Scalar& other) {
   return native::eq_cpu(self, other);
 }
 
+// ===== dk::exp.out @ CPU =====
+Tensor wrapper_CPU_exp_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_exp_out_cpu, 1> op("dk::exp", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::exp_ @ CPU =====
+Tensor wrapper_CPU_exp_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_exp_out_cpu, 1> op("dk::exp_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::full @ CPU =====
 Tensor wrapper_CPU_full(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   return native::full_cpu(size, fill_value, dtype, layout, device, pin_memory);
 }
 
+// ===== dk::gelu.out @ CPU =====
+Tensor wrapper_CPU_gelu_out(const Tensor& self, std::string_view approximate, const Tensor& out) {
+  detail::StructuredOut<native::structured_gelu_out_cpu, 1> op("dk::gelu", {out}, {"out"});
+  op.meta(self, approximate);
+  op.impl(self, approximate, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 // ===== dk::item @ CPU =====
 Scalar wrapper_CPU_item(const Tensor& self) {
   return native::item_cpu(self);
+}
+
+// ===== dk::log.out @ CPU =====
+Tensor wrapper_CPU_log_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_log_out_cpu, 1> op("dk::log", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::lt.Tensor @ CPU =====
@@ -242,6 +300,15 @@ Tensor wrapper_CPU_mul_out(const Tensor& self, const Tensor& other, const Tensor
   return out;
 }
 
+// ===== dk::neg_ @ CPU =====
+Tensor wrapper_CPU_neg_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_neg_out_cpu, 1> op("dk::neg_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::nll_loss @ CPU =====
 Tensor wrapper_CPU_nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   detail::DeviceCheck device_check("dk::nll_loss");
@@ -278,22 +345,70 @@ Tensor wrapper_CPU_relu(const Tensor& self) {
 
 // ===== dk::rsqrt @ CPU =====
 Tensor wrapper_CPU_rsqrt(const Tensor& self) {
-  return native::rsqrt_cpu(self);
+  detail::StructuredFunctional<native::structured_rsqrt_out_cpu, 1> op("dk::rsqrt");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::rsqrt.out @ CPU =====
+Tensor wrapper_CPU_rsqrt_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_rsqrt_out_cpu, 1> op("dk::rsqrt", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::rsqrt_ @ CPU =====
+Tensor wrapper_CPU_rsqrt_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_rsqrt_out_cpu, 1> op("dk::rsqrt_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::sigmoid @ CPU =====
 Tensor wrapper_CPU_sigmoid(const Tensor& self) {
-  return native::sigmoid_cpu(self);
+  detail::StructuredFunctional<native::structured_sigmoid_out_cpu, 1> op("dk::sigmoid");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::sigmoid.out @ CPU =====
+Tensor wrapper_CPU_sigmoid_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<native::structured_sigmoid_out_cpu, 1> op("dk::sigmoid", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::sin @ CPU =====
 Tensor wrapper_CPU_sin(const Tensor& self) {
-  return native::sin_cpu(self);
+  detail::StructuredFunctional<native::structured_sin_out_cpu, 1> op("dk::sin");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::sqrt @ CPU =====
 Tensor wrapper_CPU_sqrt(const Tensor& self) {
-  return native::sqrt_cpu(self);
+  detail::StructuredFunctional<native::structured_sqrt_out_cpu, 1> op("dk::sqrt");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::sqrt_ @ CPU =====
+Tensor wrapper_CPU_sqrt_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_sqrt_out_cpu, 1> op("dk::sqrt_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::sub.out @ CPU =====
@@ -319,6 +434,15 @@ Tensor wrapper_CPU_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRef
   return native::sum_cpu(self, dim, keepdim, dtype);
 }
 
+// ===== dk::tanh_ @ CPU =====
+Tensor wrapper_CPU_tanh_(const Tensor& self) {
+  detail::StructuredInplace<native::structured_tanh_out_cpu, 1> op("dk::tanh_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::zeros @ CPU =====
 Tensor wrapper_CPU_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   return native::zeros_cpu(size, dtype, layout, device, pin_memory);
@@ -335,32 +459,43 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_CPU_argmax>("wrapper_CPU_argmax"));  // argmax @ CPU -> native::argmax_cpu
   m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CPU_cat>("wrapper_CPU_cat"));  // cat @ CPU -> native::cat_cpu
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CPU_clamp>("wrapper_CPU_clamp"));  // clamp @ CPU -> native::clamp_cpu
+  m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_CPU_cos_>("wrapper_CPU_cos_"));  // cos_ @ CPU -> native::structured_cos_out_cpu
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CPU_div_Tensor>("wrapper_CPU_div_Tensor"));  // div.Tensor @ CPU -> native::structured_div_out_cpu
   m.impl("div.out", ::dk::detail::kernelFor<ops::div_out, &wrapper_CPU_div_out>("wrapper_CPU_div_out"));  // div.out @ CPU -> native::structured_div_out_cpu
   m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_CPU_embedding>("wrapper_CPU_embedding"));  // embedding @ CPU -> native::embedding_cpu
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_CPU_empty_memory_format>("wrapper_CPU_empty_memory_format"));  // empty.memory_format @ CPU -> native::empty_cpu
   m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_CPU_eq_Scalar>("wrapper_CPU_eq_Scalar"));  // eq.Scalar @ CPU -> native::eq_cpu
+  m.impl("exp.out", ::dk::detail::kernelFor<ops::exp_out, &wrapper_CPU_exp_out>("wrapper_CPU_exp_out"));  // exp.out @ CPU -> native::structured_exp_out_cpu
+  m.impl("exp_", ::dk::detail::kernelFor<ops::exp_, &wrapper_CPU_exp_>("wrapper_CPU_exp_"));  // exp_ @ CPU -> native::structured_exp_out_cpu
   m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_CPU_full>("wrapper_CPU_full"));  // full @ CPU -> native::full_cpu
+  m.impl("gelu.out", ::dk::detail::kernelFor<ops::gelu_out, &wrapper_CPU_gelu_out>("wrapper_CPU_gelu_out"));  // gelu.out @ CPU -> native::structured_gelu_out_cpu
   m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CPU_item>("wrapper_CPU_item"));  // item @ CPU -> native::item_cpu
+  m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_CPU_log_out>("wrapper_CPU_log_out"));  // log.out @ CPU -> native::structured_log_out_cpu
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CPU_lt_Tensor>("wrapper_CPU_lt_Tensor"));  // lt.Tensor @ CPU -> native::lt_cpu
   m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CPU_minimum>("wrapper_CPU_minimum"));  // minimum @ CPU -> native::minimum_cpu
   m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CPU_mm>("wrapper_CPU_mm"));  // mm @ CPU -> native::structured_mm_out_cpu
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_CPU_mse_loss>("wrapper_CPU_mse_loss"));  // mse_loss @ CPU -> native::mse_loss_cpu
   m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CPU_mul_Tensor>("wrapper_CPU_mul_Tensor"));  // mul.Tensor @ CPU -> native::structured_mul_out_cpu
   m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_CPU_mul_out>("wrapper_CPU_mul_out"));  // mul.out @ CPU -> native::structured_mul_out_cpu
+  m.impl("neg_", ::dk::detail::kernelFor<ops::neg_, &wrapper_CPU_neg_>("wrapper_CPU_neg_"));  // neg_ @ CPU -> native::structured_neg_out_cpu
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_CPU_nll_loss>("wrapper_CPU_nll_loss"));  // nll_loss @ CPU -> native::nll_loss_cpu
   m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_CPU_pow_Tensor_Scalar>("wrapper_CPU_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CPU -> native::pow_cpu
   m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_CPU_rand>("wrapper_CPU_rand"));  // rand @ CPU -> native::rand_cpu
   m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &wrapper_CPU_rand_generator>("wrapper_CPU_rand_generator"));  // rand.generator @ CPU -> native::rand_cpu
   m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_CPU_randn>("wrapper_CPU_randn"));  // randn @ CPU -> native::randn_cpu
   m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_CPU_relu>("wrapper_CPU_relu"));  // relu @ CPU -> native::relu_cpu
-  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_CPU_rsqrt>("wrapper_CPU_rsqrt"));  // rsqrt @ CPU -> native::rsqrt_cpu
-  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CPU_sigmoid>("wrapper_CPU_sigmoid"));  // sigmoid @ CPU -> native::sigmoid_cpu
-  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CPU_sin>("wrapper_CPU_sin"));  // sin @ CPU -> native::sin_cpu
-  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CPU_sqrt>("wrapper_CPU_sqrt"));  // sqrt @ CPU -> native::sqrt_cpu
+  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_CPU_rsqrt>("wrapper_CPU_rsqrt"));  // rsqrt @ CPU -> native::structured_rsqrt_out_cpu
+  m.impl("rsqrt.out", ::dk::detail::kernelFor<ops::rsqrt_out, &wrapper_CPU_rsqrt_out>("wrapper_CPU_rsqrt_out"));  // rsqrt.out @ CPU -> native::structured_rsqrt_out_cpu
+  m.impl("rsqrt_", ::dk::detail::kernelFor<ops::rsqrt_, &wrapper_CPU_rsqrt_>("wrapper_CPU_rsqrt_"));  // rsqrt_ @ CPU -> native::structured_rsqrt_out_cpu
+  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CPU_sigmoid>("wrapper_CPU_sigmoid"));  // sigmoid @ CPU -> native::structured_sigmoid_out_cpu
+  m.impl("sigmoid.out", ::dk::detail::kernelFor<ops::sigmoid_out, &wrapper_CPU_sigmoid_out>("wrapper_CPU_sigmoid_out"));  // sigmoid.out @ CPU -> native::structured_sigmoid_out_cpu
+  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CPU_sin>("wrapper_CPU_sin"));  // sin @ CPU -> native::structured_sin_out_cpu
+  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CPU_sqrt>("wrapper_CPU_sqrt"));  // sqrt @ CPU -> native::structured_sqrt_out_cpu
+  m.impl("sqrt_", ::dk::detail::kernelFor<ops::sqrt_, &wrapper_CPU_sqrt_>("wrapper_CPU_sqrt_"));  // sqrt_ @ CPU -> native::structured_sqrt_out_cpu
   m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_CPU_sub_out>("wrapper_CPU_sub_out"));  // sub.out @ CPU -> native::structured_sub_out_cpu
   m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_CPU_sub__Tensor>("wrapper_CPU_sub__Tensor"));  // sub_.Tensor @ CPU -> native::structured_sub_out_cpu
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_CPU_sum_dim_IntList>("wrapper_CPU_sum_dim_IntList"));  // sum.dim_IntList @ CPU -> native::sum_cpu
+  m.impl("tanh_", ::dk::detail::kernelFor<ops::tanh_, &wrapper_CPU_tanh_>("wrapper_CPU_tanh_"));  // tanh_ @ CPU -> native::structured_tanh_out_cpu
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CPU_zeros>("wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
 }
 

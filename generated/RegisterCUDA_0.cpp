@@ -72,6 +72,12 @@
 #include "dk/generated/ops/randn_ops.h"
 #include "dk/generated/ops/relu_native.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/sigmoid_native.h"
+#include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sin_native.h"
+#include "dk/generated/ops/sin_ops.h"
+#include "dk/generated/ops/sqrt_native.h"
+#include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
@@ -193,7 +199,22 @@ Tensor wrapper_CUDA_cos(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::cos_cuda(self);
+  detail::StructuredFunctional<native::structured_cos_out_cuda, 1> op("dk::cos");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::cos.out @ CUDA =====
+Tensor wrapper_CUDA_cos_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_cos_out_cuda, 1> op("dk::cos", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::div_.Tensor @ CUDA =====
@@ -221,7 +242,10 @@ Tensor wrapper_CUDA_exp(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::exp_cuda(self);
+  detail::StructuredFunctional<native::structured_exp_out_cuda, 1> op("dk::exp");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::fill_.Scalar @ CUDA =====
@@ -237,7 +261,22 @@ Tensor wrapper_CUDA_gelu(const Tensor& self, std::string_view approximate) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::gelu_cuda(self, approximate);
+  detail::StructuredFunctional<native::structured_gelu_out_cuda, 1> op("dk::gelu");
+  op.meta(self, approximate);
+  op.impl(self, approximate, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::gelu_ @ CUDA =====
+Tensor wrapper_CUDA_gelu_(const Tensor& self, std::string_view approximate) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_gelu_out_cuda, 1> op("dk::gelu_", {self}, {"self"});
+  op.meta(self, approximate);
+  op.impl(self, approximate, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::gelu_backward @ CUDA =====
@@ -264,7 +303,22 @@ Tensor wrapper_CUDA_log(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::log_cuda(self);
+  detail::StructuredFunctional<native::structured_log_out_cuda, 1> op("dk::log");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::log_ @ CUDA =====
+Tensor wrapper_CUDA_log_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_log_out_cuda, 1> op("dk::log_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::max.dim @ CUDA =====
@@ -324,7 +378,22 @@ Tensor wrapper_CUDA_neg(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::neg_cuda(self);
+  detail::StructuredFunctional<native::structured_neg_out_cuda, 1> op("dk::neg");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::neg.out @ CUDA =====
+Tensor wrapper_CUDA_neg_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_neg_out_cuda, 1> op("dk::neg", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::ones @ CUDA =====
@@ -351,6 +420,54 @@ Tensor wrapper_CUDA_relu_(const Tensor& self) {
   return native::relu_inplace_cuda(self);
 }
 
+// ===== dk::sigmoid_ @ CUDA =====
+Tensor wrapper_CUDA_sigmoid_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_sigmoid_out_cuda, 1> op("dk::sigmoid_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
+// ===== dk::sin.out @ CUDA =====
+Tensor wrapper_CUDA_sin_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_sin_out_cuda, 1> op("dk::sin", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::sin_ @ CUDA =====
+Tensor wrapper_CUDA_sin_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_sin_out_cuda, 1> op("dk::sin_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
+// ===== dk::sqrt.out @ CUDA =====
+Tensor wrapper_CUDA_sqrt_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_sqrt_out_cuda, 1> op("dk::sqrt", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 // ===== dk::sub.Tensor @ CUDA =====
 Tensor wrapper_CUDA_sub_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
 #ifdef DK_WITH_CUDA
@@ -375,7 +492,22 @@ Tensor wrapper_CUDA_tanh(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::tanh_cuda(self);
+  detail::StructuredFunctional<native::structured_tanh_out_cuda, 1> op("dk::tanh");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::tanh.out @ CUDA =====
+Tensor wrapper_CUDA_tanh_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_tanh_out_cuda, 1> op("dk::tanh", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::where.self @ CUDA =====
@@ -405,27 +537,36 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CUDA_bmm>("wrapper_CUDA_bmm"));  // bmm @ CUDA -> native::structured_bmm_out_cuda
   m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_CUDA_bmm_out>("wrapper_CUDA_bmm_out"));  // bmm.out @ CUDA -> native::structured_bmm_out_cuda
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CUDA_copy_>("wrapper_CUDA_copy_"));  // copy_ @ CUDA -> native::copy_inplace_cuda
-  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CUDA_cos>("wrapper_CUDA_cos"));  // cos @ CUDA -> native::cos_cuda
+  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CUDA_cos>("wrapper_CUDA_cos"));  // cos @ CUDA -> native::structured_cos_out_cuda
+  m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_CUDA_cos_out>("wrapper_CUDA_cos_out"));  // cos.out @ CUDA -> native::structured_cos_out_cuda
   m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_CUDA_div__Tensor>("wrapper_CUDA_div__Tensor"));  // div_.Tensor @ CUDA -> native::structured_div_out_cuda
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CUDA_eq_Tensor>("wrapper_CUDA_eq_Tensor"));  // eq.Tensor @ CUDA -> native::eq_cuda
-  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CUDA_exp>("wrapper_CUDA_exp"));  // exp @ CUDA -> native::exp_cuda
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CUDA_exp>("wrapper_CUDA_exp"));  // exp @ CUDA -> native::structured_exp_out_cuda
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_CUDA_fill__Scalar>("wrapper_CUDA_fill__Scalar"));  // fill_.Scalar @ CUDA -> native::fill_inplace_cuda
-  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CUDA_gelu>("wrapper_CUDA_gelu"));  // gelu @ CUDA -> native::gelu_cuda
+  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CUDA_gelu>("wrapper_CUDA_gelu"));  // gelu @ CUDA -> native::structured_gelu_out_cuda
+  m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_CUDA_gelu_>("wrapper_CUDA_gelu_"));  // gelu_ @ CUDA -> native::structured_gelu_out_cuda
   m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_CUDA_gelu_backward>("wrapper_CUDA_gelu_backward"));  // gelu_backward @ CUDA -> native::gelu_backward_cuda
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CUDA_gt_Tensor>("wrapper_CUDA_gt_Tensor"));  // gt.Tensor @ CUDA -> native::gt_cuda
-  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CUDA_log>("wrapper_CUDA_log"));  // log @ CUDA -> native::log_cuda
+  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CUDA_log>("wrapper_CUDA_log"));  // log @ CUDA -> native::structured_log_out_cuda
+  m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_CUDA_log_>("wrapper_CUDA_log_"));  // log_ @ CUDA -> native::structured_log_out_cuda
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CUDA_max_dim>("wrapper_CUDA_max_dim"));  // max.dim @ CUDA -> native::max_cuda
   m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CUDA_maximum>("wrapper_CUDA_maximum"));  // maximum @ CUDA -> native::maximum_cuda
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_CUDA_mean_dim>("wrapper_CUDA_mean_dim"));  // mean.dim @ CUDA -> native::mean_cuda
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CUDA_mm_out>("wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::structured_mm_out_cuda
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CUDA_mul__Tensor>("wrapper_CUDA_mul__Tensor"));  // mul_.Tensor @ CUDA -> native::structured_mul_out_cuda
-  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_CUDA_neg>("wrapper_CUDA_neg"));  // neg @ CUDA -> native::neg_cuda
+  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_CUDA_neg>("wrapper_CUDA_neg"));  // neg @ CUDA -> native::structured_neg_out_cuda
+  m.impl("neg.out", ::dk::detail::kernelFor<ops::neg_out, &wrapper_CUDA_neg_out>("wrapper_CUDA_neg_out"));  // neg.out @ CUDA -> native::structured_neg_out_cuda
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_CUDA_ones>("wrapper_CUDA_ones"));  // ones @ CUDA -> native::ones_cuda
   m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_CUDA_randn_generator>("wrapper_CUDA_randn_generator"));  // randn.generator @ CUDA -> native::randn_cuda
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_CUDA_relu_>("wrapper_CUDA_relu_"));  // relu_ @ CUDA -> native::relu_inplace_cuda
+  m.impl("sigmoid_", ::dk::detail::kernelFor<ops::sigmoid_, &wrapper_CUDA_sigmoid_>("wrapper_CUDA_sigmoid_"));  // sigmoid_ @ CUDA -> native::structured_sigmoid_out_cuda
+  m.impl("sin.out", ::dk::detail::kernelFor<ops::sin_out, &wrapper_CUDA_sin_out>("wrapper_CUDA_sin_out"));  // sin.out @ CUDA -> native::structured_sin_out_cuda
+  m.impl("sin_", ::dk::detail::kernelFor<ops::sin_, &wrapper_CUDA_sin_>("wrapper_CUDA_sin_"));  // sin_ @ CUDA -> native::structured_sin_out_cuda
+  m.impl("sqrt.out", ::dk::detail::kernelFor<ops::sqrt_out, &wrapper_CUDA_sqrt_out>("wrapper_CUDA_sqrt_out"));  // sqrt.out @ CUDA -> native::structured_sqrt_out_cuda
   m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_CUDA_sub_Tensor>("wrapper_CUDA_sub_Tensor"));  // sub.Tensor @ CUDA -> native::structured_sub_out_cuda
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_CUDA_sum>("wrapper_CUDA_sum"));  // sum @ CUDA -> native::sum_cuda
-  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CUDA_tanh>("wrapper_CUDA_tanh"));  // tanh @ CUDA -> native::tanh_cuda
+  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CUDA_tanh>("wrapper_CUDA_tanh"));  // tanh @ CUDA -> native::structured_tanh_out_cuda
+  m.impl("tanh.out", ::dk::detail::kernelFor<ops::tanh_out, &wrapper_CUDA_tanh_out>("wrapper_CUDA_tanh_out"));  // tanh.out @ CUDA -> native::structured_tanh_out_cuda
   m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_CUDA_where_self>("wrapper_CUDA_where_self"));  // where.self @ CUDA -> native::where_cuda
   m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_CUDA_zero_>("wrapper_CUDA_zero_"));  // zero_ @ CUDA -> native::zero_inplace_cuda
 }

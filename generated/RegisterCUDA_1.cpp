@@ -23,6 +23,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
@@ -47,6 +48,8 @@
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
+#include "dk/generated/ops/cos_native.h"
+#include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/embedding_native.h"
@@ -55,10 +58,16 @@
 #include "dk/generated/ops/empty_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
+#include "dk/generated/ops/exp_native.h"
+#include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/full_native.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gelu_native.h"
+#include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/item_native.h"
 #include "dk/generated/ops/item_ops.h"
+#include "dk/generated/ops/log_native.h"
+#include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_native.h"
 #include "dk/generated/ops/lt_ops.h"
 #include "dk/generated/ops/minimum_native.h"
@@ -69,6 +78,8 @@
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/neg_native.h"
+#include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_native.h"
 #include "dk/generated/ops/nll_loss_ops.h"
 #include "dk/generated/ops/pow_native.h"
@@ -91,6 +102,8 @@
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/tanh_native.h"
+#include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
 #include "meta/structured_wrappers.h"
@@ -181,6 +194,18 @@ Tensor wrapper_CUDA_clamp(const Tensor& self, const std::optional<Scalar>& min, 
   return native::clamp_cuda(self, min, max);
 }
 
+// ===== dk::cos_ @ CUDA =====
+Tensor wrapper_CUDA_cos_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_cos_out_cuda, 1> op("dk::cos_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::div.Tensor @ CUDA =====
 Tensor wrapper_CUDA_div_Tensor(const Tensor& self, const Tensor& other) {
 #ifdef DK_WITH_CUDA
@@ -231,6 +256,30 @@ Tensor wrapper_CUDA_eq_Scalar(const Tensor& self, const Scalar& other) {
   return native::eq_cuda(self, other);
 }
 
+// ===== dk::exp.out @ CUDA =====
+Tensor wrapper_CUDA_exp_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_exp_out_cuda, 1> op("dk::exp", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::exp_ @ CUDA =====
+Tensor wrapper_CUDA_exp_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_exp_out_cuda, 1> op("dk::exp_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::full @ CUDA =====
 Tensor wrapper_CUDA_full(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
 #ifdef DK_WITH_CUDA
@@ -239,12 +288,36 @@ Tensor wrapper_CUDA_full(IntArrayRef size, const Scalar& fill_value, std::option
   return native::full_cuda(size, fill_value, dtype, layout, device, pin_memory);
 }
 
+// ===== dk::gelu.out @ CUDA =====
+Tensor wrapper_CUDA_gelu_out(const Tensor& self, std::string_view approximate, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_gelu_out_cuda, 1> op("dk::gelu", {out}, {"out"});
+  op.meta(self, approximate);
+  op.impl(self, approximate, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 // ===== dk::item @ CUDA =====
 Scalar wrapper_CUDA_item(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
   return native::item_cuda(self);
+}
+
+// ===== dk::log.out @ CUDA =====
+Tensor wrapper_CUDA_log_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_log_out_cuda, 1> op("dk::log", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::lt.Tensor @ CUDA =====
@@ -308,6 +381,18 @@ Tensor wrapper_CUDA_mul_out(const Tensor& self, const Tensor& other, const Tenso
   return out;
 }
 
+// ===== dk::neg_ @ CUDA =====
+Tensor wrapper_CUDA_neg_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_neg_out_cuda, 1> op("dk::neg_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::nll_loss @ CUDA =====
 Tensor wrapper_CUDA_nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   detail::DeviceCheck device_check("dk::nll_loss");
@@ -365,7 +450,34 @@ Tensor wrapper_CUDA_rsqrt(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::rsqrt_cuda(self);
+  detail::StructuredFunctional<native::structured_rsqrt_out_cuda, 1> op("dk::rsqrt");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::rsqrt.out @ CUDA =====
+Tensor wrapper_CUDA_rsqrt_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_rsqrt_out_cuda, 1> op("dk::rsqrt", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::rsqrt_ @ CUDA =====
+Tensor wrapper_CUDA_rsqrt_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_rsqrt_out_cuda, 1> op("dk::rsqrt_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::sigmoid @ CUDA =====
@@ -373,7 +485,22 @@ Tensor wrapper_CUDA_sigmoid(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::sigmoid_cuda(self);
+  detail::StructuredFunctional<native::structured_sigmoid_out_cuda, 1> op("dk::sigmoid");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::sigmoid.out @ CUDA =====
+Tensor wrapper_CUDA_sigmoid_out(const Tensor& self, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_sigmoid_out_cuda, 1> op("dk::sigmoid", {out}, {"out"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::sin @ CUDA =====
@@ -381,7 +508,10 @@ Tensor wrapper_CUDA_sin(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::sin_cuda(self);
+  detail::StructuredFunctional<native::structured_sin_out_cuda, 1> op("dk::sin");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::sqrt @ CUDA =====
@@ -389,7 +519,22 @@ Tensor wrapper_CUDA_sqrt(const Tensor& self) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::sqrt_cuda(self);
+  detail::StructuredFunctional<native::structured_sqrt_out_cuda, 1> op("dk::sqrt");
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::sqrt_ @ CUDA =====
+Tensor wrapper_CUDA_sqrt_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_sqrt_out_cuda, 1> op("dk::sqrt_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
 }
 
 // ===== dk::sub.out @ CUDA =====
@@ -424,6 +569,18 @@ Tensor wrapper_CUDA_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRe
   return native::sum_cuda(self, dim, keepdim, dtype);
 }
 
+// ===== dk::tanh_ @ CUDA =====
+Tensor wrapper_CUDA_tanh_(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_tanh_out_cuda, 1> op("dk::tanh_", {self}, {"self"});
+  op.meta(self);
+  op.impl(self, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::zeros @ CUDA =====
 Tensor wrapper_CUDA_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
 #ifdef DK_WITH_CUDA
@@ -443,32 +600,43 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_CUDA_argmax>("wrapper_CUDA_argmax"));  // argmax @ CUDA -> native::argmax_cuda
   m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_CUDA_cat>("wrapper_CUDA_cat"));  // cat @ CUDA -> native::cat_cuda
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CUDA_clamp>("wrapper_CUDA_clamp"));  // clamp @ CUDA -> native::clamp_cuda
+  m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_CUDA_cos_>("wrapper_CUDA_cos_"));  // cos_ @ CUDA -> native::structured_cos_out_cuda
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CUDA_div_Tensor>("wrapper_CUDA_div_Tensor"));  // div.Tensor @ CUDA -> native::structured_div_out_cuda
   m.impl("div.out", ::dk::detail::kernelFor<ops::div_out, &wrapper_CUDA_div_out>("wrapper_CUDA_div_out"));  // div.out @ CUDA -> native::structured_div_out_cuda
   m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_CUDA_embedding>("wrapper_CUDA_embedding"));  // embedding @ CUDA -> native::embedding_cuda
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_CUDA_empty_memory_format>("wrapper_CUDA_empty_memory_format"));  // empty.memory_format @ CUDA -> native::empty_cuda
   m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_CUDA_eq_Scalar>("wrapper_CUDA_eq_Scalar"));  // eq.Scalar @ CUDA -> native::eq_cuda
+  m.impl("exp.out", ::dk::detail::kernelFor<ops::exp_out, &wrapper_CUDA_exp_out>("wrapper_CUDA_exp_out"));  // exp.out @ CUDA -> native::structured_exp_out_cuda
+  m.impl("exp_", ::dk::detail::kernelFor<ops::exp_, &wrapper_CUDA_exp_>("wrapper_CUDA_exp_"));  // exp_ @ CUDA -> native::structured_exp_out_cuda
   m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_CUDA_full>("wrapper_CUDA_full"));  // full @ CUDA -> native::full_cuda
+  m.impl("gelu.out", ::dk::detail::kernelFor<ops::gelu_out, &wrapper_CUDA_gelu_out>("wrapper_CUDA_gelu_out"));  // gelu.out @ CUDA -> native::structured_gelu_out_cuda
   m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CUDA_item>("wrapper_CUDA_item"));  // item @ CUDA -> native::item_cuda
+  m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_CUDA_log_out>("wrapper_CUDA_log_out"));  // log.out @ CUDA -> native::structured_log_out_cuda
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CUDA_lt_Tensor>("wrapper_CUDA_lt_Tensor"));  // lt.Tensor @ CUDA -> native::lt_cuda
   m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CUDA_minimum>("wrapper_CUDA_minimum"));  // minimum @ CUDA -> native::minimum_cuda
   m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CUDA_mm>("wrapper_CUDA_mm"));  // mm @ CUDA -> native::structured_mm_out_cuda
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_CUDA_mse_loss>("wrapper_CUDA_mse_loss"));  // mse_loss @ CUDA -> native::mse_loss_cuda
   m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CUDA_mul_Tensor>("wrapper_CUDA_mul_Tensor"));  // mul.Tensor @ CUDA -> native::structured_mul_out_cuda
   m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_CUDA_mul_out>("wrapper_CUDA_mul_out"));  // mul.out @ CUDA -> native::structured_mul_out_cuda
+  m.impl("neg_", ::dk::detail::kernelFor<ops::neg_, &wrapper_CUDA_neg_>("wrapper_CUDA_neg_"));  // neg_ @ CUDA -> native::structured_neg_out_cuda
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_CUDA_nll_loss>("wrapper_CUDA_nll_loss"));  // nll_loss @ CUDA -> native::nll_loss_cuda
   m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_CUDA_pow_Tensor_Scalar>("wrapper_CUDA_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CUDA -> native::pow_cuda
   m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_CUDA_rand>("wrapper_CUDA_rand"));  // rand @ CUDA -> native::rand_cuda
   m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &wrapper_CUDA_rand_generator>("wrapper_CUDA_rand_generator"));  // rand.generator @ CUDA -> native::rand_cuda
   m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_CUDA_randn>("wrapper_CUDA_randn"));  // randn @ CUDA -> native::randn_cuda
   m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_CUDA_relu>("wrapper_CUDA_relu"));  // relu @ CUDA -> native::relu_cuda
-  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_CUDA_rsqrt>("wrapper_CUDA_rsqrt"));  // rsqrt @ CUDA -> native::rsqrt_cuda
-  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CUDA_sigmoid>("wrapper_CUDA_sigmoid"));  // sigmoid @ CUDA -> native::sigmoid_cuda
-  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CUDA_sin>("wrapper_CUDA_sin"));  // sin @ CUDA -> native::sin_cuda
-  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CUDA_sqrt>("wrapper_CUDA_sqrt"));  // sqrt @ CUDA -> native::sqrt_cuda
+  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_CUDA_rsqrt>("wrapper_CUDA_rsqrt"));  // rsqrt @ CUDA -> native::structured_rsqrt_out_cuda
+  m.impl("rsqrt.out", ::dk::detail::kernelFor<ops::rsqrt_out, &wrapper_CUDA_rsqrt_out>("wrapper_CUDA_rsqrt_out"));  // rsqrt.out @ CUDA -> native::structured_rsqrt_out_cuda
+  m.impl("rsqrt_", ::dk::detail::kernelFor<ops::rsqrt_, &wrapper_CUDA_rsqrt_>("wrapper_CUDA_rsqrt_"));  // rsqrt_ @ CUDA -> native::structured_rsqrt_out_cuda
+  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CUDA_sigmoid>("wrapper_CUDA_sigmoid"));  // sigmoid @ CUDA -> native::structured_sigmoid_out_cuda
+  m.impl("sigmoid.out", ::dk::detail::kernelFor<ops::sigmoid_out, &wrapper_CUDA_sigmoid_out>("wrapper_CUDA_sigmoid_out"));  // sigmoid.out @ CUDA -> native::structured_sigmoid_out_cuda
+  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CUDA_sin>("wrapper_CUDA_sin"));  // sin @ CUDA -> native::structured_sin_out_cuda
+  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CUDA_sqrt>("wrapper_CUDA_sqrt"));  // sqrt @ CUDA -> native::structured_sqrt_out_cuda
+  m.impl("sqrt_", ::dk::detail::kernelFor<ops::sqrt_, &wrapper_CUDA_sqrt_>("wrapper_CUDA_sqrt_"));  // sqrt_ @ CUDA -> native::structured_sqrt_out_cuda
   m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_CUDA_sub_out>("wrapper_CUDA_sub_out"));  // sub.out @ CUDA -> native::structured_sub_out_cuda
   m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_CUDA_sub__Tensor>("wrapper_CUDA_sub__Tensor"));  // sub_.Tensor @ CUDA -> native::structured_sub_out_cuda
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_CUDA_sum_dim_IntList>("wrapper_CUDA_sum_dim_IntList"));  // sum.dim_IntList @ CUDA -> native::sum_cuda
+  m.impl("tanh_", ::dk::detail::kernelFor<ops::tanh_, &wrapper_CUDA_tanh_>("wrapper_CUDA_tanh_"));  // tanh_ @ CUDA -> native::structured_tanh_out_cuda
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CUDA_zeros>("wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
 }
 

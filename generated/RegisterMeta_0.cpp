@@ -72,6 +72,12 @@
 #include "dk/generated/ops/randn_ops.h"
 #include "dk/generated/ops/relu_native.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/sigmoid_native.h"
+#include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sin_native.h"
+#include "dk/generated/ops/sin_ops.h"
+#include "dk/generated/ops/sqrt_native.h"
+#include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
@@ -160,7 +166,17 @@ Tensor wrapper_Meta_copy_(const Tensor& self, const Tensor& src, bool non_blocki
 
 // ===== dk::cos @ Meta =====
 Tensor wrapper_Meta_cos(const Tensor& self) {
-  return native::cos_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_cos, 1> op("dk::cos");
+  op.meta(self);
+  return op.take_output(0);
+}
+
+// ===== dk::cos.out @ Meta =====
+Tensor wrapper_Meta_cos_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_cos, 1> op("dk::cos", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
 }
 
 // ===== dk::div_.Tensor @ Meta =====
@@ -178,7 +194,9 @@ Tensor wrapper_Meta_eq_Tensor(const Tensor& self, const Tensor& other) {
 
 // ===== dk::exp @ Meta =====
 Tensor wrapper_Meta_exp(const Tensor& self) {
-  return native::exp_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_exp, 1> op("dk::exp");
+  op.meta(self);
+  return op.take_output(0);
 }
 
 // ===== dk::fill_.Scalar @ Meta =====
@@ -188,7 +206,17 @@ Tensor wrapper_Meta_fill__Scalar(const Tensor& self, const Scalar& value) {
 
 // ===== dk::gelu @ Meta =====
 Tensor wrapper_Meta_gelu(const Tensor& self, std::string_view approximate) {
-  return native::gelu_meta(self, approximate);
+  detail::StructuredFunctional<::dk::meta::structured_gelu, 1> op("dk::gelu");
+  op.meta(self, approximate);
+  return op.take_output(0);
+}
+
+// ===== dk::gelu_ @ Meta =====
+Tensor wrapper_Meta_gelu_(const Tensor& self, std::string_view approximate) {
+  detail::StructuredInplace<::dk::meta::structured_gelu, 1> op("dk::gelu_", {self}, {"self"});
+  op.meta(self, approximate);
+  op.finish();
+  return self;
 }
 
 // ===== dk::gelu_backward @ Meta =====
@@ -206,7 +234,17 @@ Tensor wrapper_Meta_gt_Tensor(const Tensor& self, const Tensor& other) {
 
 // ===== dk::log @ Meta =====
 Tensor wrapper_Meta_log(const Tensor& self) {
-  return native::log_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_log, 1> op("dk::log");
+  op.meta(self);
+  return op.take_output(0);
+}
+
+// ===== dk::log_ @ Meta =====
+Tensor wrapper_Meta_log_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_log, 1> op("dk::log_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
 }
 
 // ===== dk::max.dim @ Meta =====
@@ -246,7 +284,17 @@ Tensor wrapper_Meta_mul__Tensor(const Tensor& self, const Tensor& other) {
 
 // ===== dk::neg @ Meta =====
 Tensor wrapper_Meta_neg(const Tensor& self) {
-  return native::neg_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_neg, 1> op("dk::neg");
+  op.meta(self);
+  return op.take_output(0);
+}
+
+// ===== dk::neg.out @ Meta =====
+Tensor wrapper_Meta_neg_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_neg, 1> op("dk::neg", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
 }
 
 // ===== dk::ones @ Meta =====
@@ -264,6 +312,38 @@ Tensor wrapper_Meta_relu_(const Tensor& self) {
   return native::relu_inplace_meta(self);
 }
 
+// ===== dk::sigmoid_ @ Meta =====
+Tensor wrapper_Meta_sigmoid_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_sigmoid, 1> op("dk::sigmoid_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
+}
+
+// ===== dk::sin.out @ Meta =====
+Tensor wrapper_Meta_sin_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_sin, 1> op("dk::sin", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
+}
+
+// ===== dk::sin_ @ Meta =====
+Tensor wrapper_Meta_sin_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_sin, 1> op("dk::sin_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
+}
+
+// ===== dk::sqrt.out @ Meta =====
+Tensor wrapper_Meta_sqrt_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_sqrt, 1> op("dk::sqrt", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
+}
+
 // ===== dk::sub.Tensor @ Meta =====
 Tensor wrapper_Meta_sub_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   detail::StructuredFunctional<::dk::meta::structured_sub_Tensor, 1> op("dk::sub");
@@ -278,7 +358,17 @@ Tensor wrapper_Meta_sum(const Tensor& self, std::optional<ScalarType> dtype) {
 
 // ===== dk::tanh @ Meta =====
 Tensor wrapper_Meta_tanh(const Tensor& self) {
-  return native::tanh_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_tanh, 1> op("dk::tanh");
+  op.meta(self);
+  return op.take_output(0);
+}
+
+// ===== dk::tanh.out @ Meta =====
+Tensor wrapper_Meta_tanh_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_tanh, 1> op("dk::tanh", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
 }
 
 // ===== dk::where.self @ Meta =====
@@ -302,27 +392,36 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_Meta_bmm>("wrapper_Meta_bmm"));  // bmm @ Meta -> ::dk::meta::structured_bmm
   m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_Meta_bmm_out>("wrapper_Meta_bmm_out"));  // bmm.out @ Meta -> ::dk::meta::structured_bmm
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_Meta_copy_>("wrapper_Meta_copy_"));  // copy_ @ Meta -> native::copy_inplace_meta
-  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_Meta_cos>("wrapper_Meta_cos"));  // cos @ Meta -> native::cos_meta
+  m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_Meta_cos>("wrapper_Meta_cos"));  // cos @ Meta -> ::dk::meta::structured_cos
+  m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_Meta_cos_out>("wrapper_Meta_cos_out"));  // cos.out @ Meta -> ::dk::meta::structured_cos
   m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_Meta_div__Tensor>("wrapper_Meta_div__Tensor"));  // div_.Tensor @ Meta -> ::dk::meta::structured_div_Tensor
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_Meta_eq_Tensor>("wrapper_Meta_eq_Tensor"));  // eq.Tensor @ Meta -> native::eq_meta
-  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_Meta_exp>("wrapper_Meta_exp"));  // exp @ Meta -> native::exp_meta
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_Meta_exp>("wrapper_Meta_exp"));  // exp @ Meta -> ::dk::meta::structured_exp
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_Meta_fill__Scalar>("wrapper_Meta_fill__Scalar"));  // fill_.Scalar @ Meta -> native::fill_inplace_meta
-  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_Meta_gelu>("wrapper_Meta_gelu"));  // gelu @ Meta -> native::gelu_meta
+  m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_Meta_gelu>("wrapper_Meta_gelu"));  // gelu @ Meta -> ::dk::meta::structured_gelu
+  m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_Meta_gelu_>("wrapper_Meta_gelu_"));  // gelu_ @ Meta -> ::dk::meta::structured_gelu
   m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_Meta_gelu_backward>("wrapper_Meta_gelu_backward"));  // gelu_backward @ Meta -> native::gelu_backward_meta
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_Meta_gt_Tensor>("wrapper_Meta_gt_Tensor"));  // gt.Tensor @ Meta -> native::gt_meta
-  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_Meta_log>("wrapper_Meta_log"));  // log @ Meta -> native::log_meta
+  m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_Meta_log>("wrapper_Meta_log"));  // log @ Meta -> ::dk::meta::structured_log
+  m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_Meta_log_>("wrapper_Meta_log_"));  // log_ @ Meta -> ::dk::meta::structured_log
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_Meta_max_dim>("wrapper_Meta_max_dim"));  // max.dim @ Meta -> native::max_meta
   m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_Meta_maximum>("wrapper_Meta_maximum"));  // maximum @ Meta -> native::maximum_meta
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_Meta_mean_dim>("wrapper_Meta_mean_dim"));  // mean.dim @ Meta -> native::mean_meta
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_Meta_mm_out>("wrapper_Meta_mm_out"));  // mm.out @ Meta -> ::dk::meta::structured_mm
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_Meta_mul__Tensor>("wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> ::dk::meta::structured_mul_Tensor
-  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_Meta_neg>("wrapper_Meta_neg"));  // neg @ Meta -> native::neg_meta
+  m.impl("neg", ::dk::detail::kernelFor<ops::neg, &wrapper_Meta_neg>("wrapper_Meta_neg"));  // neg @ Meta -> ::dk::meta::structured_neg
+  m.impl("neg.out", ::dk::detail::kernelFor<ops::neg_out, &wrapper_Meta_neg_out>("wrapper_Meta_neg_out"));  // neg.out @ Meta -> ::dk::meta::structured_neg
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_Meta_ones>("wrapper_Meta_ones"));  // ones @ Meta -> native::ones_meta
   m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_Meta_randn_generator>("wrapper_Meta_randn_generator"));  // randn.generator @ Meta -> native::randn_meta
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_Meta_relu_>("wrapper_Meta_relu_"));  // relu_ @ Meta -> native::relu_inplace_meta
+  m.impl("sigmoid_", ::dk::detail::kernelFor<ops::sigmoid_, &wrapper_Meta_sigmoid_>("wrapper_Meta_sigmoid_"));  // sigmoid_ @ Meta -> ::dk::meta::structured_sigmoid
+  m.impl("sin.out", ::dk::detail::kernelFor<ops::sin_out, &wrapper_Meta_sin_out>("wrapper_Meta_sin_out"));  // sin.out @ Meta -> ::dk::meta::structured_sin
+  m.impl("sin_", ::dk::detail::kernelFor<ops::sin_, &wrapper_Meta_sin_>("wrapper_Meta_sin_"));  // sin_ @ Meta -> ::dk::meta::structured_sin
+  m.impl("sqrt.out", ::dk::detail::kernelFor<ops::sqrt_out, &wrapper_Meta_sqrt_out>("wrapper_Meta_sqrt_out"));  // sqrt.out @ Meta -> ::dk::meta::structured_sqrt
   m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &wrapper_Meta_sub_Tensor>("wrapper_Meta_sub_Tensor"));  // sub.Tensor @ Meta -> ::dk::meta::structured_sub_Tensor
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_Meta_sum>("wrapper_Meta_sum"));  // sum @ Meta -> native::sum_meta
-  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_Meta_tanh>("wrapper_Meta_tanh"));  // tanh @ Meta -> native::tanh_meta
+  m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_Meta_tanh>("wrapper_Meta_tanh"));  // tanh @ Meta -> ::dk::meta::structured_tanh
+  m.impl("tanh.out", ::dk::detail::kernelFor<ops::tanh_out, &wrapper_Meta_tanh_out>("wrapper_Meta_tanh_out"));  // tanh.out @ Meta -> ::dk::meta::structured_tanh
   m.impl("where.self", ::dk::detail::kernelFor<ops::where_self, &wrapper_Meta_where_self>("wrapper_Meta_where_self"));  // where.self @ Meta -> native::where_meta
   m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_Meta_zero_>("wrapper_Meta_zero_"));  // zero_ @ Meta -> native::zero_inplace_meta
 }

@@ -22,6 +22,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
@@ -46,6 +47,8 @@
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
+#include "dk/generated/ops/cos_native.h"
+#include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/embedding_native.h"
@@ -54,8 +57,14 @@
 #include "dk/generated/ops/empty_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
+#include "dk/generated/ops/exp_native.h"
+#include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/full_native.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gelu_native.h"
+#include "dk/generated/ops/gelu_ops.h"
+#include "dk/generated/ops/log_native.h"
+#include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_native.h"
 #include "dk/generated/ops/lt_ops.h"
 #include "dk/generated/ops/minimum_native.h"
@@ -66,6 +75,8 @@
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/neg_native.h"
+#include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_native.h"
 #include "dk/generated/ops/nll_loss_ops.h"
 #include "dk/generated/ops/pow_native.h"
@@ -88,6 +99,8 @@
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/tanh_native.h"
+#include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
 #include "meta/structured_wrappers.h"
@@ -149,6 +162,14 @@ Tensor wrapper_Meta_clamp(const Tensor& self, const std::optional<Scalar>& min, 
   return native::clamp_meta(self, min, max);
 }
 
+// ===== dk::cos_ @ Meta =====
+Tensor wrapper_Meta_cos_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_cos, 1> op("dk::cos_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
+}
+
 // ===== dk::div.Tensor @ Meta =====
 Tensor wrapper_Meta_div_Tensor(const Tensor& self, const Tensor& other) {
   detail::StructuredFunctional<::dk::meta::structured_div_Tensor, 1> op("dk::div");
@@ -182,9 +203,41 @@ Tensor wrapper_Meta_eq_Scalar(const Tensor& self, const Scalar& other) {
   return native::eq_meta(self, other);
 }
 
+// ===== dk::exp.out @ Meta =====
+Tensor wrapper_Meta_exp_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_exp, 1> op("dk::exp", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
+}
+
+// ===== dk::exp_ @ Meta =====
+Tensor wrapper_Meta_exp_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_exp, 1> op("dk::exp_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
+}
+
 // ===== dk::full @ Meta =====
 Tensor wrapper_Meta_full(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   return native::full_meta(size, fill_value, dtype, layout, device, pin_memory);
+}
+
+// ===== dk::gelu.out @ Meta =====
+Tensor wrapper_Meta_gelu_out(const Tensor& self, std::string_view approximate, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_gelu, 1> op("dk::gelu", {out}, {"out"});
+  op.meta(self, approximate);
+  op.finish();
+  return out;
+}
+
+// ===== dk::log.out @ Meta =====
+Tensor wrapper_Meta_log_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_log, 1> op("dk::log", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
 }
 
 // ===== dk::lt.Tensor @ Meta =====
@@ -227,6 +280,14 @@ Tensor wrapper_Meta_mul_out(const Tensor& self, const Tensor& other, const Tenso
   return out;
 }
 
+// ===== dk::neg_ @ Meta =====
+Tensor wrapper_Meta_neg_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_neg, 1> op("dk::neg_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
+}
+
 // ===== dk::nll_loss @ Meta =====
 Tensor wrapper_Meta_nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   detail::DeviceCheck device_check("dk::nll_loss");
@@ -263,22 +324,62 @@ Tensor wrapper_Meta_relu(const Tensor& self) {
 
 // ===== dk::rsqrt @ Meta =====
 Tensor wrapper_Meta_rsqrt(const Tensor& self) {
-  return native::rsqrt_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_rsqrt, 1> op("dk::rsqrt");
+  op.meta(self);
+  return op.take_output(0);
+}
+
+// ===== dk::rsqrt.out @ Meta =====
+Tensor wrapper_Meta_rsqrt_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_rsqrt, 1> op("dk::rsqrt", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
+}
+
+// ===== dk::rsqrt_ @ Meta =====
+Tensor wrapper_Meta_rsqrt_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_rsqrt, 1> op("dk::rsqrt_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
 }
 
 // ===== dk::sigmoid @ Meta =====
 Tensor wrapper_Meta_sigmoid(const Tensor& self) {
-  return native::sigmoid_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_sigmoid, 1> op("dk::sigmoid");
+  op.meta(self);
+  return op.take_output(0);
+}
+
+// ===== dk::sigmoid.out @ Meta =====
+Tensor wrapper_Meta_sigmoid_out(const Tensor& self, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_sigmoid, 1> op("dk::sigmoid", {out}, {"out"});
+  op.meta(self);
+  op.finish();
+  return out;
 }
 
 // ===== dk::sin @ Meta =====
 Tensor wrapper_Meta_sin(const Tensor& self) {
-  return native::sin_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_sin, 1> op("dk::sin");
+  op.meta(self);
+  return op.take_output(0);
 }
 
 // ===== dk::sqrt @ Meta =====
 Tensor wrapper_Meta_sqrt(const Tensor& self) {
-  return native::sqrt_meta(self);
+  detail::StructuredFunctional<::dk::meta::structured_sqrt, 1> op("dk::sqrt");
+  op.meta(self);
+  return op.take_output(0);
+}
+
+// ===== dk::sqrt_ @ Meta =====
+Tensor wrapper_Meta_sqrt_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_sqrt, 1> op("dk::sqrt_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
 }
 
 // ===== dk::sub.out @ Meta =====
@@ -302,6 +403,14 @@ Tensor wrapper_Meta_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRe
   return native::sum_meta(self, dim, keepdim, dtype);
 }
 
+// ===== dk::tanh_ @ Meta =====
+Tensor wrapper_Meta_tanh_(const Tensor& self) {
+  detail::StructuredInplace<::dk::meta::structured_tanh, 1> op("dk::tanh_", {self}, {"self"});
+  op.meta(self);
+  op.finish();
+  return self;
+}
+
 // ===== dk::zeros @ Meta =====
 Tensor wrapper_Meta_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   return native::zeros_meta(size, dtype, layout, device, pin_memory);
@@ -318,31 +427,42 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("argmax", ::dk::detail::kernelFor<ops::argmax, &wrapper_Meta_argmax>("wrapper_Meta_argmax"));  // argmax @ Meta -> native::argmax_meta
   m.impl("cat", ::dk::detail::kernelFor<ops::cat, &wrapper_Meta_cat>("wrapper_Meta_cat"));  // cat @ Meta -> native::cat_meta
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_Meta_clamp>("wrapper_Meta_clamp"));  // clamp @ Meta -> native::clamp_meta
+  m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_Meta_cos_>("wrapper_Meta_cos_"));  // cos_ @ Meta -> ::dk::meta::structured_cos
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_Meta_div_Tensor>("wrapper_Meta_div_Tensor"));  // div.Tensor @ Meta -> ::dk::meta::structured_div_Tensor
   m.impl("div.out", ::dk::detail::kernelFor<ops::div_out, &wrapper_Meta_div_out>("wrapper_Meta_div_out"));  // div.out @ Meta -> ::dk::meta::structured_div_Tensor
   m.impl("embedding", ::dk::detail::kernelFor<ops::embedding, &wrapper_Meta_embedding>("wrapper_Meta_embedding"));  // embedding @ Meta -> native::embedding_meta
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_Meta_empty_memory_format>("wrapper_Meta_empty_memory_format"));  // empty.memory_format @ Meta -> native::empty_meta
   m.impl("eq.Scalar", ::dk::detail::kernelFor<ops::eq_Scalar, &wrapper_Meta_eq_Scalar>("wrapper_Meta_eq_Scalar"));  // eq.Scalar @ Meta -> native::eq_meta
+  m.impl("exp.out", ::dk::detail::kernelFor<ops::exp_out, &wrapper_Meta_exp_out>("wrapper_Meta_exp_out"));  // exp.out @ Meta -> ::dk::meta::structured_exp
+  m.impl("exp_", ::dk::detail::kernelFor<ops::exp_, &wrapper_Meta_exp_>("wrapper_Meta_exp_"));  // exp_ @ Meta -> ::dk::meta::structured_exp
   m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_Meta_full>("wrapper_Meta_full"));  // full @ Meta -> native::full_meta
+  m.impl("gelu.out", ::dk::detail::kernelFor<ops::gelu_out, &wrapper_Meta_gelu_out>("wrapper_Meta_gelu_out"));  // gelu.out @ Meta -> ::dk::meta::structured_gelu
+  m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_Meta_log_out>("wrapper_Meta_log_out"));  // log.out @ Meta -> ::dk::meta::structured_log
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_Meta_lt_Tensor>("wrapper_Meta_lt_Tensor"));  // lt.Tensor @ Meta -> native::lt_meta
   m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_Meta_minimum>("wrapper_Meta_minimum"));  // minimum @ Meta -> native::minimum_meta
   m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_Meta_mm>("wrapper_Meta_mm"));  // mm @ Meta -> ::dk::meta::structured_mm
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_Meta_mse_loss>("wrapper_Meta_mse_loss"));  // mse_loss @ Meta -> native::mse_loss_meta
   m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_Meta_mul_Tensor>("wrapper_Meta_mul_Tensor"));  // mul.Tensor @ Meta -> ::dk::meta::structured_mul_Tensor
   m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_Meta_mul_out>("wrapper_Meta_mul_out"));  // mul.out @ Meta -> ::dk::meta::structured_mul_Tensor
+  m.impl("neg_", ::dk::detail::kernelFor<ops::neg_, &wrapper_Meta_neg_>("wrapper_Meta_neg_"));  // neg_ @ Meta -> ::dk::meta::structured_neg
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &wrapper_Meta_nll_loss>("wrapper_Meta_nll_loss"));  // nll_loss @ Meta -> native::nll_loss_meta
   m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_Meta_pow_Tensor_Scalar>("wrapper_Meta_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ Meta -> native::pow_meta
   m.impl("rand", ::dk::detail::kernelFor<ops::rand, &wrapper_Meta_rand>("wrapper_Meta_rand"));  // rand @ Meta -> native::rand_meta
   m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &wrapper_Meta_rand_generator>("wrapper_Meta_rand_generator"));  // rand.generator @ Meta -> native::rand_meta
   m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_Meta_randn>("wrapper_Meta_randn"));  // randn @ Meta -> native::randn_meta
   m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_Meta_relu>("wrapper_Meta_relu"));  // relu @ Meta -> native::relu_meta
-  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_Meta_rsqrt>("wrapper_Meta_rsqrt"));  // rsqrt @ Meta -> native::rsqrt_meta
-  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_Meta_sigmoid>("wrapper_Meta_sigmoid"));  // sigmoid @ Meta -> native::sigmoid_meta
-  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_Meta_sin>("wrapper_Meta_sin"));  // sin @ Meta -> native::sin_meta
-  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_Meta_sqrt>("wrapper_Meta_sqrt"));  // sqrt @ Meta -> native::sqrt_meta
+  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_Meta_rsqrt>("wrapper_Meta_rsqrt"));  // rsqrt @ Meta -> ::dk::meta::structured_rsqrt
+  m.impl("rsqrt.out", ::dk::detail::kernelFor<ops::rsqrt_out, &wrapper_Meta_rsqrt_out>("wrapper_Meta_rsqrt_out"));  // rsqrt.out @ Meta -> ::dk::meta::structured_rsqrt
+  m.impl("rsqrt_", ::dk::detail::kernelFor<ops::rsqrt_, &wrapper_Meta_rsqrt_>("wrapper_Meta_rsqrt_"));  // rsqrt_ @ Meta -> ::dk::meta::structured_rsqrt
+  m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_Meta_sigmoid>("wrapper_Meta_sigmoid"));  // sigmoid @ Meta -> ::dk::meta::structured_sigmoid
+  m.impl("sigmoid.out", ::dk::detail::kernelFor<ops::sigmoid_out, &wrapper_Meta_sigmoid_out>("wrapper_Meta_sigmoid_out"));  // sigmoid.out @ Meta -> ::dk::meta::structured_sigmoid
+  m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_Meta_sin>("wrapper_Meta_sin"));  // sin @ Meta -> ::dk::meta::structured_sin
+  m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_Meta_sqrt>("wrapper_Meta_sqrt"));  // sqrt @ Meta -> ::dk::meta::structured_sqrt
+  m.impl("sqrt_", ::dk::detail::kernelFor<ops::sqrt_, &wrapper_Meta_sqrt_>("wrapper_Meta_sqrt_"));  // sqrt_ @ Meta -> ::dk::meta::structured_sqrt
   m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_Meta_sub_out>("wrapper_Meta_sub_out"));  // sub.out @ Meta -> ::dk::meta::structured_sub_Tensor
   m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_Meta_sub__Tensor>("wrapper_Meta_sub__Tensor"));  // sub_.Tensor @ Meta -> ::dk::meta::structured_sub_Tensor
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_Meta_sum_dim_IntList>("wrapper_Meta_sum_dim_IntList"));  // sum.dim_IntList @ Meta -> native::sum_meta
+  m.impl("tanh_", ::dk::detail::kernelFor<ops::tanh_, &wrapper_Meta_tanh_>("wrapper_Meta_tanh_"));  // tanh_ @ Meta -> ::dk::meta::structured_tanh
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_Meta_zeros>("wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
 }
 

@@ -102,6 +102,8 @@ DK_LIBRARY(dk, m) {
   m.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::contiguous::dispatch_bitmap});  // dk::contiguous
   m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::copy_::dispatch_bitmap});  // dk::copy_
   m.def("cos(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cos::dispatch_bitmap});  // dk::cos
+  m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cos_out::dispatch_bitmap});  // dk::cos.out
+  m.def("cos_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cos_::dispatch_bitmap});  // dk::cos_
   m.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cross_entropy_loss::dispatch_bitmap});  // dk::cross_entropy_loss
   m.def("div.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Scalar::dispatch_bitmap});  // dk::div.Scalar
   m.def("div.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Tensor::dispatch_bitmap});  // dk::div.Tensor
@@ -114,16 +116,22 @@ DK_LIBRARY(dk, m) {
   m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::eq_Scalar::dispatch_bitmap});  // dk::eq.Scalar
   m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::eq_Tensor::dispatch_bitmap});  // dk::eq.Tensor
   m.def("exp(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::exp::dispatch_bitmap});  // dk::exp
+  m.def("exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::exp_out::dispatch_bitmap});  // dk::exp.out
+  m.def("exp_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::exp_::dispatch_bitmap});  // dk::exp_
   m.def("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::expand::dispatch_bitmap});  // dk::expand
   m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::fill__Scalar::dispatch_bitmap});  // dk::fill_.Scalar
   m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::flatten_using_ints::dispatch_bitmap});  // dk::flatten.using_ints
   m.def("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::full::dispatch_bitmap});  // dk::full
   m.def("gelu(Tensor self, *, str approximate='none') -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gelu::dispatch_bitmap});  // dk::gelu
+  m.def("gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gelu_out::dispatch_bitmap});  // dk::gelu.out
+  m.def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gelu_::dispatch_bitmap});  // dk::gelu_
   m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gelu_backward::dispatch_bitmap});  // dk::gelu_backward
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor::dispatch_bitmap});  // dk::gt.Tensor
   m.def("item(Tensor self) -> Scalar", ::dk::DispatchArgumentBitmap{::dk::ops::item::dispatch_bitmap});  // dk::item
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::linear::dispatch_bitmap});  // dk::linear
   m.def("log(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::log::dispatch_bitmap});  // dk::log
+  m.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::log_out::dispatch_bitmap});  // dk::log.out
+  m.def("log_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::log_::dispatch_bitmap});  // dk::log_
   m.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::log_softmax_int::dispatch_bitmap});  // dk::log_softmax.int
   m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::lt_Tensor::dispatch_bitmap});  // dk::lt.Tensor
   m.def("matmul(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::matmul::dispatch_bitmap});  // dk::matmul
@@ -139,6 +147,8 @@ DK_LIBRARY(dk, m) {
   m.def("mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul_out::dispatch_bitmap});  // dk::mul.out
   m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul__Tensor::dispatch_bitmap});  // dk::mul_.Tensor
   m.def("neg(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::neg::dispatch_bitmap});  // dk::neg
+  m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::neg_out::dispatch_bitmap});  // dk::neg.out
+  m.def("neg_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::neg_::dispatch_bitmap});  // dk::neg_
   m.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::nll_loss::dispatch_bitmap});  // dk::nll_loss
   m.def("ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::ones::dispatch_bitmap});  // dk::ones
   m.def("ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::ones_like::dispatch_bitmap});  // dk::ones_like
@@ -152,13 +162,21 @@ DK_LIBRARY(dk, m) {
   m.def("relu_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::relu_::dispatch_bitmap});  // dk::relu_
   m.def("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::reshape::dispatch_bitmap});  // dk::reshape
   m.def("rsqrt(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt::dispatch_bitmap});  // dk::rsqrt
+  m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt_out::dispatch_bitmap});  // dk::rsqrt.out
+  m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt_::dispatch_bitmap});  // dk::rsqrt_
   m.def("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::select_int::dispatch_bitmap});  // dk::select.int
   m.def("sigmoid(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sigmoid::dispatch_bitmap});  // dk::sigmoid
+  m.def("sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sigmoid_out::dispatch_bitmap});  // dk::sigmoid.out
+  m.def("sigmoid_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sigmoid_::dispatch_bitmap});  // dk::sigmoid_
   m.def("sin(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sin::dispatch_bitmap});  // dk::sin
+  m.def("sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sin_out::dispatch_bitmap});  // dk::sin.out
+  m.def("sin_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sin_::dispatch_bitmap});  // dk::sin_
   m.def("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::slice_Tensor::dispatch_bitmap});  // dk::slice.Tensor
   m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::softmax_int::dispatch_bitmap});  // dk::softmax.int
   m.def("split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]", ::dk::DispatchArgumentBitmap{::dk::ops::split_Tensor::dispatch_bitmap});  // dk::split.Tensor
   m.def("sqrt(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt::dispatch_bitmap});  // dk::sqrt
+  m.def("sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt_out::dispatch_bitmap});  // dk::sqrt.out
+  m.def("sqrt_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt_::dispatch_bitmap});  // dk::sqrt_
   m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::squeeze_dim::dispatch_bitmap});  // dk::squeeze.dim
   m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::stack::dispatch_bitmap});  // dk::stack
   m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Scalar::dispatch_bitmap});  // dk::sub.Scalar
@@ -169,6 +187,8 @@ DK_LIBRARY(dk, m) {
   m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sum_dim_IntList::dispatch_bitmap});  // dk::sum.dim_IntList
   m.def("t(Tensor(a) self) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::t::dispatch_bitmap});  // dk::t
   m.def("tanh(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::tanh::dispatch_bitmap});  // dk::tanh
+  m.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::tanh_out::dispatch_bitmap});  // dk::tanh.out
+  m.def("tanh_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::tanh_::dispatch_bitmap});  // dk::tanh_
   m.def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::to_dtype::dispatch_bitmap});  // dk::to.dtype
   m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::transpose_int::dispatch_bitmap});  // dk::transpose.int
   m.def("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", ::dk::DispatchArgumentBitmap{::dk::ops::unbind_int::dispatch_bitmap});  // dk::unbind.int

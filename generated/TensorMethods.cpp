@@ -128,6 +128,11 @@ Tensor Tensor::cos() const {
   return ops::cos::call(*this);
 }
 
+// ===== dk::cos_ =====
+Tensor Tensor::cos_() const {
+  return ops::cos_::call(*this);
+}
+
 // ===== dk::div.Scalar =====
 Tensor Tensor::div(const Scalar& other) const {
   return ops::div_Scalar::call(*this, other);
@@ -158,6 +163,11 @@ Tensor Tensor::exp() const {
   return ops::exp::call(*this);
 }
 
+// ===== dk::exp_ =====
+Tensor Tensor::exp_() const {
+  return ops::exp_::call(*this);
+}
+
 // ===== dk::expand =====
 Tensor Tensor::expand(IntArrayRef size, bool implicit) const {
   return ops::expand::call(*this, size, implicit);
@@ -186,6 +196,11 @@ Scalar Tensor::item() const {
 // ===== dk::log =====
 Tensor Tensor::log() const {
   return ops::log::call(*this);
+}
+
+// ===== dk::log_ =====
+Tensor Tensor::log_() const {
+  return ops::log_::call(*this);
 }
 
 // ===== dk::log_softmax.int =====
@@ -253,6 +268,11 @@ Tensor Tensor::neg() const {
   return ops::neg::call(*this);
 }
 
+// ===== dk::neg_ =====
+Tensor Tensor::neg_() const {
+  return ops::neg_::call(*this);
+}
+
 // ===== dk::permute =====
 Tensor Tensor::permute(IntArrayRef dims) const {
   return ops::permute::call(*this, dims);
@@ -283,6 +303,11 @@ Tensor Tensor::rsqrt() const {
   return ops::rsqrt::call(*this);
 }
 
+// ===== dk::rsqrt_ =====
+Tensor Tensor::rsqrt_() const {
+  return ops::rsqrt_::call(*this);
+}
+
 // ===== dk::select.int =====
 Tensor Tensor::select(int64_t dim, int64_t index) const {
   return ops::select_int::call(*this, dim, index);
@@ -293,9 +318,19 @@ Tensor Tensor::sigmoid() const {
   return ops::sigmoid::call(*this);
 }
 
+// ===== dk::sigmoid_ =====
+Tensor Tensor::sigmoid_() const {
+  return ops::sigmoid_::call(*this);
+}
+
 // ===== dk::sin =====
 Tensor Tensor::sin() const {
   return ops::sin::call(*this);
+}
+
+// ===== dk::sin_ =====
+Tensor Tensor::sin_() const {
+  return ops::sin_::call(*this);
 }
 
 // ===== dk::slice.Tensor =====
@@ -316,6 +351,11 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
 // ===== dk::sqrt =====
 Tensor Tensor::sqrt() const {
   return ops::sqrt::call(*this);
+}
+
+// ===== dk::sqrt_ =====
+Tensor Tensor::sqrt_() const {
+  return ops::sqrt_::call(*this);
 }
 
 // ===== dk::squeeze.dim =====
@@ -361,6 +401,11 @@ Tensor Tensor::t() const {
 // ===== dk::tanh =====
 Tensor Tensor::tanh() const {
   return ops::tanh::call(*this);
+}
+
+// ===== dk::tanh_ =====
+Tensor Tensor::tanh_() const {
+  return ops::tanh_::call(*this);
 }
 
 // ===== dk::to.dtype =====

@@ -882,6 +882,21 @@ TEST_CASE("gradcheck: sub_.Tensor and div_.Tensor (structured in-place forms) on
         return y;
       },
       {leaf({2, 3}, 332), leafFrom({3}, awayFromZero(3, 333))});
+  // The unary in-place forms take the functional formulas: exp_ reads its result, log_ the old self.
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(1.0);
+        dk::exp_(y);
+        return y;
+      },
+      {leaf({2, 3}, 334)});
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(in[0]).add(1.0);  // positive; nothing saved it
+        dk::log_(y);
+        return y.mul(in[0]);
+      },
+      {leaf({2, 3}, 335)});
 }
 
 TEST_CASE("gradcheck: copy_, fill_.Scalar, zero_ on non-leaves") {

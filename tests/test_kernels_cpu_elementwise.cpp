@@ -20,21 +20,21 @@
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/copy_native.h"
 #include "dk/generated/ops/copy_ops.h"
-#include "dk/generated/ops/cos_native.h"
+#include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/div.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/eq.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/exp.h"
-#include "dk/generated/ops/exp_native.h"
+#include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/fill.h"
 #include "dk/generated/ops/fill_native.h"
 #include "dk/generated/ops/gelu.h"
-#include "dk/generated/ops/gelu_native.h"
+#include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/item_native.h"
 #include "dk/generated/ops/item_ops.h"
-#include "dk/generated/ops/log_native.h"
+#include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_native.h"
 #include "dk/generated/ops/maximum.h"
 #include "dk/generated/ops/maximum_native.h"
@@ -42,17 +42,17 @@
 #include "dk/generated/ops/mul.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/neg.h"
-#include "dk/generated/ops/neg_native.h"
+#include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/pow_native.h"
 #include "dk/generated/ops/relu.h"
 #include "dk/generated/ops/relu_native.h"
-#include "dk/generated/ops/rsqrt_native.h"
-#include "dk/generated/ops/sigmoid_native.h"
-#include "dk/generated/ops/sin_native.h"
-#include "dk/generated/ops/sqrt_native.h"
+#include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sin_ops.h"
+#include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/sub.h"
 #include "dk/generated/ops/sub_native.h"
-#include "dk/generated/ops/tanh_native.h"
+#include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/where.h"
 #include "dk/generated/ops/where_native.h"
 #include "dk/generated/ops/zero.h"
@@ -736,14 +736,14 @@ TEST_CASE("cpu-elementwise: floating unary math against std:: in double", "[cpu-
     std::function<double(double)> reference;
   };
   std::vector<Op> ops{
-      {"exp", native::exp_cpu, [](double v) { return std::exp(v); }},
-      {"log", native::log_cpu, [](double v) { return std::log(v); }},
-      {"sqrt", native::sqrt_cpu, [](double v) { return std::sqrt(v); }},
-      {"rsqrt", native::rsqrt_cpu, [](double v) { return 1 / std::sqrt(v); }},
-      {"sin", native::sin_cpu, [](double v) { return std::sin(v); }},
-      {"cos", native::cos_cpu, [](double v) { return std::cos(v); }},
-      {"tanh", native::tanh_cpu, [](double v) { return std::tanh(v); }},
-      {"sigmoid", native::sigmoid_cpu, [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"exp", ops::exp::call, [](double v) { return std::exp(v); }},
+      {"log", ops::log::call, [](double v) { return std::log(v); }},
+      {"sqrt", ops::sqrt::call, [](double v) { return std::sqrt(v); }},
+      {"rsqrt", ops::rsqrt::call, [](double v) { return 1 / std::sqrt(v); }},
+      {"sin", ops::sin::call, [](double v) { return std::sin(v); }},
+      {"cos", ops::cos::call, [](double v) { return std::cos(v); }},
+      {"tanh", ops::tanh::call, [](double v) { return std::tanh(v); }},
+      {"sigmoid", ops::sigmoid::call, [](double v) { return 1 / (1 + std::exp(-v)); }},
   };
   Values inputs{0.25, 0.5, 1, 1.5, 2, 3, 7.5, 10, 0.125, 4, 5, 6, 8, 9, 11, 12, 13, 14, 15};  // more than one block
   for (const Op& op : ops) {
@@ -767,16 +767,64 @@ TEST_CASE("cpu-elementwise: floating unary math against std:: in double", "[cpu-
     CHECK(sameValues(read(op.kernel(strided)), Values{op.reference(1), op.reference(2), op.reference(4)}, 1e-15));
     CHECK(op.kernel(make({}, {0, 2})).sizes() == Sizes{0, 2});
   }
-  CHECK_VALUES(native::log_cpu(make({-1, 0}, {2})), {kNaN, -kInf});
-  CHECK_VALUES(native::sqrt_cpu(make({-1}, {1})), {kNaN});
+  CHECK_VALUES(ops::log::call(make({-1, 0}, {2})), {kNaN, -kInf});
+  CHECK_VALUES(ops::sqrt::call(make({-1}, {1})), {kNaN});
   CHECK_VALUES(dk::exp(make({0}, {1})), {1});
 }
 
+TEST_CASE("cpu-elementwise: the in-place and out= forms of the structured unary operators",
+          "[cpu-elementwise][structured]") {
+  struct Forms {
+    const char* name;
+    std::function<Tensor(const Tensor&)> functional;
+    std::function<Tensor(const Tensor&)> inplace;
+    std::function<Tensor(const Tensor&, const Tensor&)> out;
+  };
+  const std::vector<Forms> forms{
+      {"exp", ops::exp::call, ops::exp_::call, ops::exp_out::call},
+      {"log", ops::log::call, ops::log_::call, ops::log_out::call},
+      {"sqrt", ops::sqrt::call, ops::sqrt_::call, ops::sqrt_out::call},
+      {"rsqrt", ops::rsqrt::call, ops::rsqrt_::call, ops::rsqrt_out::call},
+      {"sin", ops::sin::call, ops::sin_::call, ops::sin_out::call},
+      {"cos", ops::cos::call, ops::cos_::call, ops::cos_out::call},
+      {"tanh", ops::tanh::call, ops::tanh_::call, ops::tanh_out::call},
+      {"sigmoid", ops::sigmoid::call, ops::sigmoid_::call, ops::sigmoid_out::call},
+      {"neg", ops::neg::call, ops::neg_::call, ops::neg_out::call},
+      {"gelu", [](const Tensor& t) { return ops::gelu::call(t, "tanh"); },
+       [](const Tensor& t) { return ops::gelu_::call(t, "tanh"); },
+       [](const Tensor& t, const Tensor& out) { return ops::gelu_out::call(t, "tanh", out); }},
+  };
+  const Values inputs{0.25, 0.5, 1, 1.5, 2, 3};
+  for (const Forms& f : forms) {
+    INFO(f.name);
+    Tensor x = make(inputs, {2, 3});
+    Values expected = read(f.functional(x));
+    Tensor y = transposed(make(inputs, {3, 2}));  // a strided self is written where it points
+    Tensor fy = f.functional(y);
+    CHECK(f.inplace(y).is_same(y));
+    CHECK(read(y) == read(fy));
+    Tensor out = make({}, {0}, kDouble);  // resized, and Float results cast into it
+    CHECK(f.out(x, out).is_same(out));
+    CHECK(out.sizes() == Sizes{2, 3});
+    CHECK(sameValues(read(out), expected, 1e-6));
+    if (std::string(f.name) != "neg" && std::string(f.name) != "gelu") {
+      CHECK_THROWS_WITH(f.inplace(make({1, 2}, {2}, kLong)),
+                        "result type Float can't be cast to the desired output type Long");
+    }
+    CHECK_THROWS_WITH(f.out(x, make({}, {0}, kLong)),
+                      "result type Float can't be cast to the desired output type Long");
+  }
+  CHECK_THROWS_WITH(ops::gelu_::call(make({1}, {1}), "erf"), "approximate argument must be either none or tanh.");
+  CHECK_THROWS_WITH(ops::neg_::call(make({1}, {1}, kBool)),
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+                    "mask, use the `~` or `logical_not()` operator instead.");
+}
+
 TEST_CASE("cpu-elementwise: neg and abs", "[cpu-elementwise]") {
-  CHECK_VALUES(native::neg_cpu(make({1, -2, 0}, {3})), {-1, 2, 0});
-  CHECK_VALUES(native::neg_cpu(make({-128, 5}, {2}, kChar)), {-128, -5});
-  CHECK_VALUES(native::neg_cpu(make({1, 0}, {2}, kByte)), {255, 0});
-  CHECK(native::neg_cpu(make({1}, {1}, kHalf)).dtype() == kHalf);
+  CHECK_VALUES(ops::neg::call(make({1, -2, 0}, {3})), {-1, 2, 0});
+  CHECK_VALUES(ops::neg::call(make({-128, 5}, {2}, kChar)), {-128, -5});
+  CHECK_VALUES(ops::neg::call(make({1, 0}, {2}, kByte)), {255, 0});
+  CHECK(ops::neg::call(make({1}, {1}, kHalf)).dtype() == kHalf);
   CHECK_VALUES(native::abs_cpu(make({-1.5, 2, -0.0}, {3})), {1.5, 2, 0});
   CHECK(!std::signbit(read(native::abs_cpu(make({-0.0}, {1})))[0]));
   CHECK_VALUES(native::abs_cpu(make({-128, -3, 4}, {3}, kChar)), {-128, 3, 4});
@@ -784,7 +832,7 @@ TEST_CASE("cpu-elementwise: neg and abs", "[cpu-elementwise]") {
   CHECK(native::abs_cpu(make({-7}, {1}, kLong)).dtype() == kLong);
   CHECK_VALUES(native::abs_cpu(make({200}, {1}, kByte)), {200});
   CHECK_VALUES(dk::neg(make({3}, {1})), {-3});
-  CHECK_THROWS_WITH(native::neg_cpu(make({1}, {1}, kBool)),
+  CHECK_THROWS_WITH(ops::neg::call(make({1}, {1}, kBool)),
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
                     "mask, use the `~` or `logical_not()` operator instead.");
   CHECK_THROWS_WITH(native::abs_cpu(make({1}, {1}, kBool)), "abs: unsupported dtype Bool");
@@ -812,16 +860,16 @@ TEST_CASE("cpu-elementwise: gelu, exact and tanh-approximated", "[cpu-elementwis
     exact.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
     approx.push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
   }
-  CHECK(sameValues(read(native::gelu_cpu(make(inputs, {7}, kDouble), "none")), exact, 1e-14));
-  CHECK(sameValues(read(native::gelu_cpu(make(inputs, {7}), "none")), exact, 1e-6));
-  CHECK(sameValues(read(native::gelu_cpu(make(inputs, {7}, kDouble), "tanh")), approx, 1e-14));
-  CHECK(sameValues(read(native::gelu_cpu(make(inputs, {7}, kBFloat16), "tanh")), approx, 2e-2));
+  CHECK(sameValues(read(ops::gelu::call(make(inputs, {7}, kDouble), "none")), exact, 1e-14));
+  CHECK(sameValues(read(ops::gelu::call(make(inputs, {7}), "none")), exact, 1e-6));
+  CHECK(sameValues(read(ops::gelu::call(make(inputs, {7}, kDouble), "tanh")), approx, 1e-14));
+  CHECK(sameValues(read(ops::gelu::call(make(inputs, {7}, kBFloat16), "tanh")), approx, 2e-2));
   // Values PyTorch gives: gelu(1) = 0.8413447, gelu(1, 'tanh') = 0.8411920.
-  CHECK(std::fabs(read(native::gelu_cpu(make({1}, {1}), "none"))[0] - 0.8413447) < 1e-6);
-  CHECK(std::fabs(read(native::gelu_cpu(make({1}, {1}), "tanh"))[0] - 0.8411920) < 1e-6);
+  CHECK(std::fabs(read(ops::gelu::call(make({1}, {1}), "none"))[0] - 0.8413447) < 1e-6);
+  CHECK(std::fabs(read(ops::gelu::call(make({1}, {1}), "tanh"))[0] - 0.8411920) < 1e-6);
   CHECK(sameValues(read(dk::gelu(make(inputs, {7}, kDouble))), exact, 1e-14));
-  CHECK_THROWS_WITH(native::gelu_cpu(make({1}, {1}, kLong), "none"), "gelu: unsupported dtype Long");
-  CHECK_THROWS_WITH(native::gelu_cpu(make({1}, {1}), "erf"), "approximate argument must be either none or tanh.");
+  CHECK_THROWS_WITH(ops::gelu::call(make({1}, {1}, kLong), "none"), "gelu: unsupported dtype Long");
+  CHECK_THROWS_WITH(ops::gelu::call(make({1}, {1}), "erf"), "approximate argument must be either none or tanh.");
 }
 
 // ---------------------------------------------------------------- copy_, fill_, zero_, item

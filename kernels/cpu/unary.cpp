@@ -1,5 +1,5 @@
-// One-input elementwise math on the cpu: neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh,
-// sigmoid, relu, relu_, gelu.
+// One-input elementwise math on the cpu: abs, relu, relu_, gelu_backward, and the impls of the
+// structured neg, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid and gelu.
 #include <cmath>
 #include <string_view>
 
@@ -36,9 +36,9 @@ Tensor unaryOp(const char* op, const Tensor& self, const Tensor& out, const F& f
 // out = f(self) for math defined on floating values: integer and bool inputs compute and give
 // get_default_dtype() (exp of an int64 tensor is float32), as in PyTorch.
 template <class F>
-Tensor floatingUnaryOp(const char* op, const Tensor& self, const F& f) {
+void floatingUnaryOp(const char* op, const Tensor& self, const Tensor& out, const F& f) {
   TensorIterator iter = TensorIteratorConfig(op)
-                            .add_output(Tensor())
+                            .add_output(out)
                             .add_input(self)
                             .promote_inputs_to_common_dtype(true)
                             .promote_integer_inputs_to_float(true)
@@ -46,7 +46,6 @@ Tensor floatingUnaryOp(const char* op, const Tensor& self, const F& f) {
   DK_DISPATCH_FLOATING_TYPES(iter.common_dtype(), op, [&] {
     cpu_kernel<scalar_t, scalar_t>(iter, [&](opmath_t<scalar_t> x) { return f(x); });
   });
-  return iter.output();
 }
 
 void checkNotBoolForRelu(const Tensor& self) {
@@ -62,55 +61,12 @@ inline M reluValue(M x) {
 
 }  // namespace
 
-Tensor neg_cpu(const Tensor& self) {
-  checkOnCpu("neg", self);
-  DK_CHECK(self.dtype() != ScalarType::Bool,
-           "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the "
-           "`~` or `logical_not()` operator instead.");
-  return unaryOp<kAllDtypesExceptBool>("neg", self, Tensor(), [](auto x) { return subValues(decltype(x)(0), x); });
-}
-
 Tensor abs_cpu(const Tensor& self) {
   return unaryOp<kAllDtypesExceptBool>("abs", self, Tensor(), [](auto x) {
     using M = decltype(x);
     if constexpr (std::is_floating_point_v<M>) return std::fabs(x);
     else if constexpr (std::is_unsigned_v<M>) return x;
     else return x < 0 ? subValues(M(0), x) : x;  // the most negative value stays itself, as in PyTorch
-  });
-}
-
-Tensor exp_cpu(const Tensor& self) {
-  return floatingUnaryOp("exp", self, [](auto x) { return std::exp(x); });
-}
-
-Tensor log_cpu(const Tensor& self) {
-  return floatingUnaryOp("log", self, [](auto x) { return std::log(x); });
-}
-
-Tensor sqrt_cpu(const Tensor& self) {
-  return floatingUnaryOp("sqrt", self, [](auto x) { return std::sqrt(x); });
-}
-
-Tensor rsqrt_cpu(const Tensor& self) {
-  return floatingUnaryOp("rsqrt", self, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
-}
-
-Tensor sin_cpu(const Tensor& self) {
-  return floatingUnaryOp("sin", self, [](auto x) { return std::sin(x); });
-}
-
-Tensor cos_cpu(const Tensor& self) {
-  return floatingUnaryOp("cos", self, [](auto x) { return std::cos(x); });
-}
-
-Tensor tanh_cpu(const Tensor& self) {
-  return floatingUnaryOp("tanh", self, [](auto x) { return std::tanh(x); });
-}
-
-Tensor sigmoid_cpu(const Tensor& self) {
-  return floatingUnaryOp("sigmoid", self, [](auto x) {
-    using M = decltype(x);
-    return M(1) / (M(1) + std::exp(-x));
   });
 }
 
@@ -126,27 +82,67 @@ Tensor relu_inplace_cpu(const Tensor& self) {
   return unaryOp<kAllDtypesExceptBool>("relu_", self, self, [](auto x) { return reluValue(x); });
 }
 
+// The structured unary families (Note [Structured kernels] in dk/tensor/structured.h): meta() in
+// kernels/meta/unary_structured.cpp has checked the dtype (neg of bool, gelu's floating types, its
+// approximate argument) and given `out` the result's sizes and dtype.
+
+DK_IMPL_FUNC(neg_out_cpu)(const Tensor& self, const Tensor& out) {
+  unaryOp<kAllDtypesExceptBool>("neg", self, out, [](auto x) { return subValues(decltype(x)(0), x); });
+}
+
+DK_IMPL_FUNC(exp_out_cpu)(const Tensor& self, const Tensor& out) {
+  floatingUnaryOp("exp", self, out, [](auto x) { return std::exp(x); });
+}
+
+DK_IMPL_FUNC(log_out_cpu)(const Tensor& self, const Tensor& out) {
+  floatingUnaryOp("log", self, out, [](auto x) { return std::log(x); });
+}
+
+DK_IMPL_FUNC(sqrt_out_cpu)(const Tensor& self, const Tensor& out) {
+  floatingUnaryOp("sqrt", self, out, [](auto x) { return std::sqrt(x); });
+}
+
+DK_IMPL_FUNC(rsqrt_out_cpu)(const Tensor& self, const Tensor& out) {
+  floatingUnaryOp("rsqrt", self, out, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
+}
+
+DK_IMPL_FUNC(sin_out_cpu)(const Tensor& self, const Tensor& out) {
+  floatingUnaryOp("sin", self, out, [](auto x) { return std::sin(x); });
+}
+
+DK_IMPL_FUNC(cos_out_cpu)(const Tensor& self, const Tensor& out) {
+  floatingUnaryOp("cos", self, out, [](auto x) { return std::cos(x); });
+}
+
+DK_IMPL_FUNC(tanh_out_cpu)(const Tensor& self, const Tensor& out) {
+  floatingUnaryOp("tanh", self, out, [](auto x) { return std::tanh(x); });
+}
+
+DK_IMPL_FUNC(sigmoid_out_cpu)(const Tensor& self, const Tensor& out) {
+  floatingUnaryOp("sigmoid", self, out, [](auto x) {
+    using M = decltype(x);
+    return M(1) / (M(1) + std::exp(-x));
+  });
+}
+
 // approximate="none": x * Phi(x) with the normal CDF through erf; "tanh": PyTorch's tanh
 // approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
-  checkOnCpu("gelu", self);
-  if (approximate == "none") {
-    return unaryOp<kFloatingDtypes>("gelu", self, Tensor(), [](auto x) {
-      using M = decltype(x);
-      constexpr M kInvSqrt2 = M(0.70710678118654752440);
-      return x * M(0.5) * (M(1) + std::erf(x * kInvSqrt2));
-    });
-  }
+DK_IMPL_FUNC(gelu_out_cpu)(const Tensor& self, std::string_view approximate, const Tensor& out) {
   if (approximate == "tanh") {
-    return unaryOp<kFloatingDtypes>("gelu", self, Tensor(), [](auto x) {
+    unaryOp<kFloatingDtypes>("gelu", self, out, [](auto x) {
       using M = decltype(x);
       constexpr M kSqrt2OverPi = M(0.79788456080286535588);
       constexpr M kKappa = M(0.044715);
       M inner = kSqrt2OverPi * (x + kKappa * x * x * x);
       return M(0.5) * x * (M(1) + std::tanh(inner));
     });
+    return;
   }
-  DK_ERROR("approximate argument must be either none or tanh.");
+  unaryOp<kFloatingDtypes>("gelu", self, out, [](auto x) {
+    using M = decltype(x);
+    constexpr M kInvSqrt2 = M(0.70710678118654752440);
+    return x * M(0.5) * (M(1) + std::erf(x * kInvSqrt2));
+  });
 }
 
 }  // namespace dk::native

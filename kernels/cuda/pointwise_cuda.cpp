@@ -119,7 +119,10 @@ Tensor runUnary(UnaryOp op, const Tensor& self, const meta::OutputSpec& spec, co
   return target.finish();
 }
 
-Tensor unaryFloatCuda(UnaryOp op, const Tensor& self) { return runUnary(op, self, meta::unaryFloatOp(self)); }
+// out = op(self) in out's dtype: out has the result's sizes and dtype.
+void runUnaryInto(UnaryOp op, const Tensor& self, const Tensor& out) {
+  runUnary(op, self, meta::OutputSpec(out.sizes(), out.dtype()), &out);
+}
 
 }  // namespace
 
@@ -205,7 +208,6 @@ Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& oth
 
 // ---------------------------------------------------------------- unary
 
-Tensor neg_cuda(const Tensor& self) { return runUnary(UnaryOp::Neg, self, meta::unaryOp(self, meta::UnaryKind::Neg)); }
 Tensor abs_cuda(const Tensor& self) { return runUnary(UnaryOp::Abs, self, meta::unaryOp(self, meta::UnaryKind::Abs)); }
 
 Tensor relu_cuda(const Tensor& self) {
@@ -218,12 +220,6 @@ Tensor relu_inplace_cuda(const Tensor& self) {
   return runUnary(UnaryOp::Relu, self, spec, &self);
 }
 
-Tensor gelu_cuda(const Tensor& self, std::string_view approximate) {
-  meta::GeluApproximation kind = meta::parseGeluApproximation(approximate);
-  return runUnary(kind == meta::GeluApproximation::Tanh ? UnaryOp::GeluTanh : UnaryOp::GeluErf, self,
-                  meta::unaryOp(self, meta::UnaryKind::Gelu));
-}
-
 Tensor gelu_backward_cuda(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
   meta::GeluApproximation kind = meta::parseGeluApproximation(approximate);
   meta::checkDevicesAllowingCpuScalars("dk::gelu_backward", {{"grad_output", grad_output}, {"self", self}});
@@ -233,14 +229,24 @@ Tensor gelu_backward_cuda(const Tensor& grad_output, const Tensor& self, std::st
                    grad_output, self, spec, spec.dtype);
 }
 
-Tensor exp_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Exp, self); }
-Tensor log_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Log, self); }
-Tensor sqrt_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Sqrt, self); }
-Tensor rsqrt_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Rsqrt, self); }
-Tensor sin_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Sin, self); }
-Tensor cos_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Cos, self); }
-Tensor tanh_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Tanh, self); }
-Tensor sigmoid_cuda(const Tensor& self) { return unaryFloatCuda(UnaryOp::Sigmoid, self); }
+// The structured unary families: meta() has checked the dtype and given `out` the result's
+// sizes and dtype, which they compute in.
+
+DK_IMPL_FUNC(neg_out_cuda)(const Tensor& self, const Tensor& out) { runUnaryInto(UnaryOp::Neg, self, out); }
+DK_IMPL_FUNC(exp_out_cuda)(const Tensor& self, const Tensor& out) { runUnaryInto(UnaryOp::Exp, self, out); }
+DK_IMPL_FUNC(log_out_cuda)(const Tensor& self, const Tensor& out) { runUnaryInto(UnaryOp::Log, self, out); }
+DK_IMPL_FUNC(sqrt_out_cuda)(const Tensor& self, const Tensor& out) { runUnaryInto(UnaryOp::Sqrt, self, out); }
+DK_IMPL_FUNC(rsqrt_out_cuda)(const Tensor& self, const Tensor& out) { runUnaryInto(UnaryOp::Rsqrt, self, out); }
+DK_IMPL_FUNC(sin_out_cuda)(const Tensor& self, const Tensor& out) { runUnaryInto(UnaryOp::Sin, self, out); }
+DK_IMPL_FUNC(cos_out_cuda)(const Tensor& self, const Tensor& out) { runUnaryInto(UnaryOp::Cos, self, out); }
+DK_IMPL_FUNC(tanh_out_cuda)(const Tensor& self, const Tensor& out) { runUnaryInto(UnaryOp::Tanh, self, out); }
+DK_IMPL_FUNC(sigmoid_out_cuda)(const Tensor& self, const Tensor& out) {
+  runUnaryInto(UnaryOp::Sigmoid, self, out);
+}
+
+DK_IMPL_FUNC(gelu_out_cuda)(const Tensor& self, std::string_view approximate, const Tensor& out) {
+  runUnaryInto(approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, self, out);
+}
 
 Tensor clamp_cuda(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   meta::OutputSpec spec = meta::clamp(self, min, max);

@@ -1,27 +1,18 @@
-// Meta kernels of the pointwise operators: binary, comparison, where, unary, clamp, pow. (add, sub,
-// mul and div are structured: their meta functions are in binary_structured.cpp.)
+// Meta kernels of the pointwise operators that are not structured: maximum, minimum, pow,
+// comparisons, where, abs, relu, gelu_backward, clamp. (The structured families' meta functions
+// are in binary_structured.cpp and unary_structured.cpp.)
 // Shapes, dtypes and checks come from shape_functions.h; outputs are empty meta tensors, and
 // in-place and out= variants check (and resize) their self or out argument.
 #include "dk/generated/ops/abs_native.h"
 #include "dk/generated/ops/clamp_native.h"
-#include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/eq_native.h"
-#include "dk/generated/ops/exp_native.h"
 #include "dk/generated/ops/gelu_backward_native.h"
-#include "dk/generated/ops/gelu_native.h"
 #include "dk/generated/ops/gt_native.h"
-#include "dk/generated/ops/log_native.h"
 #include "dk/generated/ops/lt_native.h"
 #include "dk/generated/ops/maximum_native.h"
 #include "dk/generated/ops/minimum_native.h"
-#include "dk/generated/ops/neg_native.h"
 #include "dk/generated/ops/pow_native.h"
 #include "dk/generated/ops/relu_native.h"
-#include "dk/generated/ops/rsqrt_native.h"
-#include "dk/generated/ops/sigmoid_native.h"
-#include "dk/generated/ops/sin_native.h"
-#include "dk/generated/ops/sqrt_native.h"
-#include "dk/generated/ops/tanh_native.h"
 #include "dk/generated/ops/where_native.h"
 #include "meta_output.h"
 #include "shape_functions.h"
@@ -76,7 +67,6 @@ Tensor where_meta(const Tensor& condition, const Tensor& self, const Tensor& oth
 
 // ---------------------------------------------------------------- unary
 
-Tensor neg_meta(const Tensor& self) { return emptyMeta(meta::unaryOp(self, UnaryKind::Neg)); }
 Tensor abs_meta(const Tensor& self) { return emptyMeta(meta::unaryOp(self, UnaryKind::Abs)); }
 Tensor relu_meta(const Tensor& self) { return emptyMeta(meta::unaryOp(self, UnaryKind::Relu)); }
 
@@ -86,25 +76,12 @@ Tensor relu_inplace_meta(const Tensor& self) {
   return self;
 }
 
-Tensor gelu_meta(const Tensor& self, std::string_view approximate) {
-  meta::parseGeluApproximation(approximate);
-  return emptyMeta(meta::unaryOp(self, UnaryKind::Gelu));
-}
-
 Tensor gelu_backward_meta(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
   meta::parseGeluApproximation(approximate);
   meta::unaryOp(self, UnaryKind::Gelu);
   return emptyMeta(meta::binaryOp(grad_output, self, meta::BinaryKind::Arithmetic));
 }
 
-Tensor exp_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
-Tensor log_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
-Tensor sqrt_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
-Tensor rsqrt_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
-Tensor sin_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
-Tensor cos_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
-Tensor tanh_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
-Tensor sigmoid_meta(const Tensor& self) { return emptyMeta(meta::unaryFloatOp(self)); }
 
 Tensor clamp_meta(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   return emptyMeta(meta::clamp(self, min, max));

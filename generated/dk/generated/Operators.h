@@ -125,6 +125,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {contiguous::name, contiguous::overload_name, contiguous::schema_str, contiguous::dispatch_bitmap},  // contiguous
     {copy_::name, copy_::overload_name, copy_::schema_str, copy_::dispatch_bitmap},  // copy_
     {cos::name, cos::overload_name, cos::schema_str, cos::dispatch_bitmap},  // cos
+    {cos_out::name, cos_out::overload_name, cos_out::schema_str, cos_out::dispatch_bitmap},  // cos.out
+    {cos_::name, cos_::overload_name, cos_::schema_str, cos_::dispatch_bitmap},  // cos_
     {cross_entropy_loss::name, cross_entropy_loss::overload_name, cross_entropy_loss::schema_str, cross_entropy_loss::dispatch_bitmap},  // cross_entropy_loss
     {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
     {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
@@ -137,16 +139,22 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {eq_Scalar::name, eq_Scalar::overload_name, eq_Scalar::schema_str, eq_Scalar::dispatch_bitmap},  // eq.Scalar
     {eq_Tensor::name, eq_Tensor::overload_name, eq_Tensor::schema_str, eq_Tensor::dispatch_bitmap},  // eq.Tensor
     {exp::name, exp::overload_name, exp::schema_str, exp::dispatch_bitmap},  // exp
+    {exp_out::name, exp_out::overload_name, exp_out::schema_str, exp_out::dispatch_bitmap},  // exp.out
+    {exp_::name, exp_::overload_name, exp_::schema_str, exp_::dispatch_bitmap},  // exp_
     {expand::name, expand::overload_name, expand::schema_str, expand::dispatch_bitmap},  // expand
     {fill__Scalar::name, fill__Scalar::overload_name, fill__Scalar::schema_str, fill__Scalar::dispatch_bitmap},  // fill_.Scalar
     {flatten_using_ints::name, flatten_using_ints::overload_name, flatten_using_ints::schema_str, flatten_using_ints::dispatch_bitmap},  // flatten.using_ints
     {full::name, full::overload_name, full::schema_str, full::dispatch_bitmap},  // full
     {gelu::name, gelu::overload_name, gelu::schema_str, gelu::dispatch_bitmap},  // gelu
+    {gelu_out::name, gelu_out::overload_name, gelu_out::schema_str, gelu_out::dispatch_bitmap},  // gelu.out
+    {gelu_::name, gelu_::overload_name, gelu_::schema_str, gelu_::dispatch_bitmap},  // gelu_
     {gelu_backward::name, gelu_backward::overload_name, gelu_backward::schema_str, gelu_backward::dispatch_bitmap},  // gelu_backward
     {gt_Tensor::name, gt_Tensor::overload_name, gt_Tensor::schema_str, gt_Tensor::dispatch_bitmap},  // gt.Tensor
     {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
     {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
     {log::name, log::overload_name, log::schema_str, log::dispatch_bitmap},  // log
+    {log_out::name, log_out::overload_name, log_out::schema_str, log_out::dispatch_bitmap},  // log.out
+    {log_::name, log_::overload_name, log_::schema_str, log_::dispatch_bitmap},  // log_
     {log_softmax_int::name, log_softmax_int::overload_name, log_softmax_int::schema_str, log_softmax_int::dispatch_bitmap},  // log_softmax.int
     {lt_Tensor::name, lt_Tensor::overload_name, lt_Tensor::schema_str, lt_Tensor::dispatch_bitmap},  // lt.Tensor
     {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap},  // matmul
@@ -162,6 +170,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {mul_out::name, mul_out::overload_name, mul_out::schema_str, mul_out::dispatch_bitmap},  // mul.out
     {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap},  // mul_.Tensor
     {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap},  // neg
+    {neg_out::name, neg_out::overload_name, neg_out::schema_str, neg_out::dispatch_bitmap},  // neg.out
+    {neg_::name, neg_::overload_name, neg_::schema_str, neg_::dispatch_bitmap},  // neg_
     {nll_loss::name, nll_loss::overload_name, nll_loss::schema_str, nll_loss::dispatch_bitmap},  // nll_loss
     {ones::name, ones::overload_name, ones::schema_str, ones::dispatch_bitmap},  // ones
     {ones_like::name, ones_like::overload_name, ones_like::schema_str, ones_like::dispatch_bitmap},  // ones_like
@@ -175,13 +185,21 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {relu_::name, relu_::overload_name, relu_::schema_str, relu_::dispatch_bitmap},  // relu_
     {reshape::name, reshape::overload_name, reshape::schema_str, reshape::dispatch_bitmap},  // reshape
     {rsqrt::name, rsqrt::overload_name, rsqrt::schema_str, rsqrt::dispatch_bitmap},  // rsqrt
+    {rsqrt_out::name, rsqrt_out::overload_name, rsqrt_out::schema_str, rsqrt_out::dispatch_bitmap},  // rsqrt.out
+    {rsqrt_::name, rsqrt_::overload_name, rsqrt_::schema_str, rsqrt_::dispatch_bitmap},  // rsqrt_
     {select_int::name, select_int::overload_name, select_int::schema_str, select_int::dispatch_bitmap},  // select.int
     {sigmoid::name, sigmoid::overload_name, sigmoid::schema_str, sigmoid::dispatch_bitmap},  // sigmoid
+    {sigmoid_out::name, sigmoid_out::overload_name, sigmoid_out::schema_str, sigmoid_out::dispatch_bitmap},  // sigmoid.out
+    {sigmoid_::name, sigmoid_::overload_name, sigmoid_::schema_str, sigmoid_::dispatch_bitmap},  // sigmoid_
     {sin::name, sin::overload_name, sin::schema_str, sin::dispatch_bitmap},  // sin
+    {sin_out::name, sin_out::overload_name, sin_out::schema_str, sin_out::dispatch_bitmap},  // sin.out
+    {sin_::name, sin_::overload_name, sin_::schema_str, sin_::dispatch_bitmap},  // sin_
     {slice_Tensor::name, slice_Tensor::overload_name, slice_Tensor::schema_str, slice_Tensor::dispatch_bitmap},  // slice.Tensor
     {softmax_int::name, softmax_int::overload_name, softmax_int::schema_str, softmax_int::dispatch_bitmap},  // softmax.int
     {split_Tensor::name, split_Tensor::overload_name, split_Tensor::schema_str, split_Tensor::dispatch_bitmap},  // split.Tensor
     {sqrt::name, sqrt::overload_name, sqrt::schema_str, sqrt::dispatch_bitmap},  // sqrt
+    {sqrt_out::name, sqrt_out::overload_name, sqrt_out::schema_str, sqrt_out::dispatch_bitmap},  // sqrt.out
+    {sqrt_::name, sqrt_::overload_name, sqrt_::schema_str, sqrt_::dispatch_bitmap},  // sqrt_
     {squeeze_dim::name, squeeze_dim::overload_name, squeeze_dim::schema_str, squeeze_dim::dispatch_bitmap},  // squeeze.dim
     {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap},  // stack
     {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap},  // sub.Scalar
@@ -192,6 +210,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {sum_dim_IntList::name, sum_dim_IntList::overload_name, sum_dim_IntList::schema_str, sum_dim_IntList::dispatch_bitmap},  // sum.dim_IntList
     {t::name, t::overload_name, t::schema_str, t::dispatch_bitmap},  // t
     {tanh::name, tanh::overload_name, tanh::schema_str, tanh::dispatch_bitmap},  // tanh
+    {tanh_out::name, tanh_out::overload_name, tanh_out::schema_str, tanh_out::dispatch_bitmap},  // tanh.out
+    {tanh_::name, tanh_::overload_name, tanh_::schema_str, tanh_::dispatch_bitmap},  // tanh_
     {to_dtype::name, to_dtype::overload_name, to_dtype::schema_str, to_dtype::dispatch_bitmap},  // to.dtype
     {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap},  // transpose.int
     {unbind_int::name, unbind_int::overload_name, unbind_int::schema_str, unbind_int::dispatch_bitmap},  // unbind.int

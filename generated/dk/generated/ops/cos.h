@@ -19,4 +19,14 @@ inline Tensor cos(const Tensor& self) {
   return ops::cos::call(self);
 }
 
+// ===== dk::cos.out =====
+inline Tensor cos(const Tensor& self, const Tensor& out) {
+  return ops::cos_out::call(self, out);
+}
+
+// ===== dk::cos_ =====
+inline Tensor cos_(const Tensor& self) {
+  return ops::cos_::call(self);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// cos, cos_, cos.out: checks and output geometry.
+struct structured_cos : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor cos_cpu(const Tensor& self);  // cos @ CPU
-Tensor cos_cuda(const Tensor& self);  // cos @ CUDA
-Tensor cos_meta(const Tensor& self);  // cos @ Meta
+// cos, cos_, cos.out @ CPU
+struct structured_cos_out_cpu : public meta::structured_cos {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// cos, cos_, cos.out @ CUDA
+struct structured_cos_out_cuda : public meta::structured_cos {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native

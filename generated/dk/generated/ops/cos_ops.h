@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct cos {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::cos>::redispatch(ks, self);
+  }
+};
+
+// ===== dk::cos.out =====
+struct cos_out {
+  using signature = Tensor(const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::cos";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b11;  // self, out
+  static Tensor call(const Tensor& self, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::cos_out>::call(self, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::cos_out>::redispatch(ks, self, out);
+  }
+};
+
+// ===== dk::cos_ =====
+struct cos_ {
+  using signature = Tensor(const Tensor&);
+  static constexpr const char* name = "dk::cos_";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "cos_(Tensor(a!) self) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b1;  // self
+  static Tensor call(const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::cos_>::call(self);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::cos_>::redispatch(ks, self);
   }
 };
 

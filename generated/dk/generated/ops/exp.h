@@ -19,4 +19,14 @@ inline Tensor exp(const Tensor& self) {
   return ops::exp::call(self);
 }
 
+// ===== dk::exp.out =====
+inline Tensor exp(const Tensor& self, const Tensor& out) {
+  return ops::exp_out::call(self, out);
+}
+
+// ===== dk::exp_ =====
+inline Tensor exp_(const Tensor& self) {
+  return ops::exp_::call(self);
+}
+
 }  // namespace dk

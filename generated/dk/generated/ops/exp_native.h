@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// exp, exp_, exp.out: checks and output geometry.
+struct structured_exp : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor exp_cpu(const Tensor& self);  // exp @ CPU
-Tensor exp_cuda(const Tensor& self);  // exp @ CUDA
-Tensor exp_meta(const Tensor& self);  // exp @ Meta
+// exp, exp_, exp.out @ CPU
+struct structured_exp_out_cpu : public meta::structured_exp {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// exp, exp_, exp.out @ CUDA
+struct structured_exp_out_cuda : public meta::structured_exp {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -19,4 +19,14 @@ inline Tensor gelu(const Tensor& self, std::string_view approximate = "none") {
   return ops::gelu::call(self, approximate);
 }
 
+// ===== dk::gelu.out =====
+inline Tensor gelu(const Tensor& self, std::string_view approximate, const Tensor& out) {
+  return ops::gelu_out::call(self, approximate, out);
+}
+
+// ===== dk::gelu_ =====
+inline Tensor gelu_(const Tensor& self, std::string_view approximate = "none") {
+  return ops::gelu_::call(self, approximate);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// gelu, gelu_, gelu.out: checks and output geometry.
+struct structured_gelu : public TensorIteratorBase {
+  void meta(const Tensor& self, std::string_view approximate);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor gelu_cpu(const Tensor& self, std::string_view approximate);  // gelu @ CPU
-Tensor gelu_cuda(const Tensor& self, std::string_view approximate);  // gelu @ CUDA
-Tensor gelu_meta(const Tensor& self, std::string_view approximate);  // gelu @ Meta
+// gelu, gelu_, gelu.out @ CPU
+struct structured_gelu_out_cpu : public meta::structured_gelu {
+  void impl(const Tensor& self, std::string_view approximate, const Tensor& out);
+};
+
+// gelu, gelu_, gelu.out @ CUDA
+struct structured_gelu_out_cuda : public meta::structured_gelu {
+  void impl(const Tensor& self, std::string_view approximate, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct gelu {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gelu>::redispatch(ks, self, approximate);
+  }
+};
+
+// ===== dk::gelu.out =====
+struct gelu_out {
+  using signature = Tensor(const Tensor&, std::string_view, const Tensor&);
+  static constexpr const char* name = "dk::gelu";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b101;  // self, out
+  static Tensor call(const Tensor& self, std::string_view approximate, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gelu_out>::call(self, approximate, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::string_view approximate, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gelu_out>::redispatch(ks, self, approximate, out);
+  }
+};
+
+// ===== dk::gelu_ =====
+struct gelu_ {
+  using signature = Tensor(const Tensor&, std::string_view);
+  static constexpr const char* name = "dk::gelu_";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b10;  // self
+  static Tensor call(const Tensor& self, std::string_view approximate) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gelu_>::call(self, approximate);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gelu_>::redispatch(ks, self, approximate);
   }
 };
 

@@ -19,4 +19,14 @@ inline Tensor log(const Tensor& self) {
   return ops::log::call(self);
 }
 
+// ===== dk::log.out =====
+inline Tensor log(const Tensor& self, const Tensor& out) {
+  return ops::log_out::call(self, out);
+}
+
+// ===== dk::log_ =====
+inline Tensor log_(const Tensor& self) {
+  return ops::log_::call(self);
+}
+
 }  // namespace dk

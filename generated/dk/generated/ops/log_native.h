@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// log, log_, log.out: checks and output geometry.
+struct structured_log : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor log_cpu(const Tensor& self);  // log @ CPU
-Tensor log_cuda(const Tensor& self);  // log @ CUDA
-Tensor log_meta(const Tensor& self);  // log @ Meta
+// log, log_, log.out @ CPU
+struct structured_log_out_cpu : public meta::structured_log {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// log, log_, log.out @ CUDA
+struct structured_log_out_cuda : public meta::structured_log {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct log {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::log>::redispatch(ks, self);
+  }
+};
+
+// ===== dk::log.out =====
+struct log_out {
+  using signature = Tensor(const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::log";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b11;  // self, out
+  static Tensor call(const Tensor& self, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::log_out>::call(self, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::log_out>::redispatch(ks, self, out);
+  }
+};
+
+// ===== dk::log_ =====
+struct log_ {
+  using signature = Tensor(const Tensor&);
+  static constexpr const char* name = "dk::log_";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "log_(Tensor(a!) self) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b1;  // self
+  static Tensor call(const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::log_>::call(self);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::log_>::redispatch(ks, self);
   }
 };
 

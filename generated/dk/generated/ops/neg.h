@@ -19,4 +19,14 @@ inline Tensor neg(const Tensor& self) {
   return ops::neg::call(self);
 }
 
+// ===== dk::neg.out =====
+inline Tensor neg(const Tensor& self, const Tensor& out) {
+  return ops::neg_out::call(self, out);
+}
+
+// ===== dk::neg_ =====
+inline Tensor neg_(const Tensor& self) {
+  return ops::neg_::call(self);
+}
+
 }  // namespace dk

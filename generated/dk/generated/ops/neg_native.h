@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// neg, neg_, neg.out: checks and output geometry.
+struct structured_neg : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor neg_cpu(const Tensor& self);  // neg @ CPU
-Tensor neg_cuda(const Tensor& self);  // neg @ CUDA
-Tensor neg_meta(const Tensor& self);  // neg @ Meta
+// neg, neg_, neg.out @ CPU
+struct structured_neg_out_cpu : public meta::structured_neg {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// neg, neg_, neg.out @ CUDA
+struct structured_neg_out_cuda : public meta::structured_neg {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -19,4 +19,14 @@ inline Tensor rsqrt(const Tensor& self) {
   return ops::rsqrt::call(self);
 }
 
+// ===== dk::rsqrt.out =====
+inline Tensor rsqrt(const Tensor& self, const Tensor& out) {
+  return ops::rsqrt_out::call(self, out);
+}
+
+// ===== dk::rsqrt_ =====
+inline Tensor rsqrt_(const Tensor& self) {
+  return ops::rsqrt_::call(self);
+}
+
 }  // namespace dk

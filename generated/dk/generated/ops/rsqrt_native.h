@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// rsqrt, rsqrt_, rsqrt.out: checks and output geometry.
+struct structured_rsqrt : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor rsqrt_cpu(const Tensor& self);  // rsqrt @ CPU
-Tensor rsqrt_cuda(const Tensor& self);  // rsqrt @ CUDA
-Tensor rsqrt_meta(const Tensor& self);  // rsqrt @ Meta
+// rsqrt, rsqrt_, rsqrt.out @ CPU
+struct structured_rsqrt_out_cpu : public meta::structured_rsqrt {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// rsqrt, rsqrt_, rsqrt.out @ CUDA
+struct structured_rsqrt_out_cuda : public meta::structured_rsqrt {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct rsqrt {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::rsqrt>::redispatch(ks, self);
+  }
+};
+
+// ===== dk::rsqrt.out =====
+struct rsqrt_out {
+  using signature = Tensor(const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::rsqrt";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b11;  // self, out
+  static Tensor call(const Tensor& self, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::rsqrt_out>::call(self, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::rsqrt_out>::redispatch(ks, self, out);
+  }
+};
+
+// ===== dk::rsqrt_ =====
+struct rsqrt_ {
+  using signature = Tensor(const Tensor&);
+  static constexpr const char* name = "dk::rsqrt_";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "rsqrt_(Tensor(a!) self) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b1;  // self
+  static Tensor call(const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::rsqrt_>::call(self);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::rsqrt_>::redispatch(ks, self);
   }
 };
 

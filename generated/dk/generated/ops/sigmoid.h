@@ -19,4 +19,14 @@ inline Tensor sigmoid(const Tensor& self) {
   return ops::sigmoid::call(self);
 }
 
+// ===== dk::sigmoid.out =====
+inline Tensor sigmoid(const Tensor& self, const Tensor& out) {
+  return ops::sigmoid_out::call(self, out);
+}
+
+// ===== dk::sigmoid_ =====
+inline Tensor sigmoid_(const Tensor& self) {
+  return ops::sigmoid_::call(self);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// sigmoid, sigmoid_, sigmoid.out: checks and output geometry.
+struct structured_sigmoid : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor sigmoid_cpu(const Tensor& self);  // sigmoid @ CPU
-Tensor sigmoid_cuda(const Tensor& self);  // sigmoid @ CUDA
-Tensor sigmoid_meta(const Tensor& self);  // sigmoid @ Meta
+// sigmoid, sigmoid_, sigmoid.out @ CPU
+struct structured_sigmoid_out_cpu : public meta::structured_sigmoid {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// sigmoid, sigmoid_, sigmoid.out @ CUDA
+struct structured_sigmoid_out_cuda : public meta::structured_sigmoid {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -19,4 +19,14 @@ inline Tensor sin(const Tensor& self) {
   return ops::sin::call(self);
 }
 
+// ===== dk::sin.out =====
+inline Tensor sin(const Tensor& self, const Tensor& out) {
+  return ops::sin_out::call(self, out);
+}
+
+// ===== dk::sin_ =====
+inline Tensor sin_(const Tensor& self) {
+  return ops::sin_::call(self);
+}
+
 }  // namespace dk

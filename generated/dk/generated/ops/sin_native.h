@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// sin, sin_, sin.out: checks and output geometry.
+struct structured_sin : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor sin_cpu(const Tensor& self);  // sin @ CPU
-Tensor sin_cuda(const Tensor& self);  // sin @ CUDA
-Tensor sin_meta(const Tensor& self);  // sin @ Meta
+// sin, sin_, sin.out @ CPU
+struct structured_sin_out_cpu : public meta::structured_sin {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// sin, sin_, sin.out @ CUDA
+struct structured_sin_out_cuda : public meta::structured_sin {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -19,4 +19,14 @@ inline Tensor sqrt(const Tensor& self) {
   return ops::sqrt::call(self);
 }
 
+// ===== dk::sqrt.out =====
+inline Tensor sqrt(const Tensor& self, const Tensor& out) {
+  return ops::sqrt_out::call(self, out);
+}
+
+// ===== dk::sqrt_ =====
+inline Tensor sqrt_(const Tensor& self) {
+  return ops::sqrt_::call(self);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// sqrt, sqrt_, sqrt.out: checks and output geometry.
+struct structured_sqrt : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor sqrt_cpu(const Tensor& self);  // sqrt @ CPU
-Tensor sqrt_cuda(const Tensor& self);  // sqrt @ CUDA
-Tensor sqrt_meta(const Tensor& self);  // sqrt @ Meta
+// sqrt, sqrt_, sqrt.out @ CPU
+struct structured_sqrt_out_cpu : public meta::structured_sqrt {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// sqrt, sqrt_, sqrt.out @ CUDA
+struct structured_sqrt_out_cuda : public meta::structured_sqrt {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native

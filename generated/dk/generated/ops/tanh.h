@@ -19,4 +19,14 @@ inline Tensor tanh(const Tensor& self) {
   return ops::tanh::call(self);
 }
 
+// ===== dk::tanh.out =====
+inline Tensor tanh(const Tensor& self, const Tensor& out) {
+  return ops::tanh_out::call(self, out);
+}
+
+// ===== dk::tanh_ =====
+inline Tensor tanh_(const Tensor& self) {
+  return ops::tanh_::call(self);
+}
+
 }  // namespace dk

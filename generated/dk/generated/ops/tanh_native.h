@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// tanh, tanh_, tanh.out: checks and output geometry.
+struct structured_tanh : public TensorIteratorBase {
+  void meta(const Tensor& self);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor tanh_cpu(const Tensor& self);  // tanh @ CPU
-Tensor tanh_cuda(const Tensor& self);  // tanh @ CUDA
-Tensor tanh_meta(const Tensor& self);  // tanh @ Meta
+// tanh, tanh_, tanh.out @ CPU
+struct structured_tanh_out_cpu : public meta::structured_tanh {
+  void impl(const Tensor& self, const Tensor& out);
+};
+
+// tanh, tanh_, tanh.out @ CUDA
+struct structured_tanh_out_cuda : public meta::structured_tanh {
+  void impl(const Tensor& self, const Tensor& out);
+};
 
 }  // namespace dk::native
