@@ -21,6 +21,8 @@
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/neg_ops.h"
@@ -243,6 +245,28 @@ Tensor log__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   }
   increment_version(self);
   return self;
+}
+
+// ===== dk::maximum.out @ ADInplaceOrView (out=) =====
+Tensor maximum_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::maximum_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::minimum.out @ ADInplaceOrView (out=) =====
+Tensor minimum_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::minimum_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
+  }
+  increment_version(out);
+  return out;
 }
 
 // ===== dk::mm.out @ ADInplaceOrView (out=) =====
@@ -589,6 +613,8 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("gelu_", DK_FN(autograd::gelu__ADInplaceOrView));  // in-place
   m.impl("log.out", DK_FN(autograd::log_out_ADInplaceOrView));  // out=
   m.impl("log_", DK_FN(autograd::log__ADInplaceOrView));  // in-place
+  m.impl("maximum.out", DK_FN(autograd::maximum_out_ADInplaceOrView));  // out=
+  m.impl("minimum.out", DK_FN(autograd::minimum_out_ADInplaceOrView));  // out=
   m.impl("mm.out", DK_FN(autograd::mm_out_ADInplaceOrView));  // out=
   m.impl("mul.out", DK_FN(autograd::mul_out_ADInplaceOrView));  // out=
   m.impl("mul_.Tensor", DK_FN(autograd::mul__Tensor_ADInplaceOrView));  // in-place

@@ -759,6 +759,16 @@ Tensor maximum_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& oth
   return result;
 }
 
+// ===== dk::maximum.out @ Autograd (out=: refuses grad) =====
+Tensor maximum_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("maximum.out", compute_requires_grad(self, other, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::maximum_out::redispatch(ks & after_autograd_keyset, self, other, out);
+  }
+  return out;
+}
+
 // ===== dk::mean.dim @ Autograd (MeanBackward0) =====
 Tensor mean_dim_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   const bool requires_grad = compute_requires_grad(self);
@@ -800,6 +810,16 @@ Tensor minimum_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& oth
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::minimum.out @ Autograd (out=: refuses grad) =====
+Tensor minimum_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("minimum.out", compute_requires_grad(self, other, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::minimum_out::redispatch(ks & after_autograd_keyset, self, other, out);
+  }
+  return out;
 }
 
 // ===== dk::mm @ Autograd (MmBackward0) =====
@@ -1679,8 +1699,10 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("log_", DK_FN(autograd::generated::log__Autograd));  // LogBackward0
   m.impl("max.dim", DK_FN(autograd::generated::max_dim_Autograd));  // MaxBackward0
   m.impl("maximum", DK_FN(autograd::generated::maximum_Autograd));  // MaximumBackward0
+  m.impl("maximum.out", DK_FN(autograd::generated::maximum_out_Autograd));  // out=: refuses grad
   m.impl("mean.dim", DK_FN(autograd::generated::mean_dim_Autograd));  // MeanBackward0
   m.impl("minimum", DK_FN(autograd::generated::minimum_Autograd));  // MinimumBackward0
+  m.impl("minimum.out", DK_FN(autograd::generated::minimum_out_Autograd));  // out=: refuses grad
   m.impl("mm", DK_FN(autograd::generated::mm_Autograd));  // MmBackward0
   m.impl("mm.out", DK_FN(autograd::generated::mm_out_Autograd));  // out=: refuses grad
   m.impl("mse_loss", DK_FN(autograd::generated::mse_loss_Autograd));  // MseLossBackward0

@@ -268,7 +268,19 @@ std::tuple<Tensor, Tensor> wrapper_CPU_max_dim(const Tensor& self, int64_t dim, 
 
 // ===== dk::maximum @ CPU =====
 Tensor wrapper_CPU_maximum(const Tensor& self, const Tensor& other) {
-  return native::maximum_cpu(self, other);
+  detail::StructuredFunctional<native::structured_maximum_out_cpu, 1> op("dk::maximum");
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::maximum.out @ CPU =====
+Tensor wrapper_CPU_maximum_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+  detail::StructuredOut<native::structured_maximum_out_cpu, 1> op("dk::maximum", {out}, {"out"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::mean.dim @ CPU =====
@@ -430,7 +442,8 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CPU_log>("wrapper_CPU_log"));  // log @ CPU -> native::structured_log_out_cpu
   m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_CPU_log_>("wrapper_CPU_log_"));  // log_ @ CPU -> native::structured_log_out_cpu
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CPU_max_dim>("wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::max_cpu
-  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CPU_maximum>("wrapper_CPU_maximum"));  // maximum @ CPU -> native::maximum_cpu
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CPU_maximum>("wrapper_CPU_maximum"));  // maximum @ CPU -> native::structured_maximum_out_cpu
+  m.impl("maximum.out", ::dk::detail::kernelFor<ops::maximum_out, &wrapper_CPU_maximum_out>("wrapper_CPU_maximum_out"));  // maximum.out @ CPU -> native::structured_maximum_out_cpu
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_CPU_mean_dim>("wrapper_CPU_mean_dim"));  // mean.dim @ CPU -> native::mean_cpu
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CPU_mm_out>("wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::structured_mm_out_cpu
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CPU_mul__Tensor>("wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::structured_mul_out_cpu

@@ -264,7 +264,19 @@ Tensor wrapper_CPU_lt_Tensor(const Tensor& self, const Tensor& other) {
 
 // ===== dk::minimum @ CPU =====
 Tensor wrapper_CPU_minimum(const Tensor& self, const Tensor& other) {
-  return native::minimum_cpu(self, other);
+  detail::StructuredFunctional<native::structured_minimum_out_cpu, 1> op("dk::minimum");
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::minimum.out @ CPU =====
+Tensor wrapper_CPU_minimum_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+  detail::StructuredOut<native::structured_minimum_out_cpu, 1> op("dk::minimum", {out}, {"out"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::mm @ CPU =====
@@ -472,7 +484,8 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CPU_item>("wrapper_CPU_item"));  // item @ CPU -> native::item_cpu
   m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_CPU_log_out>("wrapper_CPU_log_out"));  // log.out @ CPU -> native::structured_log_out_cpu
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CPU_lt_Tensor>("wrapper_CPU_lt_Tensor"));  // lt.Tensor @ CPU -> native::lt_cpu
-  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CPU_minimum>("wrapper_CPU_minimum"));  // minimum @ CPU -> native::minimum_cpu
+  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CPU_minimum>("wrapper_CPU_minimum"));  // minimum @ CPU -> native::structured_minimum_out_cpu
+  m.impl("minimum.out", ::dk::detail::kernelFor<ops::minimum_out, &wrapper_CPU_minimum_out>("wrapper_CPU_minimum_out"));  // minimum.out @ CPU -> native::structured_minimum_out_cpu
   m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CPU_mm>("wrapper_CPU_mm"));  // mm @ CPU -> native::structured_mm_out_cpu
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_CPU_mse_loss>("wrapper_CPU_mse_loss"));  // mse_loss @ CPU -> native::mse_loss_cpu
   m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CPU_mul_Tensor>("wrapper_CPU_mul_Tensor"));  // mul.Tensor @ CPU -> native::structured_mul_out_cpu

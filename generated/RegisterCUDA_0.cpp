@@ -334,7 +334,22 @@ Tensor wrapper_CUDA_maximum(const Tensor& self, const Tensor& other) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::maximum_cuda(self, other);
+  detail::StructuredFunctional<native::structured_maximum_out_cuda, 1> op("dk::maximum");
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::maximum.out @ CUDA =====
+Tensor wrapper_CUDA_maximum_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_maximum_out_cuda, 1> op("dk::maximum", {out}, {"out"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::mean.dim @ CUDA =====
@@ -550,7 +565,8 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CUDA_log>("wrapper_CUDA_log"));  // log @ CUDA -> native::structured_log_out_cuda
   m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_CUDA_log_>("wrapper_CUDA_log_"));  // log_ @ CUDA -> native::structured_log_out_cuda
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CUDA_max_dim>("wrapper_CUDA_max_dim"));  // max.dim @ CUDA -> native::max_cuda
-  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CUDA_maximum>("wrapper_CUDA_maximum"));  // maximum @ CUDA -> native::maximum_cuda
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_CUDA_maximum>("wrapper_CUDA_maximum"));  // maximum @ CUDA -> native::structured_maximum_out_cuda
+  m.impl("maximum.out", ::dk::detail::kernelFor<ops::maximum_out, &wrapper_CUDA_maximum_out>("wrapper_CUDA_maximum_out"));  // maximum.out @ CUDA -> native::structured_maximum_out_cuda
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_CUDA_mean_dim>("wrapper_CUDA_mean_dim"));  // mean.dim @ CUDA -> native::mean_cuda
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CUDA_mm_out>("wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::structured_mm_out_cuda
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CUDA_mul__Tensor>("wrapper_CUDA_mul__Tensor"));  // mul_.Tensor @ CUDA -> native::structured_mul_out_cuda

@@ -333,7 +333,22 @@ Tensor wrapper_CUDA_minimum(const Tensor& self, const Tensor& other) {
 #ifdef DK_WITH_CUDA
   const cuda::DeviceGuard device_guard(self.device());
 #endif
-  return native::minimum_cuda(self, other);
+  detail::StructuredFunctional<native::structured_minimum_out_cuda, 1> op("dk::minimum");
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::minimum.out @ CUDA =====
+Tensor wrapper_CUDA_minimum_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_minimum_out_cuda, 1> op("dk::minimum", {out}, {"out"});
+  op.meta(self, other);
+  op.impl(self, other, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::mm @ CUDA =====
@@ -613,7 +628,8 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CUDA_item>("wrapper_CUDA_item"));  // item @ CUDA -> native::item_cuda
   m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_CUDA_log_out>("wrapper_CUDA_log_out"));  // log.out @ CUDA -> native::structured_log_out_cuda
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CUDA_lt_Tensor>("wrapper_CUDA_lt_Tensor"));  // lt.Tensor @ CUDA -> native::lt_cuda
-  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CUDA_minimum>("wrapper_CUDA_minimum"));  // minimum @ CUDA -> native::minimum_cuda
+  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_CUDA_minimum>("wrapper_CUDA_minimum"));  // minimum @ CUDA -> native::structured_minimum_out_cuda
+  m.impl("minimum.out", ::dk::detail::kernelFor<ops::minimum_out, &wrapper_CUDA_minimum_out>("wrapper_CUDA_minimum_out"));  // minimum.out @ CUDA -> native::structured_minimum_out_cuda
   m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_CUDA_mm>("wrapper_CUDA_mm"));  // mm @ CUDA -> native::structured_mm_out_cuda
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_CUDA_mse_loss>("wrapper_CUDA_mse_loss"));  // mse_loss @ CUDA -> native::mse_loss_cuda
   m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_CUDA_mul_Tensor>("wrapper_CUDA_mul_Tensor"));  // mul.Tensor @ CUDA -> native::structured_mul_out_cuda

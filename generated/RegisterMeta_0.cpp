@@ -254,7 +254,17 @@ std::tuple<Tensor, Tensor> wrapper_Meta_max_dim(const Tensor& self, int64_t dim,
 
 // ===== dk::maximum @ Meta =====
 Tensor wrapper_Meta_maximum(const Tensor& self, const Tensor& other) {
-  return native::maximum_meta(self, other);
+  detail::StructuredFunctional<::dk::meta::structured_maximum, 1> op("dk::maximum");
+  op.meta(self, other);
+  return op.take_output(0);
+}
+
+// ===== dk::maximum.out @ Meta =====
+Tensor wrapper_Meta_maximum_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_maximum, 1> op("dk::maximum", {out}, {"out"});
+  op.meta(self, other);
+  op.finish();
+  return out;
 }
 
 // ===== dk::mean.dim @ Meta =====
@@ -405,7 +415,8 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_Meta_log>("wrapper_Meta_log"));  // log @ Meta -> ::dk::meta::structured_log
   m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_Meta_log_>("wrapper_Meta_log_"));  // log_ @ Meta -> ::dk::meta::structured_log
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_Meta_max_dim>("wrapper_Meta_max_dim"));  // max.dim @ Meta -> native::max_meta
-  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_Meta_maximum>("wrapper_Meta_maximum"));  // maximum @ Meta -> native::maximum_meta
+  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &wrapper_Meta_maximum>("wrapper_Meta_maximum"));  // maximum @ Meta -> ::dk::meta::structured_maximum
+  m.impl("maximum.out", ::dk::detail::kernelFor<ops::maximum_out, &wrapper_Meta_maximum_out>("wrapper_Meta_maximum_out"));  // maximum.out @ Meta -> ::dk::meta::structured_maximum
   m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &wrapper_Meta_mean_dim>("wrapper_Meta_mean_dim"));  // mean.dim @ Meta -> native::mean_meta
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_Meta_mm_out>("wrapper_Meta_mm_out"));  // mm.out @ Meta -> ::dk::meta::structured_mm
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_Meta_mul__Tensor>("wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> ::dk::meta::structured_mul_Tensor

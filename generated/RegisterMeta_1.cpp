@@ -247,7 +247,17 @@ Tensor wrapper_Meta_lt_Tensor(const Tensor& self, const Tensor& other) {
 
 // ===== dk::minimum @ Meta =====
 Tensor wrapper_Meta_minimum(const Tensor& self, const Tensor& other) {
-  return native::minimum_meta(self, other);
+  detail::StructuredFunctional<::dk::meta::structured_minimum, 1> op("dk::minimum");
+  op.meta(self, other);
+  return op.take_output(0);
+}
+
+// ===== dk::minimum.out @ Meta =====
+Tensor wrapper_Meta_minimum_out(const Tensor& self, const Tensor& other, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_minimum, 1> op("dk::minimum", {out}, {"out"});
+  op.meta(self, other);
+  op.finish();
+  return out;
 }
 
 // ===== dk::mm @ Meta =====
@@ -439,7 +449,8 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("gelu.out", ::dk::detail::kernelFor<ops::gelu_out, &wrapper_Meta_gelu_out>("wrapper_Meta_gelu_out"));  // gelu.out @ Meta -> ::dk::meta::structured_gelu
   m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_Meta_log_out>("wrapper_Meta_log_out"));  // log.out @ Meta -> ::dk::meta::structured_log
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_Meta_lt_Tensor>("wrapper_Meta_lt_Tensor"));  // lt.Tensor @ Meta -> native::lt_meta
-  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_Meta_minimum>("wrapper_Meta_minimum"));  // minimum @ Meta -> native::minimum_meta
+  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &wrapper_Meta_minimum>("wrapper_Meta_minimum"));  // minimum @ Meta -> ::dk::meta::structured_minimum
+  m.impl("minimum.out", ::dk::detail::kernelFor<ops::minimum_out, &wrapper_Meta_minimum_out>("wrapper_Meta_minimum_out"));  // minimum.out @ Meta -> ::dk::meta::structured_minimum
   m.impl("mm", ::dk::detail::kernelFor<ops::mm, &wrapper_Meta_mm>("wrapper_Meta_mm"));  // mm @ Meta -> ::dk::meta::structured_mm
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &wrapper_Meta_mse_loss>("wrapper_Meta_mse_loss"));  // mse_loss @ Meta -> native::mse_loss_meta
   m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &wrapper_Meta_mul_Tensor>("wrapper_Meta_mul_Tensor"));  // mul.Tensor @ Meta -> ::dk::meta::structured_mul_Tensor

@@ -137,8 +137,10 @@ DK_LIBRARY(dk, m) {
   m.def("matmul(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::matmul::dispatch_bitmap});  // dk::matmul
   m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim::dispatch_bitmap});  // dk::max.dim
   m.def("maximum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::maximum::dispatch_bitmap});  // dk::maximum
+  m.def("maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::maximum_out::dispatch_bitmap});  // dk::maximum.out
   m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mean_dim::dispatch_bitmap});  // dk::mean.dim
   m.def("minimum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::minimum::dispatch_bitmap});  // dk::minimum
+  m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::minimum_out::dispatch_bitmap});  // dk::minimum.out
   m.def("mm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mm::dispatch_bitmap});  // dk::mm
   m.def("mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mm_out::dispatch_bitmap});  // dk::mm.out
   m.def("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mse_loss::dispatch_bitmap});  // dk::mse_loss

@@ -37,8 +37,8 @@
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_native.h"
 #include "dk/generated/ops/maximum.h"
-#include "dk/generated/ops/maximum_native.h"
-#include "dk/generated/ops/minimum_native.h"
+#include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mul.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/neg.h"
@@ -645,14 +645,22 @@ TEST_CASE("cpu-elementwise: pow with a Scalar exponent", "[cpu-elementwise]") {
 
 TEST_CASE("cpu-elementwise: maximum and minimum propagate NaN and promote", "[cpu-elementwise]") {
   Tensor a = make({1, 5, kNaN, 3}, {4}), b = make({2, 4, 1, kNaN}, {4});
-  CHECK_VALUES(native::maximum_cpu(a, b), {2, 5, kNaN, kNaN});
-  CHECK_VALUES(native::minimum_cpu(a, b), {1, 4, kNaN, kNaN});
-  Tensor r = native::maximum_cpu(make({1, 5}, {2}, kInt), make({2.5}, {1}, kDouble));
+  CHECK_VALUES(ops::maximum::call(a, b), {2, 5, kNaN, kNaN});
+  CHECK_VALUES(ops::minimum::call(a, b), {1, 4, kNaN, kNaN});
+  Tensor r = ops::maximum::call(make({1, 5}, {2}, kInt), make({2.5}, {1}, kDouble));
   CHECK(r.dtype() == kDouble);
   CHECK_VALUES(r, {2.5, 5});
-  CHECK_VALUES(native::maximum_cpu(make({1, 0}, {2}, kBool), make({0, 0}, {2}, kBool)), {1, 0});
-  CHECK_VALUES(native::minimum_cpu(make({-3, 4}, {2, 1}, kLong), make({0, 1, 2}, {3}, kLong)), {-3, -3, -3, 0, 1, 2});
+  CHECK_VALUES(ops::maximum::call(make({1, 0}, {2}, kBool), make({0, 0}, {2}, kBool)), {1, 0});
+  CHECK_VALUES(ops::minimum::call(make({-3, 4}, {2, 1}, kLong), make({0, 1, 2}, {3}, kLong)), {-3, -3, -3, 0, 1, 2});
   CHECK_VALUES(dk::maximum(a, b), {2, 5, kNaN, kNaN});
+  // The structured out= forms: a wider out takes the result through a cast.
+  Tensor out = make({}, {0}, kDouble);
+  CHECK(ops::maximum_out::call(a, b, out).is_same(out));
+  CHECK_VALUES(out, {2, 5, kNaN, kNaN});
+  CHECK(ops::minimum_out::call(make({1, 5}, {2}, kInt), make({3}, {1}, kInt), out).is_same(out));
+  CHECK_VALUES(out, {1, 3});
+  CHECK_THROWS_WITH(ops::minimum_out::call(a, b, make({}, {0}, kInt)),
+                    "result type Float can't be cast to the desired output type Int");
 }
 
 TEST_CASE("cpu-elementwise: eq, gt, lt give bool tensors", "[cpu-elementwise]") {

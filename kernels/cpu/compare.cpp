@@ -41,9 +41,9 @@ Tensor compareTensors(const char* op, const Tensor& self, const Tensor& other, c
 
 // maximum and minimum: a NaN on either side is the result.
 template <bool Max>
-Tensor extremum(const char* op, const Tensor& self, const Tensor& other) {
+void extremum(const char* op, const Tensor& self, const Tensor& other, const Tensor& out) {
   TensorIterator iter = TensorIteratorConfig(op)
-                            .add_output(Tensor())
+                            .add_output(out)
                             .add_input(self)
                             .add_input(other)
                             .promote_inputs_to_common_dtype(true)
@@ -59,7 +59,6 @@ Tensor extremum(const char* op, const Tensor& self, const Tensor& other) {
       else return b < a ? b : a;
     });
   });
-  return iter.output();
 }
 
 }  // namespace
@@ -93,9 +92,14 @@ Tensor eq_cpu(const Tensor& self, const Scalar& other) {
   return iter.output();
 }
 
-Tensor maximum_cpu(const Tensor& self, const Tensor& other) { return extremum<true>("maximum", self, other); }
+// maximum and minimum are structured (meta() in kernels/meta/binary_structured.cpp).
+DK_IMPL_FUNC(maximum_out_cpu)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  extremum<true>("maximum", self, other, out);
+}
 
-Tensor minimum_cpu(const Tensor& self, const Tensor& other) { return extremum<false>("minimum", self, other); }
+DK_IMPL_FUNC(minimum_out_cpu)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  extremum<false>("minimum", self, other, out);
+}
 
 // condition picks self where true, other where false; the three broadcast together, and self and
 // other promote to their common dtype. A uint8 condition is accepted with PyTorch's warning.

@@ -148,12 +148,12 @@ DK_IMPL_FUNC(div_out_cuda)(const Tensor& self, const Tensor& other, const Tensor
   runBinaryInto(Binary::Div, self, other, out, 1);
 }
 
-Tensor maximum_cuda(const Tensor& self, const Tensor& other) {
-  return binaryCuda("dk::maximum", Binary::Maximum, BinaryKind::Arithmetic, self, other);
+DK_IMPL_FUNC(maximum_out_cuda)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  runBinaryInto(Binary::Maximum, self, other, out, 1);
 }
 
-Tensor minimum_cuda(const Tensor& self, const Tensor& other) {
-  return binaryCuda("dk::minimum", Binary::Minimum, BinaryKind::Arithmetic, self, other);
+DK_IMPL_FUNC(minimum_out_cuda)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  runBinaryInto(Binary::Minimum, self, other, out, 1);
 }
 
 Tensor pow_cuda(const Tensor& self, const Scalar& exponent) {

@@ -1,9 +1,11 @@
-// Meta functions of the structured binary arithmetic families: add, sub, mul, div (functional,
-// in-place and out=; Note [Structured kernels] in dk/tensor/structured.h). Each checks devices
+// Meta functions of the structured binary arithmetic families: add, sub, mul, div, maximum and
+// minimum (functional, in-place and out=; Note [Structured kernels] in dk/tensor/structured.h). Each checks devices
 // (0-dim CPU tensors join any device, except as a written tensor), computes the result with the
 // shape functions and hands it to set_output; every backend's impl then computes into it.
 #include "dk/generated/ops/add_native.h"
 #include "dk/generated/ops/div_native.h"
+#include "dk/generated/ops/maximum_native.h"
+#include "dk/generated/ops/minimum_native.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/sub_native.h"
 #include "shape_functions.h"
@@ -37,6 +39,16 @@ DK_META_FUNC(mul_Tensor)(const Tensor& self, const Tensor& other) {
 DK_META_FUNC(div_Tensor)(const Tensor& self, const Tensor& other) {
   meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
   setBinaryOutput(*this, self, other, meta::binaryOp(self, other, meta::BinaryKind::TrueDivide));
+}
+
+DK_META_FUNC(maximum)(const Tensor& self, const Tensor& other) {
+  meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
+  setBinaryOutput(*this, self, other, meta::binaryOp(self, other, meta::BinaryKind::Arithmetic));
+}
+
+DK_META_FUNC(minimum)(const Tensor& self, const Tensor& other) {
+  meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
+  setBinaryOutput(*this, self, other, meta::binaryOp(self, other, meta::BinaryKind::Arithmetic));
 }
 
 }  // namespace dk

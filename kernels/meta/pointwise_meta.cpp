@@ -1,4 +1,4 @@
-// Meta kernels of the pointwise operators that are not structured: maximum, minimum, pow,
+// Meta kernels of the pointwise operators that are not structured: pow,
 // comparisons, where, abs, relu, gelu_backward, clamp. (The structured families' meta functions
 // are in binary_structured.cpp and unary_structured.cpp.)
 // Shapes, dtypes and checks come from shape_functions.h; outputs are empty meta tensors, and
@@ -9,8 +9,6 @@
 #include "dk/generated/ops/gelu_backward_native.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/lt_native.h"
-#include "dk/generated/ops/maximum_native.h"
-#include "dk/generated/ops/minimum_native.h"
 #include "dk/generated/ops/pow_native.h"
 #include "dk/generated/ops/relu_native.h"
 #include "dk/generated/ops/where_native.h"
@@ -33,14 +31,6 @@ Tensor binaryMeta(const char* op, const Tensor& self, const Tensor& other, Binar
 }  // namespace
 
 // ---------------------------------------------------------------- binary
-
-Tensor maximum_meta(const Tensor& self, const Tensor& other) {
-  return binaryMeta("dk::maximum", self, other, BinaryKind::Arithmetic);
-}
-
-Tensor minimum_meta(const Tensor& self, const Tensor& other) {
-  return binaryMeta("dk::minimum", self, other, BinaryKind::Arithmetic);
-}
 
 Tensor pow_meta(const Tensor& self, const Scalar& exponent) { return emptyMeta(meta::powTensorScalar(self, exponent)); }
 

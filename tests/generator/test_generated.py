@@ -254,7 +254,7 @@ class DeterminismTest(support.TempDirTestCase):
 
 REQUIRED_OPERATORS = """
     add.Tensor add.Scalar add_.Tensor add.out sub.Tensor sub.Scalar sub_.Tensor sub.out
-    mul.Tensor mul.Scalar mul_.Tensor mul.out div.Tensor div.Scalar div_.Tensor div.out pow.Tensor_Scalar maximum minimum eq.Tensor eq.Scalar gt.Tensor lt.Tensor where.self
+    mul.Tensor mul.Scalar mul_.Tensor mul.out div.Tensor div.Scalar div_.Tensor div.out pow.Tensor_Scalar maximum maximum.out minimum minimum.out eq.Tensor eq.Scalar gt.Tensor lt.Tensor where.self
     neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu relu_ gelu gelu_backward clamp
     neg_ neg.out exp_ exp.out log_ log.out sqrt_ sqrt.out rsqrt_ rsqrt.out sin_ sin.out cos_ cos.out tanh_ tanh.out sigmoid_ sigmoid.out gelu_ gelu.out
     sum sum.dim_IntList mean.dim max.dim argmax

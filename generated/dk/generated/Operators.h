@@ -160,8 +160,10 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap},  // matmul
     {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap},  // max.dim
     {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap},  // maximum
+    {maximum_out::name, maximum_out::overload_name, maximum_out::schema_str, maximum_out::dispatch_bitmap},  // maximum.out
     {mean_dim::name, mean_dim::overload_name, mean_dim::schema_str, mean_dim::dispatch_bitmap},  // mean.dim
     {minimum::name, minimum::overload_name, minimum::schema_str, minimum::dispatch_bitmap},  // minimum
+    {minimum_out::name, minimum_out::overload_name, minimum_out::schema_str, minimum_out::dispatch_bitmap},  // minimum.out
     {mm::name, mm::overload_name, mm::schema_str, mm::dispatch_bitmap},  // mm
     {mm_out::name, mm_out::overload_name, mm_out::schema_str, mm_out::dispatch_bitmap},  // mm.out
     {mse_loss::name, mse_loss::overload_name, mse_loss::schema_str, mse_loss::dispatch_bitmap},  // mse_loss

@@ -19,4 +19,9 @@ inline Tensor maximum(const Tensor& self, const Tensor& other) {
   return ops::maximum::call(self, other);
 }
 
+// ===== dk::maximum.out =====
+inline Tensor maximum(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::maximum_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// maximum, maximum.out: checks and output geometry.
+struct structured_maximum : public TensorIteratorBase {
+  void meta(const Tensor& self, const Tensor& other);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor maximum_cpu(const Tensor& self, const Tensor& other);  // maximum @ CPU
-Tensor maximum_cuda(const Tensor& self, const Tensor& other);  // maximum @ CUDA
-Tensor maximum_meta(const Tensor& self, const Tensor& other);  // maximum @ Meta
+// maximum, maximum.out @ CPU
+struct structured_maximum_out_cpu : public meta::structured_maximum {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
+
+// maximum, maximum.out @ CUDA
+struct structured_maximum_out_cuda : public meta::structured_maximum {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
 
 }  // namespace dk::native

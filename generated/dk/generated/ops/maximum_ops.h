@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,21 @@ struct maximum {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::maximum>::redispatch(ks, self, other);
+  }
+};
+
+// ===== dk::maximum.out =====
+struct maximum_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::maximum";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b111;  // self, other, out
+  static Tensor call(const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::maximum_out>::call(self, other, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::maximum_out>::redispatch(ks, self, other, out);
   }
 };
 

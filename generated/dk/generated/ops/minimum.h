@@ -19,4 +19,9 @@ inline Tensor minimum(const Tensor& self, const Tensor& other) {
   return ops::minimum::call(self, other);
 }
 
+// ===== dk::minimum.out =====
+inline Tensor minimum(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::minimum_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// minimum, minimum.out: checks and output geometry.
+struct structured_minimum : public TensorIteratorBase {
+  void meta(const Tensor& self, const Tensor& other);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor minimum_cpu(const Tensor& self, const Tensor& other);  // minimum @ CPU
-Tensor minimum_cuda(const Tensor& self, const Tensor& other);  // minimum @ CUDA
-Tensor minimum_meta(const Tensor& self, const Tensor& other);  // minimum @ Meta
+// minimum, minimum.out @ CPU
+struct structured_minimum_out_cpu : public meta::structured_minimum {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
+
+// minimum, minimum.out @ CUDA
+struct structured_minimum_out_cuda : public meta::structured_minimum {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
 
 }  // namespace dk::native
