@@ -29,6 +29,8 @@ from codegen.model import BackendMetadata, NativeFunction, OperatorName
 
 # The keys whose kernels are a family's impl classes (PyTorch's structured backends, less MPS).
 STRUCTURED_KEYS = (DispatchKey.CPU, DispatchKey.CUDA)
+# Where meta classes live (their Meta kernels name them there).
+META_NAMESPACE = "dk::meta"
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,10 +117,10 @@ def resolve(native_functions: Sequence[NativeFunction]) -> Tuple[NativeFunction,
         if family_errors:
             errors.extend(family_errors)
             continue
+        family = _family(out, members)
         kernels = {k: replace(m, structured=True) for k, m in out.dispatch.items() if k in STRUCTURED_KEYS}
         if kernels:
-            kernels[DispatchKey.Meta] = BackendMetadata(f"structured_{members[0].func.name.unambiguous_name}",
-                                                        "dk::meta", structured=True)
+            kernels[DispatchKey.Meta] = BackendMetadata(family.meta_class, META_NAMESPACE, structured=True)
         for nf in [out] + members:
             table = {k: m for k, m in nf.dispatch.items() if k not in kernels}
             table.update(kernels)
@@ -128,21 +130,22 @@ def resolve(native_functions: Sequence[NativeFunction]) -> Tuple[NativeFunction,
     return tuple(replaced.get(id(nf), nf) for nf in native_functions)
 
 
+def _family(out: NativeFunction, delegates: Sequence[NativeFunction]) -> StructuredFamily:
+    functional = next(nf for nf in delegates if nf.func.kind == "functional")
+    inplace = next((nf for nf in delegates if nf.func.kind == "inplace"), None)
+    return StructuredFamily(out, functional, inplace)
+
+
 def families(native_functions: Sequence[NativeFunction]) -> Dict[OperatorName, StructuredFamily]:
     """Each resolved family by the name of every member (functional, in-place and out=)."""
-    by_out: Dict[OperatorName, NativeFunction] = {nf.name: nf for nf in native_functions if nf.structured}
-    members: Dict[OperatorName, List[NativeFunction]] = {}
+    delegates: Dict[OperatorName, List[NativeFunction]] = {}
     for nf in native_functions:
-        if nf.structured_delegate is not None and nf.structured_delegate in by_out:
-            members.setdefault(nf.structured_delegate, []).append(nf)
+        if nf.structured_delegate is not None:
+            delegates.setdefault(nf.structured_delegate, []).append(nf)
     out: Dict[OperatorName, StructuredFamily] = {}
-    for name, out_nf in by_out.items():
-        delegates = members.get(name, [])
-        functional = next((nf for nf in delegates if nf.func.kind == "functional"), None)
-        if functional is None:
-            continue
-        inplace = next((nf for nf in delegates if nf.func.kind == "inplace"), None)
-        family = StructuredFamily(out_nf, functional, inplace)
-        for nf in family.members:
-            out[nf.name] = family
+    for out_nf in native_functions:
+        if out_nf.structured:
+            family = _family(out_nf, delegates[out_nf.name])  # resolve() made sure there is a functional
+            for nf in family.members:
+                out[nf.name] = family
     return out

@@ -24,7 +24,7 @@ from codegen import structured
 from codegen.api import native
 from codegen.api.native import NativeKernel
 from codegen.dest.common import GenContext, Operator, forward_all, header_group, render, shard_by_hash
-from codegen.model import BackendMetadata, DispatchKey
+from codegen.model import BackendMetadata, DispatchKey, OperatorName
 from codegen.structured import StructuredFamily
 
 MAX_OPERATORS_PER_FILE = 50
@@ -77,6 +77,13 @@ class Registration:
         return StructuredCall(self) if self.family is not None else None
 
 
+def _split_outputs(sig):
+    """(the other bindings, the out= output bindings) of a signature, each in order."""
+    outs = {a.name for a in sig.func.out}
+    return (tuple(b for b in sig.bindings if b.argument.name not in outs),
+            tuple(b for b in sig.bindings if b.argument.name in outs))
+
+
 _STRUCTURED_WRAPPERS = {"functional": "StructuredFunctional", "inplace": "StructuredInplace", "out": "StructuredOut"}
 
 
@@ -112,17 +119,14 @@ class StructuredCall:
     @property
     def given(self):
         """The bindings of the tensors written: self (in-place), the outputs (out=)."""
-        bindings = self.reg.op.sig.bindings
         if self._func.kind == "inplace":
-            return bindings[:1]
-        outs = {a.name for a in self._func.out}
-        return tuple(b for b in bindings if b.argument.name in outs)
+            return self.reg.op.sig.bindings[:1]
+        return _split_outputs(self.reg.op.sig)[1]
 
     @property
     def arguments(self) -> str:
         """meta()'s arguments: the operator's, less the out= outputs."""
-        outs = {a.name for a in self._func.out}
-        return ", ".join(b.name for b in self.reg.op.sig.bindings if b.argument.name not in outs)
+        return ", ".join(b.name for b in _split_outputs(self.reg.op.sig)[0])
 
     @property
     def runs_impl(self) -> bool:
@@ -144,25 +148,25 @@ class StructuredCall:
         return ["op.finish();", ret]
 
 
-def structured_kernel(metadata: BackendMetadata, signature) -> NativeKernel:
+def structured_kernel(key: DispatchKey, metadata: BackendMetadata, signature) -> NativeKernel:
     """The class a structured kernel names: ``native::structured_add_out_cpu``, at Meta
     ``meta::structured_add_Tensor``."""
-    if metadata.namespace == "dk::meta":
-        return NativeKernel("dk::meta", metadata.kernel, signature)
+    if key == DispatchKey.Meta:
+        return NativeKernel(metadata.namespace, metadata.kernel, signature)
     return NativeKernel(metadata.namespace or native.DEFAULT_NAMESPACE, StructuredFamily.impl_class(metadata),
                         signature)
 
 
-def registrations(ctx: GenContext) -> Dict[DispatchKey, List[Registration]]:
+def registrations(ctx: GenContext, families: Dict[OperatorName, StructuredFamily]
+                  ) -> Dict[DispatchKey, List[Registration]]:
     """Every (operator, key) with a kernel, by key in key order, operators sorted."""
     by_key: Dict[DispatchKey, List[Registration]] = {}
-    families = structured.families([op.nf for op in ctx.operators])
     for op in ctx.operators:
         if op.nf.manual_kernel_registration:
             continue
         for key, metadata in op.nf.dispatch.items():
             if metadata.structured:
-                reg = Registration(op, key, structured_kernel(metadata, op.sig), families[op.nf.name])
+                reg = Registration(op, key, structured_kernel(key, metadata, op.sig), families[op.nf.name])
             else:
                 reg = Registration(op, key, native.kernel(metadata, op.sig))
             by_key.setdefault(key, []).append(reg)
@@ -189,12 +193,8 @@ class StructuredDecl:
     sig: object  # the out= operator's DispatcherSignature
 
     @property
-    def _outs(self):
-        return {a.name for a in self.family.out.func.out}
-
-    @property
     def meta_params(self) -> str:
-        return ", ".join(b.decl() for b in self.sig.bindings if b.argument.name not in self._outs)
+        return ", ".join(b.decl() for b in _split_outputs(self.sig)[0])
 
     @property
     def impl_params(self) -> str:
@@ -223,12 +223,12 @@ def register_file_names(key: DispatchKey, count: int) -> List[str]:
 
 
 def emit(ctx: GenContext, files) -> None:
-    regs = registrations(ctx)
+    families = structured.families([op.nf for op in ctx.operators])
+    regs = registrations(ctx, families)
     # Each operator's header declares the kernels it uses: a kernel shared by operators of two
     # headers is declared in both (a repeated declaration is fine), so adding an operator that
     # shares a kernel changes no other operator's header.
     native_groups = []
-    families = structured.families([op.nf for op in ctx.operators])
     for group, ops in ctx.groups.items():
         rows = {key: [r for r in rs if header_group(r.op.nf) == group] for key, rs in regs.items()}
         kernels = native_kernels({key: rs for key, rs in rows.items() if rs})

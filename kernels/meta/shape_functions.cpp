@@ -103,24 +103,33 @@ void checkDtypeIn(const char* op, ScalarType dtype, DtypeGroup group) {
 
 namespace {
 
-void checkDevicesIn(const char* op, const NamedTensor* begin, const NamedTensor* end) {
-  const NamedTensor* first = nullptr;
-  for (const NamedTensor* arg = begin; arg != end; ++arg) {
-    if (!arg->tensor.defined() || (!arg->is_output && isCpuScalar(arg->tensor))) continue;
-    if (first == nullptr) {
-      first = arg;
-    } else if (!(arg->tensor.device() == first->tensor.device())) {
-      DK_ERROR(op, ": expected all tensors to be on the same device, but found at least two devices, ",
-               first->tensor.device().str(), " (argument '", first->name, "') and ", arg->tensor.device().str(),
-               " (argument '", arg->name, "')");
+// Tensors seen one by one must share a device, except 0-dim CPU tensors that are not written.
+class DeviceAgreement {
+ public:
+  explicit DeviceAgreement(const char* op) : op_(op) {}
+
+  void visit(const char* name, const Tensor& t, bool is_output) {
+    if (!t.defined() || (!is_output && isCpuScalar(t))) return;
+    if (!first_) {
+      first_ = t.device();
+      first_name_ = name;
+    } else if (!(t.device() == *first_)) {
+      DK_ERROR(op_, ": expected all tensors to be on the same device, but found at least two devices, ",
+               first_->str(), " (argument '", first_name_, "') and ", t.device().str(), " (argument '", name, "')");
     }
   }
-}
+
+ private:
+  const char* op_;
+  std::optional<Device> first_;
+  const char* first_name_ = nullptr;
+};
 
 }  // namespace
 
 void checkDevicesAllowingCpuScalars(const char* op, std::initializer_list<NamedTensor> tensors) {
-  checkDevicesIn(op, tensors.begin(), tensors.end());
+  DeviceAgreement devices(op);
+  for (const NamedTensor& arg : tensors) devices.visit(arg.name, arg.tensor, arg.is_output);
 }
 
 // ---------------------------------------------------------------- pointwise
@@ -217,10 +226,10 @@ OutputSpec clamp(const Tensor& self, const std::optional<Scalar>& min, const std
   return OutputSpec{self.sizes(), dtype, pointwiseOutputStrides(self.sizes(), {&self})};
 }
 
-void checkInplace(const Tensor& self, const OutputSpec& result) {
-  DK_CHECK(IntArrayRef(self.sizes()).equals(result.sizes), "output with shape ", IntArrayRef(self.sizes()),
-           " doesn't match the broadcast shape ", IntArrayRef(result.sizes));
-  checkCanCastToOutput(result.dtype, self.dtype());
+void checkInplace(const Tensor& self, IntArrayRef sizes, ScalarType dtype) {
+  DK_CHECK(IntArrayRef(self.sizes()).equals(sizes), "output with shape ", IntArrayRef(self.sizes()),
+           " doesn't match the broadcast shape ", sizes);
+  checkCanCastToOutput(dtype, self.dtype());
 }
 
 // ---------------------------------------------------------------- reductions
@@ -726,15 +735,13 @@ Device pointwiseDevice(std::initializer_list<const Tensor*> inputs) {
 }
 
 void checkPointwiseDevices(MetaBase& m, std::initializer_list<NamedTensor> inputs, int64_t outputs) {
-  std::vector<NamedTensor> all;
-  all.reserve(inputs.size() + static_cast<size_t>(outputs));
+  DeviceAgreement devices(m.op_name());
   for (const NamedTensor& input : inputs) {
     bool given = false;
     for (int64_t i = 0; i < outputs; ++i) given = given || input.tensor.is_same(m.maybe_get_output(i));
-    all.push_back(NamedTensor{input.name, input.tensor, input.is_output || (given && input.tensor.defined())});
+    devices.visit(input.name, input.tensor, input.is_output || given);
   }
-  for (int64_t i = 0; i < outputs; ++i) all.push_back(NamedTensor{m.output_name(i), m.maybe_get_output(i), true});
-  checkDevicesIn(m.op_name(), all.data(), all.data() + all.size());
+  for (int64_t i = 0; i < outputs; ++i) devices.visit(m.output_name(i), m.maybe_get_output(i), /*is_output=*/true);
 }
 
 void setOutput(MetaBase& m, int64_t index, const OutputSpec& spec, Device device) {

@@ -130,10 +130,10 @@ GeluApproximation parseGeluApproximation(std::string_view approximate);
 // 'min' or 'max' must not be None".
 OutputSpec clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 
-// An in-place pointwise operator writing `result` into self: the broadcast shape must be self's
-// ("output with shape [3] doesn't match the broadcast shape [2, 3]") and the result dtype must
-// cast to self's (checkCanCastToOutput).
-void checkInplace(const Tensor& self, const OutputSpec& result);
+// An in-place pointwise operator writing a result of `sizes` and `dtype` into self: the
+// broadcast shape must be self's ("output with shape [3] doesn't match the broadcast shape
+// [2, 3]") and the result dtype must cast to self's (checkCanCastToOutput).
+void checkInplace(const Tensor& self, IntArrayRef sizes, ScalarType dtype);
 
 // ---------------------------------------------------------------- reductions
 

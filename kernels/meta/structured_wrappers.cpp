@@ -19,9 +19,7 @@ void prepareGivenOutput(GivenOutput& slot, IntArrayRef sizes, IntArrayRef stride
            target.device().str(), " instead");
   if (inplace) {
     if (casts) {
-      DK_CHECK(IntArrayRef(target.sizes()).equals(sizes), "output with shape ", IntArrayRef(target.sizes()),
-               " doesn't match the broadcast shape ", sizes);
-      checkCanCastToOutput(dtype, target.dtype());
+      checkInplace(target, sizes, dtype);
     } else {
       DK_CHECK(IntArrayRef(target.sizes()).equals(sizes), "Bad in-place call: input tensor size ",
                IntArrayRef(target.sizes()), " and output tensor size ", sizes, " should match");
