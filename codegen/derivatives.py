@@ -469,6 +469,9 @@ def autograd_plan(native_functions: Sequence[NativeFunction],
                   infos: Sequence[DerivativeInfo]) -> List[AutogradKernel]:
     """The autograd kernel of every operator that gets one, in the order given."""
     by_name = {str(i.name): i for i in infos}
+    # An in-place operator takes its functional form's entry: the one of the same name less
+    # the underscore, else the one with the same signature (pow_.Scalar: pow.Tensor_Scalar).
+    by_signature = {i.nf.func.signature(): i for i in infos if i.nf.func.kind == "functional"}
     plan: List[AutogradKernel] = []
     for nf in native_functions:
         if nf.manual_kernel_registration or nf.has_composite_implicit_autograd_kernel:
@@ -484,6 +487,8 @@ def autograd_plan(native_functions: Sequence[NativeFunction],
             candidate = by_name.get(str(functional))
             if candidate is not None and candidate.nf.func.signature() == nf.func.signature():
                 info = candidate
+            else:
+                info = by_signature.get(nf.func.signature())
         if info is not None:
             if info.has_differentiable_output:
                 plan.append(AutogradKernel(nf, "derivative", info))

@@ -19,14 +19,18 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_MemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Str_Tensor.h"
@@ -47,6 +51,7 @@
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int.h"
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 
 #include "dk/dispatch/dispatcher.h"
 
@@ -101,14 +106,23 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_MemoryFor
 // Tensor(const Tensor&, std::optional<int64_t>, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptInt_Bool>;
 
+// Tensor(const Tensor&, std::optional<int64_t>, bool, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptInt_Bool_Tensor>;
+
 // Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptIntList_Bool_OptScalarType>;
+
+// Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor>;
 
 // Tensor(const Tensor&, std::optional<MemoryFormat>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptMemoryFormat>;
 
 // Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptScalar_OptScalar>;
+
+// Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptScalar_OptScalar_Tensor>;
 
 // Tensor(const Tensor&, std::optional<ScalarType>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptScalarType>;
@@ -124,6 +138,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Scalar>;
 
 // Tensor(const Tensor&, const Scalar&, const Scalar&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Scalar_Scalar>;
+
+// Tensor(const Tensor&, const Scalar&, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Scalar_Tensor>;
 
 // Tensor(const Tensor&, ScalarType, bool, bool, std::optional<MemoryFormat>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat>;
@@ -184,3 +201,6 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_TensorVec__Tensor_Int_In
 
 // std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_Int_Bool>;
+
+// std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool, const Tensor&, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor>;

@@ -12,21 +12,29 @@
 #include "dk/dispatch/library.h"
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/div_ops.h"
+#include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
+#include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/lt_ops.h"
+#include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/mean_ops.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/permute_ops.h"
+#include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/select_ops.h"
@@ -37,6 +45,7 @@
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
 #include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
@@ -93,6 +102,17 @@ Tensor addmm__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tenso
   return self;
 }
 
+// ===== dk::argmax.out @ ADInplaceOrView (out=) =====
+Tensor argmax_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::argmax_out::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, keepdim, out);
+  }
+  increment_version(out);
+  return out;
+}
+
 // ===== dk::bmm.out @ ADInplaceOrView (out=) =====
 Tensor bmm_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& mat2, const Tensor& out) {
   check_version_bump_allowed(out);
@@ -102,6 +122,28 @@ Tensor bmm_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tens
   }
   increment_version(out);
   return out;
+}
+
+// ===== dk::clamp.out @ ADInplaceOrView (out=) =====
+Tensor clamp_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::clamp_out::redispatch(ks & after_ADInplaceOrView_keyset, self, min, max, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::clamp_ @ ADInplaceOrView (in-place) =====
+Tensor clamp__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::clamp_::redispatch(ks & after_ADInplaceOrView_keyset, self, min, max);
+  }
+  increment_version(self);
+  return self;
 }
 
 // ===== dk::copy_ @ ADInplaceOrView (in-place) =====
@@ -154,6 +196,50 @@ Tensor div__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const 
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::div__Tensor::redispatch(ks & after_ADInplaceOrView_keyset, self, other);
+  }
+  increment_version(self);
+  return self;
+}
+
+// ===== dk::eq.Scalar_out @ ADInplaceOrView (out=) =====
+Tensor eq_Scalar_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::eq_Scalar_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::eq.Tensor_out @ ADInplaceOrView (out=) =====
+Tensor eq_Tensor_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::eq_Tensor_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::eq_.Scalar @ ADInplaceOrView (in-place) =====
+Tensor eq__Scalar_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::eq__Scalar::redispatch(ks & after_ADInplaceOrView_keyset, self, other);
+  }
+  increment_version(self);
+  return self;
+}
+
+// ===== dk::eq_.Tensor @ ADInplaceOrView (in-place) =====
+Tensor eq__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::eq__Tensor::redispatch(ks & after_ADInplaceOrView_keyset, self, other);
   }
   increment_version(self);
   return self;
@@ -225,6 +311,28 @@ Tensor gelu__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::string_
   return self;
 }
 
+// ===== dk::gt.Tensor_out @ ADInplaceOrView (out=) =====
+Tensor gt_Tensor_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::gt_Tensor_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::gt_.Tensor @ ADInplaceOrView (in-place) =====
+Tensor gt__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::gt__Tensor::redispatch(ks & after_ADInplaceOrView_keyset, self, other);
+  }
+  increment_version(self);
+  return self;
+}
+
 // ===== dk::log.out @ ADInplaceOrView (out=) =====
 Tensor log_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& out) {
   check_version_bump_allowed(out);
@@ -247,12 +355,58 @@ Tensor log__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::lt.Tensor_out @ ADInplaceOrView (out=) =====
+Tensor lt_Tensor_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::lt_Tensor_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::lt_.Tensor @ ADInplaceOrView (in-place) =====
+Tensor lt__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::lt__Tensor::redispatch(ks & after_ADInplaceOrView_keyset, self, other);
+  }
+  increment_version(self);
+  return self;
+}
+
+// ===== dk::max.dim_max @ ADInplaceOrView (out=) =====
+std::tuple<Tensor, Tensor> max_dim_max_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim, const Tensor& max, const Tensor& max_values) {
+  check_version_bump_allowed(max);
+  check_version_bump_allowed(max_values);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::max_dim_max::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, keepdim, max, max_values);
+  }
+  increment_version(max);
+  increment_version(max_values);
+  return std::tuple<Tensor, Tensor>(max, max_values);
+}
+
 // ===== dk::maximum.out @ ADInplaceOrView (out=) =====
 Tensor maximum_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
   check_version_bump_allowed(out);
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::maximum_out::redispatch(ks & after_ADInplaceOrView_keyset, self, other, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::mean.out @ ADInplaceOrView (out=) =====
+Tensor mean_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::mean_out::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, keepdim, dtype, out);
   }
   increment_version(out);
   return out;
@@ -333,6 +487,28 @@ Tensor permute_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, IntArrayRe
   }
   as_view(self, result);
   return result;
+}
+
+// ===== dk::pow.Tensor_Scalar_out @ ADInplaceOrView (out=) =====
+Tensor pow_Tensor_Scalar_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Scalar& exponent, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::pow_Tensor_Scalar_out::redispatch(ks & after_ADInplaceOrView_keyset, self, exponent, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::pow_.Scalar @ ADInplaceOrView (in-place) =====
+Tensor pow__Scalar_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::pow__Scalar::redispatch(ks & after_ADInplaceOrView_keyset, self, exponent);
+  }
+  increment_version(self);
+  return self;
 }
 
 // ===== dk::relu_ @ ADInplaceOrView (in-place) =====
@@ -500,6 +676,17 @@ Tensor sub__Tensor_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const 
   return self;
 }
 
+// ===== dk::sum.IntList_out @ ADInplaceOrView (out=) =====
+Tensor sum_IntList_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::sum_IntList_out::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, keepdim, dtype, out);
+  }
+  increment_version(out);
+  return out;
+}
+
 // ===== dk::t @ ADInplaceOrView (view) =====
 Tensor t_ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   Tensor result;
@@ -599,21 +786,34 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("add_.Tensor", DK_FN(autograd::add__Tensor_ADInplaceOrView));  // in-place
   m.impl("addmm.out", DK_FN(autograd::addmm_out_ADInplaceOrView));  // out=
   m.impl("addmm_", DK_FN(autograd::addmm__ADInplaceOrView));  // in-place
+  m.impl("argmax.out", DK_FN(autograd::argmax_out_ADInplaceOrView));  // out=
   m.impl("bmm.out", DK_FN(autograd::bmm_out_ADInplaceOrView));  // out=
+  m.impl("clamp.out", DK_FN(autograd::clamp_out_ADInplaceOrView));  // out=
+  m.impl("clamp_", DK_FN(autograd::clamp__ADInplaceOrView));  // in-place
   m.impl("copy_", DK_FN(autograd::copy__ADInplaceOrView));  // in-place
   m.impl("cos.out", DK_FN(autograd::cos_out_ADInplaceOrView));  // out=
   m.impl("cos_", DK_FN(autograd::cos__ADInplaceOrView));  // in-place
   m.impl("div.out", DK_FN(autograd::div_out_ADInplaceOrView));  // out=
   m.impl("div_.Tensor", DK_FN(autograd::div__Tensor_ADInplaceOrView));  // in-place
+  m.impl("eq.Scalar_out", DK_FN(autograd::eq_Scalar_out_ADInplaceOrView));  // out=
+  m.impl("eq.Tensor_out", DK_FN(autograd::eq_Tensor_out_ADInplaceOrView));  // out=
+  m.impl("eq_.Scalar", DK_FN(autograd::eq__Scalar_ADInplaceOrView));  // in-place
+  m.impl("eq_.Tensor", DK_FN(autograd::eq__Tensor_ADInplaceOrView));  // in-place
   m.impl("exp.out", DK_FN(autograd::exp_out_ADInplaceOrView));  // out=
   m.impl("exp_", DK_FN(autograd::exp__ADInplaceOrView));  // in-place
   m.impl("expand", DK_FN(autograd::expand_ADInplaceOrView));  // view
   m.impl("fill_.Scalar", DK_FN(autograd::fill__Scalar_ADInplaceOrView));  // in-place
   m.impl("gelu.out", DK_FN(autograd::gelu_out_ADInplaceOrView));  // out=
   m.impl("gelu_", DK_FN(autograd::gelu__ADInplaceOrView));  // in-place
+  m.impl("gt.Tensor_out", DK_FN(autograd::gt_Tensor_out_ADInplaceOrView));  // out=
+  m.impl("gt_.Tensor", DK_FN(autograd::gt__Tensor_ADInplaceOrView));  // in-place
   m.impl("log.out", DK_FN(autograd::log_out_ADInplaceOrView));  // out=
   m.impl("log_", DK_FN(autograd::log__ADInplaceOrView));  // in-place
+  m.impl("lt.Tensor_out", DK_FN(autograd::lt_Tensor_out_ADInplaceOrView));  // out=
+  m.impl("lt_.Tensor", DK_FN(autograd::lt__Tensor_ADInplaceOrView));  // in-place
+  m.impl("max.dim_max", DK_FN(autograd::max_dim_max_ADInplaceOrView));  // out=
   m.impl("maximum.out", DK_FN(autograd::maximum_out_ADInplaceOrView));  // out=
+  m.impl("mean.out", DK_FN(autograd::mean_out_ADInplaceOrView));  // out=
   m.impl("minimum.out", DK_FN(autograd::minimum_out_ADInplaceOrView));  // out=
   m.impl("mm.out", DK_FN(autograd::mm_out_ADInplaceOrView));  // out=
   m.impl("mul.out", DK_FN(autograd::mul_out_ADInplaceOrView));  // out=
@@ -621,6 +821,8 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("neg.out", DK_FN(autograd::neg_out_ADInplaceOrView));  // out=
   m.impl("neg_", DK_FN(autograd::neg__ADInplaceOrView));  // in-place
   m.impl("permute", DK_FN(autograd::permute_ADInplaceOrView));  // view
+  m.impl("pow.Tensor_Scalar_out", DK_FN(autograd::pow_Tensor_Scalar_out_ADInplaceOrView));  // out=
+  m.impl("pow_.Scalar", DK_FN(autograd::pow__Scalar_ADInplaceOrView));  // in-place
   m.impl("relu_", DK_FN(autograd::relu__ADInplaceOrView));  // in-place
   m.impl("rsqrt.out", DK_FN(autograd::rsqrt_out_ADInplaceOrView));  // out=
   m.impl("rsqrt_", DK_FN(autograd::rsqrt__ADInplaceOrView));  // in-place
@@ -636,6 +838,7 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("squeeze.dim", DK_FN(autograd::squeeze_dim_ADInplaceOrView));  // view
   m.impl("sub.out", DK_FN(autograd::sub_out_ADInplaceOrView));  // out=
   m.impl("sub_.Tensor", DK_FN(autograd::sub__Tensor_ADInplaceOrView));  // in-place
+  m.impl("sum.IntList_out", DK_FN(autograd::sum_IntList_out_ADInplaceOrView));  // out=
   m.impl("t", DK_FN(autograd::t_ADInplaceOrView));  // view
   m.impl("tanh.out", DK_FN(autograd::tanh_out_ADInplaceOrView));  // out=
   m.impl("tanh_", DK_FN(autograd::tanh__ADInplaceOrView));  // in-place

@@ -22,6 +22,7 @@
 #include "dk/generated/ops/abs_ops.h"
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
@@ -30,12 +31,15 @@
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/embedding_ops.h"
+#include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
+#include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/lt_ops.h"
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
@@ -262,6 +266,16 @@ Tensor addmm__Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat1
   return self;
 }
 
+// ===== dk::argmax.out @ Autograd (out=: refuses grad) =====
+Tensor argmax_out_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("argmax.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::argmax_out::redispatch(ks & after_autograd_keyset, self, dim, keepdim, out);
+  }
+  return out;
+}
+
 // ===== dk::bmm @ Autograd (BmmBackward0) =====
 Tensor bmm_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
   const bool requires_grad = compute_requires_grad(self, mat2);
@@ -335,6 +349,38 @@ Tensor clamp_Autograd(DispatchKeySet ks, const Tensor& self, const std::optional
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::clamp.out @ Autograd (out=: refuses grad) =====
+Tensor clamp_out_Autograd(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("clamp.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::clamp_out::redispatch(ks & after_autograd_keyset, self, min, max, out);
+  }
+  return out;
+}
+
+// ===== dk::clamp_ @ Autograd (ClampBackward0) =====
+Tensor clamp__Autograd(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<ClampBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<ClampBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->max_ = max;
+    grad_fn->min_ = min;
+    grad_fn->self_ = SavedVariable(autograd::detail::clone_for_backward(self), false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::clamp_::redispatch(ks & after_autograd_keyset, self, min, max);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
 }
 
 // ===== dk::clone @ Autograd (CloneBackward0) =====
@@ -502,6 +548,26 @@ Tensor embedding_Autograd(DispatchKeySet ks, const Tensor& weight, const Tensor&
   return result;
 }
 
+// ===== dk::eq.Scalar_out @ Autograd (out=: refuses grad) =====
+Tensor eq_Scalar_out_Autograd(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("eq.Scalar_out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::eq_Scalar_out::redispatch(ks & after_autograd_keyset, self, other, out);
+  }
+  return out;
+}
+
+// ===== dk::eq.Tensor_out @ Autograd (out=: refuses grad) =====
+Tensor eq_Tensor_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("eq.Tensor_out", compute_requires_grad(self, other, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::eq_Tensor_out::redispatch(ks & after_autograd_keyset, self, other, out);
+  }
+  return out;
+}
+
 // ===== dk::exp @ Autograd (ExpBackward0) =====
 Tensor exp_Autograd(DispatchKeySet ks, const Tensor& self) {
   const bool requires_grad = compute_requires_grad(self);
@@ -665,6 +731,16 @@ Tensor gelu_backward_Autograd(DispatchKeySet ks, const Tensor& grad_output, cons
   return result;
 }
 
+// ===== dk::gt.Tensor_out @ Autograd (out=: refuses grad) =====
+Tensor gt_Tensor_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("gt.Tensor_out", compute_requires_grad(self, other, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::gt_Tensor_out::redispatch(ks & after_autograd_keyset, self, other, out);
+  }
+  return out;
+}
+
 // ===== dk::log @ Autograd (LogBackward0) =====
 Tensor log_Autograd(DispatchKeySet ks, const Tensor& self) {
   const bool requires_grad = compute_requires_grad(self);
@@ -715,6 +791,16 @@ Tensor log__Autograd(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::lt.Tensor_out @ Autograd (out=: refuses grad) =====
+Tensor lt_Tensor_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("lt.Tensor_out", compute_requires_grad(self, other, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::lt_Tensor_out::redispatch(ks & after_autograd_keyset, self, other, out);
+  }
+  return out;
+}
+
 // ===== dk::max.dim @ Autograd (MaxBackward0) =====
 std::tuple<Tensor, Tensor> max_dim_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
   const bool requires_grad = compute_requires_grad(self);
@@ -736,6 +822,16 @@ std::tuple<Tensor, Tensor> max_dim_Autograd(DispatchKeySet ks, const Tensor& sel
     grad_fn->result1_ = SavedVariable(std::get<1>(result), true);
   }
   return result;
+}
+
+// ===== dk::max.dim_max @ Autograd (out=: refuses grad) =====
+std::tuple<Tensor, Tensor> max_dim_max_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim, const Tensor& max, const Tensor& max_values) {
+  autograd::detail::check_out_not_requiring_grad("max.dim_max", compute_requires_grad(self, max, max_values));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::max_dim_max::redispatch(ks & after_autograd_keyset, self, dim, keepdim, max, max_values);
+  }
+  return std::tuple<Tensor, Tensor>(max, max_values);
 }
 
 // ===== dk::maximum @ Autograd (MaximumBackward0) =====
@@ -789,6 +885,16 @@ Tensor mean_dim_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<In
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::mean.out @ Autograd (out=: refuses grad) =====
+Tensor mean_out_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("mean.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::mean_out::redispatch(ks & after_autograd_keyset, self, dim, keepdim, dtype, out);
+  }
+  return out;
 }
 
 // ===== dk::minimum @ Autograd (MinimumBackward0) =====
@@ -1038,6 +1144,37 @@ Tensor pow_Tensor_Scalar_Autograd(DispatchKeySet ks, const Tensor& self, const S
     set_history(result, grad_fn);
   }
   return result;
+}
+
+// ===== dk::pow.Tensor_Scalar_out @ Autograd (out=: refuses grad) =====
+Tensor pow_Tensor_Scalar_out_Autograd(DispatchKeySet ks, const Tensor& self, const Scalar& exponent, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("pow.Tensor_Scalar_out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::pow_Tensor_Scalar_out::redispatch(ks & after_autograd_keyset, self, exponent, out);
+  }
+  return out;
+}
+
+// ===== dk::pow_.Scalar @ Autograd (PowBackward0) =====
+Tensor pow__Scalar_Autograd(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<PowBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<PowBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->exponent_ = exponent;
+    grad_fn->self_ = SavedVariable(autograd::detail::clone_for_backward(self), false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::pow__Scalar::redispatch(ks & after_autograd_keyset, self, exponent);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
 }
 
 // ===== dk::relu @ Autograd (ReluBackward0) =====
@@ -1441,6 +1578,16 @@ Tensor sum_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<ScalarT
   return result;
 }
 
+// ===== dk::sum.IntList_out @ Autograd (out=: refuses grad) =====
+Tensor sum_IntList_out_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("sum.IntList_out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::sum_IntList_out::redispatch(ks & after_autograd_keyset, self, dim, keepdim, dtype, out);
+  }
+  return out;
+}
+
 // ===== dk::sum.dim_IntList @ Autograd (SumBackward1) =====
 Tensor sum_dim_IntList_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   const bool requires_grad = compute_requires_grad(self);
@@ -1672,10 +1819,13 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("addmm", DK_FN(autograd::generated::addmm_Autograd));  // AddmmBackward0
   m.impl("addmm.out", DK_FN(autograd::generated::addmm_out_Autograd));  // out=: refuses grad
   m.impl("addmm_", DK_FN(autograd::generated::addmm__Autograd));  // AddmmBackward0
+  m.impl("argmax.out", DK_FN(autograd::generated::argmax_out_Autograd));  // out=: refuses grad
   m.impl("bmm", DK_FN(autograd::generated::bmm_Autograd));  // BmmBackward0
   m.impl("bmm.out", DK_FN(autograd::generated::bmm_out_Autograd));  // out=: refuses grad
   m.impl("cat", DK_FN(autograd::generated::cat_Autograd));  // CatBackward0
   m.impl("clamp", DK_FN(autograd::generated::clamp_Autograd));  // ClampBackward0
+  m.impl("clamp.out", DK_FN(autograd::generated::clamp_out_Autograd));  // out=: refuses grad
+  m.impl("clamp_", DK_FN(autograd::generated::clamp__Autograd));  // ClampBackward0
   m.impl("clone", DK_FN(autograd::generated::clone_Autograd));  // CloneBackward0
   m.impl("copy_", DK_FN(autograd::generated::copy__Autograd));  // CopyBackward0
   m.impl("cos", DK_FN(autograd::generated::cos_Autograd));  // CosBackward0
@@ -1685,6 +1835,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("div.out", DK_FN(autograd::generated::div_out_Autograd));  // out=: refuses grad
   m.impl("div_.Tensor", DK_FN(autograd::generated::div__Tensor_Autograd));  // DivBackward0
   m.impl("embedding", DK_FN(autograd::generated::embedding_Autograd));  // EmbeddingBackward0
+  m.impl("eq.Scalar_out", DK_FN(autograd::generated::eq_Scalar_out_Autograd));  // out=: refuses grad
+  m.impl("eq.Tensor_out", DK_FN(autograd::generated::eq_Tensor_out_Autograd));  // out=: refuses grad
   m.impl("exp", DK_FN(autograd::generated::exp_Autograd));  // ExpBackward0
   m.impl("exp.out", DK_FN(autograd::generated::exp_out_Autograd));  // out=: refuses grad
   m.impl("exp_", DK_FN(autograd::generated::exp__Autograd));  // ExpBackward0
@@ -1694,13 +1846,17 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("gelu.out", DK_FN(autograd::generated::gelu_out_Autograd));  // out=: refuses grad
   m.impl("gelu_", DK_FN(autograd::generated::gelu__Autograd));  // GeluBackward0
   m.impl("gelu_backward", DK_FN(autograd::generated::gelu_backward_Autograd));  // GeluBackwardBackward0
+  m.impl("gt.Tensor_out", DK_FN(autograd::generated::gt_Tensor_out_Autograd));  // out=: refuses grad
   m.impl("log", DK_FN(autograd::generated::log_Autograd));  // LogBackward0
   m.impl("log.out", DK_FN(autograd::generated::log_out_Autograd));  // out=: refuses grad
   m.impl("log_", DK_FN(autograd::generated::log__Autograd));  // LogBackward0
+  m.impl("lt.Tensor_out", DK_FN(autograd::generated::lt_Tensor_out_Autograd));  // out=: refuses grad
   m.impl("max.dim", DK_FN(autograd::generated::max_dim_Autograd));  // MaxBackward0
+  m.impl("max.dim_max", DK_FN(autograd::generated::max_dim_max_Autograd));  // out=: refuses grad
   m.impl("maximum", DK_FN(autograd::generated::maximum_Autograd));  // MaximumBackward0
   m.impl("maximum.out", DK_FN(autograd::generated::maximum_out_Autograd));  // out=: refuses grad
   m.impl("mean.dim", DK_FN(autograd::generated::mean_dim_Autograd));  // MeanBackward0
+  m.impl("mean.out", DK_FN(autograd::generated::mean_out_Autograd));  // out=: refuses grad
   m.impl("minimum", DK_FN(autograd::generated::minimum_Autograd));  // MinimumBackward0
   m.impl("minimum.out", DK_FN(autograd::generated::minimum_out_Autograd));  // out=: refuses grad
   m.impl("mm", DK_FN(autograd::generated::mm_Autograd));  // MmBackward0
@@ -1715,6 +1871,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("nll_loss", DK_FN(autograd::generated::nll_loss_Autograd));  // NllLossBackward0
   m.impl("permute", DK_FN(autograd::generated::permute_Autograd));  // PermuteBackward0
   m.impl("pow.Tensor_Scalar", DK_FN(autograd::generated::pow_Tensor_Scalar_Autograd));  // PowBackward0
+  m.impl("pow.Tensor_Scalar_out", DK_FN(autograd::generated::pow_Tensor_Scalar_out_Autograd));  // out=: refuses grad
+  m.impl("pow_.Scalar", DK_FN(autograd::generated::pow__Scalar_Autograd));  // PowBackward0
   m.impl("relu", DK_FN(autograd::generated::relu_Autograd));  // ReluBackward0
   m.impl("relu_", DK_FN(autograd::generated::relu__Autograd));  // ReluBackward0
   m.impl("rsqrt", DK_FN(autograd::generated::rsqrt_Autograd));  // RsqrtBackward0
@@ -1737,6 +1895,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("sub.out", DK_FN(autograd::generated::sub_out_Autograd));  // out=: refuses grad
   m.impl("sub_.Tensor", DK_FN(autograd::generated::sub__Tensor_Autograd));  // SubBackward0
   m.impl("sum", DK_FN(autograd::generated::sum_Autograd));  // SumBackward0
+  m.impl("sum.IntList_out", DK_FN(autograd::generated::sum_IntList_out_Autograd));  // out=: refuses grad
   m.impl("sum.dim_IntList", DK_FN(autograd::generated::sum_dim_IntList_Autograd));  // SumBackward1
   m.impl("t", DK_FN(autograd::generated::t_Autograd));  // TBackward0
   m.impl("tanh", DK_FN(autograd::generated::tanh_Autograd));  // TanhBackward0

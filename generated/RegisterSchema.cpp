@@ -94,10 +94,13 @@ DK_LIBRARY(dk, m) {
   m.def("addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::addmm_::dispatch_bitmap});  // dk::addmm_
   m.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::arange_start_step::dispatch_bitmap});  // dk::arange.start_step
   m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::argmax::dispatch_bitmap});  // dk::argmax
+  m.def("argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::argmax_out::dispatch_bitmap});  // dk::argmax.out
   m.def("bmm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::bmm::dispatch_bitmap});  // dk::bmm
   m.def("bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::bmm_out::dispatch_bitmap});  // dk::bmm.out
   m.def("cat(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cat::dispatch_bitmap});  // dk::cat
   m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::clamp::dispatch_bitmap});  // dk::clamp
+  m.def("clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::clamp_out::dispatch_bitmap});  // dk::clamp.out
+  m.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::clamp_::dispatch_bitmap});  // dk::clamp_
   m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::clone::dispatch_bitmap});  // dk::clone
   m.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::contiguous::dispatch_bitmap});  // dk::contiguous
   m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::copy_::dispatch_bitmap});  // dk::copy_
@@ -114,7 +117,11 @@ DK_LIBRARY(dk, m) {
   m.def("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::empty_memory_format::dispatch_bitmap});  // dk::empty.memory_format
   m.def("empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::empty_like::dispatch_bitmap});  // dk::empty_like
   m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::eq_Scalar::dispatch_bitmap});  // dk::eq.Scalar
+  m.def("eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::eq_Scalar_out::dispatch_bitmap});  // dk::eq.Scalar_out
   m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::eq_Tensor::dispatch_bitmap});  // dk::eq.Tensor
+  m.def("eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::eq_Tensor_out::dispatch_bitmap});  // dk::eq.Tensor_out
+  m.def("eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::eq__Scalar::dispatch_bitmap});  // dk::eq_.Scalar
+  m.def("eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::eq__Tensor::dispatch_bitmap});  // dk::eq_.Tensor
   m.def("exp(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::exp::dispatch_bitmap});  // dk::exp
   m.def("exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::exp_out::dispatch_bitmap});  // dk::exp.out
   m.def("exp_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::exp_::dispatch_bitmap});  // dk::exp_
@@ -127,6 +134,8 @@ DK_LIBRARY(dk, m) {
   m.def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gelu_::dispatch_bitmap});  // dk::gelu_
   m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gelu_backward::dispatch_bitmap});  // dk::gelu_backward
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor::dispatch_bitmap});  // dk::gt.Tensor
+  m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor_out::dispatch_bitmap});  // dk::gt.Tensor_out
+  m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt__Tensor::dispatch_bitmap});  // dk::gt_.Tensor
   m.def("item(Tensor self) -> Scalar", ::dk::DispatchArgumentBitmap{::dk::ops::item::dispatch_bitmap});  // dk::item
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::linear::dispatch_bitmap});  // dk::linear
   m.def("log(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::log::dispatch_bitmap});  // dk::log
@@ -134,11 +143,15 @@ DK_LIBRARY(dk, m) {
   m.def("log_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::log_::dispatch_bitmap});  // dk::log_
   m.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::log_softmax_int::dispatch_bitmap});  // dk::log_softmax.int
   m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::lt_Tensor::dispatch_bitmap});  // dk::lt.Tensor
+  m.def("lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::lt_Tensor_out::dispatch_bitmap});  // dk::lt.Tensor_out
+  m.def("lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::lt__Tensor::dispatch_bitmap});  // dk::lt_.Tensor
   m.def("matmul(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::matmul::dispatch_bitmap});  // dk::matmul
   m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim::dispatch_bitmap});  // dk::max.dim
+  m.def("max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim_max::dispatch_bitmap});  // dk::max.dim_max
   m.def("maximum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::maximum::dispatch_bitmap});  // dk::maximum
   m.def("maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::maximum_out::dispatch_bitmap});  // dk::maximum.out
   m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mean_dim::dispatch_bitmap});  // dk::mean.dim
+  m.def("mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mean_out::dispatch_bitmap});  // dk::mean.out
   m.def("minimum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::minimum::dispatch_bitmap});  // dk::minimum
   m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::minimum_out::dispatch_bitmap});  // dk::minimum.out
   m.def("mm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mm::dispatch_bitmap});  // dk::mm
@@ -156,6 +169,8 @@ DK_LIBRARY(dk, m) {
   m.def("ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::ones_like::dispatch_bitmap});  // dk::ones_like
   m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::permute::dispatch_bitmap});  // dk::permute
   m.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::pow_Tensor_Scalar::dispatch_bitmap});  // dk::pow.Tensor_Scalar
+  m.def("pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::pow_Tensor_Scalar_out::dispatch_bitmap});  // dk::pow.Tensor_Scalar_out
+  m.def("pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::pow__Scalar::dispatch_bitmap});  // dk::pow_.Scalar
   m.def("rand(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::rand::dispatch_bitmap});  // dk::rand
   m.def("rand.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::rand_generator::dispatch_bitmap});  // dk::rand.generator
   m.def("randn(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::randn::dispatch_bitmap});  // dk::randn
@@ -186,6 +201,7 @@ DK_LIBRARY(dk, m) {
   m.def("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sub_out::dispatch_bitmap});  // dk::sub.out
   m.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sub__Tensor::dispatch_bitmap});  // dk::sub_.Tensor
   m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sum::dispatch_bitmap});  // dk::sum
+  m.def("sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sum_IntList_out::dispatch_bitmap});  // dk::sum.IntList_out
   m.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sum_dim_IntList::dispatch_bitmap});  // dk::sum.dim_IntList
   m.def("t(Tensor(a) self) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::t::dispatch_bitmap});  // dk::t
   m.def("tanh(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::tanh::dispatch_bitmap});  // dk::tanh

@@ -108,6 +108,11 @@ Tensor Tensor::clamp(const std::optional<Scalar>& min, const std::optional<Scala
   return ops::clamp::call(*this, min, max);
 }
 
+// ===== dk::clamp_ =====
+Tensor Tensor::clamp_(const std::optional<Scalar>& min, const std::optional<Scalar>& max) const {
+  return ops::clamp_::call(*this, min, max);
+}
+
 // ===== dk::clone =====
 Tensor Tensor::clone(std::optional<MemoryFormat> memory_format) const {
   return ops::clone::call(*this, memory_format);
@@ -158,6 +163,16 @@ Tensor Tensor::eq(const Tensor& other) const {
   return ops::eq_Tensor::call(*this, other);
 }
 
+// ===== dk::eq_.Scalar =====
+Tensor Tensor::eq_(const Scalar& other) const {
+  return ops::eq__Scalar::call(*this, other);
+}
+
+// ===== dk::eq_.Tensor =====
+Tensor Tensor::eq_(const Tensor& other) const {
+  return ops::eq__Tensor::call(*this, other);
+}
+
 // ===== dk::exp =====
 Tensor Tensor::exp() const {
   return ops::exp::call(*this);
@@ -188,6 +203,11 @@ Tensor Tensor::gt(const Tensor& other) const {
   return ops::gt_Tensor::call(*this, other);
 }
 
+// ===== dk::gt_.Tensor =====
+Tensor Tensor::gt_(const Tensor& other) const {
+  return ops::gt__Tensor::call(*this, other);
+}
+
 // ===== dk::item =====
 Scalar Tensor::item() const {
   return ops::item::call(*this);
@@ -211,6 +231,11 @@ Tensor Tensor::log_softmax(int64_t dim, std::optional<ScalarType> dtype) const {
 // ===== dk::lt.Tensor =====
 Tensor Tensor::lt(const Tensor& other) const {
   return ops::lt_Tensor::call(*this, other);
+}
+
+// ===== dk::lt_.Tensor =====
+Tensor Tensor::lt_(const Tensor& other) const {
+  return ops::lt__Tensor::call(*this, other);
 }
 
 // ===== dk::matmul =====
@@ -281,6 +306,11 @@ Tensor Tensor::permute(IntArrayRef dims) const {
 // ===== dk::pow.Tensor_Scalar =====
 Tensor Tensor::pow(const Scalar& exponent) const {
   return ops::pow_Tensor_Scalar::call(*this, exponent);
+}
+
+// ===== dk::pow_.Scalar =====
+Tensor Tensor::pow_(const Scalar& exponent) const {
+  return ops::pow__Scalar::call(*this, exponent);
 }
 
 // ===== dk::relu =====

@@ -897,6 +897,22 @@ TEST_CASE("gradcheck: sub_.Tensor and div_.Tensor (structured in-place forms) on
         return y.mul(in[0]);
       },
       {leaf({2, 3}, 335)});
+  // pow_.Scalar finds pow.Tensor_Scalar's formula by signature (the overload names differ); it
+  // reads the old self, as clamp_ does.
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(1.0);
+        y.pow_(3);
+        return y;
+      },
+      {leaf({2, 3}, 336)});
+  GRADCHECK(
+      [](const Inputs& in) {
+        Tensor y = in[0].mul(2.0);
+        dk::clamp_(y, -1.0, 1.0);
+        return y;
+      },
+      {leaf({2, 3}, 337)});
 }
 
 TEST_CASE("gradcheck: copy_, fill_.Scalar, zero_ on non-leaves") {

@@ -17,25 +17,25 @@
 #include "dk/generated/ops/add_native.h"
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/clamp.h"
-#include "dk/generated/ops/clamp_native.h"
+#include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/copy_native.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/div.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/eq.h"
-#include "dk/generated/ops/eq_native.h"
+#include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/fill.h"
 #include "dk/generated/ops/fill_native.h"
 #include "dk/generated/ops/gelu.h"
 #include "dk/generated/ops/gelu_ops.h"
-#include "dk/generated/ops/gt_native.h"
+#include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/item_native.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/log_ops.h"
-#include "dk/generated/ops/lt_native.h"
+#include "dk/generated/ops/lt_ops.h"
 #include "dk/generated/ops/maximum.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/minimum_ops.h"
@@ -43,7 +43,7 @@
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/neg.h"
 #include "dk/generated/ops/neg_ops.h"
-#include "dk/generated/ops/pow_native.h"
+#include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu.h"
 #include "dk/generated/ops/relu_native.h"
 #include "dk/generated/ops/rsqrt_ops.h"
@@ -617,28 +617,29 @@ TEST_CASE("cpu-elementwise: pow with a Scalar exponent", "[cpu-elementwise]") {
   for (double e : {2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 2.5, 0.0, 1.0}) {
     Values expected;
     for (double v : read(x)) expected.push_back(std::pow(v, e));
-    CHECK(sameValues(read(native::pow_cpu(x, e)), expected, 1e-15));
+    CHECK(sameValues(read(ops::pow_Tensor_Scalar::call(x, e)), expected, 1e-15));
   }
   Tensor f = make({1.5, 2, 9}, {3});
-  CHECK(native::pow_cpu(f, 2).dtype() == kFloat);
-  CHECK_VALUES(native::pow_cpu(f, 2), {2.25, 4, 81});
-  CHECK_VALUES(native::pow_cpu(make({4}, {1}, kHalf), 0.5), {2});
+  CHECK(ops::pow_Tensor_Scalar::call(f, 2).dtype() == kFloat);
+  CHECK_VALUES(ops::pow_Tensor_Scalar::call(f, 2), {2.25, 4, 81});
+  CHECK_VALUES(ops::pow_Tensor_Scalar::call(make({4}, {1}, kHalf), 0.5), {2});
   // Integers: exact, wrapping like multiplication.
   Tensor i = make({2, 3, -2}, {3}, kLong);
-  CHECK(native::pow_cpu(i, 3).dtype() == kLong);
-  CHECK_VALUES(native::pow_cpu(i, 3), {8, 27, -8});
-  CHECK_VALUES(native::pow_cpu(i, 0), {1, 1, 1});
-  CHECK_VALUES(native::pow_cpu(make({3}, {1}, kLong), 39), {4052555153018976267.0});
-  CHECK_VALUES(native::pow_cpu(make({2}, {1}, kChar), 7), {-128});
+  CHECK(ops::pow_Tensor_Scalar::call(i, 3).dtype() == kLong);
+  CHECK_VALUES(ops::pow_Tensor_Scalar::call(i, 3), {8, 27, -8});
+  CHECK_VALUES(ops::pow_Tensor_Scalar::call(i, 0), {1, 1, 1});
+  CHECK_VALUES(ops::pow_Tensor_Scalar::call(make({3}, {1}, kLong), 39), {4052555153018976267.0});
+  CHECK_VALUES(ops::pow_Tensor_Scalar::call(make({2}, {1}, kChar), 7), {-128});
   // An integer tensor to a floating power computes in the default dtype.
-  Tensor fi = native::pow_cpu(make({4, 9}, {2}, kInt), 0.5);
+  Tensor fi = ops::pow_Tensor_Scalar::call(make({4, 9}, {2}, kInt), 0.5);
   CHECK(fi.dtype() == kFloat);
   CHECK_VALUES(fi, {2, 3});
-  CHECK(native::pow_cpu(make({1}, {1}, kBool), 2).dtype() == kLong);
+  CHECK(ops::pow_Tensor_Scalar::call(make({1}, {1}, kBool), 2).dtype() == kLong);
   // A strided base.
-  CHECK_VALUES(native::pow_cpu(transposed(make({1, 2, 3, 4}, {2, 2})), 2), {1, 9, 4, 16});
-  CHECK_THROWS_WITH(native::pow_cpu(make({2}, {1}, kLong), -1), "Integers to negative integer powers are not allowed.");
-  CHECK_THROWS_WITH(native::pow_cpu(make({1}, {1}, kBool), true), "pow: unsupported dtype Bool");
+  CHECK_VALUES(ops::pow_Tensor_Scalar::call(transposed(make({1, 2, 3, 4}, {2, 2})), 2), {1, 9, 4, 16});
+  CHECK_THROWS_WITH(ops::pow_Tensor_Scalar::call(make({2}, {1}, kLong), -1),
+                    "Integers to negative integer powers are not allowed.");
+  CHECK_THROWS_WITH(ops::pow_Tensor_Scalar::call(make({1}, {1}, kBool), true), "pow: unsupported dtype Bool");
 }
 
 // ---------------------------------------------------------------- compare
@@ -665,29 +666,29 @@ TEST_CASE("cpu-elementwise: maximum and minimum propagate NaN and promote", "[cp
 
 TEST_CASE("cpu-elementwise: eq, gt, lt give bool tensors", "[cpu-elementwise]") {
   Tensor a = make({1, 2, 3}, {3}), b = make({2, 2, 2}, {3}, kLong);
-  Tensor e = native::eq_cpu(a, b);
+  Tensor e = ops::eq_Tensor::call(a, b);
   CHECK(e.dtype() == kBool);
   CHECK_VALUES(e, {0, 1, 0});
-  CHECK_VALUES(native::gt_cpu(a, b), {0, 0, 1});
-  CHECK_VALUES(native::lt_cpu(a, b), {1, 0, 0});
-  CHECK_VALUES(native::eq_cpu(make({kNaN}, {1}), make({kNaN}, {1})), {0});
-  CHECK_VALUES(native::gt_cpu(make({1, 2}, {2, 1}, kInt), make({0, 1, 2}, {3}, kByte)), {1, 0, 0, 1, 1, 0});
+  CHECK_VALUES(ops::gt_Tensor::call(a, b), {0, 0, 1});
+  CHECK_VALUES(ops::lt_Tensor::call(a, b), {1, 0, 0});
+  CHECK_VALUES(ops::eq_Tensor::call(make({kNaN}, {1}), make({kNaN}, {1})), {0});
+  CHECK_VALUES(ops::gt_Tensor::call(make({1, 2}, {2, 1}, kInt), make({0, 1, 2}, {3}, kByte)), {1, 0, 0, 1, 1, 0});
   CHECK_VALUES(dk::eq(a, b), {0, 1, 0});
   // Compared in the common dtype: 2 (int) vs 2.5 in float is unequal.
-  CHECK_VALUES(native::eq_cpu(make({2}, {1}, kLong), scalarTensor(2.5, kDouble)), {0});
-  CHECK_THROWS_WITH(native::lt_cpu(make({1, 2}, {2}), make({1, 2, 3}, {3})),
+  CHECK_VALUES(ops::eq_Tensor::call(make({2}, {1}, kLong), scalarTensor(2.5, kDouble)), {0});
+  CHECK_THROWS_WITH(ops::lt_Tensor::call(make({1, 2}, {2}), make({1, 2, 3}, {3})),
                     "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0 "
                     "(shapes [2] and [3])");
 }
 
 TEST_CASE("cpu-elementwise: eq with a Scalar compares in the promoted dtype", "[cpu-elementwise]") {
-  CHECK_VALUES(native::eq_cpu(make({1, 2, 3}, {3}, kLong), Scalar(2)), {0, 1, 0});
-  CHECK_VALUES(native::eq_cpu(make({2, 3}, {2}, kLong), Scalar(2.5)), {0, 0});
-  CHECK_VALUES(native::eq_cpu(make({2, 3}, {2}, kInt), Scalar(3.0)), {0, 1});
+  CHECK_VALUES(ops::eq_Scalar::call(make({1, 2, 3}, {3}, kLong), Scalar(2)), {0, 1, 0});
+  CHECK_VALUES(ops::eq_Scalar::call(make({2, 3}, {2}, kLong), Scalar(2.5)), {0, 0});
+  CHECK_VALUES(ops::eq_Scalar::call(make({2, 3}, {2}, kInt), Scalar(3.0)), {0, 1});
   // The Scalar is rounded to the tensor's dtype first: Half(0.1) == 0.1 holds.
-  CHECK_VALUES(native::eq_cpu(make({0.1, 0.2}, {2}, kHalf), Scalar(0.1)), {1, 0});
-  CHECK_VALUES(native::eq_cpu(make({1, 0}, {2}, kBool), Scalar(true)), {1, 0});
-  CHECK_VALUES(native::eq_cpu(transposed(make({1, 2, 3, 1}, {2, 2})), Scalar(1)), {1, 0, 0, 1});
+  CHECK_VALUES(ops::eq_Scalar::call(make({0.1, 0.2}, {2}, kHalf), Scalar(0.1)), {1, 0});
+  CHECK_VALUES(ops::eq_Scalar::call(make({1, 0}, {2}, kBool), Scalar(true)), {1, 0});
+  CHECK_VALUES(ops::eq_Scalar::call(transposed(make({1, 2, 3, 1}, {2, 2})), Scalar(1)), {1, 0, 0, 1});
   CHECK_VALUES(dk::eq(make({1, 2, 3}, {3}, kLong), Scalar(3)), {0, 0, 1});
 }
 
@@ -717,21 +718,21 @@ TEST_CASE("cpu-elementwise: where picks by a broadcast condition", "[cpu-element
 
 TEST_CASE("cpu-elementwise: clamp", "[cpu-elementwise]") {
   Tensor x = make({-2, -0.5, 0.5, 3, kNaN}, {5});
-  CHECK_VALUES(native::clamp_cpu(x, Scalar(-1), Scalar(1)), {-1, -0.5, 0.5, 1, kNaN});
-  CHECK_VALUES(native::clamp_cpu(x, Scalar(0), std::nullopt), {0, 0, 0.5, 3, kNaN});
-  CHECK_VALUES(native::clamp_cpu(x, std::nullopt, Scalar(0)), {-2, -0.5, 0, 0, kNaN});
+  CHECK_VALUES(ops::clamp::call(x, Scalar(-1), Scalar(1)), {-1, -0.5, 0.5, 1, kNaN});
+  CHECK_VALUES(ops::clamp::call(x, Scalar(0), std::nullopt), {0, 0, 0.5, 3, kNaN});
+  CHECK_VALUES(ops::clamp::call(x, std::nullopt, Scalar(0)), {-2, -0.5, 0, 0, kNaN});
   // min > max: everything becomes max.
-  CHECK_VALUES(native::clamp_cpu(make({0, 5, 10}, {3}), Scalar(6), Scalar(4)), {4, 4, 4});
-  Tensor i = native::clamp_cpu(make({-5, 0, 5}, {3}, kInt), Scalar(-1), Scalar(1));
+  CHECK_VALUES(ops::clamp::call(make({0, 5, 10}, {3}), Scalar(6), Scalar(4)), {4, 4, 4});
+  Tensor i = ops::clamp::call(make({-5, 0, 5}, {3}, kInt), Scalar(-1), Scalar(1));
   CHECK(i.dtype() == kInt);
   CHECK_VALUES(i, {-1, 0, 1});
   // An integer tensor with a floating bound computes in the default dtype.
-  Tensor f = native::clamp_cpu(make({-5, 0, 5}, {3}, kLong), Scalar(0.5), std::nullopt);
+  Tensor f = ops::clamp::call(make({-5, 0, 5}, {3}, kLong), Scalar(0.5), std::nullopt);
   CHECK(f.dtype() == kFloat);
   CHECK_VALUES(f, {0.5, 0.5, 5});
-  CHECK(native::clamp_cpu(make({1}, {1}, kHalf), Scalar(0), Scalar(2)).dtype() == kHalf);
+  CHECK(ops::clamp::call(make({1}, {1}, kHalf), Scalar(0), Scalar(2)).dtype() == kHalf);
   CHECK_VALUES(dk::clamp(x, Scalar(-1), Scalar(1)), {-1, -0.5, 0.5, 1, kNaN});
-  CHECK_THROWS_WITH(native::clamp_cpu(x, std::nullopt, std::nullopt),
+  CHECK_THROWS_WITH(ops::clamp::call(x, std::nullopt, std::nullopt),
                     "torch.clamp: At least one of 'min' or 'max' must not be None");
 }
 
@@ -1022,4 +1023,66 @@ TEST_CASE("cpu-elementwise: item", "[cpu-elementwise]") {
   CHECK(dk::ops::item::call(scalarTensor(4, kInt)).toLong() == 4);
   CHECK_THROWS_WITH(native::item_cpu(make({1, 2}, {2})), "a Tensor with 2 elements cannot be converted to Scalar");
   CHECK_THROWS_WITH(native::item_cpu(make({}, {0})), "a Tensor with 0 elements cannot be converted to Scalar");
+}
+
+TEST_CASE("cpu-elementwise: the in-place and out= forms of pow, clamp and the comparisons",
+          "[cpu-elementwise][structured]") {
+  // pow_ and pow.Tensor_Scalar_out.
+  Tensor p = transposed(make({1, 3, 2, 4}, {2, 2}));  // a strided self is written where it points
+  CHECK(ops::pow__Scalar::call(p, 2).is_same(p));
+  CHECK_VALUES(p, {1, 4, 9, 16});
+  Tensor pout = make({}, {0}, kDouble);
+  CHECK(ops::pow_Tensor_Scalar_out::call(make({2, 3}, {2}, kLong), 3, pout).is_same(pout));
+  CHECK(pout.sizes() == Sizes{2});
+  CHECK_VALUES(pout, {8, 27});
+  CHECK_THROWS_WITH(ops::pow__Scalar::call(make({4}, {1}, kLong), 0.5),
+                    "result type Float can't be cast to the desired output type Long");
+  CHECK_THROWS_WITH(ops::pow__Scalar::call(make({4}, {1}, kLong), -1),
+                    "Integers to negative integer powers are not allowed.");
+
+  // clamp_ and clamp.out.
+  Tensor c = make({-2, 0.5, 3, kNaN}, {4});
+  CHECK(ops::clamp_::call(c, Scalar(-1), Scalar(1)).is_same(c));
+  CHECK_VALUES(c, {-1, 0.5, 1, kNaN});
+  Tensor cout = make({}, {0}, kDouble);
+  ops::clamp_out::call(make({-5, 0, 5}, {3}, kInt), Scalar(0), std::nullopt, cout);
+  CHECK_VALUES(cout, {0, 0, 5});
+  CHECK_THROWS_WITH(ops::clamp_::call(make({1, 2}, {2}, kLong), Scalar(0.5), std::nullopt),
+                    "result type Float can't be cast to the desired output type Long");
+  CHECK_THROWS_WITH(ops::clamp_out::call(make({1}, {1}), Scalar(0), std::nullopt, make({}, {0}, kLong)),
+                    "result type Float can't be cast to the desired output type Long");
+  CHECK_THROWS_WITH(ops::clamp_::call(c, std::nullopt, std::nullopt),
+                    "torch.clamp: At least one of 'min' or 'max' must not be None");
+
+  // The in-place comparisons write 0 and 1 in self's dtype (PyTorch: x.eq_(y) stays float).
+  const Values a{1, 2, 3};
+  const Values b{3, 2, 1};
+  Tensor e = make(a, {3});
+  CHECK(ops::eq__Tensor::call(e, make(b, {3})).is_same(e));
+  CHECK(e.dtype() == kFloat);
+  CHECK_VALUES(e, {0, 1, 0});
+  Tensor g = make(a, {3}, kLong);
+  ops::gt__Tensor::call(g, make(b, {3}, kDouble));  // compared in double, written as Long
+  CHECK_VALUES(g, {0, 0, 1});
+  Tensor l = make(a, {3});
+  ops::lt__Tensor::call(l, make(b, {3}));
+  CHECK_VALUES(l, {1, 0, 0});
+  Tensor es = make({2, 2.5, 3}, {3});
+  ops::eq__Scalar::call(es, Scalar(2.5));
+  CHECK_VALUES(es, {0, 1, 0});
+  Tensor bout = make({}, {0}, kBool);
+  CHECK(ops::eq_Tensor_out::call(make(a, {3}), make(b, {3}), bout).is_same(bout));
+  CHECK(bout.dtype() == kBool);
+  CHECK_VALUES(bout, {0, 1, 0});
+  Tensor lout = make({9, 9, 9}, {3}, kLong);  // any dtype Bool casts to
+  ops::gt_Tensor_out::call(make(a, {3}), make(b, {3}), lout);
+  CHECK_VALUES(lout, {0, 0, 1});
+  Tensor fout = make({}, {0});
+  ops::eq_Scalar_out::call(make(a, {3}, kInt), Scalar(3), fout);
+  CHECK_VALUES(fout, {0, 0, 1});
+  ops::lt_Tensor_out::call(make({1, 5}, {2, 1}), make(b, {3}), bout);  // broadcast, resized
+  CHECK(bout.sizes() == Sizes{2, 3});
+  CHECK_VALUES(bout, {1, 1, 0, 0, 0, 0});
+  CHECK_THROWS_WITH(ops::gt__Tensor::call(make(a, {3}), make({1, 2, 3, 4, 5, 6}, {2, 3})),
+                    "output with shape [3] doesn't match the broadcast shape [2, 3]");
 }

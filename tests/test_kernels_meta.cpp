@@ -23,10 +23,12 @@
 #include "dk/generated/ops/addmm.h"
 #include "dk/generated/ops/arange.h"
 #include "dk/generated/ops/argmax.h"
+#include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/bmm.h"
 #include "dk/generated/ops/cat.h"
 #include "dk/generated/ops/cat_native.h"
 #include "dk/generated/ops/clamp.h"
+#include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos.h"
 #include "dk/generated/ops/div.h"
@@ -40,12 +42,15 @@
 #include "dk/generated/ops/full.h"
 #include "dk/generated/ops/gelu.h"
 #include "dk/generated/ops/gt.h"
+#include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/log.h"
 #include "dk/generated/ops/lt.h"
+#include "dk/generated/ops/lt_ops.h"
 #include "dk/generated/ops/max.h"
 #include "dk/generated/ops/maximum.h"
 #include "dk/generated/ops/mean.h"
+#include "dk/generated/ops/mean_ops.h"
 #include "dk/generated/ops/minimum.h"
 #include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/mse_loss.h"
@@ -55,6 +60,7 @@
 #include "dk/generated/ops/nll_loss.h"
 #include "dk/generated/ops/ones.h"
 #include "dk/generated/ops/pow.h"
+#include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/rand.h"
 #include "dk/generated/ops/randn.h"
 #include "dk/generated/ops/relu.h"
@@ -65,6 +71,7 @@
 #include "dk/generated/ops/sub.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum.h"
+#include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/tanh.h"
 #include "dk/generated/ops/where.h"
 #include "dk/generated/ops/zero.h"
@@ -777,6 +784,12 @@ TEST_CASE("meta: pointwise outputs and errors match the CPU kernels", "[meta][cp
       {onCpu({2, 3}), onCpu({4})},  // does not broadcast
       {detail::make_view(onCpu({3}), {2, 3}, {0, 1}, 0), onCpu({2, 3})},  // an expanded self
       {onCpu({2}, kBool), onCpu({2}, kFloat)},
+      // Row-major inputs with size-1 dims (equal strides on two dims) and broadcast ones: the
+      // shape function's no-allocation path, which must order dims as the CPU iterator does.
+      {onCpu({2, 1, 3}), onCpu({1, 1, 3})},
+      {onCpu({3, 1}), onCpu({1, 4})},
+      {onCpu({1, 1}), transposedCpu(2, 3)},
+      {onCpu({1, 3, 1, 2}), onCpu({4, 1, 1, 1})},
   };
   const std::vector<TensorOp> binary_ops = {
       binaryOf([](const Tensor& a, const Tensor& b) { return add(a, b); }),
@@ -813,6 +826,16 @@ TEST_CASE("meta: pointwise outputs and errors match the CPU kernels", "[meta][cp
         Tensor out = detail::empty_contiguous({0}, kDouble, a.device());
         return add(a, b, 1, out);
       }),
+      binaryOf([](const Tensor& a, const Tensor& b) { return ops::eq__Tensor::call(a, b); }),
+      binaryOf([](const Tensor& a, const Tensor& b) { return ops::gt__Tensor::call(a, b); }),
+      binaryOf([](const Tensor& a, const Tensor& b) {
+        Tensor out = detail::empty_contiguous({0}, kBool, a.device());
+        return ops::lt_Tensor_out::call(a, b, out);
+      }),
+      binaryOf([](const Tensor& a, const Tensor& b) {
+        Tensor out = detail::empty_contiguous({0}, kInt, a.device());
+        return ops::eq_Tensor_out::call(a, b, out);
+      }),
   };
   for (const TensorOp& op : binary_ops) {
     for (const auto& inputs : pairs) requireMatchesCpu(op, inputs);
@@ -837,6 +860,23 @@ TEST_CASE("meta: pointwise outputs and errors match the CPU kernels", "[meta][cp
       unaryOf([](const Tensor& x) { return dk::pow(x, 0.5); }),
       unaryOf([](const Tensor& x) { return dk::pow(x, -1); }),
       unaryOf([](const Tensor& x) { return eq(x, Scalar(1.5)); }),
+      unaryOf([](const Tensor& x) { return ops::eq__Scalar::call(x, Scalar(2)); }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kFloat, x.device());
+        return ops::eq_Scalar_out::call(x, Scalar(2), out);
+      }),
+      unaryOf([](const Tensor& x) { return ops::pow__Scalar::call(x, 2); }),
+      unaryOf([](const Tensor& x) { return ops::pow__Scalar::call(x, 0.5); }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kLong, x.device());
+        return ops::pow_Tensor_Scalar_out::call(x, 3, out);
+      }),
+      unaryOf([](const Tensor& x) { return ops::clamp_::call(x, 0, 1); }),
+      unaryOf([](const Tensor& x) { return ops::clamp_::call(x, 0.5, std::nullopt); }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kDouble, x.device());
+        return ops::clamp_out::call(x, std::nullopt, 2, out);
+      }),
       unaryOf([](const Tensor& x) { return fill_(x, 300); }),
       unaryOf([](const Tensor& x) { return fill_(x, -1); }),
       unaryOf([](const Tensor& x) { return zero_(x); }),
@@ -874,6 +914,40 @@ TEST_CASE("meta: other outputs and errors match the CPU kernels", "[meta][cpu]")
       unaryOf([](const Tensor& x) { return argmax(x, std::nullopt, true); }),
       unaryOf([](const Tensor& x) { return argmax(x, 0); }),
       unaryOf([](const Tensor& x) { return argmax(x, -1, true); }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kFloat, x.device());
+        return ops::sum_IntList_out::call(x, IntArrayRef{0}, false, std::nullopt, out);
+      }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kFloat, x.device());
+        return ops::sum_IntList_out::call(x, IntArrayRef{-1}, true, kDouble, out);
+      }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kDouble, x.device());
+        return ops::mean_out::call(x, IntArrayRef{0}, false, std::nullopt, out);
+      }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kLong, x.device());
+        return ops::mean_out::call(x, std::nullopt, false, std::nullopt, out);
+      }),
+      unaryOf([](const Tensor& x) {
+        Tensor values = detail::empty_contiguous({0}, x.dtype(), x.device());
+        Tensor indices = detail::empty_contiguous({0}, kLong, x.device());
+        return std::get<1>(ops::max_dim_max::call(x, 0, false, values, indices));
+      }),
+      unaryOf([](const Tensor& x) {
+        Tensor values = detail::empty_contiguous({0}, kFloat, x.device());
+        Tensor indices = detail::empty_contiguous({0}, kLong, x.device());
+        return std::get<0>(ops::max_dim_max::call(x, -1, true, values, indices));
+      }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kLong, x.device());
+        return ops::argmax_out::call(x, std::nullopt, false, out);
+      }),
+      unaryOf([](const Tensor& x) {
+        Tensor out = detail::empty_contiguous({0}, kInt, x.device());
+        return ops::argmax_out::call(x, 0, false, out);
+      }),
       unaryOf([](const Tensor& x) { return _softmax(x, 0, false); }),
       unaryOf([](const Tensor& x) { return _log_softmax(x, -1, false); }),
       unaryOf([](const Tensor& x) { return _softmax(x, 1, true); }),

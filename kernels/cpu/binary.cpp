@@ -6,7 +6,6 @@
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/pow_native.h"
 #include "dk/generated/ops/sub_native.h"
-#include "dk/tensor/type_promotion.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {
@@ -97,15 +96,13 @@ DK_IMPL_FUNC(div_out_cpu)(const Tensor& self, const Tensor& other, const Tensor&
   });
 }
 
-// The dtype is result_type(self, exponent). Integer bases take integer powers exactly; the
-// common exponents of floating bases use exact forms (x*x for 2, sqrt for 0.5), as PyTorch does.
-Tensor pow_cpu(const Tensor& self, const Scalar& exponent) {
-  checkOnCpu("pow", self);
-  DK_CHECK(!(isIntegralType(self.dtype(), /*includeBool=*/true) && exponent.isIntegral() && exponent.toLong() < 0),
-           "Integers to negative integer powers are not allowed.");
-  ScalarType common = result_type(self, exponent);
-  TensorIterator iter = TensorIteratorConfig("pow").add_output(Tensor()).add_input(self).common_dtype(common).build();
-  DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(common, "pow", [&] {
+// pow is structured too: meta() has checked the exponent and chosen the dtype,
+// result_type(self, exponent). Integer bases take integer powers exactly; the common exponents
+// of floating bases use exact forms (x*x for 2, sqrt for 0.5), as PyTorch does.
+DK_IMPL_FUNC(pow_Tensor_Scalar_out_cpu)(const Tensor& self, const Scalar& exponent, const Tensor& out) {
+  TensorIterator iter =
+      TensorIteratorConfig("pow").add_output(out).add_input(self).common_dtype(common_dtype()).build();
+  DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(common_dtype(), "pow", [&] {
     using M = opmath_t<scalar_t>;
     if constexpr (std::is_integral_v<scalar_t>) {
       const int64_t e = exponent.toLong();
@@ -122,7 +119,6 @@ Tensor pow_cpu(const Tensor& self, const Scalar& exponent) {
       else cpu_kernel<scalar_t, scalar_t>(iter, [em](M x) { return std::pow(x, em); });
     }
   });
-  return iter.output();
 }
 
 }  // namespace dk::native

@@ -9,7 +9,7 @@
 #include "dk/generated/ops/maximum_native.h"
 #include "dk/generated/ops/minimum_native.h"
 #include "dk/generated/ops/where_native.h"
-#include "dk/tensor/type_promotion.h"
+#include "meta/shape_functions.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {
@@ -22,21 +22,18 @@ inline bool isNan(M v) {
   else return false;
 }
 
-// A bool tensor from comparing self and other in their common dtype.
+// out = compare(self, other) in `common`, the inputs' promoted dtype; the kernel writes Bool (an
+// out= tensor of another dtype gets it cast, through a temporary).
 template <class Compare>
-Tensor compareTensors(const char* op, const Tensor& self, const Tensor& other, const Compare& compare) {
-  TensorIterator iter = TensorIteratorConfig(op)
-                            .add_output(Tensor())
-                            .add_input(self)
-                            .add_input(other)
-                            .promote_inputs_to_common_dtype(true)
-                            .output_dtype(ScalarType::Bool)
-                            .build();
-  DK_DISPATCH_ALL_TYPES(iter.common_dtype(), op, [&] {
+void compareTensors(const char* op, const Tensor& self, const Tensor& other, ScalarType common, const Tensor& out,
+                    const Compare& compare) {
+  TensorIterator iter =
+      TensorIteratorConfig(op).add_output(out).add_input(self).add_input(other).common_dtype(common).output_dtype(
+          ScalarType::Bool).build();
+  DK_DISPATCH_ALL_TYPES(common, op, [&] {
     using M = opmath_t<scalar_t>;
     cpu_kernel<bool, scalar_t, scalar_t>(iter, [&](M a, M b) { return compare(a, b); });
   });
-  return iter.output();
 }
 
 // maximum and minimum: a NaN on either side is the result.
@@ -63,33 +60,33 @@ void extremum(const char* op, const Tensor& self, const Tensor& other, const Ten
 
 }  // namespace
 
-Tensor eq_cpu(const Tensor& self, const Tensor& other) {
-  return compareTensors("eq", self, other, [](auto a, auto b) { return a == b; });
+// The comparisons are structured (meta() in kernels/meta/binary_structured.cpp): `out` is Bool
+// and common_dtype() is result_type(self, other).
+DK_IMPL_FUNC(eq_Tensor_out_cpu)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  compareTensors("eq", self, other, common_dtype(), out, [](auto a, auto b) { return a == b; });
 }
 
-Tensor gt_cpu(const Tensor& self, const Tensor& other) {
-  return compareTensors("gt", self, other, [](auto a, auto b) { return a > b; });
+DK_IMPL_FUNC(gt_Tensor_out_cpu)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  compareTensors("gt", self, other, common_dtype(), out, [](auto a, auto b) { return a > b; });
 }
 
-Tensor lt_cpu(const Tensor& self, const Tensor& other) {
-  return compareTensors("lt", self, other, [](auto a, auto b) { return a < b; });
+DK_IMPL_FUNC(lt_Tensor_out_cpu)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  compareTensors("lt", self, other, common_dtype(), out, [](auto a, auto b) { return a < b; });
 }
 
-// Compares in result_type(self, other), the Scalar cast to that dtype first (as the 0-dim
-// tensor PyTorch makes of it would be).
-Tensor eq_cpu(const Tensor& self, const Scalar& other) {
+// The Scalar is cast to the common dtype first (as the 0-dim tensor PyTorch makes of it would be).
+DK_IMPL_FUNC(eq_Scalar_out_cpu)(const Tensor& self, const Scalar& other, const Tensor& out) {
   TensorIterator iter = TensorIteratorConfig("eq")
-                            .add_output(Tensor())
+                            .add_output(out)
                             .add_input(self)
-                            .common_dtype(result_type(self, other))
+                            .common_dtype(common_dtype())
                             .output_dtype(ScalarType::Bool)
                             .build();
-  DK_DISPATCH_ALL_TYPES(iter.common_dtype(), "eq", [&] {
+  DK_DISPATCH_ALL_TYPES(common_dtype(), "eq", [&] {
     using M = opmath_t<scalar_t>;
     const auto v = static_cast<M>(scalarTo<scalar_t>(other));
     cpu_kernel<bool, scalar_t>(iter, [v](M a) { return a == v; });
   });
-  return iter.output();
 }
 
 // maximum and minimum are structured (meta() in kernels/meta/binary_structured.cpp).
@@ -102,15 +99,11 @@ DK_IMPL_FUNC(minimum_out_cpu)(const Tensor& self, const Tensor& other, const Ten
 }
 
 // condition picks self where true, other where false; the three broadcast together, and self and
-// other promote to their common dtype. A uint8 condition is accepted with PyTorch's warning.
+// other promote to their common dtype. A uint8 condition is accepted with PyTorch's warning
+// (meta::where makes the checks and warns).
 Tensor where_cpu(const Tensor& condition, const Tensor& self, const Tensor& other) {
   DK_CHECK(condition.defined(), "where: expected a defined condition tensor");
-  DK_CHECK(condition.dtype() == ScalarType::Bool || condition.dtype() == ScalarType::Byte,
-           "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.dtype());
-  if (condition.dtype() == ScalarType::Byte) {
-    warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a future "
-         "version of PyTorch. Use a boolean condition instead.");
-  }
+  meta::where(condition, self, other);
   TensorIterator iter = TensorIteratorConfig("where")
                             .add_output(Tensor())
                             .add_input_keeping_dtype(condition)
@@ -127,20 +120,13 @@ Tensor where_cpu(const Tensor& condition, const Tensor& self, const Tensor& othe
   return iter.output();
 }
 
-// The result dtype is self's when floating, else result_type of self and the bounds (an
-// integer tensor clamped to 0.5 gives float32). A NaN element stays NaN; with min > max every
-// element becomes max.
-Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  checkOnCpu("clamp", self);
-  DK_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
-  ScalarType common = self.dtype();
-  if (!isFloatingType(common)) {
-    ResultTypeState state = update_result_type_state(self, ResultTypeState{});
-    if (min) state = update_result_type_state(*min, state);
-    if (max) state = update_result_type_state(*max, state);
-    common = result_type(state);
-  }
-  TensorIterator iter = TensorIteratorConfig("clamp").add_output(Tensor()).add_input(self).common_dtype(common).build();
+// clamp is structured (meta() in kernels/meta/unary_structured.cpp): the dtype is self's when
+// floating, else result_type of self and the bounds (an integer tensor clamped to 0.5 gives
+// float32). A NaN element stays NaN; with min > max every element becomes max.
+DK_IMPL_FUNC(clamp_out_cpu)(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max,
+                            const Tensor& out) {
+  const ScalarType common = common_dtype();
+  TensorIterator iter = TensorIteratorConfig("clamp").add_output(out).add_input(self).common_dtype(common).build();
   DK_DISPATCH_ALL_TYPES(common, "clamp", [&] {
     using M = opmath_t<scalar_t>;
     const M lo = min ? static_cast<M>(scalarTo<scalar_t>(*min)) : M();
@@ -153,7 +139,6 @@ Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std
       cpu_kernel<scalar_t, scalar_t>(iter, [hi](M x) { return isNan(x) ? x : std::min(x, hi); });
     }
   });
-  return iter.output();
 }
 
 }  // namespace dk::native

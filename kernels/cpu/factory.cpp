@@ -9,7 +9,6 @@
 // first of the pair and sin(2 pi u2) for the second (an odd last element uses the cos value).
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <numbers>
 
 #include "dk/core/generator.h"
@@ -22,6 +21,7 @@
 #include "dk/generated/ops/randn_native.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/tensor/empty_tensor.h"
+#include "meta/shape_functions.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {
@@ -125,40 +125,22 @@ Tensor ones_cpu(IntArrayRef size, std::optional<ScalarType> dtype, std::optional
 // floating -> get_default_dtype().
 Tensor full_cpu(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype,
                 std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  ScalarType type = dtype.value_or(fill_value.isBoolean()    ? ScalarType::Bool
-                                   : fill_value.isIntegral() ? ScalarType::Long
-                                                             : get_default_dtype());
-  Tensor result = emptyFactory("full", size, type, layout, device, pin_memory);
+  Tensor result = emptyFactory("full", size, meta::fullDtype(fill_value, dtype), layout, device, pin_memory);
   return fill_inplace_cpu(result, fill_value);
 }
 
 // Values start + i * step for i in [0, ceil((end - start) / step)), computed in int64 for
-// integer dtypes and in double otherwise. Without a dtype: Long, or get_default_dtype() when any
-// of start, end, step is floating.
+// integer dtypes and in double otherwise. The dtype (without one: Long, or get_default_dtype()
+// when any of start, end, step is floating), the bounds checks and the length are
+// meta::arangeDtype's and meta::arangeLength's.
 Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype,
                   std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
-  bool anyFloating = start.isFloatingPoint() || end.isFloatingPoint() || step.isFloatingPoint();
-  ScalarType type = dtype.value_or(anyFloating ? get_default_dtype() : ScalarType::Long);
+  const ScalarType type = meta::arangeDtype(start, end, step, dtype);
   checkFactoryOptions("arange", layout, device, pin_memory);
+  const int64_t n = meta::arangeLength(start, end, step, type);
   return DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(type, "arange", [&]() -> Tensor {
     using Acc = std::conditional_t<std::is_integral_v<scalar_t>, int64_t, double>;
-    const Acc xstart = scalarTo<Acc>(start), xend = scalarTo<Acc>(end), xstep = scalarTo<Acc>(step);
-    // The size in double, as PyTorch: from the int64 difference for Long (exact there), from the
-    // scalars as doubles for every other dtype.
-    double size_d;
-    if constexpr (std::is_same_v<scalar_t, int64_t>) {
-      size_d = std::ceil(static_cast<double>(subValues(xend, xstart)) / static_cast<double>(xstep));
-    } else {
-      size_d = std::ceil((end.toDouble() - start.toDouble()) / step.toDouble());
-    }
-    DK_CHECK(xstep > 0 || xstep < 0, "step must be nonzero");
-    DK_CHECK(std::isfinite(static_cast<double>(xstart)) && std::isfinite(static_cast<double>(xend)),
-             "unsupported range: ", xstart, " -> ", xend);
-    DK_CHECK((xstep > 0 && xend >= xstart) || (xstep < 0 && xend <= xstart),
-             "upper bound and larger bound inconsistent with step sign");
-    DK_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()),
-             "invalid size, possible overflow?");
-    auto n = static_cast<int64_t>(size_d);
+    const Acc xstart = scalarTo<Acc>(start), xstep = scalarTo<Acc>(step);
     Tensor result = detail::empty_contiguous({n}, type, Device(DeviceType::CPU));
     auto* p = static_cast<scalar_t*>(result.data_ptr());
     for (int64_t i = 0; i < n; ++i)

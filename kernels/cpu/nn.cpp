@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -20,7 +19,6 @@
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
 #include "dk/tensor/tensor_geometry.h"
-#include "dk/tensor/type_promotion.h"
 #include "dk/util/error.h"
 #include "meta/shape_functions.h"
 
@@ -94,17 +92,9 @@ std::vector<int64_t> broadcastStrides(const Tensor& t, IntArrayRef shape) {
   return strides;
 }
 
-// PyTorch's legacy type name in argument-check messages: "torch.FloatTensor".
-std::string legacyTypeName(ScalarType t) { return std::string("torch.") + std::string(toString(t)) + "Tensor"; }
-
 // ---------------------------------------------------------------- softmax
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
-
-void checkReduction(const char* op, int64_t reduction) {
-  DK_CHECK(reduction == kNone || reduction == kMean || reduction == kSum, op,
-           ": reduction must be 0 (none), 1 (mean) or 2 (sum), but got ", reduction);
-}
+using meta::LossReduction;
 
 // Softmax (or log-softmax) of each line of `in` along `dim`, into the contiguous `out`:
 // exp(x - max) / sum(exp(x - max)), log: x - max - log(sum(exp(x - max))). Subtracting the
@@ -151,16 +141,15 @@ void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
   });
 }
 
+// The checks, the wrapped dim and the output come from meta::softmax.
 template <bool kLog>
 Tensor softmaxImpl(const Tensor& self, int64_t dim, bool half_to_float, const char* op) {
-  dim = maybe_wrap_dim(dim, self.dim());
-  if (half_to_float) DK_CHECK(self.dtype() == ScalarType::Half, "conversion is supported for Half type only");
-  ScalarType out_dtype = half_to_float ? ScalarType::Float : self.dtype();
-  Tensor out = detail::empty_contiguous(self.sizes(), out_dtype, self.device());
+  meta::SoftmaxSpec spec = meta::softmax(op, self, dim, half_to_float);
+  Tensor out = detail::empty_contiguous(spec.output.sizes, spec.output.dtype, self.device());
   DK_DISPATCH_FLOATING_TYPES(self.dtype(), op, [&] {
     if (out.numel() == 0) return;
-    if (half_to_float) softmaxLines<Half, float, kLog>(self, out, dim);
-    else softmaxLines<scalar_t, scalar_t, kLog>(self, out, dim);
+    if (half_to_float) softmaxLines<Half, float, kLog>(self, out, spec.dim);
+    else softmaxLines<scalar_t, scalar_t, kLog>(self, out, spec.dim);
   });
   return out;
 }
@@ -195,11 +184,12 @@ Tensor _log_softmax_cpu(const Tensor& self, int64_t dim, bool half_to_float) {
 }
 
 // (self - target)^2, broadcast, in the promoted (floating) dtype; then none/mean/sum.
-Tensor mse_loss_cpu(const Tensor& self, const Tensor& target, int64_t reduction) {
-  checkReduction("mse_loss", reduction);
-  ScalarType dtype = result_type(self, target);
+Tensor mse_loss_cpu(const Tensor& self, const Tensor& target, int64_t reduction_value) {
+  meta::OutputSpec spec = meta::mseLoss(self, target, reduction_value);  // checks, output
+  const auto reduction = static_cast<LossReduction>(reduction_value);
+  const ScalarType dtype = spec.dtype;
   std::vector<int64_t> shape = inferBroadcastShape(self.sizes(), target.sizes());
-  Tensor out = detail::empty_contiguous(reduction == kNone ? shape : std::vector<int64_t>{}, dtype, self.device());
+  Tensor out = detail::empty_contiguous(spec.sizes, dtype, self.device());
   std::vector<int64_t> self_strides = broadcastStrides(self, shape), target_strides = broadcastStrides(target, shape);
   LoadAsDouble load_self = loaderFor(self.dtype()), load_target = loaderFor(target.dtype());
   const void* self_data = self.data_ptr();
@@ -216,7 +206,7 @@ Tensor mse_loss_cpu(const Tensor& self, const Tensor& target, int64_t reduction)
       double a = static_cast<double>(castValue<scalar_t>(load_self(self_data, self_offset)));
       double b = static_cast<double>(castValue<scalar_t>(load_target(target_data, target_offset)));
       double d = a - b;
-      if (reduction == kNone) out_data[n] = scalar_t(d * d);
+      if (reduction == LossReduction::None) out_data[n] = scalar_t(d * d);
       else total += d * d;
       for (size_t dim = shape.size(); dim-- > 0;) {
         self_offset += self_strides[dim];
@@ -227,8 +217,9 @@ Tensor mse_loss_cpu(const Tensor& self, const Tensor& target, int64_t reduction)
         index[dim] = 0;
       }
     }
-    if (reduction == kSum) *out_data = scalar_t(total);
-    if (reduction == kMean) *out_data = scalar_t(total / static_cast<double>(numel));  // 0 / 0 = NaN when empty
+    if (reduction == LossReduction::Sum) *out_data = scalar_t(total);
+    // 0 / 0 = NaN when empty
+    if (reduction == LossReduction::Mean) *out_data = scalar_t(total / static_cast<double>(numel));
   });
   return out;
 }
@@ -237,28 +228,16 @@ Tensor mse_loss_cpu(const Tensor& self, const Tensor& target, int64_t reduction)
 // target () or (N) class indices. none with a batch: -weight[t] * input[i, t] per sample (0 for
 // ignore_index); otherwise a 0-dim sum, divided for mean by the total weight of the counted
 // targets (0 / 0 = NaN when none count).
-Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight_opt, int64_t reduction,
-                    int64_t ignore_index) {
-  checkReduction("nll_loss", reduction);
-  DK_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
-  DK_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
-  bool no_batch_dim = self.dim() == 1 && target.dim() == 0;
-  DK_CHECK(no_batch_dim || self.size(0) == target.size(0), "size mismatch (got input: ", IntArrayRef(self.sizes()),
-           ", target: ", IntArrayRef(target.sizes()), ")");
-  int64_t n_classes = self.size(-1);
+// The checks and the output come from meta::nllLoss.
+Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight_opt,
+                    int64_t reduction_value, int64_t ignore_index) {
+  meta::OutputSpec spec = meta::nllLoss(self, target, weight_opt, reduction_value);
+  const auto reduction = static_cast<LossReduction>(reduction_value);
+  const int64_t n_classes = self.size(-1);
   Tensor weight = weight_opt.has_value() ? *weight_opt : Tensor();
-  DK_CHECK(!weight.defined() || (weight.dim() == 1 && weight.numel() == n_classes),
-           "weight tensor should be defined either for all ", n_classes,
-           " classes or no classes but got weight tensor of shape: ", IntArrayRef(weight.sizes()));
-  DK_CHECK(target.dtype() == ScalarType::Long || target.dtype() == ScalarType::Byte,
-           "expected scalar type Long but found ", target.dtype());
-  DK_CHECK(!weight.defined() || weight.dtype() == self.dtype(), "expected scalar type ", self.dtype(), " but found ",
-           weight.dtype());
-
-  bool per_sample = reduction == kNone && self.dim() == 2;
+  bool per_sample = reduction == LossReduction::None && self.dim() == 2;
   int64_t batch = self.dim() == 1 ? 1 : self.size(0);
-  Tensor out = detail::empty_contiguous(per_sample ? std::vector<int64_t>{batch} : std::vector<int64_t>{},
-                                        self.dtype(), self.device());
+  Tensor out = detail::empty_contiguous(spec.sizes, spec.dtype, self.device());
   LoadAsDouble load_target = loaderFor(target.dtype());
   int64_t target_stride = target.dim() == 0 ? 0 : target.stride(0);
   int64_t row_stride = self.dim() == 1 ? 0 : self.stride(0);
@@ -269,7 +248,8 @@ Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optiona
     int64_t w_stride = weight.defined() ? weight.stride(0) : 0;
     auto* out_data = static_cast<scalar_t*>(out.data_ptr());
     if (target.numel() == 0) {  // an empty batch: none gives [0], mean 0 / 0 = NaN, sum 0
-      if (!per_sample) *out_data = scalar_t(reduction == kMean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+      const double empty = reduction == LossReduction::Mean ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+      if (!per_sample) *out_data = scalar_t(empty);
       return;
     }
     double loss = 0, total_weight = 0;
@@ -286,23 +266,19 @@ Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optiona
       loss += value;
       total_weight += wt;
     }
-    if (!per_sample) *out_data = scalar_t(reduction == kMean ? loss / total_weight : loss);
+    if (!per_sample) *out_data = scalar_t(reduction == LossReduction::Mean ? loss / total_weight : loss);
   });
   return out;
 }
 
 // Rows of `weight` picked by `indices`: output shape indices.sizes() + [weight.size(1)].
-// padding_idx, scale_grad_by_freq and sparse only change the backward.
+// padding_idx, scale_grad_by_freq and sparse only change the backward. The checks and the
+// output come from meta::embedding.
 Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t /*padding_idx*/, bool /*scale_grad_by_freq*/,
                      bool /*sparse*/) {
-  DK_CHECK(weight.dim() == 2, "'weight' must be 2-D");
-  DK_CHECK(indices.dtype() == ScalarType::Long || indices.dtype() == ScalarType::Int,
-           "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got ",
-           legacyTypeName(indices.dtype()), " instead (while checking arguments for embedding)");
+  meta::OutputSpec spec = meta::embedding(weight, indices);
   int64_t rows = weight.size(0), width = weight.size(1);
-  std::vector<int64_t> out_size = indices.sizes();
-  out_size.push_back(width);
-  Tensor out = detail::empty_contiguous(out_size, weight.dtype(), weight.device());
+  Tensor out = detail::empty_contiguous(spec.sizes, spec.dtype, weight.device());
   // Nothing to copy (and an empty output has no memory to copy into); indices are still checked.
   const bool copies = out.numel() > 0;
   size_t itemsize = weight.element_size();

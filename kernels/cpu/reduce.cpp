@@ -1,4 +1,6 @@
-// Reductions on the cpu: sum (all, and over dims), mean over dims, max over a dim, argmax.
+// Reductions on the cpu: sum (all, and over dims), mean over dims, max over a dim, argmax. All
+// but the full sum are structured (meta() in kernels/meta/reduce_structured.cpp has checked the
+// dims and dtypes and given each output its sizes and dtype), so they write into given outputs.
 //
 // Note [CPU reductions]
 // sum and mean accumulate into a buffer with the keepdim shape, seen through a view with the
@@ -6,12 +8,14 @@
 // then walks the input in memory order (Note [Iteration order]), and each run of the innermost
 // dim either folds into one accumulator (the run is along a reduced dim) or adds elementwise
 // (it is not). Floating inputs accumulate in double, integers and bools in int64 (wrapping),
-// and the buffer is converted to the result dtype at the end. max.dim and argmax scan the
+// and the buffer is converted into the output at the end; an output that is contiguous and of
+// the accumulator's dtype is the buffer itself. max.dim and argmax scan the
 // reduced dim for each output element, keeping the first index of the maximum; a NaN is a
 // maximum no later value replaces.
 #include <cmath>
 #include <cstring>
 
+#include "meta/shape_functions.h"
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/copy_native.h"
 #include "dk/generated/ops/max_native.h"
@@ -25,37 +29,10 @@ namespace dk::native {
 
 namespace {
 
-// Which dims of a `ndim`-dim tensor `dims` names: all of them when dims is absent or empty
-// (PyTorch 1.13's rule for sum and mean). Errors: maybe_wrap_dim's, and
-// "dim 0 appears multiple times in the list of dims".
-std::vector<bool> reducedDims(std::optional<IntArrayRef> dims, int64_t ndim) {
-  std::vector<bool> reduced(static_cast<size_t>(ndim), false);
-  if (!dims || dims->empty()) {
-    reduced.assign(static_cast<size_t>(ndim), true);
-    return reduced;
-  }
-  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(ndim, 1)), false);
-  for (int64_t d : *dims) {
-    int64_t wrapped = maybe_wrap_dim(d, ndim);
-    DK_CHECK(!seen[static_cast<size_t>(wrapped)], "dim ", wrapped, " appears multiple times in the list of dims");
-    seen[static_cast<size_t>(wrapped)] = true;
-    if (ndim > 0) reduced[static_cast<size_t>(wrapped)] = true;
-  }
-  return reduced;
-}
-
-std::vector<int64_t> keepdimShape(IntArrayRef sizes, const std::vector<bool>& reduced) {
+std::vector<int64_t> keepdimShape(IntArrayRef sizes, const meta::DimMask& reduced) {
   std::vector<int64_t> shape = sizes.vec();
   for (size_t d = 0; d < shape.size(); ++d)
     if (reduced[d]) shape[d] = 1;
-  return shape;
-}
-
-std::vector<int64_t> resultShape(IntArrayRef sizes, const std::vector<bool>& reduced, bool keepdim) {
-  if (keepdim) return keepdimShape(sizes, reduced);
-  std::vector<int64_t> shape;
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (!reduced[d]) shape.push_back(sizes[d]);
   return shape;
 }
 
@@ -77,18 +54,16 @@ Acc sumRun(const char* p, int64_t stride, int64_t n) {
   return addValues(addValues(s0, s1), addValues(s2, s3));
 }
 
-// Sums `input` over the reduced dims into a new contiguous tensor of dtype Acc (Double or Long)
-// with the keepdim shape (Note [CPU reductions]).
+// Adds `input` over the reduced dims into `acc` (contiguous, dtype Acc: Double or Long, the
+// keepdim shape, zeroed here) (Note [CPU reductions]).
 template <class Acc>
-Tensor accumulate(const char* op, const Tensor& input, const std::vector<bool>& reduced) {
-  std::vector<int64_t> keepShape = keepdimShape(input.sizes(), reduced);
-  Tensor acc = detail::empty_contiguous(keepShape, cppTypeToScalarType<Acc>, Device(DeviceType::CPU));
+void accumulate(const char* op, const Tensor& input, const meta::DimMask& reduced, const Tensor& acc) {
   if (acc.numel() > 0) std::memset(acc.data_ptr(), 0, acc.nbytes());
-  if (input.numel() == 0) return acc;
+  if (input.numel() == 0) return;
   std::vector<int64_t> viewStrides = acc.strides();
   for (size_t d = 0; d < viewStrides.size(); ++d)
     if (reduced[d]) viewStrides[d] = 0;
-  Tensor accView = detail::make_view(acc, input.sizes(), viewStrides, 0);
+  Tensor accView = detail::make_view(acc, input.sizes(), viewStrides, acc.storage_offset());
   TensorIterator iter = TensorIterator::overOperands(op, {accView, input});
   DK_DISPATCH_ALL_TYPES(input.dtype(), op, [&] {
     iter.forEachRun([](char* const* data, const int64_t* strides, int64_t n) {
@@ -104,34 +79,35 @@ Tensor accumulate(const char* op, const Tensor& input, const std::vector<bool>& 
       }
     });
   });
-  return acc;
 }
 
-// `acc` (contiguous, keepdim shape) given the result shape and converted to `dtype`.
-Tensor finishReduction(Tensor acc, std::vector<int64_t> shape, ScalarType dtype) {
-  acc.unsafeGetTensorImpl()->set_sizes_contiguous(std::move(shape));  // drops size-1 dims only
-  if (acc.dtype() == dtype) return acc;
-  Tensor result = detail::empty_contiguous(acc.sizes(), dtype, Device(DeviceType::CPU));
-  copy_inplace_cpu(result, acc, false);
-  return result;
-}
-
-Tensor sumImpl(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim, std::optional<ScalarType> dtype) {
-  checkOnCpu("sum", self);
-  std::vector<bool> reduced = reducedDims(dims, self.dim());
-  // PyTorch: integral and bool inputs sum to int64 unless a dtype is given.
-  ScalarType outDtype =
-      dtype.value_or(isIntegralType(self.dtype(), /*includeBool=*/true) ? ScalarType::Long : self.dtype());
-  dispatchDtype(outDtype, "sum", [](auto) {});  // rejects Undefined
-  const bool integralResult = isIntegralType(outDtype, /*includeBool=*/false);
-  // Values are summed as the result dtype; integers reach an integral result exactly without a
-  // cast (int64 accumulation wraps like the narrow type would).
+// The sum (mean: divided by the number of elements reduced, 0 of them giving NaN) of self over
+// the reduced dims, written into `out` (its dtype is the result's; its sizes the result shape).
+// Floating results accumulate in double, integral ones in int64; values are summed as out's
+// dtype (integers reach an integral result exactly without a cast: int64 accumulation wraps as
+// the narrow type would).
+void sumInto(const char* op, const Tensor& self, const meta::DimMask& reduced, const Tensor& out, bool mean) {
+  const ScalarType outDtype = out.dtype();
+  const bool integralResult = isIntegralType(outDtype, /*includeBool=*/true);
   Tensor input = self;
   if (self.dtype() != outDtype && !(integralResult && isIntegralType(self.dtype(), /*includeBool=*/true)))
     input = castToDtype(self, outDtype);
-  Tensor acc = isIntegralType(outDtype, /*includeBool=*/true) ? accumulate<int64_t>("sum", input, reduced)
-                                                               : accumulate<double>("sum", input, reduced);
-  return finishReduction(std::move(acc), resultShape(self.sizes(), reduced, keepdim), outDtype);
+  const ScalarType accDtype = integralResult ? ScalarType::Long : ScalarType::Double;
+  const std::vector<int64_t> keepShape = keepdimShape(self.sizes(), reduced);
+  const bool inPlace = out.dtype() == accDtype && out.is_contiguous();
+  Tensor acc = inPlace ? detail::make_view(out, keepShape, computeContiguousStrides(keepShape), out.storage_offset())
+                       : detail::empty_contiguous(keepShape, accDtype, Device(DeviceType::CPU));
+  if (integralResult) accumulate<int64_t>(op, input, reduced, acc);
+  else accumulate<double>(op, input, reduced, acc);
+  if (mean) {
+    int64_t count = 1;
+    for (size_t d = 0; d < self.sizes().size(); ++d)
+      if (reduced[d]) count *= self.sizes()[d];
+    auto* values = acc.data_ptr<double>();
+    for (int64_t i = 0; i < acc.numel(); ++i) values[i] /= static_cast<double>(count);
+  }
+  if (inPlace) return;
+  copy_inplace_cpu(out, detail::make_view(acc, out.sizes(), computeContiguousStrides(out.sizes()), 0), false);
 }
 
 // The index of the first maximum of n elements from p (step `stride` bytes); NaN wins.
@@ -157,10 +133,15 @@ int64_t argmaxRun(const char* p, int64_t stride, int64_t n) {
   return index;
 }
 
-// PyTorch's zero_numel_check_dims: "max(): Expected reduction dim 0 to have non-zero size."
-void checkReducedDimNonEmpty(const char* what, const Tensor& self, int64_t dim) {
-  if (self.dim() == 0) return;  // maybe_wrap_dim already allowed only 0 and -1
-  DK_CHECK(self.size(dim) != 0, what, ": Expected reduction dim ", dim, " to have non-zero size.");
+// An output of a reduction along dim `d` of self seen with the keepdim shape: `t` itself with
+// keepdim (or a 0-dim self), else `t` with a dim of size 1 put back at d.
+Tensor keepdimView(const Tensor& t, const Tensor& self, int64_t d, bool keepdim) {
+  if (keepdim || self.dim() == 0) return t;
+  std::vector<int64_t> sizes = t.sizes();
+  std::vector<int64_t> strides = t.strides();
+  sizes.insert(sizes.begin() + d, 1);
+  strides.insert(strides.begin() + d, 1);
+  return detail::make_view(t, sizes, strides, t.storage_offset());
 }
 
 // Values (when wanted) and indices of the maximum of self along dim `dim` (wrapped), keepdim shape.
@@ -197,73 +178,43 @@ void maxAlongDim(const char* op, const Tensor& self, int64_t dim, const Tensor& 
 
 }  // namespace
 
+// The full sum (not structured): a 0-dim result; integral and bool inputs sum to int64 unless a
+// dtype is given.
 Tensor sum_cpu(const Tensor& self, std::optional<ScalarType> dtype) {
-  return sumImpl(self, std::nullopt, /*keepdim=*/false, dtype);
+  checkOnCpu("sum", self);
+  ScalarType outDtype = meta::sumDtype(self.dtype(), dtype);
+  dispatchDtype(outDtype, "sum", [](auto) {});  // rejects Undefined
+  Tensor out = detail::empty_contiguous({}, outDtype, Device(DeviceType::CPU));
+  sumInto("sum", self, meta::makeDimMask(std::nullopt, self.dim()), out, /*mean=*/false);
+  return out;
 }
 
-Tensor sum_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return sumImpl(self, dim, keepdim, dtype);
+DK_IMPL_FUNC(sum_out_cpu)(const Tensor& self, std::optional<IntArrayRef> dim, bool /*keepdim*/,
+                          std::optional<ScalarType> /*dtype*/, const Tensor& out) {
+  sumInto("sum", self, meta::makeDimMask(dim, self.dim()), out, /*mean=*/false);
 }
 
-// The sum, accumulated in double, divided by the number of elements reduced (0 of them give NaN).
-Tensor mean_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  checkOnCpu("mean", self);
-  ScalarType outDtype = dtype.value_or(self.dtype());
-  DK_CHECK(isFloatingType(outDtype), "mean(): could not infer output dtype. ", dtype ? "Optional" : "Input",
-           " dtype must be either a floating point or complex dtype. Got: ", outDtype);
-  std::vector<bool> reduced = reducedDims(dim, self.dim());
-  Tensor input = self.dtype() == outDtype ? self : castToDtype(self, outDtype);
-  Tensor acc = accumulate<double>("mean", input, reduced);
-  int64_t count = 1;
-  for (size_t d = 0; d < reduced.size(); ++d)
-    if (reduced[d]) count *= self.sizes()[d];
-  auto* values = acc.data_ptr<double>();
-  for (int64_t i = 0; i < acc.numel(); ++i) values[i] /= static_cast<double>(count);
-  return finishReduction(std::move(acc), resultShape(self.sizes(), reduced, keepdim), outDtype);
+DK_IMPL_FUNC(mean_out_cpu)(const Tensor& self, std::optional<IntArrayRef> dim, bool /*keepdim*/,
+                           std::optional<ScalarType> /*dtype*/, const Tensor& out) {
+  sumInto("mean", self, meta::makeDimMask(dim, self.dim()), out, /*mean=*/true);
 }
 
-std::tuple<Tensor, Tensor> max_cpu(const Tensor& self, int64_t dim, bool keepdim) {
-  checkOnCpu("max", self);
-  int64_t d = maybe_wrap_dim(dim, self.dim());
-  checkReducedDimNonEmpty("max()", self, d);
-  std::vector<bool> reduced(static_cast<size_t>(self.dim()), false);
-  if (self.dim() > 0) reduced[static_cast<size_t>(d)] = true;
-  std::vector<int64_t> keepShape = keepdimShape(self.sizes(), reduced);
-  Tensor values = detail::empty_contiguous(keepShape, self.dtype(), Device(DeviceType::CPU));
-  Tensor indices = detail::empty_contiguous(keepShape, ScalarType::Long, Device(DeviceType::CPU));
-  maxAlongDim("max", self, d, values, indices);
-  if (!keepdim) {
-    std::vector<int64_t> shape = resultShape(self.sizes(), reduced, false);
-    values.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
-    indices.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
-  }
-  return {values, indices};
+DK_IMPL_FUNC(max_out_cpu)(const Tensor& self, int64_t dim, bool keepdim, const Tensor& max,
+                          const Tensor& max_values) {
+  const int64_t d = maybe_wrap_dim(dim, self.dim());
+  maxAlongDim("max", self, d, keepdimView(max, self, d, keepdim), keepdimView(max_values, self, d, keepdim));
 }
 
 // With dim None the input counts as flattened; the result is 0-dim, or all ones with keepdim.
-Tensor argmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  checkOnCpu("argmax", self);
-  dispatchDtypeIn<kAllDtypesExceptBool>(self.dtype(), "argmax", [](auto) {});
+DK_IMPL_FUNC(argmax_out_cpu)(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
   if (dim) {
-    int64_t d = maybe_wrap_dim(*dim, self.dim());
-    checkReducedDimNonEmpty("argmax()", self, d);
-    std::vector<bool> reduced(static_cast<size_t>(self.dim()), false);
-    if (self.dim() > 0) reduced[static_cast<size_t>(d)] = true;
-    Tensor indices =
-        detail::empty_contiguous(keepdimShape(self.sizes(), reduced), ScalarType::Long, Device(DeviceType::CPU));
-    maxAlongDim("argmax", self, d, Tensor(), indices);
-    if (!keepdim) indices.unsafeGetTensorImpl()->set_sizes_contiguous(resultShape(self.sizes(), reduced, false));
-    return indices;
+    const int64_t d = maybe_wrap_dim(*dim, self.dim());
+    maxAlongDim("argmax", self, d, Tensor(), keepdimView(out, self, d, keepdim));
+    return;
   }
-  DK_CHECK(self.numel() != 0, "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
   Tensor flat = self.is_contiguous() ? self : castToDtype(self, self.dtype());
   flat = detail::make_view(flat, {flat.numel()}, {1}, flat.storage_offset());
-  Tensor index = detail::empty_contiguous({1}, ScalarType::Long, Device(DeviceType::CPU));
-  maxAlongDim("argmax", flat, 0, Tensor(), index);
-  std::vector<int64_t> shape;
-  if (keepdim) shape.assign(static_cast<size_t>(self.dim()), 1);
-  index.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
-  return index;
+  maxAlongDim("argmax", flat, 0, Tensor(), detail::make_view(out, {1}, {1}, out.storage_offset()));
 }
 
 }  // namespace dk::native

@@ -187,8 +187,9 @@ Tensor castToDtype(const Tensor& src, ScalarType dtype) {
 // Note [Trivial TensorIterator]
 // Most calls are the trivial case: inputs of one dtype that need no cast (none added with
 // add_input_keeping_dtype, none a wrapped number), all with the same
-// sizes and row-major strides, at least one element, and no output or an in-place output
-// that is one of them with the result dtype and no other input partly overlapping it. Every
+// sizes and row-major strides, at least one element, and no output or an output of the result
+// dtype that is one of them (in-place) or has their sizes and strides (an out= tensor, such as
+// the one a structured kernel's meta() allocated), no input partly overlapping it. Every
 // step of Note [CPU TensorIterator] then has a known outcome: no broadcasting, the common dtype
 // is the inputs' (no wrapped numbers, so promotion is the identity), the iteration order is
 // row-major (row-major strides never ask a dim to move inwards), an allocated output has the
@@ -223,9 +224,15 @@ bool TensorIteratorConfig::buildTrivial(TensorIterator& it) const {
 
   Tensor written;
   if (output_.defined()) {
-    bool inplace = false;
-    for (size_t i = 0; i < ninputs_; ++i) inplace = inplace || inputs_[i].tensor.is_same(output_);
-    if (!inplace || output_.dtype() != resultDtype) return false;
+    // In-place, or an out= tensor laid out as the inputs (the output a structured kernel's meta()
+    // allocated): nothing to resize, cast or reorder.
+    if (output_.dtype() != resultDtype) return false;
+    const TensorImpl& out = *output_.unsafeGetTensorImpl();
+    if (&out != &first) {
+      if (out.sizes().size() != nd) return false;
+      for (size_t d = 0; d < nd; ++d)
+        if (out.sizes()[d] != sizes[d] || out.strides()[d] != strides[d]) return false;
+    }
     for (size_t i = 0; i < ninputs_; ++i) {
       const Tensor& in = inputs_[i].tensor;
       if (!in.is_same(output_) && !aliasesExactly(in, output_) && mayOverlap(in, output_)) return false;

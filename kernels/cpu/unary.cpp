@@ -16,6 +16,7 @@
 #include "dk/generated/ops/sin_native.h"
 #include "dk/generated/ops/sqrt_native.h"
 #include "dk/generated/ops/tanh_native.h"
+#include "meta/shape_functions.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {
@@ -154,8 +155,7 @@ namespace dk::native {
 Tensor gelu_backward_cpu(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
   checkOnCpu("gelu_backward", grad_output);
   checkOnCpu("gelu_backward", self);
-  DK_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
-  const bool tanh_form = approximate == "tanh";
+  const bool tanh_form = meta::parseGeluApproximation(approximate) == meta::GeluApproximation::Tanh;
   TensorIterator iter = TensorIteratorConfig("gelu_backward")
                             .add_output(Tensor())
                             .add_input(grad_output)

@@ -137,37 +137,23 @@ void gemm(const char* op, const Tensor& result, const Tensor& a, const Tensor& b
               "cublasGemmStridedBatchedEx");
 }
 
-// Runs compute(result) with result = out when out is contiguous (gemm writes contiguous
-// matrices), else a contiguous temporary holding out's values, copied into out afterwards.
-template <class Compute>
-void intoContiguous(const Tensor& out, Compute&& compute) {
-  if (out.is_contiguous()) {
-    compute(out);
-    return;
-  }
-  Tensor result = cuda::emptyCuda(out.sizes(), out.dtype(), out.device());
-  cuda::copyWithinDevice(result, out);
-  compute(result);
-  cuda::copyWithinDevice(out, result);
-}
-
 }  // namespace
 
 // The structured families mm, bmm and addmm (Note [Structured kernels] in dk/tensor/structured.h):
 // meta() has checked shapes, dtypes and scalars and given `out` the product's sizes and dtype.
 
 DK_IMPL_FUNC(mm_out_cuda)(const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  intoContiguous(out, [&](const Tensor& result) { gemm("mm", result, self, mat2, 1, 0); });
+  cuda::intoContiguous(out, [&](const Tensor& result) { gemm("mm", result, self, mat2, 1, 0); });
 }
 
 DK_IMPL_FUNC(bmm_out_cuda)(const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  intoContiguous(out, [&](const Tensor& result) { gemm("bmm", result, self, mat2, 1, 0); });
+  cuda::intoContiguous(out, [&](const Tensor& result) { gemm("bmm", result, self, mat2, 1, 0); });
 }
 
 DK_IMPL_FUNC(addmm_out_cuda)(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
                              const Scalar& alpha, const Tensor& out) {
   double beta_value = beta.toDouble();
-  intoContiguous(out, [&](const Tensor& result) {
+  cuda::intoContiguous</*kReadsOut=*/true>(out, [&](const Tensor& result) {
     // With beta 0 self is not read at all (its NaNs do not reach the result), as in PyTorch. self
     // may have another dtype and broadcast: the copy converts and expands it. In addmm_, result
     // may already be self.

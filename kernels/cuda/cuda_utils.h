@@ -53,6 +53,21 @@ void copyWithinDevice(const Tensor& dst, const Tensor& src);
 // Every element of t (a CUDA tensor) set to `value` converted to t's dtype.
 void fillCuda(const Tensor& t, const Scalar& value);
 
+// Runs compute(result) with result = out when out is contiguous (kernels that write contiguous
+// outputs: gemm, reductions), else with a contiguous temporary copied into out afterwards; with
+// kReadsOut the temporary first holds out's values (addmm reads what it accumulates onto).
+template <bool kReadsOut = false, class Compute>
+void intoContiguous(const Tensor& out, Compute&& compute) {
+  if (out.is_contiguous()) {
+    compute(out);
+    return;
+  }
+  Tensor result = emptyCuda(out.sizes(), out.dtype(), out.device());
+  if (kReadsOut) copyWithinDevice(result, out);
+  compute(result);
+  copyWithinDevice(out, result);
+}
+
 // Device memory for a kernel's error report (two int64, zeroed): see launch::nllLoss.
 Tensor errorFlag(Device device);
 // Raises dk::Error(message(value)) when the kernel reported value through `flag`.

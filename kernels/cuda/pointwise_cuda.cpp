@@ -1,5 +1,6 @@
 // CUDA kernels of the pointwise operators: binary, comparison, where, unary, clamp, pow.
-// Shapes, dtypes and checks come from the meta shape functions; operands are converted to
+// Shapes, dtypes and checks come from the meta functions (structured families) and the meta
+// shape functions (the rest); operands are converted to
 // the compute dtype (0-dim CPU tensors uploaded), and one launcher of launch.h does the work.
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
@@ -29,7 +30,6 @@
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/tanh_native.h"
 #include "dk/generated/ops/where_native.h"
-#include "dk/tensor/type_promotion.h"
 
 namespace dk::native {
 
@@ -94,19 +94,6 @@ void runBinaryInto(cuda::launch::BinaryOp op, const Tensor& self, const Tensor& 
   runBinary(op, self, other, spec, out.dtype(), alpha, &out);
 }
 
-// The dtype binary operators compute in: the result dtype, or for comparisons the promoted
-// dtype of the inputs.
-ScalarType computeDtype(const Tensor& self, const Tensor& other, const meta::OutputSpec& spec, BinaryKind kind) {
-  return kind == BinaryKind::Comparison ? result_type(self, other) : spec.dtype;
-}
-
-Tensor binaryCuda(const char* name, cuda::launch::BinaryOp op, BinaryKind kind, const Tensor& self,
-                  const Tensor& other) {
-  meta::checkDevicesAllowingCpuScalars(name, {{"self", self}, {"other", other}});
-  meta::OutputSpec spec = meta::binaryOp(self, other, kind);
-  return runBinary(op, self, other, spec, computeDtype(self, other, spec, kind));
-}
-
 // out (or a new tensor) = op(self) in the dtype of spec.
 Tensor runUnary(UnaryOp op, const Tensor& self, const meta::OutputSpec& spec, const Tensor* out = nullptr) {
   Device device = cuda::resolveDevice(self.device());
@@ -156,37 +143,35 @@ DK_IMPL_FUNC(minimum_out_cuda)(const Tensor& self, const Tensor& other, const Te
   runBinaryInto(Binary::Minimum, self, other, out, 1);
 }
 
-Tensor pow_cuda(const Tensor& self, const Scalar& exponent) {
-  meta::OutputSpec spec = meta::powTensorScalar(self, exponent);
-  Tensor in = cuda::convertCuda(self, spec.dtype);
-  Tensor out = emptyFor(spec, self.device());
+DK_IMPL_FUNC(pow_Tensor_Scalar_out_cuda)(const Tensor& self, const Scalar& exponent, const Tensor& out) {
+  Tensor in = cuda::convertCuda(self, out.dtype());
   if (out.numel() > 0) {
-    cuda::launch::powScalar(cuda::toLaunchDtype(spec.dtype), cuda::makeGeometry(spec.sizes, {&out, &in}),
+    cuda::launch::powScalar(cuda::toLaunchDtype(out.dtype()), cuda::makeGeometry(out.sizes(), {&out, &in}),
                             out.data_ptr(), in.data_ptr(), cuda::scalarArg(exponent));
   }
-  return out;
 }
 
 // ---------------------------------------------------------------- comparison and where
 
-Tensor eq_cuda(const Tensor& self, const Tensor& other) {
-  return binaryCuda("dk::eq", Binary::Eq, BinaryKind::Comparison, self, other);
+// The structured comparisons: `out` is Bool; they compute in common_dtype(), the inputs'
+// promoted dtype.
+
+DK_IMPL_FUNC(eq_Tensor_out_cuda)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  runBinary(Binary::Eq, self, other, meta::OutputSpec(out.sizes(), out.dtype()), common_dtype(), 1, &out);
 }
 
-Tensor eq_cuda(const Tensor& self, const Scalar& other) {
-  meta::OutputSpec spec = meta::comparisonWithScalar(self, other);
-  ScalarType compute = result_type(self, other);
-  Device device = cuda::resolveDevice(self.device());
-  Tensor value = scalarTensor(other, compute, device);
-  return runBinary(Binary::Eq, self, value, spec, compute);
+DK_IMPL_FUNC(gt_Tensor_out_cuda)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  runBinary(Binary::Gt, self, other, meta::OutputSpec(out.sizes(), out.dtype()), common_dtype(), 1, &out);
 }
 
-Tensor gt_cuda(const Tensor& self, const Tensor& other) {
-  return binaryCuda("dk::gt", Binary::Gt, BinaryKind::Comparison, self, other);
+DK_IMPL_FUNC(lt_Tensor_out_cuda)(const Tensor& self, const Tensor& other, const Tensor& out) {
+  runBinary(Binary::Lt, self, other, meta::OutputSpec(out.sizes(), out.dtype()), common_dtype(), 1, &out);
 }
 
-Tensor lt_cuda(const Tensor& self, const Tensor& other) {
-  return binaryCuda("dk::lt", Binary::Lt, BinaryKind::Comparison, self, other);
+// The Scalar becomes a 0-dim tensor of the common dtype.
+DK_IMPL_FUNC(eq_Scalar_out_cuda)(const Tensor& self, const Scalar& other, const Tensor& out) {
+  Tensor value = scalarTensor(other, common_dtype(), cuda::resolveDevice(self.device()));
+  runBinary(Binary::Eq, self, value, meta::OutputSpec(out.sizes(), out.dtype()), common_dtype(), 1, &out);
 }
 
 Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& other) {
@@ -248,17 +233,15 @@ DK_IMPL_FUNC(gelu_out_cuda)(const Tensor& self, std::string_view approximate, co
   runUnaryInto(approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, self, out);
 }
 
-Tensor clamp_cuda(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  meta::OutputSpec spec = meta::clamp(self, min, max);
-  Tensor in = cuda::convertCuda(self, spec.dtype);
-  Tensor out = emptyFor(spec, self.device());
+DK_IMPL_FUNC(clamp_out_cuda)(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max,
+                             const Tensor& out) {
+  Tensor in = cuda::convertCuda(self, out.dtype());
   if (out.numel() > 0) {
     cuda::launch::ScalarArg lo = min ? cuda::scalarArg(*min) : cuda::launch::ScalarArg{};
     cuda::launch::ScalarArg hi = max ? cuda::scalarArg(*max) : cuda::launch::ScalarArg{};
-    cuda::launch::clamp(cuda::toLaunchDtype(spec.dtype), cuda::makeGeometry(spec.sizes, {&out, &in}), out.data_ptr(),
+    cuda::launch::clamp(cuda::toLaunchDtype(out.dtype()), cuda::makeGeometry(out.sizes(), {&out, &in}), out.data_ptr(),
                         in.data_ptr(), min ? &lo : nullptr, max ? &hi : nullptr);
   }
-  return out;
 }
 
 }  // namespace dk::native

@@ -1,5 +1,5 @@
-// CUDA kernels of the reductions: sum, mean, max.dim, argmax. The meta shape functions give the
-// output; the input's dims split into kept and reduced ones (a ReduceGeometry), and
+// CUDA kernels of the reductions: sum, mean, max.dim, argmax. The meta functions give the
+// outputs; the input's dims split into kept and reduced ones (a ReduceGeometry), and
 // launch::reduce writes one output element per block.
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
@@ -40,52 +40,63 @@ cuda::launch::ReduceGeometry reduceGeometry(const Tensor& in, const meta::DimMas
   return g;
 }
 
-// sum or mean: the input converted to the output dtype first, then accumulated.
-Tensor sumOrMean(ReduceOp op, const Tensor& self, const meta::OutputSpec& spec, std::optional<IntArrayRef> dims) {
-  Tensor in = cuda::convertCuda(self, spec.dtype);
-  Tensor out = cuda::emptyCuda(spec.sizes, spec.dtype, self.device());
-  cuda::launch::ReduceGeometry g = reduceGeometry(in, meta::makeDimMask(dims, self.dim()));
-  cuda::launch::reduce(op, cuda::toLaunchDtype(spec.dtype), g, out.data_ptr(), nullptr, in.data_ptr());
-  return out;
+// out = sum or mean of self over the dims of `mask`: the input converted to out's dtype first,
+// then accumulated (one output element per block, written contiguously).
+void sumOrMeanInto(ReduceOp op, const Tensor& self, const meta::DimMask& mask, const Tensor& out) {
+  Tensor in = cuda::convertCuda(self, out.dtype());
+  cuda::launch::ReduceGeometry g = reduceGeometry(in, mask);
+  cuda::intoContiguous(out, [&](const Tensor& result) {
+    cuda::launch::reduce(op, cuda::toLaunchDtype(out.dtype()), g, result.data_ptr(), nullptr, in.data_ptr());
+  });
+}
+
+// The mask of a reduction along dim `dim` (none for a 0-dim self).
+meta::DimMask oneDim(const Tensor& self, int64_t dim) {
+  meta::DimMask mask;
+  if (self.dim() > 0) mask.set(static_cast<size_t>(maybe_wrap_dim(dim, self.dim())));
+  return mask;
 }
 
 }  // namespace
 
+// The full sum is not structured; the other reductions are (meta() in
+// kernels/meta/reduce_structured.cpp has checked dims and dtypes and sized the outputs).
 Tensor sum_cuda(const Tensor& self, std::optional<ScalarType> dtype) {
-  return sumOrMean(ReduceOp::Sum, self, meta::sum(self, std::nullopt, false, dtype), std::nullopt);
+  meta::OutputSpec spec = meta::sum(self, std::nullopt, false, dtype);
+  Tensor out = cuda::emptyCuda(spec.sizes, spec.dtype, self.device());
+  sumOrMeanInto(ReduceOp::Sum, self, meta::makeDimMask(std::nullopt, self.dim()), out);
+  return out;
 }
 
-Tensor sum_cuda(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return sumOrMean(ReduceOp::Sum, self, meta::sum(self, dim, keepdim, dtype), dim);
+DK_IMPL_FUNC(sum_out_cuda)(const Tensor& self, std::optional<IntArrayRef> dim, bool /*keepdim*/,
+                           std::optional<ScalarType> /*dtype*/, const Tensor& out) {
+  sumOrMeanInto(ReduceOp::Sum, self, meta::makeDimMask(dim, self.dim()), out);
 }
 
-Tensor mean_cuda(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return sumOrMean(ReduceOp::Mean, self, meta::mean(self, dim, keepdim, dtype), dim);
+DK_IMPL_FUNC(mean_out_cuda)(const Tensor& self, std::optional<IntArrayRef> dim, bool /*keepdim*/,
+                            std::optional<ScalarType> /*dtype*/, const Tensor& out) {
+  sumOrMeanInto(ReduceOp::Mean, self, meta::makeDimMask(dim, self.dim()), out);
 }
 
-std::tuple<Tensor, Tensor> max_cuda(const Tensor& self, int64_t dim, bool keepdim) {
-  meta::MaxDimSpec spec = meta::maxDim(self, dim, keepdim);
-  Tensor values = cuda::emptyCuda(spec.sizes, spec.values_dtype, self.device());
-  Tensor indices = cuda::emptyCuda(spec.sizes, kLong, self.device());
-  meta::DimMask mask;
-  if (self.dim() > 0) mask.set(static_cast<size_t>(spec.dim));
-  cuda::launch::reduce(ReduceOp::Max, cuda::toLaunchDtype(self.dtype()), reduceGeometry(self, mask), values.data_ptr(),
-                       indices.data_ptr<int64_t>(), self.data_ptr());
-  return {values, indices};
+DK_IMPL_FUNC(max_out_cuda)(const Tensor& self, int64_t dim, bool /*keepdim*/, const Tensor& max,
+                           const Tensor& max_values) {
+  cuda::launch::ReduceGeometry g = reduceGeometry(self, oneDim(self, dim));
+  cuda::intoContiguous(max, [&](const Tensor& values) {
+    cuda::intoContiguous(max_values, [&](const Tensor& indices) {
+      cuda::launch::reduce(ReduceOp::Max, cuda::toLaunchDtype(self.dtype()), g, values.data_ptr(),
+                           indices.data_ptr<int64_t>(), self.data_ptr());
+    });
+  });
 }
 
-Tensor argmax_cuda(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  meta::OutputSpec spec = meta::argmax(self, dim, keepdim);
-  Tensor indices = cuda::emptyCuda(spec.sizes, kLong, self.device());
-  meta::DimMask mask;
-  if (!dim) {
-    mask = meta::makeDimMask(std::nullopt, self.dim());  // flattened: indices count row-major over every dim
-  } else if (self.dim() > 0) {
-    mask.set(static_cast<size_t>(maybe_wrap_dim(*dim, self.dim())));
-  }
-  cuda::launch::reduce(ReduceOp::ArgMax, cuda::toLaunchDtype(self.dtype()), reduceGeometry(self, mask), nullptr,
-                       indices.data_ptr<int64_t>(), self.data_ptr());
-  return indices;
+// dim None: self counts as flattened, indices counting row-major over every dim.
+DK_IMPL_FUNC(argmax_out_cuda)(const Tensor& self, std::optional<int64_t> dim, bool /*keepdim*/, const Tensor& out) {
+  meta::DimMask mask = dim ? oneDim(self, *dim) : meta::makeDimMask(std::nullopt, self.dim());
+  cuda::launch::ReduceGeometry g = reduceGeometry(self, mask);
+  cuda::intoContiguous(out, [&](const Tensor& indices) {
+    cuda::launch::reduce(ReduceOp::ArgMax, cuda::toLaunchDtype(self.dtype()), g, nullptr, indices.data_ptr<int64_t>(),
+                         self.data_ptr());
+  });
 }
 
 }  // namespace dk::native

@@ -44,9 +44,26 @@ std::vector<int64_t> broadcastStrides(const Tensor& t, IntArrayRef shape) {
   return strides;
 }
 
+// Whether t has elements and exactly the strides computeContiguousStrides gives its sizes.
+bool isExactlyRowMajor(const Tensor& t) {
+  IntArrayRef sizes = t.sizes();
+  IntArrayRef strides = t.strides();
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 0 || strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<int64_t> pointwiseOutputStrides(IntArrayRef shape, std::initializer_list<const Tensor*> inputs) {
+  // The usual case, at no allocation: inputs laid out row-major (broadcast or not) order the dims
+  // row-major, as an equal stride in such a layout only pairs a dim with an inner one of size 1.
+  bool rowMajor = true;
+  for (const Tensor* t : inputs) rowMajor = rowMajor && isExactlyRowMajor(*t);
+  if (rowMajor) return {};
   std::vector<std::vector<int64_t>> strides;
   for (const Tensor* t : inputs) strides.push_back(broadcastStrides(*t, shape));
   const auto ndim = static_cast<int64_t>(shape.size());

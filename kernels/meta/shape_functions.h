@@ -50,6 +50,8 @@ struct OutputSpec {
 // The strides of a dense output of `shape` laid out in the memory order of `inputs` (broadcast
 // to shape): dims are ordered innermost first by the inputs' strides, the first input whose
 // strides differ on two dims deciding, broadcast dims deciding nothing (Note [Meta outputs]).
+// Empty (OutputSpec's "contiguous") when every input is laid out row-major, which then gives a
+// row-major output.
 std::vector<int64_t> pointwiseOutputStrides(IntArrayRef shape, std::initializer_list<const Tensor*> inputs);
 
 // ---------------------------------------------------------------- dtypes and devices

@@ -117,10 +117,13 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {addmm_::name, addmm_::overload_name, addmm_::schema_str, addmm_::dispatch_bitmap},  // addmm_
     {arange_start_step::name, arange_start_step::overload_name, arange_start_step::schema_str, arange_start_step::dispatch_bitmap},  // arange.start_step
     {argmax::name, argmax::overload_name, argmax::schema_str, argmax::dispatch_bitmap},  // argmax
+    {argmax_out::name, argmax_out::overload_name, argmax_out::schema_str, argmax_out::dispatch_bitmap},  // argmax.out
     {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
     {bmm_out::name, bmm_out::overload_name, bmm_out::schema_str, bmm_out::dispatch_bitmap},  // bmm.out
     {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
     {clamp::name, clamp::overload_name, clamp::schema_str, clamp::dispatch_bitmap},  // clamp
+    {clamp_out::name, clamp_out::overload_name, clamp_out::schema_str, clamp_out::dispatch_bitmap},  // clamp.out
+    {clamp_::name, clamp_::overload_name, clamp_::schema_str, clamp_::dispatch_bitmap},  // clamp_
     {clone::name, clone::overload_name, clone::schema_str, clone::dispatch_bitmap},  // clone
     {contiguous::name, contiguous::overload_name, contiguous::schema_str, contiguous::dispatch_bitmap},  // contiguous
     {copy_::name, copy_::overload_name, copy_::schema_str, copy_::dispatch_bitmap},  // copy_
@@ -137,7 +140,11 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {empty_memory_format::name, empty_memory_format::overload_name, empty_memory_format::schema_str, empty_memory_format::dispatch_bitmap},  // empty.memory_format
     {empty_like::name, empty_like::overload_name, empty_like::schema_str, empty_like::dispatch_bitmap},  // empty_like
     {eq_Scalar::name, eq_Scalar::overload_name, eq_Scalar::schema_str, eq_Scalar::dispatch_bitmap},  // eq.Scalar
+    {eq_Scalar_out::name, eq_Scalar_out::overload_name, eq_Scalar_out::schema_str, eq_Scalar_out::dispatch_bitmap},  // eq.Scalar_out
     {eq_Tensor::name, eq_Tensor::overload_name, eq_Tensor::schema_str, eq_Tensor::dispatch_bitmap},  // eq.Tensor
+    {eq_Tensor_out::name, eq_Tensor_out::overload_name, eq_Tensor_out::schema_str, eq_Tensor_out::dispatch_bitmap},  // eq.Tensor_out
+    {eq__Scalar::name, eq__Scalar::overload_name, eq__Scalar::schema_str, eq__Scalar::dispatch_bitmap},  // eq_.Scalar
+    {eq__Tensor::name, eq__Tensor::overload_name, eq__Tensor::schema_str, eq__Tensor::dispatch_bitmap},  // eq_.Tensor
     {exp::name, exp::overload_name, exp::schema_str, exp::dispatch_bitmap},  // exp
     {exp_out::name, exp_out::overload_name, exp_out::schema_str, exp_out::dispatch_bitmap},  // exp.out
     {exp_::name, exp_::overload_name, exp_::schema_str, exp_::dispatch_bitmap},  // exp_
@@ -150,6 +157,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {gelu_::name, gelu_::overload_name, gelu_::schema_str, gelu_::dispatch_bitmap},  // gelu_
     {gelu_backward::name, gelu_backward::overload_name, gelu_backward::schema_str, gelu_backward::dispatch_bitmap},  // gelu_backward
     {gt_Tensor::name, gt_Tensor::overload_name, gt_Tensor::schema_str, gt_Tensor::dispatch_bitmap},  // gt.Tensor
+    {gt_Tensor_out::name, gt_Tensor_out::overload_name, gt_Tensor_out::schema_str, gt_Tensor_out::dispatch_bitmap},  // gt.Tensor_out
+    {gt__Tensor::name, gt__Tensor::overload_name, gt__Tensor::schema_str, gt__Tensor::dispatch_bitmap},  // gt_.Tensor
     {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
     {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
     {log::name, log::overload_name, log::schema_str, log::dispatch_bitmap},  // log
@@ -157,11 +166,15 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {log_::name, log_::overload_name, log_::schema_str, log_::dispatch_bitmap},  // log_
     {log_softmax_int::name, log_softmax_int::overload_name, log_softmax_int::schema_str, log_softmax_int::dispatch_bitmap},  // log_softmax.int
     {lt_Tensor::name, lt_Tensor::overload_name, lt_Tensor::schema_str, lt_Tensor::dispatch_bitmap},  // lt.Tensor
+    {lt_Tensor_out::name, lt_Tensor_out::overload_name, lt_Tensor_out::schema_str, lt_Tensor_out::dispatch_bitmap},  // lt.Tensor_out
+    {lt__Tensor::name, lt__Tensor::overload_name, lt__Tensor::schema_str, lt__Tensor::dispatch_bitmap},  // lt_.Tensor
     {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap},  // matmul
     {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap},  // max.dim
+    {max_dim_max::name, max_dim_max::overload_name, max_dim_max::schema_str, max_dim_max::dispatch_bitmap},  // max.dim_max
     {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap},  // maximum
     {maximum_out::name, maximum_out::overload_name, maximum_out::schema_str, maximum_out::dispatch_bitmap},  // maximum.out
     {mean_dim::name, mean_dim::overload_name, mean_dim::schema_str, mean_dim::dispatch_bitmap},  // mean.dim
+    {mean_out::name, mean_out::overload_name, mean_out::schema_str, mean_out::dispatch_bitmap},  // mean.out
     {minimum::name, minimum::overload_name, minimum::schema_str, minimum::dispatch_bitmap},  // minimum
     {minimum_out::name, minimum_out::overload_name, minimum_out::schema_str, minimum_out::dispatch_bitmap},  // minimum.out
     {mm::name, mm::overload_name, mm::schema_str, mm::dispatch_bitmap},  // mm
@@ -179,6 +192,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {ones_like::name, ones_like::overload_name, ones_like::schema_str, ones_like::dispatch_bitmap},  // ones_like
     {permute::name, permute::overload_name, permute::schema_str, permute::dispatch_bitmap},  // permute
     {pow_Tensor_Scalar::name, pow_Tensor_Scalar::overload_name, pow_Tensor_Scalar::schema_str, pow_Tensor_Scalar::dispatch_bitmap},  // pow.Tensor_Scalar
+    {pow_Tensor_Scalar_out::name, pow_Tensor_Scalar_out::overload_name, pow_Tensor_Scalar_out::schema_str, pow_Tensor_Scalar_out::dispatch_bitmap},  // pow.Tensor_Scalar_out
+    {pow__Scalar::name, pow__Scalar::overload_name, pow__Scalar::schema_str, pow__Scalar::dispatch_bitmap},  // pow_.Scalar
     {rand::name, rand::overload_name, rand::schema_str, rand::dispatch_bitmap},  // rand
     {rand_generator::name, rand_generator::overload_name, rand_generator::schema_str, rand_generator::dispatch_bitmap},  // rand.generator
     {randn::name, randn::overload_name, randn::schema_str, randn::dispatch_bitmap},  // randn
@@ -209,6 +224,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {sub_out::name, sub_out::overload_name, sub_out::schema_str, sub_out::dispatch_bitmap},  // sub.out
     {sub__Tensor::name, sub__Tensor::overload_name, sub__Tensor::schema_str, sub__Tensor::dispatch_bitmap},  // sub_.Tensor
     {sum::name, sum::overload_name, sum::schema_str, sum::dispatch_bitmap},  // sum
+    {sum_IntList_out::name, sum_IntList_out::overload_name, sum_IntList_out::schema_str, sum_IntList_out::dispatch_bitmap},  // sum.IntList_out
     {sum_dim_IntList::name, sum_dim_IntList::overload_name, sum_dim_IntList::schema_str, sum_dim_IntList::dispatch_bitmap},  // sum.dim_IntList
     {t::name, t::overload_name, t::schema_str, t::dispatch_bitmap},  // t
     {tanh::name, tanh::overload_name, tanh::schema_str, tanh::dispatch_bitmap},  // tanh

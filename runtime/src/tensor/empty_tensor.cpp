@@ -195,6 +195,13 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, D
 
 Tensor empty_contiguous(IntArrayRef sizes, ScalarType dtype, Device device) {
   for (int64_t s : sizes) DK_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", sizes);
+  // The strides of the usual few dims on the stack: a new contiguous tensor costs one allocation.
+  constexpr size_t kInlineDims = 8;
+  if (sizes.size() <= kInlineDims) {
+    int64_t strides[kInlineDims];
+    computeContiguousStridesInto(sizes, strides);
+    return empty_strided(sizes, IntArrayRef(strides, sizes.size()), dtype, device);
+  }
   std::vector<int64_t> strides = computeContiguousStrides(sizes);
   return empty_strided(sizes, strides, dtype, device);
 }

@@ -7,8 +7,7 @@
 
 namespace dk {
 
-std::vector<int64_t> computeContiguousStrides(IntArrayRef sizes) {
-  std::vector<int64_t> strides(sizes.size());
+void computeContiguousStridesInto(IntArrayRef sizes, int64_t* strides) {
   int64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = running;
@@ -16,6 +15,11 @@ std::vector<int64_t> computeContiguousStrides(IntArrayRef sizes) {
     DK_CHECK(!__builtin_mul_overflow(running, std::max<int64_t>(sizes[i], 1), &running),
              "the contiguous strides for sizes ", sizes, " overflow int64");
   }
+}
+
+std::vector<int64_t> computeContiguousStrides(IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  computeContiguousStridesInto(sizes, strides.data());
   return strides;
 }
 

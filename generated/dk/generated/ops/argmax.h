@@ -19,4 +19,9 @@ inline Tensor argmax(const Tensor& self, std::optional<int64_t> dim = std::nullo
   return ops::argmax::call(self, dim, keepdim);
 }
 
+// ===== dk::argmax.out =====
+inline Tensor argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  return ops::argmax_out::call(self, dim, keepdim, out);
+}
+
 }  // namespace dk

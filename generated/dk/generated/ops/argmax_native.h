@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// argmax, argmax.out: checks and output geometry.
+struct structured_argmax : public MetaBase {
+  void meta(const Tensor& self, std::optional<int64_t> dim, bool keepdim);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor argmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim);  // argmax @ CPU
-Tensor argmax_cuda(const Tensor& self, std::optional<int64_t> dim, bool keepdim);  // argmax @ CUDA
-Tensor argmax_meta(const Tensor& self, std::optional<int64_t> dim, bool keepdim);  // argmax @ Meta
+// argmax, argmax.out @ CPU
+struct structured_argmax_out_cpu : public meta::structured_argmax {
+  void impl(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out);
+};
+
+// argmax, argmax.out @ CUDA
+struct structured_argmax_out_cuda : public meta::structured_argmax {
+  void impl(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,21 @@ struct argmax {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::argmax>::redispatch(ks, self, dim, keepdim);
+  }
+};
+
+// ===== dk::argmax.out =====
+struct argmax_out {
+  using signature = Tensor(const Tensor&, std::optional<int64_t>, bool, const Tensor&);
+  static constexpr const char* name = "dk::argmax";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b1001;  // self, out
+  static Tensor call(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::argmax_out>::call(self, dim, keepdim, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::argmax_out>::redispatch(ks, self, dim, keepdim, out);
   }
 };
 

@@ -19,4 +19,14 @@ inline Tensor clamp(const Tensor& self, const std::optional<Scalar>& min = std::
   return ops::clamp::call(self, min, max);
 }
 
+// ===== dk::clamp.out =====
+inline Tensor clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, const Tensor& out) {
+  return ops::clamp_out::call(self, min, max, out);
+}
+
+// ===== dk::clamp_ =====
+inline Tensor clamp_(const Tensor& self, const std::optional<Scalar>& min = std::nullopt, const std::optional<Scalar>& max = std::nullopt) {
+  return ops::clamp_::call(self, min, max);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// clamp, clamp_, clamp.out: checks and output geometry.
+struct structured_clamp : public TensorIteratorBase {
+  void meta(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);  // clamp @ CPU
-Tensor clamp_cuda(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);  // clamp @ CUDA
-Tensor clamp_meta(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);  // clamp @ Meta
+// clamp, clamp_, clamp.out @ CPU
+struct structured_clamp_out_cpu : public meta::structured_clamp {
+  void impl(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, const Tensor& out);
+};
+
+// clamp, clamp_, clamp.out @ CUDA
+struct structured_clamp_out_cuda : public meta::structured_clamp {
+  void impl(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, const Tensor& out);
+};
 
 }  // namespace dk::native

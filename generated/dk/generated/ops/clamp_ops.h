@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct clamp {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::clamp>::redispatch(ks, self, min, max);
+  }
+};
+
+// ===== dk::clamp.out =====
+struct clamp_out {
+  using signature = Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&, const Tensor&);
+  static constexpr const char* name = "dk::clamp";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b1001;  // self, out
+  static Tensor call(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::clamp_out>::call(self, min, max, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::clamp_out>::redispatch(ks, self, min, max, out);
+  }
+};
+
+// ===== dk::clamp_ =====
+struct clamp_ {
+  using signature = Tensor(const Tensor&, const std::optional<Scalar>&, const std::optional<Scalar>&);
+  static constexpr const char* name = "dk::clamp_";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b100;  // self
+  static Tensor call(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::clamp_>::call(self, min, max);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::clamp_>::redispatch(ks, self, min, max);
   }
 };
 

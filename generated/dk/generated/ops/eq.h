@@ -19,9 +19,19 @@ inline Tensor eq(const Tensor& self, const Scalar& other) {
   return ops::eq_Scalar::call(self, other);
 }
 
+// ===== dk::eq.Scalar_out =====
+inline Tensor eq(const Tensor& self, const Scalar& other, const Tensor& out) {
+  return ops::eq_Scalar_out::call(self, other, out);
+}
+
 // ===== dk::eq.Tensor =====
 inline Tensor eq(const Tensor& self, const Tensor& other) {
   return ops::eq_Tensor::call(self, other);
+}
+
+// ===== dk::eq.Tensor_out =====
+inline Tensor eq(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::eq_Tensor_out::call(self, other, out);
 }
 
 }  // namespace dk

@@ -18,16 +18,46 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// eq.Scalar, eq_.Scalar, eq.Scalar_out: checks and output geometry.
+struct structured_eq_Scalar : public TensorIteratorBase {
+  void meta(const Tensor& self, const Scalar& other);
+};
+
+// eq.Tensor, eq_.Tensor, eq.Tensor_out: checks and output geometry.
+struct structured_eq_Tensor : public TensorIteratorBase {
+  void meta(const Tensor& self, const Tensor& other);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor eq_cpu(const Tensor& self, const Scalar& other);  // eq.Scalar @ CPU
-Tensor eq_cpu(const Tensor& self, const Tensor& other);  // eq.Tensor @ CPU
-Tensor eq_cuda(const Tensor& self, const Scalar& other);  // eq.Scalar @ CUDA
-Tensor eq_cuda(const Tensor& self, const Tensor& other);  // eq.Tensor @ CUDA
-Tensor eq_meta(const Tensor& self, const Scalar& other);  // eq.Scalar @ Meta
-Tensor eq_meta(const Tensor& self, const Tensor& other);  // eq.Tensor @ Meta
+// eq.Scalar, eq_.Scalar, eq.Scalar_out @ CPU
+struct structured_eq_Scalar_out_cpu : public meta::structured_eq_Scalar {
+  void impl(const Tensor& self, const Scalar& other, const Tensor& out);
+};
+
+// eq.Scalar, eq_.Scalar, eq.Scalar_out @ CUDA
+struct structured_eq_Scalar_out_cuda : public meta::structured_eq_Scalar {
+  void impl(const Tensor& self, const Scalar& other, const Tensor& out);
+};
+
+// eq.Tensor, eq_.Tensor, eq.Tensor_out @ CPU
+struct structured_eq_Tensor_out_cpu : public meta::structured_eq_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
+
+// eq.Tensor, eq_.Tensor, eq.Tensor_out @ CUDA
+struct structured_eq_Tensor_out_cuda : public meta::structured_eq_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
 
 }  // namespace dk::native

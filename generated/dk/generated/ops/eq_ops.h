@@ -22,7 +22,9 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -41,6 +43,21 @@ struct eq_Scalar {
   }
 };
 
+// ===== dk::eq.Scalar_out =====
+struct eq_Scalar_out {
+  using signature = Tensor(const Tensor&, const Scalar&, const Tensor&);
+  static constexpr const char* name = "dk::eq";
+  static constexpr const char* overload_name = "Scalar_out";
+  static constexpr const char* schema_str = "eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b101;  // self, out
+  static Tensor call(const Tensor& self, const Scalar& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq_Scalar_out>::call(self, other, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq_Scalar_out>::redispatch(ks, self, other, out);
+  }
+};
+
 // ===== dk::eq.Tensor =====
 struct eq_Tensor {
   using signature = Tensor(const Tensor&, const Tensor&);
@@ -53,6 +70,51 @@ struct eq_Tensor {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq_Tensor>::redispatch(ks, self, other);
+  }
+};
+
+// ===== dk::eq.Tensor_out =====
+struct eq_Tensor_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::eq";
+  static constexpr const char* overload_name = "Tensor_out";
+  static constexpr const char* schema_str = "eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b111;  // self, other, out
+  static Tensor call(const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq_Tensor_out>::call(self, other, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq_Tensor_out>::redispatch(ks, self, other, out);
+  }
+};
+
+// ===== dk::eq_.Scalar =====
+struct eq__Scalar {
+  using signature = Tensor(const Tensor&, const Scalar&);
+  static constexpr const char* name = "dk::eq_";
+  static constexpr const char* overload_name = "Scalar";
+  static constexpr const char* schema_str = "eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b10;  // self
+  static Tensor call(const Tensor& self, const Scalar& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq__Scalar>::call(self, other);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq__Scalar>::redispatch(ks, self, other);
+  }
+};
+
+// ===== dk::eq_.Tensor =====
+struct eq__Tensor {
+  using signature = Tensor(const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::eq_";
+  static constexpr const char* overload_name = "Tensor";
+  static constexpr const char* schema_str = "eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b11;  // self, other
+  static Tensor call(const Tensor& self, const Tensor& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq__Tensor>::call(self, other);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::eq__Tensor>::redispatch(ks, self, other);
   }
 };
 

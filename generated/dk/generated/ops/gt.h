@@ -19,4 +19,9 @@ inline Tensor gt(const Tensor& self, const Tensor& other) {
   return ops::gt_Tensor::call(self, other);
 }
 
+// ===== dk::gt.Tensor_out =====
+inline Tensor gt(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::gt_Tensor_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct gt_Tensor {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gt_Tensor>::redispatch(ks, self, other);
+  }
+};
+
+// ===== dk::gt.Tensor_out =====
+struct gt_Tensor_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::gt";
+  static constexpr const char* overload_name = "Tensor_out";
+  static constexpr const char* schema_str = "gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b111;  // self, other, out
+  static Tensor call(const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gt_Tensor_out>::call(self, other, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gt_Tensor_out>::redispatch(ks, self, other, out);
+  }
+};
+
+// ===== dk::gt_.Tensor =====
+struct gt__Tensor {
+  using signature = Tensor(const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::gt_";
+  static constexpr const char* overload_name = "Tensor";
+  static constexpr const char* schema_str = "gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b11;  // self, other
+  static Tensor call(const Tensor& self, const Tensor& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gt__Tensor>::call(self, other);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::gt__Tensor>::redispatch(ks, self, other);
   }
 };
 

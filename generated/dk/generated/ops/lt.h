@@ -19,4 +19,9 @@ inline Tensor lt(const Tensor& self, const Tensor& other) {
   return ops::lt_Tensor::call(self, other);
 }
 
+// ===== dk::lt.Tensor_out =====
+inline Tensor lt(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::lt_Tensor_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// lt.Tensor, lt_.Tensor, lt.Tensor_out: checks and output geometry.
+struct structured_lt_Tensor : public TensorIteratorBase {
+  void meta(const Tensor& self, const Tensor& other);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor lt_cpu(const Tensor& self, const Tensor& other);  // lt.Tensor @ CPU
-Tensor lt_cuda(const Tensor& self, const Tensor& other);  // lt.Tensor @ CUDA
-Tensor lt_meta(const Tensor& self, const Tensor& other);  // lt.Tensor @ Meta
+// lt.Tensor, lt_.Tensor, lt.Tensor_out @ CPU
+struct structured_lt_Tensor_out_cpu : public meta::structured_lt_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
+
+// lt.Tensor, lt_.Tensor, lt.Tensor_out @ CUDA
+struct structured_lt_Tensor_out_cuda : public meta::structured_lt_Tensor {
+  void impl(const Tensor& self, const Tensor& other, const Tensor& out);
+};
 
 }  // namespace dk::native

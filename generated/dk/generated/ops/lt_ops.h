@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct lt_Tensor {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::lt_Tensor>::redispatch(ks, self, other);
+  }
+};
+
+// ===== dk::lt.Tensor_out =====
+struct lt_Tensor_out {
+  using signature = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::lt";
+  static constexpr const char* overload_name = "Tensor_out";
+  static constexpr const char* schema_str = "lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b111;  // self, other, out
+  static Tensor call(const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::lt_Tensor_out>::call(self, other, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::lt_Tensor_out>::redispatch(ks, self, other, out);
+  }
+};
+
+// ===== dk::lt_.Tensor =====
+struct lt__Tensor {
+  using signature = Tensor(const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::lt_";
+  static constexpr const char* overload_name = "Tensor";
+  static constexpr const char* schema_str = "lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b11;  // self, other
+  static Tensor call(const Tensor& self, const Tensor& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::lt__Tensor>::call(self, other);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::lt__Tensor>::redispatch(ks, self, other);
   }
 };
 

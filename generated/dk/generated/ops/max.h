@@ -19,4 +19,9 @@ inline std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keep
   return ops::max_dim::call(self, dim, keepdim);
 }
 
+// ===== dk::max.dim_max =====
+inline std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim, const Tensor& max, const Tensor& max_values) {
+  return ops::max_dim_max::call(self, dim, keepdim, max, max_values);
+}
+
 }  // namespace dk

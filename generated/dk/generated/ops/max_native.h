@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// max.dim, max.dim_max: checks and output geometry.
+struct structured_max_dim : public MetaBase {
+  void meta(const Tensor& self, int64_t dim, bool keepdim);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-std::tuple<Tensor, Tensor> max_cpu(const Tensor& self, int64_t dim, bool keepdim);  // max.dim @ CPU
-std::tuple<Tensor, Tensor> max_cuda(const Tensor& self, int64_t dim, bool keepdim);  // max.dim @ CUDA
-std::tuple<Tensor, Tensor> max_meta(const Tensor& self, int64_t dim, bool keepdim);  // max.dim @ Meta
+// max.dim, max.dim_max @ CPU
+struct structured_max_out_cpu : public meta::structured_max_dim {
+  void impl(const Tensor& self, int64_t dim, bool keepdim, const Tensor& max, const Tensor& max_values);
+};
+
+// max.dim, max.dim_max @ CUDA
+struct structured_max_out_cuda : public meta::structured_max_dim {
+  void impl(const Tensor& self, int64_t dim, bool keepdim, const Tensor& max, const Tensor& max_values);
+};
 
 }  // namespace dk::native

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,21 @@ struct max_dim {
   }
   static std::tuple<Tensor, Tensor> redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max_dim>::redispatch(ks, self, dim, keepdim);
+  }
+};
+
+// ===== dk::max.dim_max =====
+struct max_dim_max {
+  using signature = std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool, const Tensor&, const Tensor&);
+  static constexpr const char* name = "dk::max";
+  static constexpr const char* overload_name = "dim_max";
+  static constexpr const char* schema_str = "max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)";
+  static constexpr uint64_t dispatch_bitmap = 0b10011;  // self, max, max_values
+  static std::tuple<Tensor, Tensor> call(const Tensor& self, int64_t dim, bool keepdim, const Tensor& max, const Tensor& max_values) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max_dim_max>::call(self, dim, keepdim, max, max_values);
+  }
+  static std::tuple<Tensor, Tensor> redispatch(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim, const Tensor& max, const Tensor& max_values) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max_dim_max>::redispatch(ks, self, dim, keepdim, max, max_values);
   }
 };
 

@@ -24,4 +24,14 @@ inline Tensor mean(const Tensor& self, std::initializer_list<int64_t> dim, bool 
   return ops::mean_dim::call(self, IntArrayRef(dim), keepdim, dtype);
 }
 
+// ===== dk::mean.out =====
+inline Tensor mean(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  return ops::mean_out::call(self, dim, keepdim, dtype, out);
+}
+
+// dk::mean.out, braced-list form (Note [Braced int lists] in codegen/api/cpp.py)
+inline Tensor mean(const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  return ops::mean_out::call(self, IntArrayRef(dim), keepdim, dtype, out);
+}
+
 }  // namespace dk

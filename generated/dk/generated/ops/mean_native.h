@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// mean.dim, mean.out: checks and output geometry.
+struct structured_mean_dim : public MetaBase {
+  void meta(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor mean_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);  // mean.dim @ CPU
-Tensor mean_cuda(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);  // mean.dim @ CUDA
-Tensor mean_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);  // mean.dim @ Meta
+// mean.dim, mean.out @ CPU
+struct structured_mean_out_cpu : public meta::structured_mean_dim {
+  void impl(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out);
+};
+
+// mean.dim, mean.out @ CUDA
+struct structured_mean_out_cuda : public meta::structured_mean_dim {
+  void impl(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,21 @@ struct mean_dim {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mean_dim>::redispatch(ks, self, dim, keepdim, dtype);
+  }
+};
+
+// ===== dk::mean.out =====
+struct mean_out {
+  using signature = Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>, const Tensor&);
+  static constexpr const char* name = "dk::mean";
+  static constexpr const char* overload_name = "out";
+  static constexpr const char* schema_str = "mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b10001;  // self, out
+  static Tensor call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mean_out>::call(self, dim, keepdim, dtype, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mean_out>::redispatch(ks, self, dim, keepdim, dtype, out);
   }
 };
 

@@ -19,4 +19,9 @@ inline Tensor pow(const Tensor& self, const Scalar& exponent) {
   return ops::pow_Tensor_Scalar::call(self, exponent);
 }
 
+// ===== dk::pow.Tensor_Scalar_out =====
+inline Tensor pow(const Tensor& self, const Scalar& exponent, const Tensor& out) {
+  return ops::pow_Tensor_Scalar_out::call(self, exponent, out);
+}
+
 }  // namespace dk

@@ -18,13 +18,31 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// pow.Tensor_Scalar, pow_.Scalar, pow.Tensor_Scalar_out: checks and output geometry.
+struct structured_pow_Tensor_Scalar : public TensorIteratorBase {
+  void meta(const Tensor& self, const Scalar& exponent);
+};
+
+}  // namespace dk::meta
+
 namespace dk::native {
 
-Tensor pow_cpu(const Tensor& self, const Scalar& exponent);  // pow.Tensor_Scalar @ CPU
-Tensor pow_cuda(const Tensor& self, const Scalar& exponent);  // pow.Tensor_Scalar @ CUDA
-Tensor pow_meta(const Tensor& self, const Scalar& exponent);  // pow.Tensor_Scalar @ Meta
+// pow.Tensor_Scalar, pow_.Scalar, pow.Tensor_Scalar_out @ CPU
+struct structured_pow_Tensor_Scalar_out_cpu : public meta::structured_pow_Tensor_Scalar {
+  void impl(const Tensor& self, const Scalar& exponent, const Tensor& out);
+};
+
+// pow.Tensor_Scalar, pow_.Scalar, pow.Tensor_Scalar_out @ CUDA
+struct structured_pow_Tensor_Scalar_out_cuda : public meta::structured_pow_Tensor_Scalar {
+  void impl(const Tensor& self, const Scalar& exponent, const Tensor& out);
+};
 
 }  // namespace dk::native

@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Tensor.h"
 
 namespace dk::ops {
 
@@ -37,6 +38,36 @@ struct pow_Tensor_Scalar {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::pow_Tensor_Scalar>::redispatch(ks, self, exponent);
+  }
+};
+
+// ===== dk::pow.Tensor_Scalar_out =====
+struct pow_Tensor_Scalar_out {
+  using signature = Tensor(const Tensor&, const Scalar&, const Tensor&);
+  static constexpr const char* name = "dk::pow";
+  static constexpr const char* overload_name = "Tensor_Scalar_out";
+  static constexpr const char* schema_str = "pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b101;  // self, out
+  static Tensor call(const Tensor& self, const Scalar& exponent, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::pow_Tensor_Scalar_out>::call(self, exponent, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& exponent, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::pow_Tensor_Scalar_out>::redispatch(ks, self, exponent, out);
+  }
+};
+
+// ===== dk::pow_.Scalar =====
+struct pow__Scalar {
+  using signature = Tensor(const Tensor&, const Scalar&);
+  static constexpr const char* name = "dk::pow_";
+  static constexpr const char* overload_name = "Scalar";
+  static constexpr const char* schema_str = "pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b10;  // self
+  static Tensor call(const Tensor& self, const Scalar& exponent) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::pow__Scalar>::call(self, exponent);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::pow__Scalar>::redispatch(ks, self, exponent);
   }
 };
 

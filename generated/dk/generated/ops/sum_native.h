@@ -18,16 +18,39 @@
 #include "dk/core/generator.h"
 #include "dk/core/scalar.h"
 #include "dk/dispatch/ivalue.h"
+#include "dk/tensor/structured.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
 namespace dk::native {
 
-Tensor sum_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);  // sum.dim_IntList @ CPU
 Tensor sum_cpu(const Tensor& self, std::optional<ScalarType> dtype);  // sum @ CPU
-Tensor sum_cuda(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);  // sum.dim_IntList @ CUDA
 Tensor sum_cuda(const Tensor& self, std::optional<ScalarType> dtype);  // sum @ CUDA
-Tensor sum_meta(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);  // sum.dim_IntList @ Meta
 Tensor sum_meta(const Tensor& self, std::optional<ScalarType> dtype);  // sum @ Meta
+
+}  // namespace dk::native
+
+// Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
+// each, shared by every backend, and one impl class per backend kernel.
+namespace dk::meta {
+
+// sum.dim_IntList, sum.IntList_out: checks and output geometry.
+struct structured_sum_dim_IntList : public MetaBase {
+  void meta(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype);
+};
+
+}  // namespace dk::meta
+
+namespace dk::native {
+
+// sum.dim_IntList, sum.IntList_out @ CPU
+struct structured_sum_out_cpu : public meta::structured_sum_dim_IntList {
+  void impl(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out);
+};
+
+// sum.dim_IntList, sum.IntList_out @ CUDA
+struct structured_sum_out_cuda : public meta::structured_sum_dim_IntList {
+  void impl(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out);
+};
 
 }  // namespace dk::native

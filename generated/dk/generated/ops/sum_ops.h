@@ -22,6 +22,7 @@
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 
 namespace dk::ops {
@@ -38,6 +39,21 @@ struct sum {
   }
   static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype) {
     return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum>::redispatch(ks, self, dtype);
+  }
+};
+
+// ===== dk::sum.IntList_out =====
+struct sum_IntList_out {
+  using signature = Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>, const Tensor&);
+  static constexpr const char* name = "dk::sum";
+  static constexpr const char* overload_name = "IntList_out";
+  static constexpr const char* schema_str = "sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b10001;  // self, out
+  static Tensor call(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum_IntList_out>::call(self, dim, keepdim, dtype, out);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sum_IntList_out>::redispatch(ks, self, dim, keepdim, dtype, out);
   }
 };
 

@@ -14,6 +14,8 @@ namespace dk {
 // Row-major strides: the last dim has stride 1, each earlier one the product of the sizes after
 // it (sizes of 0 count as 1, as in PyTorch, so strides stay meaningful for empty tensors).
 std::vector<int64_t> computeContiguousStrides(IntArrayRef sizes);
+// The same written to strides[0 .. sizes.size()), for callers that keep them on the stack.
+void computeContiguousStridesInto(IntArrayRef sizes, int64_t* strides);
 
 // True when the layout is row-major dense: every dim of size != 1 has the stride
 // computeContiguousStrides gives. Tensors with no elements are contiguous.
