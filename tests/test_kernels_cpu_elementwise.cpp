@@ -908,8 +908,8 @@ TEST_CASE("cpu-elementwise: copy_ converts dtypes", "[cpu-elementwise]") {
   native::copy_inplace_cpu(d, make({1.5, -2.25}, {2}, kHalf), false);
   CHECK_VALUES(d, {1.5, -2.25});
   // Every pair of dtypes round-trips a small integer.
-  for (ScalarType from : {kByte, kChar, kInt, kLong, kHalf, kFloat, kDouble, kBool, kBFloat16}) {
-    for (ScalarType to : {kByte, kChar, kInt, kLong, kHalf, kFloat, kDouble, kBool, kBFloat16}) {
+  for (ScalarType from : {kByte, kChar, kShort, kInt, kLong, kHalf, kFloat, kDouble, kBool, kBFloat16}) {
+    for (ScalarType to : {kByte, kChar, kShort, kInt, kLong, kHalf, kFloat, kDouble, kBool, kBFloat16}) {
       Tensor dst = make({0, 0, 0}, {3}, to);
       native::copy_inplace_cpu(dst, make({1, 0, 1}, {3}, from), false);
       CHECK_VALUES(dst, {1, 0, 1});
@@ -987,8 +987,22 @@ TEST_CASE("cpu-elementwise: fill_ and zero_", "[cpu-elementwise]") {
                     "value cannot be converted to type int8_t without overflow");
   CHECK_THROWS_WITH(native::fill_inplace_cpu(make({0}, {1}, kInt), 1e10),
                     "value cannot be converted to type int without overflow");
-  CHECK_THROWS_WITH(native::fill_inplace_cpu(h, 70000), "value cannot be converted to type Half without overflow");
-  CHECK_THROWS_WITH(native::fill_inplace_cpu(b, 2), "value cannot be converted to type bool without overflow");
+  CHECK_THROWS_WITH(native::fill_inplace_cpu(h, 70000), "value cannot be converted to type at::Half without overflow");
+  CHECK_THROWS_WITH(native::fill_inplace_cpu(make({0}, {1}, kBFloat16), 1e300),
+                    "value cannot be converted to type at::BFloat16 without overflow");
+  CHECK_THROWS_WITH(native::fill_inplace_cpu(make({0}, {1}, kShort), 32768),
+                    "value cannot be converted to type int16_t without overflow");
+  // Every value converts to bool, as in PyTorch: zeros({3}, kBool).fill_(2) is all true.
+  for (Scalar v : {Scalar(2), Scalar(-3), Scalar(0.3), Scalar(kNaN), Scalar(kInf), Scalar(int64_t{1} << 40)}) {
+    Tensor fresh = make({0, 0, 0}, {3}, kBool);
+    native::fill_inplace_cpu(fresh, v);
+    CHECK_VALUES(fresh, {1, 1, 1});
+  }
+  native::fill_inplace_cpu(b, 0.0);
+  CHECK_VALUES(b, {0, 0});
+  Tensor s16 = make({0, 0}, {2}, kShort);
+  native::fill_inplace_cpu(s16, -32768);
+  CHECK_VALUES(s16, {-32768, -32768});
   CHECK_THROWS_WITH(native::fill_inplace_cpu(i, kNaN), "value cannot be converted to type int64_t without overflow");
   // zero_, contiguous and not.
   Tensor z = make({1, 2, 3, 4}, {2, 2}, kDouble);

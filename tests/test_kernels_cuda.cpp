@@ -133,7 +133,7 @@ void fail(const char* file, int line, const std::string& what) {
 using Sizes = std::vector<int64_t>;
 const Device kCuda(DeviceType::CUDA, 0);
 const Device kHost(DeviceType::CPU);
-const ScalarType kAllNine[] = {kByte, kChar, kInt, kLong, kHalf, kFloat, kDouble, kBool, kBFloat16};
+const ScalarType kEveryDtype[] = {kByte, kChar, kShort, kInt, kLong, kHalf, kFloat, kDouble, kBool, kBFloat16};
 const ScalarType kFloating[] = {kHalf, kFloat, kDouble, kBFloat16};
 
 // Deterministic CPU data: floats in [-2, 2), integers in [-5, 5) ([0, 10) for Byte), random bools.
@@ -280,11 +280,11 @@ CUDA_TEST(device_guard_sets_and_restores) {
 // ---------------------------------------------------------------- copies
 
 CUDA_TEST(copy_round_trips_every_dtype_pair) {
-  for (ScalarType from : kAllNine) {
+  for (ScalarType from : kEveryDtype) {
     Tensor host = hostData({3, 5}, from, 7);
     Tensor device = toCuda(host);
     EXPECT_EQUAL(device, host);
-    for (ScalarType to : kAllNine) {
+    for (ScalarType to : kEveryDtype) {
       Tensor converted = empty({3, 5}, to, std::nullopt, kCuda);
       ops::copy_::call(converted, device, false);
       Tensor expected = detail::empty_contiguous({3, 5}, to, kHost);
@@ -333,7 +333,7 @@ CUDA_TEST(item_fill_zero) {
   CHECK(ops::item::call(full({}, 2.5, kHalf, std::nullopt, kCuda)).toDouble() == 2.5);
   CHECK_THROWS_WITH(ops::item::call(empty({2, 3}, kFloat, std::nullopt, kCuda)),
                     "a Tensor with 6 elements cannot be converted to Scalar");
-  for (ScalarType dtype : kAllNine) {
+  for (ScalarType dtype : kEveryDtype) {
     Tensor base = toCuda(hostData({4, 3}, dtype));
     Tensor view = transposedView(base);
     fill_(view, 3);
@@ -348,7 +348,7 @@ CUDA_TEST(item_fill_zero) {
 // ---------------------------------------------------------------- factories
 
 CUDA_TEST(factories_match_cpu) {
-  for (ScalarType dtype : kAllNine) {
+  for (ScalarType dtype : kEveryDtype) {
     EXPECT_EQUAL(zeros({2, 3}, dtype, std::nullopt, kCuda), zeros({2, 3}, dtype, std::nullopt, kHost));
     EXPECT_EQUAL(ones({4}, dtype, std::nullopt, kCuda), ones({4}, dtype, std::nullopt, kHost));
     EXPECT_EQUAL(full({2, 2}, 5, dtype, std::nullopt, kCuda), full({2, 2}, 5, dtype, std::nullopt, kHost));
@@ -436,7 +436,7 @@ CUDA_TEST(binary_operators_match_cpu) {
       {"lt", [](const Tensor& x, const Tensor& y) { return lt(x, y); }},
   };
   for (const auto& [name, op] : arithmetic) {
-    for (ScalarType dtype : kAllNine) {
+    for (ScalarType dtype : kEveryDtype) {
       CHECK_BINARY(op, hostData({3, 4}, dtype, 1), hostData({3, 4}, dtype, 2), rtolFor(dtype));
     }
     CHECK_BINARY(op, hostData({2, 1, 4}, kFloat), hostData({3, 1}, kDouble), 1e-12);        // broadcast, promote
@@ -579,7 +579,7 @@ CUDA_TEST(gelu_backward_and_autograd_match_cpu) {
 }
 
 CUDA_TEST(where_matches_cpu) {
-  for (ScalarType dtype : kAllNine) {
+  for (ScalarType dtype : kEveryDtype) {
     Tensor cond = hostData({3, 1}, kBool), a = hostData({3, 4}, dtype, 2), b = hostData({4}, dtype, 3);
     EXPECT_EQUAL(where(toCuda(cond), toCuda(a), toCuda(b)), where(cond, a, b));
   }
@@ -591,7 +591,7 @@ CUDA_TEST(where_matches_cpu) {
 // ---------------------------------------------------------------- reductions
 
 CUDA_TEST(reductions_match_cpu) {
-  for (ScalarType dtype : kAllNine) {
+  for (ScalarType dtype : kEveryDtype) {
     Tensor x = hostData({4, 5, 6}, dtype);
     Tensor xc = toCuda(x);
     // The CPU accumulates in double, the GPU in float for the float dtypes (as PyTorch's).
@@ -748,7 +748,7 @@ CUDA_TEST(losses_and_embedding_match_cpu) {
   Tensor bad_target = full({2}, 7, kLong, std::nullopt, kHost);
   CHECK_THROWS_WITH(nll_loss(toCuda(hostData({2, 3}, kFloat)), toCuda(bad_target)), "Target 7 is out of bounds.");
 
-  for (ScalarType dtype : kAllNine) {
+  for (ScalarType dtype : kEveryDtype) {
     Tensor weight = hostData({10, 4}, dtype);
     Tensor indices = dk::abs(hostData({2, 3}, kLong));  // 0..5
     EXPECT_EQUAL(embedding(toCuda(weight), toCuda(indices)), embedding(weight, indices));

@@ -112,8 +112,13 @@ TEST_CASE("tensor: dk::tensor from values") {
                     "tensor: values can only be written to a cpu tensor here, not cuda:0 (make it on the cpu and copy "
                     "it)");
   CHECK_THROWS_WITH(tensor({1e300}, kLong), "tensor: value 1e+300 cannot be converted to dtype Long");
-  CHECK_THROWS_WITH(tensor({1.0}, dk::requires_grad()),
-                    "tensor: requires_grad=true is not supported yet (no autograd metadata)");
+  // requires_grad(true) makes a leaf that requires grad, as torch::tensor does.
+  Tensor leaf = tensor({1.0, 2.0}, dk::requires_grad());
+  CHECK(leaf.requires_grad());
+  CHECK(leaf.is_leaf());
+  CHECK_FALSE(tensor({1.0}, dk::requires_grad(false)).requires_grad());
+  CHECK_THROWS_WITH(tensor({1, 2}, dk::requires_grad()),
+                    "Only Tensors of floating point and complex dtype can require gradients");
 }
 
 TEST_CASE("tensor: empty_strided and empty_contiguous") {

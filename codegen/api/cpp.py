@@ -43,7 +43,7 @@ HAND_WRITTEN_TENSOR_MEMBERS = frozenset(
 _INT = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _SCALAR_TYPES = {
-    "uint8": "Byte", "int8": "Char", "int": "Int", "long": "Long", "half": "Half",
+    "uint8": "Byte", "int8": "Char", "int16": "Short", "short": "Short", "int": "Int", "long": "Long", "half": "Half",
     "float": "Float", "double": "Double", "bool": "Bool", "bfloat16": "BFloat16",
 }
 _MEMORY_FORMATS = {

@@ -45,6 +45,7 @@ std::string legacyTypeName(const Tensor& self) {
   switch (self.dtype()) {
     case ScalarType::Byte: scalar = "Byte"; break;
     case ScalarType::Char: scalar = "Char"; break;
+    case ScalarType::Short: scalar = "Short"; break;
     case ScalarType::Int: scalar = "Int"; break;
     case ScalarType::Long: scalar = "Long"; break;
     case ScalarType::Half: scalar = "Half"; break;

@@ -1,9 +1,11 @@
 // Comparisons and selections on the cpu: eq, gt, lt, where, clamp, maximum, minimum.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/eq_native.h"
+#include "dk/generated/ops/fill_native.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/lt_native.h"
 #include "dk/generated/ops/maximum_native.h"
@@ -122,9 +124,14 @@ Tensor where_cpu(const Tensor& condition, const Tensor& self, const Tensor& othe
 
 // clamp is structured (meta() in kernels/meta/unary_structured.cpp): the dtype is self's when
 // floating, else result_type of self and the bounds (an integer tensor clamped to 0.5 gives
-// float32). A NaN element stays NaN; with min > max every element becomes max.
+// float32). A NaN element stays NaN; with min > max every element becomes max; with both bounds
+// and one of them NaN every element is NaN (meta::clampGivesNan).
 DK_IMPL_FUNC(clamp_out_cpu)(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max,
                             const Tensor& out) {
+  if (meta::clampGivesNan(min, max)) {
+    fill_inplace_cpu(out, std::numeric_limits<double>::quiet_NaN());
+    return;
+  }
   const ScalarType common = common_dtype();
   TensorIterator iter = TensorIteratorConfig("clamp").add_output(out).add_input(self).common_dtype(common).build();
   DK_DISPATCH_ALL_TYPES(common, "clamp", [&] {

@@ -1,13 +1,12 @@
 // copy_, fill_, zero_ and item on the cpu.
-#include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "dk/generated/ops/copy_native.h"
 #include "dk/generated/ops/fill_native.h"
 #include "dk/generated/ops/item_native.h"
 #include "dk/generated/ops/zero_native.h"
 #include "dk/tensor/empty_tensor.h"
+#include "meta/shape_functions.h"
 #include "tensor_iterator.h"
 
 namespace dk::native {
@@ -26,58 +25,10 @@ void copySameDtype(TensorIterator& iter, size_t itemsize) {
   }
 }
 
-// The name PyTorch's checked conversions use for each C++ type.
-template <class T>
-constexpr const char* checkedTypeName() {
-  if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
-  else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
-  else if constexpr (std::is_same_v<T, int32_t>) return "int";
-  else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
-  else if constexpr (std::is_same_v<T, Half>) return "Half";
-  else if constexpr (std::is_same_v<T, BFloat16>) return "BFloat16";
-  else if constexpr (std::is_same_v<T, bool>) return "bool";
-  else if constexpr (std::is_same_v<T, float>) return "float";
-  else return "double";
-}
-
-// Largest finite value and lowest value of T, as doubles.
-template <class T>
-constexpr double maxOf() {
-  if constexpr (std::is_same_v<T, Half>) return 65504.0;
-  else if constexpr (std::is_same_v<T, BFloat16>) return 3.3895313892515355e38;
-  else return static_cast<double>(std::numeric_limits<T>::max());
-}
-template <class T>
-constexpr double lowestOf() {
-  if constexpr (std::is_unsigned_v<T>) return 0.0;  // uint8_t and bool
-  else if constexpr (std::is_integral_v<T>) return static_cast<double>(std::numeric_limits<T>::lowest());
-  else return -maxOf<T>();
-}
-
-// `value` as a T, refusing values T cannot hold, as PyTorch's Scalar::to does (fill_, full):
-// "value cannot be converted to type uint8_t without overflow". Integers may wrap from below
-// into an unsigned type (-1 fills uint8 with 255); infinities and NaN fit floating types only.
+// `value` as a T, refusing values T cannot hold (meta::checkFillValue, shared with every backend).
 template <class T>
 T checkedScalarTo(const Scalar& value) {
-  bool overflows = false;
-  if (value.isFloatingPoint()) {
-    double d = value.toDouble();
-    if (std::isnan(d)) overflows = !(std::is_floating_point_v<T> || is16BitFloat<T>);
-    else if (std::isinf(d)) overflows = !(std::is_floating_point_v<T> || is16BitFloat<T>);
-    else overflows = d < lowestOf<T>() || d > maxOf<T>();
-  } else if (value.isIntegral()) {
-    int64_t v = value.toLong();
-    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, int64_t>) {
-      overflows = false;
-    } else if constexpr (std::is_unsigned_v<T>) {  // uint8_t and bool
-      auto max = static_cast<uint64_t>(maxOf<T>());
-      overflows = (v > 0 && static_cast<uint64_t>(v) > max) || (v < 0 && -static_cast<uint64_t>(v) > max);
-    } else {
-      auto d = static_cast<double>(v);
-      overflows = d < lowestOf<T>() || d > maxOf<T>();
-    }
-  }
-  DK_CHECK(!overflows, "value cannot be converted to type ", checkedTypeName<T>(), " without overflow");
+  meta::checkFillValue(value, cppTypeToScalarType<T>);
   return scalarTo<T>(value);
 }
 

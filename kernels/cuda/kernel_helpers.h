@@ -43,7 +43,7 @@ struct AccType {
 template <class T>
 using acc_t = typename AccType<T>::type;
 
-// Conversion between any two of the nine element types, through float for 16-bit floats and
+// Conversion between any two of the ten element types, through float for 16-bit floats and
 // with bool meaning "nonzero".
 template <class To, class From>
 __device__ __forceinline__ To convert(From v) {
@@ -182,6 +182,7 @@ void dispatch(Dtype dtype, F&& f) {
   switch (dtype) {
     case Dtype::Byte: f(uint8_t{}); return;
     case Dtype::Char: f(int8_t{}); return;
+    case Dtype::Short: f(int16_t{}); return;
     case Dtype::Int: f(int32_t{}); return;
     case Dtype::Long: f(int64_t{}); return;
     case Dtype::Half: f(half{}); return;

@@ -24,7 +24,7 @@ constexpr int kMaxDims = 16;
 constexpr int kMaxOperands = 4;
 
 // The dtypes, numbered as dk::ScalarType (checked by a static_assert in cuda_utils.cpp).
-enum class Dtype : int8_t { Byte, Char, Int, Long, Half, Float, Double, Bool, BFloat16 };
+enum class Dtype : int8_t { Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 };
 
 // An elementwise loop: `numel` elements over `ndim` dims of `sizes`; operand k reads or
 // writes element (i0, ..., in) at sum(i_d * strides[k][d]) elements from its pointer.

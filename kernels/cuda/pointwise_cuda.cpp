@@ -2,6 +2,8 @@
 // Shapes, dtypes and checks come from the meta functions (structured families) and the meta
 // shape functions (the rest); operands are converted to
 // the compute dtype (0-dim CPU tensors uploaded), and one launcher of launch.h does the work.
+#include <limits>
+
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
 #include "device_guard.h"
@@ -235,6 +237,10 @@ DK_IMPL_FUNC(gelu_out_cuda)(const Tensor& self, std::string_view approximate, co
 
 DK_IMPL_FUNC(clamp_out_cuda)(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max,
                              const Tensor& out) {
+  if (meta::clampGivesNan(min, max)) {
+    cuda::fillCuda(out, std::numeric_limits<double>::quiet_NaN());
+    return;
+  }
   Tensor in = cuda::convertCuda(self, out.dtype());
   if (out.numel() > 0) {
     cuda::launch::ScalarArg lo = min ? cuda::scalarArg(*min) : cuda::launch::ScalarArg{};

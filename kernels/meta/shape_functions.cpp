@@ -225,6 +225,11 @@ OutputSpec unaryFloatOp(const Tensor& self) {
   return OutputSpec{self.sizes(), defaultFloatIfIntegral(self.dtype()), pointwiseOutputStrides(self.sizes(), {&self})};
 }
 
+bool clampGivesNan(const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  auto isNan = [](const Scalar& s) { return s.isFloatingPoint() && std::isnan(s.toDouble()); };
+  return min && max && (isNan(*min) || isNan(*max));
+}
+
 GeluApproximation parseGeluApproximation(std::string_view approximate) {
   if (approximate == "none") return GeluApproximation::None;
   if (approximate == "tanh") return GeluApproximation::Tanh;
@@ -337,6 +342,7 @@ const char* typeMetaName(ScalarType dtype) {
   switch (dtype) {
     case kByte: return "unsigned char";
     case kChar: return "signed char";
+    case kShort: return "short int";
     case kInt: return "int";
     case kLong: return "long int";
     case kHalf: return "c10::Half";
@@ -492,10 +498,11 @@ const char* checkedTypeName(ScalarType dtype) {
   switch (dtype) {
     case kByte: return "uint8_t";
     case kChar: return "int8_t";
+    case kShort: return "int16_t";
     case kInt: return "int";
     case kLong: return "int64_t";
-    case kHalf: return "Half";
-    case kBFloat16: return "BFloat16";
+    case kHalf: return "at::Half";
+    case kBFloat16: return "at::BFloat16";
     case kBool: return "bool";
     case kFloat: return "float";
     default: return "double";
@@ -507,6 +514,7 @@ double maxOf(ScalarType dtype) {
   switch (dtype) {
     case kByte: return 255;
     case kChar: return 127;
+    case kShort: return 32767;
     case kInt: return 2147483647.0;
     case kLong: return 9223372036854775807.0;
     case kHalf: return 65504.0;
@@ -519,6 +527,7 @@ double maxOf(ScalarType dtype) {
 double lowestOf(ScalarType dtype) {
   if (dtype == kByte || dtype == kBool) return 0;
   if (dtype == kChar) return -128;
+  if (dtype == kShort) return -32768;
   if (dtype == kInt) return -2147483648.0;
   if (dtype == kLong) return -9223372036854775808.0;
   return -maxOf(dtype);
@@ -527,6 +536,7 @@ double lowestOf(ScalarType dtype) {
 }  // namespace
 
 void checkFillValue(const Scalar& value, ScalarType dtype) {
+  if (dtype == kBool) return;  // every value converts: nonzero (NaN included) is true
   bool overflows = false;
   if (value.isFloatingPoint()) {
     double d = value.toDouble();
@@ -534,7 +544,7 @@ void checkFillValue(const Scalar& value, ScalarType dtype) {
     else overflows = d < lowestOf(dtype) || d > maxOf(dtype);
   } else if (value.isIntegral()) {
     int64_t v = value.toLong();
-    if (dtype == kByte || dtype == kBool) {
+    if (dtype == kByte) {
       // Unsigned: values from below wrap as long as their magnitude fits.
       auto max = static_cast<uint64_t>(maxOf(dtype));
       uint64_t magnitude = v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);

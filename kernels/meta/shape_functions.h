@@ -131,6 +131,9 @@ GeluApproximation parseGeluApproximation(std::string_view approximate);
 // the given bounds (clamp(int tensor, 0.5) is Float). Error: "torch.clamp: At least one of
 // 'min' or 'max' must not be None".
 OutputSpec clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
+// Whether clamp's result is all NaN: both bounds given and one of them NaN (PyTorch fills the
+// output; a single NaN bound is ignored, as std::max(x, NaN) is x).
+bool clampGivesNan(const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 
 // An in-place pointwise operator writing a result of `sizes` and `dtype` into self: the
 // broadcast shape must be self's ("output with shape [3] doesn't match the broadcast shape

@@ -79,6 +79,7 @@ void fill(const Tensor& t, FuzzInput& in) {
   switch (t.dtype()) {
     case ScalarType::Byte: return fillAs<uint8_t>(t, in, false);
     case ScalarType::Char: return fillAs<int8_t>(t, in, false);
+    case ScalarType::Short: return fillAs<int16_t>(t, in, false);
     case ScalarType::Int: return fillAs<int32_t>(t, in, false);
     case ScalarType::Long: return fillAs<int64_t>(t, in, false);
     case ScalarType::Half: return fillAs<Half>(t, in, true);
@@ -95,7 +96,7 @@ void fill(const Tensor& t, FuzzInput& in) {
 }
 
 Tensor makeTensor(FuzzInput& in) {
-  static constexpr ScalarType dtypes[] = {kFloat, kDouble, kLong, kInt, kBool, kHalf, kBFloat16, kByte, kChar};
+  static constexpr ScalarType dtypes[] = {kFloat, kDouble, kLong, kInt, kBool, kHalf, kBFloat16, kByte, kChar, kShort};
   if (in.pick(16) == 0) return Tensor();  // undefined
   const ScalarType dtype = dtypes[in.pick(std::size(dtypes))];
   const bool meta = in.pick(4) == 0;

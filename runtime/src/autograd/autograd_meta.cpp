@@ -2,6 +2,8 @@
 // hooks]).
 #include "dk/autograd/autograd_meta.h"
 
+#include <string>
+
 #include "dk/util/error.h"
 
 namespace dk::autograd {
@@ -15,6 +17,32 @@ AutogradMeta& materialize_autograd_meta(const Tensor& t) {
 
 bool is_differentiable_type(ScalarType dtype) { return isFloatingType(dtype); }
 
+namespace {
+
+// PyTorch's type string of a tensor in hook errors: "CPUFloatType", "CUDADoubleType".
+std::string typeString(const Tensor& t) {
+  std::string device;
+  switch (t.device().type) {
+    case DeviceType::CPU: device = "CPU"; break;
+    case DeviceType::CUDA: device = "CUDA"; break;
+    case DeviceType::Meta: device = "Meta"; break;
+    case DeviceType::PrivateUse1: device = "PrivateUse1"; break;
+  }
+  return device + std::string(toString(t.scalar_type())) + "Type";
+}
+
+// A hook may replace a gradient only with one of the same device, dtype and sizes (the
+// engine and the leaf's .grad() rely on it). Errors, PyTorch's: "hook '0' has changed the type
+// of value (was CPUDoubleType got CPUFloatType)", "hook '0' has changed the size of value".
+void checkHookResult(const Tensor& original, const Tensor& result, size_t index) {
+  DK_CHECK(original.device().type == result.device().type && original.scalar_type() == result.scalar_type(),
+           "hook '", index, "' has changed the type of value (was ", typeString(original), " got ",
+           typeString(result), ")");
+  DK_CHECK(original.sizes() == result.sizes(), "hook '", index, "' has changed the size of value");
+}
+
+}  // namespace
+
 Tensor TensorHookList::run(Tensor grad) const {
   // Indexing, and calling a copy: a hook may register another hook on the same tensor, which
   // can move the vector's elements.
@@ -22,7 +50,9 @@ Tensor TensorHookList::run(Tensor grad) const {
     if (!hooks[i]) continue;  // removed
     TensorHook hook = hooks[i];
     Tensor replaced = hook(grad);
-    if (replaced.defined()) grad = std::move(replaced);
+    if (!replaced.defined()) continue;
+    checkHookResult(grad, replaced, i);
+    grad = std::move(replaced);
   }
   return grad;
 }

@@ -101,9 +101,11 @@ Tensor pow_backward(const Tensor& grad, const Tensor& self, const Scalar& expone
 Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool is_max, bool for_self) {
   const Tensor& mine = for_self ? self : other;
   const Tensor& theirs = for_self ? other : self;
-  Tensor wins = is_max ? dk::gt(mine, theirs) : dk::lt(mine, theirs);
-  Tensor zero = dk::zeros_like(grad);
-  return dk::where(wins, grad, dk::where(dk::eq(mine, theirs), dk::div(grad, 2), zero));
+  // PyTorch's formula: half the gradient on ties, none where this input loses, all of it
+  // otherwise, so a NaN on either side (no tie, no loser) sends the whole gradient to both.
+  Tensor loses = is_max ? dk::lt(mine, theirs) : dk::gt(mine, theirs);
+  Tensor shared = dk::where(dk::eq(mine, theirs), dk::div(grad, 2), grad);
+  return dk::where(loses, dk::zeros_like(shared), shared);
 }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& x, const Scalar& threshold) {
@@ -293,7 +295,10 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& t
     coef = dk::mul(coef, grad);
     if (reduction == kReductionMean) coef = dk::div(coef, dk::sum(row_weight));
   }
-  Tensor out = dk::where(chosen, dk::unsqueeze(coef, 1), zerosOf({n, classes}, dtype, self.device()));
+  // Ignored rows get no gradient, not 0 / 0: with every target ignored the mean's divisor is 0,
+  // and PyTorch's gradient is still all zeros there.
+  Tensor counted = dk::unsqueeze(dk::where(dk::eq(tgt, ignore_index), dk::zeros_like(coef), coef), 1);
+  Tensor out = dk::where(chosen, counted, zerosOf({n, classes}, dtype, self.device()));
   return batched ? out : dk::reshape(out, self.sizes());
 }
 

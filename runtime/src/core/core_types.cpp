@@ -10,7 +10,7 @@ namespace dk {
 
 std::string_view toString(ScalarType t) {
   static constexpr std::array<std::string_view, kNumScalarTypes + 1> names = {
-      "Byte", "Char", "Int", "Long", "Half", "Float", "Double", "Bool", "BFloat16", "Undefined"};
+      "Byte", "Char", "Short", "Int", "Long", "Half", "Float", "Double", "Bool", "BFloat16", "Undefined"};
   auto i = static_cast<size_t>(t);
   return i < names.size() ? names[i] : std::string_view("UNKNOWN_SCALAR_TYPE");
 }
@@ -18,7 +18,7 @@ std::ostream& operator<<(std::ostream& out, ScalarType t) { return out << toStri
 
 std::string_view dtypeName(ScalarType t) {
   static constexpr std::array<std::string_view, kNumScalarTypes + 1> names = {
-      "uint8", "int8", "int32", "int64", "float16", "float32", "float64", "bool", "bfloat16", "undefined"};
+      "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bool", "bfloat16", "undefined"};
   auto i = static_cast<size_t>(t);
   return i < names.size() ? names[i] : std::string_view("unknown");
 }

@@ -27,7 +27,6 @@ void checkSizesAndStrides(const char* what, IntArrayRef sizes, IntArrayRef strid
 void checkSupportedOptions(const char* what, const TensorOptions& options) {
   DK_CHECK(options.layout() == Layout::Strided, what, ": only the strided layout is supported, got ",
            options.layout());
-  DK_CHECK(!options.requires_grad(), what, ": requires_grad=true is not supported yet (no autograd metadata)");
   DK_CHECK(!options.pinned_memory(), what, ": pinned memory is not supported yet");
 }
 
@@ -206,6 +205,14 @@ Tensor empty_contiguous(IntArrayRef sizes, ScalarType dtype, Device device) {
   return empty_strided(sizes, strides, dtype, device);
 }
 
+Tensor applyRequiresGrad(Tensor made, const TensorOptions& options) {
+  if (options.requires_grad()) {
+    DK_CHECK(isFloatingType(made.scalar_type()), "Only Tensors of floating point and complex dtype can require gradients");
+    made.requires_grad_(true);
+  }
+  return made;
+}
+
 }  // namespace detail
 
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, std::function<void(void*)> deleter,
@@ -219,7 +226,8 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, std::functi
            "from_blob: null data for a tensor of ", nbytes, " bytes");
   DataPtr data_ptr = deleter ? DataPtr(data, new BlobContext{data, std::move(deleter)}, &BlobContext::free, device)
                              : DataPtr(data, device);
-  return tensorOver(Storage::wrap(std::move(data_ptr), nbytes), sizes, strides, dtype, device);
+  return detail::applyRequiresGrad(tensorOver(Storage::wrap(std::move(data_ptr), nbytes), sizes, strides, dtype, device),
+                                   options);
 }
 
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, const TensorOptions& options) {

@@ -17,7 +17,6 @@ namespace {
 Tensor emptyForValues(std::vector<int64_t> sizes, ScalarType dtype, const TensorOptions& options) {
   DK_CHECK(options.layout() == Layout::Strided, "tensor: only the strided layout is supported, got ",
            options.layout());
-  DK_CHECK(!options.requires_grad(), "tensor: requires_grad=true is not supported yet (no autograd metadata)");
   DK_CHECK(!options.pinned_memory(), "tensor: pinned memory is not supported yet");
   Device device = options.device();
   DK_CHECK(device.type == DeviceType::CPU || device.type == DeviceType::Meta,
@@ -55,25 +54,25 @@ Tensor tensorFromIntegers(const std::vector<int64_t>& values, std::vector<int64_
                           const TensorOptions& options) {
   ScalarType dtype = options.has_dtype() ? options.dtype() : natural;
   Tensor out = emptyForValues(std::move(sizes), dtype, options);
-  if (out.is_meta()) return out;
+  if (out.is_meta()) return applyRequiresGrad(out, options);
   dispatchDtype(dtype, "tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* data = out.data_ptr<T>();
     for (size_t i = 0; i < values.size(); ++i) data[i] = fromInteger<T>(values[i]);
   });
-  return out;
+  return applyRequiresGrad(out, options);
 }
 
 Tensor tensorFromFloats(const std::vector<double>& values, std::vector<int64_t> sizes, const TensorOptions& options) {
   ScalarType dtype = options.has_dtype() ? options.dtype() : get_default_dtype();
   Tensor out = emptyForValues(std::move(sizes), dtype, options);
-  if (out.is_meta()) return out;
+  if (out.is_meta()) return applyRequiresGrad(out, options);
   dispatchDtype(dtype, "tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* data = out.data_ptr<T>();
     for (size_t i = 0; i < values.size(); ++i) data[i] = fromFloat<T>(values[i], dtype);
   });
-  return out;
+  return applyRequiresGrad(out, options);
 }
 
 void throwRaggedList(int64_t dim, int64_t expected, int64_t got) {

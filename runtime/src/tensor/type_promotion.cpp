@@ -7,22 +7,23 @@ namespace dk {
 
 namespace {
 
-constexpr ScalarType u1 = kByte, i1 = kChar, i4 = kInt, i8 = kLong, f2 = kHalf, f4 = kFloat, f8 = kDouble,
-                     b1 = kBool, bf = kBFloat16;
+constexpr ScalarType u1 = kByte, i1 = kChar, i2 = kShort, i4 = kInt, i8 = kLong, f2 = kHalf, f4 = kFloat,
+                     f8 = kDouble, b1 = kBool, bf = kBFloat16;
 
-// Rows and columns in ScalarType order: Byte, Char, Int, Long, Half, Float, Double, Bool,
-// BFloat16. Symmetric. The one deviation from PyTorch is marked *.
+// Rows and columns in ScalarType order: Byte, Char, Short, Int, Long, Half, Float, Double, Bool,
+// BFloat16. Symmetric; PyTorch's table restricted to these dtypes (uint8 + int8 is int16).
 constexpr std::array<std::array<ScalarType, kNumScalarTypes>, kNumScalarTypes> kPromotionTable = {{
-    /*        u1  i1  i4  i8  f2  f4  f8  b1  bf */
-    /* u1 */ {u1, i4, i4, i8, f2, f4, f8, u1, bf},  // u1 + i1 = i4*
-    /* i1 */ {i4, i1, i4, i8, f2, f4, f8, i1, bf},  // i1 + u1 = i4*
-    /* i4 */ {i4, i4, i4, i8, f2, f4, f8, i4, bf},
-    /* i8 */ {i8, i8, i8, i8, f2, f4, f8, i8, bf},
-    /* f2 */ {f2, f2, f2, f2, f2, f4, f8, f2, f4},
-    /* f4 */ {f4, f4, f4, f4, f4, f4, f8, f4, f4},
-    /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8},
-    /* b1 */ {u1, i1, i4, i8, f2, f4, f8, b1, bf},
-    /* bf */ {bf, bf, bf, bf, f4, f4, f8, bf, bf},
+    /*        u1  i1  i2  i4  i8  f2  f4  f8  b1  bf */
+    /* u1 */ {u1, i2, i2, i4, i8, f2, f4, f8, u1, bf},
+    /* i1 */ {i2, i1, i2, i4, i8, f2, f4, f8, i1, bf},
+    /* i2 */ {i2, i2, i2, i4, i8, f2, f4, f8, i2, bf},
+    /* i4 */ {i4, i4, i4, i4, i8, f2, f4, f8, i4, bf},
+    /* i8 */ {i8, i8, i8, i8, i8, f2, f4, f8, i8, bf},
+    /* f2 */ {f2, f2, f2, f2, f2, f2, f4, f8, f2, f4},
+    /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f8, f4, f4},
+    /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+    /* b1 */ {u1, i1, i2, i4, i8, f2, f4, f8, b1, bf},
+    /* bf */ {bf, bf, bf, bf, bf, f4, f4, f8, bf, bf},
 }};
 
 constexpr bool tableIsSymmetric() {

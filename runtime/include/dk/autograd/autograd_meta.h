@@ -38,7 +38,9 @@ using TensorHook = std::function<Tensor(const Tensor&)>;
 // even when the tensor itself is gone, as in PyTorch. A leaf's list is read by its
 // AccumulateGrad through the tensor it holds. The engine runs a node's hooks on the gradients
 // it received, before the node runs and before autograd::grad captures them; hooks run in
-// registration order and only on defined gradients; the retain_grad hook runs after them and
+// registration order and only on defined gradients; a hook that returns a tensor replaces the
+// gradient, which must keep its device, dtype and sizes ("hook '0' has changed the type of
+// value (was CPUDoubleType got CPUFloatType)", "... the size of value"); the retain_grad hook runs after them and
 // so stores the hooked gradient. An in-place change of a non-leaf (rebase_history) leaves the
 // hooks registered so far on the old grad_fn (they are about the old value) and moves the
 // retain_grad hook to the new one.

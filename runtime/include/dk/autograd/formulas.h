@@ -23,7 +23,8 @@ Tensor sgn(const Tensor& self);
 // d/dx x^e = e x^(e-1) (zero for e = 0).
 Tensor pow_backward(const Tensor& grad, const Tensor& self, const Scalar& exponent);
 
-// maximum/minimum: the gradient goes to the winning input, half to each on a tie.
+// maximum/minimum: the gradient goes to the winning input, half to each on a tie, and all of it
+// to both where neither wins (a NaN on either side), as PyTorch's formula does.
 Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool is_max, bool for_self);
 
 // grad where x > threshold, else 0 (relu: x is the result).

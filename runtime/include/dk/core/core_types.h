@@ -16,6 +16,7 @@ namespace dk {
 enum class ScalarType : int8_t {
   Byte,      // uint8
   Char,      // int8
+  Short,     // int16
   Int,       // int32
   Long,      // int64
   Half,      // float16
@@ -26,7 +27,8 @@ enum class ScalarType : int8_t {
   Undefined,
 };
 inline constexpr int kNumScalarTypes = static_cast<int>(ScalarType::Undefined);
-inline constexpr ScalarType kByte = ScalarType::Byte, kChar = ScalarType::Char, kInt = ScalarType::Int,
+inline constexpr ScalarType kByte = ScalarType::Byte, kChar = ScalarType::Char, kShort = ScalarType::Short,
+                            kInt = ScalarType::Int,
                             kLong = ScalarType::Long, kHalf = ScalarType::Half, kFloat = ScalarType::Float,
                             kDouble = ScalarType::Double, kBool = ScalarType::Bool,
                             kBFloat16 = ScalarType::BFloat16;
@@ -42,6 +44,7 @@ constexpr size_t elementSize(ScalarType t) {
     case ScalarType::Byte:
     case ScalarType::Char:
     case ScalarType::Bool: return 1;
+    case ScalarType::Short:
     case ScalarType::Half:
     case ScalarType::BFloat16: return 2;
     case ScalarType::Int:
@@ -56,7 +59,7 @@ constexpr bool isFloatingType(ScalarType t) {
   return t == ScalarType::Half || t == ScalarType::Float || t == ScalarType::Double || t == ScalarType::BFloat16;
 }
 constexpr bool isIntegralType(ScalarType t, bool includeBool) {
-  return t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Int || t == ScalarType::Long ||
+  return t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Short || t == ScalarType::Int || t == ScalarType::Long ||
          (includeBool && t == ScalarType::Bool);
 }
 

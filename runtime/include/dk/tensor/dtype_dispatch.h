@@ -31,6 +31,7 @@ struct CppTypeToScalarType;  // undefined for types with no dtype
   };
 DK_DEFINE_DTYPE_MAPPING(uint8_t, Byte)
 DK_DEFINE_DTYPE_MAPPING(int8_t, Char)
+DK_DEFINE_DTYPE_MAPPING(int16_t, Short)
 DK_DEFINE_DTYPE_MAPPING(int32_t, Int)
 DK_DEFINE_DTYPE_MAPPING(int64_t, Long)
 DK_DEFINE_DTYPE_MAPPING(Half, Half)
@@ -56,7 +57,8 @@ using DtypeGroup = uint32_t;  // bit i set: ScalarType i is in the group
 constexpr DtypeGroup dtypeBit(ScalarType t) { return DtypeGroup{1} << static_cast<int>(t); }
 inline constexpr DtypeGroup kFloatingDtypes =
     dtypeBit(kHalf) | dtypeBit(kBFloat16) | dtypeBit(kFloat) | dtypeBit(kDouble);
-inline constexpr DtypeGroup kIntegralDtypes = dtypeBit(kByte) | dtypeBit(kChar) | dtypeBit(kInt) | dtypeBit(kLong);
+inline constexpr DtypeGroup kIntegralDtypes = dtypeBit(kByte) | dtypeBit(kChar) | dtypeBit(kShort) |
+                                             dtypeBit(kInt) | dtypeBit(kLong);
 inline constexpr DtypeGroup kAllDtypesExceptBool = kFloatingDtypes | kIntegralDtypes;
 inline constexpr DtypeGroup kAllDtypes = kAllDtypesExceptBool | dtypeBit(kBool);
 
@@ -75,6 +77,7 @@ decltype(auto) dispatchDtypeIn(ScalarType t, const char* opname, F&& f) {
   switch (t) {
     DK_DTYPE_CASE(uint8_t, Byte)
     DK_DTYPE_CASE(int8_t, Char)
+    DK_DTYPE_CASE(int16_t, Short)
     DK_DTYPE_CASE(int32_t, Int)
     DK_DTYPE_CASE(int64_t, Long)
     DK_DTYPE_CASE(Half, Half)
@@ -88,7 +91,7 @@ decltype(auto) dispatchDtypeIn(ScalarType t, const char* opname, F&& f) {
   detail::throwUnsupportedDtype(opname, t);
 }
 
-// Every dtype (all nine).
+// Every dtype (all ten).
 template <class F>
 decltype(auto) dispatchDtype(ScalarType t, const char* opname, F&& f) {
   return dispatchDtypeIn<kAllDtypes>(t, opname, std::forward<F>(f));
@@ -102,7 +105,7 @@ decltype(auto) dispatchDtype(ScalarType t, const char* opname, F&& f) {
     using scalar_t [[maybe_unused]] = typename decltype(dk_dtype_tag_)::type;          \
     return __VA_ARGS__();                                                              \
   })
-// All nine dtypes.
+// All ten dtypes.
 #define DK_DISPATCH_ALL_TYPES(DTYPE, OPNAME, ...) DK_DISPATCH_IN_GROUP_(::dk::kAllDtypes, DTYPE, OPNAME, __VA_ARGS__)
 // All but Bool.
 #define DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(DTYPE, OPNAME, ...) \
@@ -110,6 +113,6 @@ decltype(auto) dispatchDtype(ScalarType t, const char* opname, F&& f) {
 // Half, BFloat16, Float, Double.
 #define DK_DISPATCH_FLOATING_TYPES(DTYPE, OPNAME, ...) \
   DK_DISPATCH_IN_GROUP_(::dk::kFloatingDtypes, DTYPE, OPNAME, __VA_ARGS__)
-// Byte, Char, Int, Long (not Bool).
+// Byte, Char, Short, Int, Long (not Bool).
 #define DK_DISPATCH_INTEGRAL_TYPES(DTYPE, OPNAME, ...) \
   DK_DISPATCH_IN_GROUP_(::dk::kIntegralDtypes, DTYPE, OPNAME, __VA_ARGS__)

@@ -21,6 +21,11 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, D
 // empty_strided with computeContiguousStrides(sizes).
 Tensor empty_contiguous(IntArrayRef sizes, ScalarType dtype, Device device);
 
+// What PyTorch's torch:: factories do with TensorOptions().requires_grad(true): the new tensor
+// becomes a leaf that requires grad. Error: "Only Tensors of floating point and complex dtype
+// can require gradients". Returns `made`.
+Tensor applyRequiresGrad(Tensor made, const TensorOptions& options);
+
 }  // namespace detail
 
 // A tensor over `data` (on options.device()), which must hold the whole geometry. Without a

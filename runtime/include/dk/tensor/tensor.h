@@ -282,6 +282,13 @@ class Tensor {
   // header includes none of the operators: Note [Generated calls]).
 #include "dk/generated/TensorMethodDecls.inc"
 
+  // item() as a C++ value, as in PyTorch: x.item<float>(), x.item<int64_t>(). (Self makes the
+  // call dependent, so a schema file without an `item` method still compiles this header.)
+  template <class T, class Self = Tensor>
+  T item() const {
+    return static_cast<const Self&>(*this).item().template to<T>();
+  }
+
   // Takes over one reference the caller owns (used by IValue).
   static Tensor reclaim(TensorImpl* impl) {
     Tensor t;

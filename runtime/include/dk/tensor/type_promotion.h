@@ -3,8 +3,8 @@
 //
 // Note [Type promotion]
 // promoteTypes(a, b) is the lattice: Bool < integers < floating types, and within a category
-// the type that holds both (uint8 + int32 -> int32, float16 + bfloat16 -> float32). One
-// deviation: PyTorch gives int16 for uint8 + int8; there is no int16 here, so it is int32.
+// the type that holds both (uint8 + int8 -> int16, uint8 + int32 -> int32, float16 + bfloat16 ->
+// float32), exactly PyTorch's table over the dtypes dk has.
 //
 // result_type over tensors and Scalars ranks operands in three tiers: tensors with dims, then
 // 0-dim tensors, then Scalars (and 0-dim tensors marked is_wrapped_number). A lower tier

@@ -1,0 +1,171 @@
+// Behaviours pinned to PyTorch 1.13.1 (each expected value below was printed by PyTorch itself
+// on the same inputs): the places where dispatchkit once differed from it. One TEST_CASE per
+// behaviour; the operators are called as a user calls them (dk::add, Tensor methods,
+// backward()).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dk/dk.h"
+#include "kernel_test_util.h"
+
+using namespace dk;
+using namespace dk::test;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string str(const Tensor& t) {
+  std::ostringstream out;
+  out << t;
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("parity: int16 (Short) is a dtype, and uint8 + int8 is int16") {
+  Tensor u = make({200, 3}, {2}, kByte);
+  Tensor i = make({-100, 4}, {2}, kChar);
+  Tensor sum = dk::add(u, i);
+  CHECK(sum.scalar_type() == kShort);
+  CHECK(sameValues(read(sum), {100, 7}));
+  CHECK(elementSize(kShort) == 2);
+  CHECK(toString(kShort) == "Short");
+  CHECK(dtypeName(kShort) == "int16");
+  CHECK(isIntegralType(kShort, /*includeBool=*/false));
+  // int16 arithmetic wraps as int16: 30000 * 2 is -5536 in PyTorch.
+  CHECK(sameValues(read(dk::mul(make({30000}, {1}, kShort), Scalar(2))), {-5536}));
+  // A sum of int16 is int64, as for every integral dtype.
+  Tensor s = make({30000, 30000, 30000}, {3}, kShort).sum();
+  CHECK(s.scalar_type() == kLong);
+  CHECK(s.item<int64_t>() == 90000);
+  // Conversions both ways, printing, factories.
+  CHECK(sameValues(read(make({-2.5, 7.9}, {2}, kFloat).to(kShort)), {-2, 7}));
+  CHECK(str(dk::tensor({1, -2}, kShort)) == "tensor([ 1, -2], dtype=int16)");
+  CHECK(dk::zeros({2}, kShort).scalar_type() == kShort);
+  CHECK(dk::arange(0, 3, 1, kShort).scalar_type() == kShort);
+  // Comparisons and reductions with int16 inputs.
+  CHECK(sameValues(read(dk::gt(make({1, 5}, {2}, kShort), make({3}, {1}, kByte))), {0, 1}));
+  CHECK(dk::argmax(make({3, -7, 9, 2}, {4}, kShort)).item<int64_t>() == 2);
+}
+
+TEST_CASE("parity: clamp with a NaN bound") {
+  Tensor x = make({0.5, 2.0, kNaN, -1.0}, {4});
+  // Both bounds, one of them NaN: every element is NaN.
+  CHECK(sameValues(read(dk::clamp(x, Scalar(kNaN), Scalar(1.0))), {kNaN, kNaN, kNaN, kNaN}));
+  CHECK(sameValues(read(dk::clamp(x, Scalar(0.0), Scalar(kNaN))), {kNaN, kNaN, kNaN, kNaN}));
+  // An integer tensor clamped to (NaN, 2) is float32 NaN.
+  Tensor ints = dk::clamp(make({1, 2, 3}, {3}, kLong), Scalar(kNaN), Scalar(2));
+  CHECK(ints.scalar_type() == kFloat);
+  CHECK(sameValues(read(ints), {kNaN, kNaN, kNaN}));
+  // One bound, NaN: ignored (std::max(x, NaN) is x); a NaN element stays NaN.
+  CHECK(sameValues(read(dk::clamp(x, Scalar(kNaN), std::nullopt)), {0.5, 2.0, kNaN, -1.0}));
+  CHECK(sameValues(read(dk::clamp(x, std::nullopt, Scalar(kNaN))), {0.5, 2.0, kNaN, -1.0}));
+  // The in-place and out= forms agree.
+  Tensor y = make({0.5, 2.0}, {2});
+  y.clamp_(Scalar(kNaN), Scalar(1.0));
+  CHECK(sameValues(read(y), {kNaN, kNaN}));
+  Tensor out = dk::empty({4}, kDouble);
+  dk::clamp(x, Scalar(-1.0), Scalar(kNaN), out);
+  CHECK(sameValues(read(out), {kNaN, kNaN, kNaN, kNaN}));
+}
+
+TEST_CASE("parity: fill_ of a bool tensor converts any value") {
+  CHECK(sameValues(read(dk::zeros({3}, kBool).fill_(2)), {1, 1, 1}));
+  CHECK(sameValues(read(dk::zeros({2}, kBool).fill_(-1.5)), {1, 1}));
+  CHECK(sameValues(read(dk::zeros({2}, kBool).fill_(kNaN)), {1, 1}));
+  CHECK(sameValues(read(dk::ones({2}, kBool).fill_(0.0)), {0, 0}));
+  CHECK(sameValues(read(dk::full({2}, 5, kBool)), {1, 1}));
+  // Other dtypes still refuse values they cannot hold, in PyTorch's words.
+  CHECK_THROWS_WITH(dk::zeros({2}, kByte).fill_(300), "value cannot be converted to type uint8_t without overflow");
+  CHECK_THROWS_WITH(dk::zeros({2}, kShort).fill_(-40000),
+                    "value cannot be converted to type int16_t without overflow");
+  CHECK_THROWS_WITH(dk::zeros({2}, kHalf).fill_(1e10), "value cannot be converted to type at::Half without overflow");
+}
+
+TEST_CASE("parity: nll_loss gradient with every target ignored is zero") {
+  Tensor input = make({-1.0, -2.0, -0.5, -0.3, -1.2, -2.2}, {2, 3}, kDouble).requires_grad_();
+  Tensor target = make({1, 1}, {2}, kLong);
+  Tensor loss = dk::nll_loss(input, target, std::nullopt, /*reduction=Mean*/ 1, /*ignore_index=*/1);
+  CHECK(std::isnan(loss.item<double>()));  // 0 / 0, on both sides
+  loss.backward();
+  CHECK(sameValues(read(input.grad()), {0, 0, 0, 0, 0, 0}));
+  // One target counted: it gets -1 / 1; the ignored row nothing.
+  Tensor input2 = make({-1.0, -2.0, -0.5, -0.3, -1.2, -2.2}, {2, 3}, kDouble).requires_grad_();
+  dk::nll_loss(input2, make({1, 0}, {2}, kLong), std::nullopt, 1, 1).backward();
+  CHECK(sameValues(read(input2.grad()), {0, 0, 0, -1, 0, 0}));
+}
+
+TEST_CASE("parity: maximum and minimum send the gradient to both inputs at a NaN") {
+  // PyTorch: grad_self = where(self == other, g / 2, g) zeroed where self loses; so a NaN on
+  // either side (no tie, no loser) gives the whole gradient to both inputs.
+  for (bool is_max : {true, false}) {
+    INFO((is_max ? "maximum" : "minimum"));
+    Tensor a = make({kNaN, 1.0, 2.0, 3.0}, {4}, kDouble).requires_grad_();
+    Tensor b = make({0.0, kNaN, 2.0, 1.0}, {4}, kDouble).requires_grad_();
+    Tensor r = is_max ? dk::maximum(a, b) : dk::minimum(a, b);
+    r.sum().backward();
+    if (is_max) {
+      CHECK(sameValues(read(a.grad()), {1, 1, 0.5, 1}));
+      CHECK(sameValues(read(b.grad()), {1, 1, 0.5, 0}));
+    } else {
+      CHECK(sameValues(read(a.grad()), {1, 1, 0.5, 0}));
+      CHECK(sameValues(read(b.grad()), {1, 1, 0.5, 1}));
+    }
+  }
+  // Broadcast: the gradient of the broadcast input is summed back to its shape.
+  Tensor a = make({1.0, 5.0, kNaN}, {3}, kDouble).requires_grad_();
+  Tensor b = make({2.0}, {1}, kDouble).requires_grad_();
+  dk::maximum(a, b).sum().backward();
+  CHECK(sameValues(read(a.grad()), {0, 1, 1}));
+  CHECK(sameValues(read(b.grad()), {2}));
+}
+
+TEST_CASE("parity: factories honour requires_grad in TensorOptions") {
+  const TensorOptions grad = TensorOptions().dtype(kDouble).requires_grad(true);
+  for (const Tensor& t : {dk::zeros({2}, grad), dk::ones({2}, grad), dk::full({2}, 3.0, grad), dk::empty({2}, grad),
+                          dk::rand({2}, grad), dk::randn({2}, grad), dk::arange(0, 2, 1, grad)}) {
+    CHECK(t.requires_grad());
+    CHECK(t.is_leaf());
+    CHECK(t.scalar_type() == kDouble);
+  }
+  // A leaf made so accumulates its gradient.
+  Tensor w = dk::ones({3}, grad);
+  dk::mul(w, w).sum().backward();
+  CHECK(sameValues(read(w.grad()), {2, 2, 2}));
+  CHECK_FALSE(dk::zeros({2}, TensorOptions().requires_grad(false)).requires_grad());
+  CHECK_THROWS_WITH(dk::zeros({2}, TensorOptions().dtype(kLong).requires_grad(true)),
+                    "Only Tensors of floating point and complex dtype can require gradients");
+  std::vector<float> blob = {1, 2};
+  CHECK(dk::from_blob(blob.data(), {2}, TensorOptions().requires_grad(true)).requires_grad());
+}
+
+TEST_CASE("parity: a tensor hook may not change the gradient's type or size") {
+  SECTION("dtype") {
+    Tensor x = dk::ones({3}, TensorOptions().dtype(kDouble).requires_grad(true));
+    x.register_hook([](const Tensor& g) { return g.to(kFloat); });
+    CHECK_THROWS_WITH(dk::mul(x, 2.0).sum().backward(),
+                      "hook '0' has changed the type of value (was CPUDoubleType got CPUFloatType)");
+  }
+  SECTION("size, on a leaf and on a non-leaf; the index is the hook's") {
+    Tensor x = dk::ones({3}, TensorOptions().dtype(kDouble).requires_grad(true));
+    x.register_hook([](const Tensor& g) { return g; });
+    x.register_hook([](const Tensor& g) { return g.sum(); });
+    CHECK_THROWS_WITH(dk::mul(x, 2.0).sum().backward(), "hook '1' has changed the size of value");
+    Tensor y = dk::ones({2, 2}, TensorOptions().requires_grad(true));
+    Tensor h = dk::mul(y, 3.0);
+    h.register_hook([](const Tensor& g) { return dk::ones({4}, g.scalar_type()); });
+    CHECK_THROWS_WITH(h.sum().backward(), "hook '0' has changed the size of value");
+  }
+  SECTION("a hook returning a gradient of the same type and size replaces it") {
+    Tensor x = dk::ones({2}, TensorOptions().dtype(kDouble).requires_grad(true));
+    x.register_hook([](const Tensor& g) { return dk::mul(g, 10.0); });
+    dk::mul(x, 2.0).sum().backward();
+    CHECK(sameValues(read(x.grad()), {20, 20}));
+  }
+}
