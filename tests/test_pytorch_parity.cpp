@@ -12,6 +12,7 @@
 
 #include "dk/dk.h"
 #include "kernel_test_util.h"
+#include "meta/shape_functions.h"
 
 using namespace dk;
 using namespace dk::test;
@@ -168,4 +169,76 @@ TEST_CASE("parity: a tensor hook may not change the gradient's type or size") {
     dk::mul(x, 2.0).sum().backward();
     CHECK(sameValues(read(x.grad()), {20, 20}));
   }
+}
+
+TEST_CASE("parity: in-place, out= and copy_ refuse partly overlapping memory") {
+  const std::string partial =
+      "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
+      "location. Please clone() the tensor before performing the operation.";
+  const std::string internal =
+      "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+      "Please clone() the tensor before performing the operation.";
+  auto square = [] { return dk::arange(0, 9, 1, kFloat).reshape({3, 3}); };
+  // An input sharing part of the written tensor's memory, or all of it in another layout.
+  {
+    Tensor x = square();
+    CHECK_THROWS_WITH(x.add_(x.t()), partial);
+    CHECK(sameValues(read(x), iotaValues(9)));  // nothing written
+  }
+  {
+    Tensor x = square();
+    CHECK_THROWS_WITH(x.copy_(x.t()), partial);
+  }
+  {
+    Tensor y = dk::arange(0, 5, 1, kFloat);
+    CHECK_THROWS_WITH(y.slice(0, 1, 5).copy_(y.slice(0, 0, 4)), partial);
+    CHECK_THROWS_WITH(dk::add(y.slice(0, 0, 4), dk::ones({4}), 1, y.slice(0, 1, 5)), partial);
+    CHECK_THROWS_WITH(dk::neg(y.slice(0, 0, 3), y.slice(0, 1, 4)), partial);
+    CHECK_THROWS_WITH(dk::eq(y.slice(0, 0, 3), y.slice(0, 1, 4), y.slice(0, 2, 5)), partial);
+    CHECK(sameValues(read(y), {0, 1, 2, 3, 4}));
+  }
+  // An expanded written tensor.
+  {
+    Tensor z = dk::zeros({3}, kFloat);
+    CHECK_THROWS_WITH(z.expand({3, 3}).add_(dk::ones({3, 3})), internal);
+    CHECK_THROWS_WITH(dk::add(dk::ones({3, 3}), dk::ones({3, 3}), 1, z.expand({3, 3})), internal);
+    // fill_ and zero_ write one value, so PyTorch allows them on an expanded tensor.
+    z.expand({3, 3}).fill_(2);
+    CHECK(sameValues(read(z), {2, 2, 2}));
+    z.expand({3, 3}).zero_();
+    CHECK(sameValues(read(z), {0, 0, 0}));
+  }
+  // What PyTorch allows: the written tensor itself as an input, disjoint parts of one storage.
+  {
+    Tensor y = dk::arange(0, 4, 1, kFloat);
+    CHECK(sameValues(read(dk::add(y, y, 1, y)), {0, 2, 4, 6}));
+    CHECK(sameValues(read(y.mul_(y)), {0, 4, 16, 36}));
+    CHECK(sameValues(read(dk::exp(dk::zeros({2}), dk::zeros({2}))), {1, 1}));
+    Tensor w = dk::arange(0, 6, 1, kFloat);
+    w.slice(0, 0, 3).add_(w.slice(0, 3, 6));
+    CHECK(sameValues(read(w), {3, 5, 7, 3, 4, 5}));
+  }
+  // Memory that cannot be ruled on (strided views of one storage): computed as if the input
+  // were read whole first.
+  {
+    Tensor v = dk::arange(0, 6, 1, kFloat);
+    Tensor evens = v.slice(0, 0, 6, 2);  // 0 2 4
+    Tensor odds = v.slice(0, 1, 6, 2);   // 1 3 5
+    CHECK(meta::overlapStatus(evens, odds) == meta::MemOverlap::TooHard);
+    odds.copy_(evens);
+    CHECK(sameValues(read(v), {0, 0, 2, 2, 4, 4}));
+  }
+}
+
+TEST_CASE("parity: the memory overlap rule (Note [Memory overlap])") {
+  Tensor x = dk::arange(0, 6, 1, kFloat);
+  CHECK(meta::overlapStatus(x, x) == meta::MemOverlap::Full);
+  CHECK(meta::overlapStatus(x, x.slice(0, 0, 6)) == meta::MemOverlap::Full);
+  CHECK(meta::overlapStatus(x, x.slice(0, 1, 6)) == meta::MemOverlap::Partial);
+  CHECK(meta::overlapStatus(x.slice(0, 0, 3), x.slice(0, 3, 6)) == meta::MemOverlap::No);
+  CHECK(meta::overlapStatus(x, dk::arange(0, 6, 1, kFloat)) == meta::MemOverlap::No);
+  CHECK(meta::overlapStatus(x, x.slice(0, 0, 0)) == meta::MemOverlap::No);
+  Tensor m = x.reshape({2, 3});
+  CHECK(meta::overlapStatus(m, m.t()) == meta::MemOverlap::Partial);  // same memory, other layout
+  CHECK(meta::overlapStatus(m, m.slice(1, 0, 3, 2)) == meta::MemOverlap::TooHard);
 }

@@ -42,9 +42,10 @@ Tensor copy_inplace_cpu(const Tensor& self, const Tensor& src, bool non_blocking
            " (a copy to or from another device is the job of that device's copy_ kernel)");
   if (self.is_same(src)) return self;
   assertNoInternalOverlap(self);
+  meta::checkNoPartialOverlap(self, src);  // Note [Memory overlap]
   if (aliasesExactly(self, src)) return self;
   Tensor source = src;
-  if (mayOverlap(self, src)) {  // read everything before writing any of it
+  if (mayOverlap(self, src)) {  // not dense (TooHard): read everything before writing any of it
     source = detail::empty_contiguous(src.sizes(), src.dtype(), Device(DeviceType::CPU));
     copy_inplace_cpu(source, src, false);
   }

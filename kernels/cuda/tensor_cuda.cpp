@@ -83,11 +83,22 @@ Tensor copy_inplace_cuda(const Tensor& self, const Tensor& src, bool /*non_block
   if (self.is_same(src)) return self;
   meta::checkNoInternalOverlap(self);
   meta::checkCopy(self, src);
+  meta::checkNoPartialOverlap(self, src);  // Note [Memory overlap]
   if (self.numel() == 0) return self;
   if (self.is_cuda() && src.is_cuda()) {
     if (cuda::resolveDevice(self.device()) == cuda::resolveDevice(src.device())) {
       cuda::DeviceGuard guard(self.device());
-      cuda::copyWithinDevice(self, src);
+      const meta::MemOverlap overlap = meta::overlapStatus(self, src);
+      if (overlap == meta::MemOverlap::Full && self.dtype() == src.dtype()) return self;
+      if (overlap == meta::MemOverlap::No) {
+        cuda::copyWithinDevice(self, src);
+      } else {
+        // Shared memory the check could not rule on (a strided view): other threads would read
+        // elements already written, so the source is read whole into a temporary first.
+        Tensor source = cuda::emptyCuda(src.sizes(), src.dtype(), src.device());
+        cuda::copyWithinDevice(source, src);
+        cuda::copyWithinDevice(self, source);
+      }
     } else {
       copyBetweenDevices(self, src);
     }

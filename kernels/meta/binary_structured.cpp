@@ -27,7 +27,7 @@ void setBinaryOutput(TensorIteratorBase& m, const Tensor& self, const Tensor& ot
 
 // A comparison gives Bool and computes in the inputs' promoted dtype.
 void compareTensorsMeta(TensorIteratorBase& m, const Tensor& self, const Tensor& other) {
-  meta::checkPointwiseDevices(m, {{"self", self}, {"other", other}});
+  meta::checkPointwiseOperands(m, {{"self", self}, {"other", other}});
   meta::setOutput(m, 0, meta::binaryOp(self, other, meta::BinaryKind::Comparison),
                   meta::pointwiseDevice({&self, &other}));
   m.set_common_dtype(result_type(self, other));
@@ -36,7 +36,7 @@ void compareTensorsMeta(TensorIteratorBase& m, const Tensor& self, const Tensor&
 // The Scalar is converted to result_type(self, other) first, as the 0-dim tensor PyTorch makes of
 // it would be.
 void compareWithScalarMeta(TensorIteratorBase& m, const Tensor& self, const Scalar& other) {
-  meta::checkPointwiseDevices(m, {{"self", self}});
+  meta::checkPointwiseOperands(m, {{"self", self}});
   meta::setOutput(m, 0, meta::comparisonWithScalar(self, other), self.device());
   m.set_common_dtype(result_type(self, other));
 }
@@ -44,37 +44,37 @@ void compareWithScalarMeta(TensorIteratorBase& m, const Tensor& self, const Scal
 }  // namespace
 
 DK_META_FUNC(add_Tensor)(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
+  meta::checkPointwiseOperands(*this, {{"self", self}, {"other", other}});
   setBinaryOutput(*this, self, other, meta::addOrSub(self, other, alpha, /*is_sub=*/false));
 }
 
 DK_META_FUNC(sub_Tensor)(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
+  meta::checkPointwiseOperands(*this, {{"self", self}, {"other", other}});
   setBinaryOutput(*this, self, other, meta::addOrSub(self, other, alpha, /*is_sub=*/true));
 }
 
 DK_META_FUNC(mul_Tensor)(const Tensor& self, const Tensor& other) {
-  meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
+  meta::checkPointwiseOperands(*this, {{"self", self}, {"other", other}});
   setBinaryOutput(*this, self, other, meta::binaryOp(self, other, meta::BinaryKind::Arithmetic));
 }
 
 DK_META_FUNC(div_Tensor)(const Tensor& self, const Tensor& other) {
-  meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
+  meta::checkPointwiseOperands(*this, {{"self", self}, {"other", other}});
   setBinaryOutput(*this, self, other, meta::binaryOp(self, other, meta::BinaryKind::TrueDivide));
 }
 
 DK_META_FUNC(maximum)(const Tensor& self, const Tensor& other) {
-  meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
+  meta::checkPointwiseOperands(*this, {{"self", self}, {"other", other}});
   setBinaryOutput(*this, self, other, meta::binaryOp(self, other, meta::BinaryKind::Arithmetic));
 }
 
 DK_META_FUNC(minimum)(const Tensor& self, const Tensor& other) {
-  meta::checkPointwiseDevices(*this, {{"self", self}, {"other", other}});
+  meta::checkPointwiseOperands(*this, {{"self", self}, {"other", other}});
   setBinaryOutput(*this, self, other, meta::binaryOp(self, other, meta::BinaryKind::Arithmetic));
 }
 
 DK_META_FUNC(pow_Tensor_Scalar)(const Tensor& self, const Scalar& exponent) {
-  meta::checkPointwiseDevices(*this, {{"self", self}});
+  meta::checkPointwiseOperands(*this, {{"self", self}});
   meta::OutputSpec spec = meta::powTensorScalar(self, exponent);
   meta::setOutput(*this, 0, spec, self.device());
   set_common_dtype(spec.dtype);

@@ -743,6 +743,48 @@ void checkNoInternalOverlap(const Tensor& out) {
   }
 }
 
+namespace {
+
+// No gaps and no element twice, in some order of the dims (PyTorch's
+// is_non_overlapping_and_dense).
+bool isNonOverlappingAndDense(const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims of size > 1
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t size = t.sizes()[static_cast<size_t>(d)];
+    if (size != 1) dims.emplace_back(t.strides()[static_cast<size_t>(d)], size);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+}  // namespace
+
+MemOverlap overlapStatus(const Tensor& a, const Tensor& b) {
+  if (a.is_same(b)) return MemOverlap::Full;
+  if (a.numel() == 0 || b.numel() == 0) return MemOverlap::No;
+  if (!a.has_storage() || !b.has_storage() || !a.storage().is_same(b.storage())) return MemOverlap::No;
+  if (!isNonOverlappingAndDense(a) || !isNonOverlappingAndDense(b)) return MemOverlap::TooHard;
+  // Dense: the elements fill [offset, offset + numel) of the storage, in elements of their size.
+  const int64_t a_begin = a.storage_offset() * static_cast<int64_t>(a.element_size());
+  const int64_t a_end = a_begin + a.numel() * static_cast<int64_t>(a.element_size());
+  const int64_t b_begin = b.storage_offset() * static_cast<int64_t>(b.element_size());
+  const int64_t b_end = b_begin + b.numel() * static_cast<int64_t>(b.element_size());
+  if (a_begin == b_begin && a_end == b_end) return a.strides() == b.strides() ? MemOverlap::Full : MemOverlap::Partial;
+  return a_begin < b_end && b_begin < a_end ? MemOverlap::Partial : MemOverlap::No;
+}
+
+void checkNoPartialOverlap(const Tensor& written, const Tensor& input) {
+  if (!written.defined() || !input.defined()) return;
+  DK_CHECK(overlapStatus(written, input) != MemOverlap::Partial,
+           "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+           "memory location. Please clone() the tensor before performing the operation.");
+}
+
 void checkOutDtypeExact(const Tensor& out, ScalarType dtype) {
   DK_CHECK(out.dtype() == dtype, "Expected out tensor to have dtype ", typeMetaName(dtype), ", but got ",
            typeMetaName(out.dtype()), " instead");
@@ -761,7 +803,7 @@ Device pointwiseDevice(std::initializer_list<const Tensor*> inputs) {
   return first->device();
 }
 
-void checkPointwiseDevices(MetaBase& m, std::initializer_list<NamedTensor> inputs, int64_t outputs) {
+void checkPointwiseOperands(MetaBase& m, std::initializer_list<NamedTensor> inputs, int64_t outputs) {
   DeviceAgreement devices(m.op_name());
   for (const NamedTensor& input : inputs) {
     bool given = false;
@@ -769,6 +811,12 @@ void checkPointwiseDevices(MetaBase& m, std::initializer_list<NamedTensor> input
     devices.visit(input.name, input.tensor, input.is_output || given);
   }
   for (int64_t i = 0; i < outputs; ++i) devices.visit(m.output_name(i), m.maybe_get_output(i), /*is_output=*/true);
+  // Before set_output: maybe_get_output is still the given tensor (undefined when functional).
+  for (int64_t i = 0; i < outputs; ++i) {
+    const Tensor& written = m.maybe_get_output(i);
+    if (!written.defined()) continue;
+    for (const NamedTensor& input : inputs) checkNoPartialOverlap(written, input.tensor);
+  }
 }
 
 void setOutput(MetaBase& m, int64_t index, const OutputSpec& spec, Device device) {

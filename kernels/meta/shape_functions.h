@@ -310,15 +310,31 @@ void checkOutDtypeExact(const Tensor& out, ScalarType dtype);
 // performing the operation."
 void checkNoInternalOverlap(const Tensor& out);
 
+// Note [Memory overlap]
+// How the memory of two tensors relates, by PyTorch's rule: Full when they are the same tensor,
+// or have the same first and last element and the same strides; Partial when they share some
+// memory otherwise; No when they share none (or either is empty); TooHard when they share a
+// storage and either is not dense (no gaps, no element twice), so the ranges say nothing.
+enum class MemOverlap { No, Full, Partial, TooHard };
+MemOverlap overlapStatus(const Tensor& a, const Tensor& b);
+// An input of an elementwise write (in-place, out=, copy_) may be the written tensor itself,
+// or not touch it, but not share only part of its memory: the result would depend on the
+// order elements are visited. "unsupported operation: some elements of the input tensor and
+// the written-to tensor refer to a single memory location. Please clone() the tensor before
+// performing the operation." TooHard passes: the backend reads such an input before writing.
+void checkNoPartialOverlap(const Tensor& written, const Tensor& input);
+
 // ---------------------------------------------------------------- meta functions of structured kernels
 
 // The device a pointwise result goes to: that of the first defined input that is not a 0-dim
 // CPU tensor, else the first defined input's.
 Device pointwiseDevice(std::initializer_list<const Tensor*> inputs);
-// The device check of a pointwise meta function (checkDevicesAllowingCpuScalars over the
-// inputs, then the outputs given to an in-place or out= call, under their argument names). An
-// input that is itself a given output (in-place self) is checked as an output.
-void checkPointwiseDevices(MetaBase& m, std::initializer_list<NamedTensor> inputs, int64_t outputs = 1);
+// The operand checks of a pointwise meta function, called before it sets its outputs: devices
+// (checkDevicesAllowingCpuScalars over the inputs, then the outputs given to an in-place or out=
+// call, under their argument names; an input that is itself a given output, in-place self, is
+// checked as an output), then, as PyTorch's TensorIterator, no input partly overlapping a given
+// output (checkNoPartialOverlap).
+void checkPointwiseOperands(MetaBase& m, std::initializer_list<NamedTensor> inputs, int64_t outputs = 1);
 // set_output_raw_strided from a spec.
 void setOutput(MetaBase& m, int64_t index, const OutputSpec& spec, Device device);
 

@@ -23,7 +23,7 @@ namespace {
 // Devices first (an out= tensor elsewhere), then the result's dtype and its checks.
 template <class Result>
 void unaryMeta(TensorIteratorBase& m, const Tensor& self, const Result& result) {
-  meta::checkPointwiseDevices(m, {{"self", self}});
+  meta::checkPointwiseOperands(m, {{"self", self}});
   meta::OutputSpec spec = result(self);
   meta::setOutput(m, 0, spec, self.device());
   m.set_common_dtype(spec.dtype);
