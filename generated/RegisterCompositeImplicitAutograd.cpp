@@ -14,6 +14,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_MemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat.h"
@@ -41,6 +42,8 @@
 #include "dk/generated/ops/log_softmax_ops.h"
 #include "dk/generated/ops/matmul_native.h"
 #include "dk/generated/ops/matmul_ops.h"
+#include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/mean_ops.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/ones_like_native.h"
@@ -67,6 +70,11 @@ Tensor wrapper_CompositeImplicitAutograd_add_Scalar(const Tensor& self, const Sc
   return native::add(self, other, alpha);
 }
 
+// ===== dk::add_.Scalar @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_add__Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  return native::add_(self, other, alpha);
+}
+
 // ===== dk::contiguous @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_contiguous(const Tensor& self, MemoryFormat memory_format) {
   return native::contiguous(self, memory_format);
@@ -80,6 +88,11 @@ Tensor wrapper_CompositeImplicitAutograd_cross_entropy_loss(const Tensor& self, 
 // ===== dk::div.Scalar @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_div_Scalar(const Tensor& self, const Scalar& other) {
   return native::div(self, other);
+}
+
+// ===== dk::div_.Scalar @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_div__Scalar(const Tensor& self, const Scalar& other) {
+  return native::div_(self, other);
 }
 
 // ===== dk::dropout @ CompositeImplicitAutograd =====
@@ -112,9 +125,19 @@ Tensor wrapper_CompositeImplicitAutograd_matmul(const Tensor& self, const Tensor
   return native::matmul(self, other);
 }
 
+// ===== dk::mean @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_mean(const Tensor& self, std::optional<ScalarType> dtype) {
+  return native::mean(self, dtype);
+}
+
 // ===== dk::mul.Scalar @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_mul_Scalar(const Tensor& self, const Scalar& other) {
   return native::mul(self, other);
+}
+
+// ===== dk::mul_.Scalar @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_mul__Scalar(const Tensor& self, const Scalar& other) {
+  return native::mul_(self, other);
 }
 
 // ===== dk::ones_like @ CompositeImplicitAutograd =====
@@ -142,6 +165,11 @@ Tensor wrapper_CompositeImplicitAutograd_sub_Scalar(const Tensor& self, const Sc
   return native::sub(self, other, alpha);
 }
 
+// ===== dk::sub_.Scalar @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_sub__Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  return native::sub_(self, other, alpha);
+}
+
 // ===== dk::to.dtype @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_to_dtype(const Tensor& self, ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) {
   return native::to(self, dtype, non_blocking, copy, memory_format);
@@ -156,21 +184,26 @@ Tensor wrapper_CompositeImplicitAutograd_zeros_like(const Tensor& self, std::opt
 
 DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
   m.impl("add.Scalar", ::dk::detail::kernelFor<ops::add_Scalar, &wrapper_CompositeImplicitAutograd_add_Scalar>("wrapper_CompositeImplicitAutograd_add_Scalar"));  // add.Scalar @ CompositeImplicitAutograd -> native::add
+  m.impl("add_.Scalar", ::dk::detail::kernelFor<ops::add__Scalar, &wrapper_CompositeImplicitAutograd_add__Scalar>("wrapper_CompositeImplicitAutograd_add__Scalar"));  // add_.Scalar @ CompositeImplicitAutograd -> native::add_
   m.impl("contiguous", ::dk::detail::kernelFor<ops::contiguous, &wrapper_CompositeImplicitAutograd_contiguous>("wrapper_CompositeImplicitAutograd_contiguous"));  // contiguous @ CompositeImplicitAutograd -> native::contiguous
   m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss, &wrapper_CompositeImplicitAutograd_cross_entropy_loss>("wrapper_CompositeImplicitAutograd_cross_entropy_loss"));  // cross_entropy_loss @ CompositeImplicitAutograd -> native::cross_entropy_loss
   m.impl("div.Scalar", ::dk::detail::kernelFor<ops::div_Scalar, &wrapper_CompositeImplicitAutograd_div_Scalar>("wrapper_CompositeImplicitAutograd_div_Scalar"));  // div.Scalar @ CompositeImplicitAutograd -> native::div
+  m.impl("div_.Scalar", ::dk::detail::kernelFor<ops::div__Scalar, &wrapper_CompositeImplicitAutograd_div__Scalar>("wrapper_CompositeImplicitAutograd_div__Scalar"));  // div_.Scalar @ CompositeImplicitAutograd -> native::div_
   m.impl("dropout", ::dk::detail::kernelFor<ops::dropout, &wrapper_CompositeImplicitAutograd_dropout>("wrapper_CompositeImplicitAutograd_dropout"));  // dropout @ CompositeImplicitAutograd -> native::dropout
   m.impl("empty_like", ::dk::detail::kernelFor<ops::empty_like, &wrapper_CompositeImplicitAutograd_empty_like>("wrapper_CompositeImplicitAutograd_empty_like"));  // empty_like @ CompositeImplicitAutograd -> native::empty_like
   m.impl("flatten.using_ints", ::dk::detail::kernelFor<ops::flatten_using_ints, &wrapper_CompositeImplicitAutograd_flatten_using_ints>("wrapper_CompositeImplicitAutograd_flatten_using_ints"));  // flatten.using_ints @ CompositeImplicitAutograd -> native::flatten
   m.impl("linear", ::dk::detail::kernelFor<ops::linear, &wrapper_CompositeImplicitAutograd_linear>("wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
   m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int, &wrapper_CompositeImplicitAutograd_log_softmax_int>("wrapper_CompositeImplicitAutograd_log_softmax_int"));  // log_softmax.int @ CompositeImplicitAutograd -> native::log_softmax
   m.impl("matmul", ::dk::detail::kernelFor<ops::matmul, &wrapper_CompositeImplicitAutograd_matmul>("wrapper_CompositeImplicitAutograd_matmul"));  // matmul @ CompositeImplicitAutograd -> native::matmul
+  m.impl("mean", ::dk::detail::kernelFor<ops::mean, &wrapper_CompositeImplicitAutograd_mean>("wrapper_CompositeImplicitAutograd_mean"));  // mean @ CompositeImplicitAutograd -> native::mean
   m.impl("mul.Scalar", ::dk::detail::kernelFor<ops::mul_Scalar, &wrapper_CompositeImplicitAutograd_mul_Scalar>("wrapper_CompositeImplicitAutograd_mul_Scalar"));  // mul.Scalar @ CompositeImplicitAutograd -> native::mul
+  m.impl("mul_.Scalar", ::dk::detail::kernelFor<ops::mul__Scalar, &wrapper_CompositeImplicitAutograd_mul__Scalar>("wrapper_CompositeImplicitAutograd_mul__Scalar"));  // mul_.Scalar @ CompositeImplicitAutograd -> native::mul_
   m.impl("ones_like", ::dk::detail::kernelFor<ops::ones_like, &wrapper_CompositeImplicitAutograd_ones_like>("wrapper_CompositeImplicitAutograd_ones_like"));  // ones_like @ CompositeImplicitAutograd -> native::ones_like
   m.impl("reshape", ::dk::detail::kernelFor<ops::reshape, &wrapper_CompositeImplicitAutograd_reshape>("wrapper_CompositeImplicitAutograd_reshape"));  // reshape @ CompositeImplicitAutograd -> native::reshape
   m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &wrapper_CompositeImplicitAutograd_softmax_int>("wrapper_CompositeImplicitAutograd_softmax_int"));  // softmax.int @ CompositeImplicitAutograd -> native::softmax
   m.impl("stack", ::dk::detail::kernelFor<ops::stack, &wrapper_CompositeImplicitAutograd_stack>("wrapper_CompositeImplicitAutograd_stack"));  // stack @ CompositeImplicitAutograd -> native::stack
   m.impl("sub.Scalar", ::dk::detail::kernelFor<ops::sub_Scalar, &wrapper_CompositeImplicitAutograd_sub_Scalar>("wrapper_CompositeImplicitAutograd_sub_Scalar"));  // sub.Scalar @ CompositeImplicitAutograd -> native::sub
+  m.impl("sub_.Scalar", ::dk::detail::kernelFor<ops::sub__Scalar, &wrapper_CompositeImplicitAutograd_sub__Scalar>("wrapper_CompositeImplicitAutograd_sub__Scalar"));  // sub_.Scalar @ CompositeImplicitAutograd -> native::sub_
   m.impl("to.dtype", ::dk::detail::kernelFor<ops::to_dtype, &wrapper_CompositeImplicitAutograd_to_dtype>("wrapper_CompositeImplicitAutograd_to_dtype"));  // to.dtype @ CompositeImplicitAutograd -> native::to
   m.impl("zeros_like", ::dk::detail::kernelFor<ops::zeros_like, &wrapper_CompositeImplicitAutograd_zeros_like>("wrapper_CompositeImplicitAutograd_zeros_like"));  // zeros_like @ CompositeImplicitAutograd -> native::zeros_like
 }

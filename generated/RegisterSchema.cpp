@@ -88,6 +88,7 @@ DK_LIBRARY(dk, m) {
   m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::add_Scalar::dispatch_bitmap});  // dk::add.Scalar
   m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::add_Tensor::dispatch_bitmap});  // dk::add.Tensor
   m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::add_out::dispatch_bitmap});  // dk::add.out
+  m.def("add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::add__Scalar::dispatch_bitmap});  // dk::add_.Scalar
   m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::add__Tensor::dispatch_bitmap});  // dk::add_.Tensor
   m.def("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::addmm::dispatch_bitmap});  // dk::addmm
   m.def("addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::addmm_out::dispatch_bitmap});  // dk::addmm.out
@@ -111,6 +112,7 @@ DK_LIBRARY(dk, m) {
   m.def("div.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Scalar::dispatch_bitmap});  // dk::div.Scalar
   m.def("div.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Tensor::dispatch_bitmap});  // dk::div.Tensor
   m.def("div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::div_out::dispatch_bitmap});  // dk::div.out
+  m.def("div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::div__Scalar::dispatch_bitmap});  // dk::div_.Scalar
   m.def("div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::div__Tensor::dispatch_bitmap});  // dk::div_.Tensor
   m.def("dropout(Tensor input, float p, bool train) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::dropout::dispatch_bitmap});  // dk::dropout
   m.def("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::embedding::dispatch_bitmap});  // dk::embedding
@@ -150,6 +152,7 @@ DK_LIBRARY(dk, m) {
   m.def("max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim_max::dispatch_bitmap});  // dk::max.dim_max
   m.def("maximum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::maximum::dispatch_bitmap});  // dk::maximum
   m.def("maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::maximum_out::dispatch_bitmap});  // dk::maximum.out
+  m.def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mean::dispatch_bitmap});  // dk::mean
   m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mean_dim::dispatch_bitmap});  // dk::mean.dim
   m.def("mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mean_out::dispatch_bitmap});  // dk::mean.out
   m.def("minimum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::minimum::dispatch_bitmap});  // dk::minimum
@@ -160,6 +163,7 @@ DK_LIBRARY(dk, m) {
   m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mul_Scalar::dispatch_bitmap});  // dk::mul.Scalar
   m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mul_Tensor::dispatch_bitmap});  // dk::mul.Tensor
   m.def("mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul_out::dispatch_bitmap});  // dk::mul.out
+  m.def("mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul__Scalar::dispatch_bitmap});  // dk::mul_.Scalar
   m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul__Tensor::dispatch_bitmap});  // dk::mul_.Tensor
   m.def("neg(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::neg::dispatch_bitmap});  // dk::neg
   m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::neg_out::dispatch_bitmap});  // dk::neg.out
@@ -199,6 +203,7 @@ DK_LIBRARY(dk, m) {
   m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Scalar::dispatch_bitmap});  // dk::sub.Scalar
   m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Tensor::dispatch_bitmap});  // dk::sub.Tensor
   m.def("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sub_out::dispatch_bitmap});  // dk::sub.out
+  m.def("sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sub__Scalar::dispatch_bitmap});  // dk::sub_.Scalar
   m.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sub__Tensor::dispatch_bitmap});  // dk::sub_.Tensor
   m.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sum::dispatch_bitmap});  // dk::sum
   m.def("sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sum_IntList_out::dispatch_bitmap});  // dk::sum.IntList_out

@@ -78,6 +78,11 @@ Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const {
   return ops::add_Tensor::call(*this, other, alpha);
 }
 
+// ===== dk::add_.Scalar =====
+Tensor Tensor::add_(const Scalar& other, const Scalar& alpha) const {
+  return ops::add__Scalar::call(*this, other, alpha);
+}
+
 // ===== dk::add_.Tensor =====
 Tensor Tensor::add_(const Tensor& other, const Scalar& alpha) const {
   return ops::add__Tensor::call(*this, other, alpha);
@@ -146,6 +151,11 @@ Tensor Tensor::div(const Scalar& other) const {
 // ===== dk::div.Tensor =====
 Tensor Tensor::div(const Tensor& other) const {
   return ops::div_Tensor::call(*this, other);
+}
+
+// ===== dk::div_.Scalar =====
+Tensor Tensor::div_(const Scalar& other) const {
+  return ops::div__Scalar::call(*this, other);
 }
 
 // ===== dk::div_.Tensor =====
@@ -253,6 +263,11 @@ Tensor Tensor::maximum(const Tensor& other) const {
   return ops::maximum::call(*this, other);
 }
 
+// ===== dk::mean =====
+Tensor Tensor::mean(std::optional<ScalarType> dtype) const {
+  return ops::mean::call(*this, dtype);
+}
+
 // ===== dk::mean.dim =====
 Tensor Tensor::mean(std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) const {
   return ops::mean_dim::call(*this, dim, keepdim, dtype);
@@ -281,6 +296,11 @@ Tensor Tensor::mul(const Scalar& other) const {
 // ===== dk::mul.Tensor =====
 Tensor Tensor::mul(const Tensor& other) const {
   return ops::mul_Tensor::call(*this, other);
+}
+
+// ===== dk::mul_.Scalar =====
+Tensor Tensor::mul_(const Scalar& other) const {
+  return ops::mul__Scalar::call(*this, other);
 }
 
 // ===== dk::mul_.Tensor =====
@@ -401,6 +421,11 @@ Tensor Tensor::sub(const Scalar& other, const Scalar& alpha) const {
 // ===== dk::sub.Tensor =====
 Tensor Tensor::sub(const Tensor& other, const Scalar& alpha) const {
   return ops::sub_Tensor::call(*this, other, alpha);
+}
+
+// ===== dk::sub_.Scalar =====
+Tensor Tensor::sub_(const Scalar& other, const Scalar& alpha) const {
+  return ops::sub__Scalar::call(*this, other, alpha);
 }
 
 // ===== dk::sub_.Tensor =====

@@ -52,7 +52,7 @@ _MEMORY_FORMATS = {
     "channels_last": "MemoryFormat::ChannelsLast",
 }
 # Named integer defaults (at::Reduction in PyTorch).
-_NAMED_INTS = {"Mean": "1 /* Mean */", "Sum": "2 /* Sum */"}
+_NAMED_INTS = {"Mean": "::dk::Reduction::Mean", "Sum": "::dk::Reduction::Sum"}
 _NUMBER_TYPES = frozenset({"int64_t", "double", "bool", "Scalar"})
 # The element types of the number lists (IntArrayRef, ArrayRef<double>, ArrayRef<Scalar>).
 _NUMBER_LIST_ELEMENTS = frozenset({"int64_t", "double", "Scalar"})
@@ -167,6 +167,7 @@ class PublicSignature:
     # with, when some were dropped for that reason.
     ambiguous_with: Tuple[str, ...] = ()
     braced_form: bool = False  # Note [Braced int lists]
+    spelling: str = ""  # Note [Out spellings]: "outputs first" (_out) or "outputs last" (_outf)
 
     @property
     def returns(self) -> str:
@@ -329,11 +330,41 @@ def _grouped(sigs: List[PublicSignature]) -> Dict[NativeFunction, Tuple[PublicSi
     return out
 
 
+# Note [Out spellings]
+# An out= entry (add.out) gets, besides its plain function dk::add(self, other, alpha, out),
+# the two spellings PyTorch's C++ API gives it: dk::add_out(out, self, other, alpha=1), the
+# outputs first and the other arguments after them with their defaults, and
+# dk::add_outf(self, other, alpha, out), the schema's order without defaults. An entry with
+# two outputs (max.dim_max) takes both first, in schema order.
+def out_first_signature(sig: PublicSignature) -> PublicSignature:
+    out_names = {a.name for a in sig.nf.func.out}
+    outs = tuple(replace(b, default=None) for b in sig.bindings if b.binding.argument.name in out_names)
+    # The schema's defaults again: the plain form dropped those before its trailing outputs.
+    rest = tuple(replace(b, default=default_expr(b.binding.argument, b.binding.type)) for b in sig.bindings
+                 if b.binding.argument.name not in out_names)
+    return replace(sig, name=sig.name + "_out", bindings=_trailing_defaults(sig.nf, outs + rest),
+                   spelling="outputs first")
+
+
+def out_last_signature(sig: PublicSignature) -> PublicSignature:
+    return replace(sig, name=sig.name + "_outf", bindings=tuple(replace(b, default=None) for b in sig.bindings),
+                   spelling="outputs last")
+
+
 def public_functions(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
     """The ``dk::op()`` free functions of every entry with the function variant: its plain
-    form, and its braced-list form when it has an int[]? argument."""
-    return _grouped([public_signature(nf, False) for nf in nfs
-                     if nf.has_function_variant and not nf.manual_cpp_binding])
+    form, and its braced-list form when it has an int[]? argument; an out= entry also its
+    ``_out`` and ``_outf`` spellings (Note [Out spellings])."""
+    sigs: List[PublicSignature] = []
+    for nf in nfs:
+        if not nf.has_function_variant or nf.manual_cpp_binding:
+            continue
+        sig = public_signature(nf, False)
+        sigs.append(sig)
+        if nf.func.kind == "out":
+            sigs.append(out_first_signature(sig))
+            sigs.append(out_last_signature(sig))
+    return _grouped(sigs)
 
 
 def public_methods(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:

@@ -46,6 +46,8 @@
 #include "dk/generated/ops/lt.h"
 #include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/matmul_native.h"
+#include "dk/generated/ops/mean.h"
+#include "dk/generated/ops/mean_native.h"
 #include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/mul.h"
 #include "dk/generated/ops/mul_native.h"
@@ -277,6 +279,11 @@ Tensor crossEntropyLabelSmoothing(const Tensor& self, const Tensor& target, cons
 
 }  // namespace
 
+// ---------------------------------------------------------------- full reductions
+
+// mean(): mean.dim over every dim (its checks, dtype rules and gradient).
+Tensor mean(const Tensor& self, std::optional<ScalarType> dtype) { return dk::mean(self, std::nullopt, false, dtype); }
+
 // ---------------------------------------------------------------- Scalar overloads
 
 Tensor add(const Tensor& self, const Scalar& other, const Scalar& alpha) {
@@ -290,6 +297,19 @@ Tensor sub(const Tensor& self, const Scalar& other, const Scalar& alpha) {
 Tensor mul(const Tensor& self, const Scalar& other) { return dk::mul(self, wrapScalar(other)); }
 
 Tensor div(const Tensor& self, const Scalar& other) { return dk::div(self, wrapScalar(other)); }
+
+// The in-place forms: self.add_(2) is self.add_(tensor(2)), the Scalar a wrapped number.
+Tensor add_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  return self.add_(wrapScalar(other), alpha);
+}
+
+Tensor sub_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  return self.sub_(wrapScalar(other), alpha);
+}
+
+Tensor mul_(const Tensor& self, const Scalar& other) { return self.mul_(wrapScalar(other)); }
+
+Tensor div_(const Tensor& self, const Scalar& other) { return self.div_(wrapScalar(other)); }
 
 // ---------------------------------------------------------------- linear algebra
 

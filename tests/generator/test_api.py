@@ -199,7 +199,7 @@ class DefaultTest(unittest.TestCase):
             "bool keepdim=False": "false",
             "bool? pin_memory=None": "std::nullopt",
             "int dim=-1": "-1",
-            "int reduction=Mean": "1 /* Mean */",
+            "int reduction=Mean": "::dk::Reduction::Mean",
             "float eps=1e-05": "1e-05",
             "float p=1": "1",
             "str approximate='none'": '"none"',
@@ -269,6 +269,11 @@ class PublicApiTest(support.NativeYamlTestCase):
             ("Tensor rand(IntArrayRef size, std::optional<Generator> generator, "
              "std::optional<ScalarType> dtype = std::nullopt)", "size, std::move(generator), dtype"),
             ("Tensor add(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out)",
+             "self, other, alpha, out"),
+            # Note [Out spellings]: outputs first with the schema's defaults, outputs last without.
+            ("Tensor add_out(const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha = 1)",
+             "self, other, alpha, out"),
+            ("Tensor add_outf(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out)",
              "self, other, alpha, out"),
             ("Tensor f(const Tensor& self, int64_t a, int64_t b)", "self, a, b"),
         ])

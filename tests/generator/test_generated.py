@@ -253,13 +253,13 @@ class DeterminismTest(support.TempDirTestCase):
 
 
 REQUIRED_OPERATORS = """
-    add.Tensor add.Scalar add_.Tensor add.out sub.Tensor sub.Scalar sub_.Tensor sub.out
-    mul.Tensor mul.Scalar mul_.Tensor mul.out div.Tensor div.Scalar div_.Tensor div.out pow.Tensor_Scalar pow_.Scalar pow.Tensor_Scalar_out maximum maximum.out minimum minimum.out
+    add.Tensor add.Scalar add_.Tensor add_.Scalar add.out sub.Tensor sub.Scalar sub_.Tensor sub_.Scalar sub.out
+    mul.Tensor mul.Scalar mul_.Tensor mul_.Scalar mul.out div.Tensor div.Scalar div_.Tensor div_.Scalar div.out pow.Tensor_Scalar pow_.Scalar pow.Tensor_Scalar_out maximum maximum.out minimum minimum.out
     eq.Tensor eq_.Tensor eq.Tensor_out eq.Scalar eq_.Scalar eq.Scalar_out gt.Tensor gt_.Tensor gt.Tensor_out
     lt.Tensor lt_.Tensor lt.Tensor_out where.self
     neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu relu_ gelu gelu_backward clamp clamp_ clamp.out
     neg_ neg.out exp_ exp.out log_ log.out sqrt_ sqrt.out rsqrt_ rsqrt.out sin_ sin.out cos_ cos.out tanh_ tanh.out sigmoid_ sigmoid.out gelu_ gelu.out
-    sum sum.dim_IntList sum.IntList_out mean.dim mean.out max.dim max.dim_max argmax argmax.out
+    sum sum.dim_IntList sum.IntList_out mean mean.dim mean.out max.dim max.dim_max argmax argmax.out
     mm mm.out bmm bmm.out addmm addmm_ addmm.out matmul linear
     view reshape transpose.int t permute expand contiguous unsqueeze squeeze.dim select.int slice.Tensor
     flatten.using_ints cat stack split.Tensor unbind.int

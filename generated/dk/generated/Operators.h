@@ -111,6 +111,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {add_Scalar::name, add_Scalar::overload_name, add_Scalar::schema_str, add_Scalar::dispatch_bitmap},  // add.Scalar
     {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap},  // add.Tensor
     {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap},  // add.out
+    {add__Scalar::name, add__Scalar::overload_name, add__Scalar::schema_str, add__Scalar::dispatch_bitmap},  // add_.Scalar
     {add__Tensor::name, add__Tensor::overload_name, add__Tensor::schema_str, add__Tensor::dispatch_bitmap},  // add_.Tensor
     {addmm::name, addmm::overload_name, addmm::schema_str, addmm::dispatch_bitmap},  // addmm
     {addmm_out::name, addmm_out::overload_name, addmm_out::schema_str, addmm_out::dispatch_bitmap},  // addmm.out
@@ -134,6 +135,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
     {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
     {div_out::name, div_out::overload_name, div_out::schema_str, div_out::dispatch_bitmap},  // div.out
+    {div__Scalar::name, div__Scalar::overload_name, div__Scalar::schema_str, div__Scalar::dispatch_bitmap},  // div_.Scalar
     {div__Tensor::name, div__Tensor::overload_name, div__Tensor::schema_str, div__Tensor::dispatch_bitmap},  // div_.Tensor
     {dropout::name, dropout::overload_name, dropout::schema_str, dropout::dispatch_bitmap},  // dropout
     {embedding::name, embedding::overload_name, embedding::schema_str, embedding::dispatch_bitmap},  // embedding
@@ -173,6 +175,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {max_dim_max::name, max_dim_max::overload_name, max_dim_max::schema_str, max_dim_max::dispatch_bitmap},  // max.dim_max
     {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap},  // maximum
     {maximum_out::name, maximum_out::overload_name, maximum_out::schema_str, maximum_out::dispatch_bitmap},  // maximum.out
+    {mean::name, mean::overload_name, mean::schema_str, mean::dispatch_bitmap},  // mean
     {mean_dim::name, mean_dim::overload_name, mean_dim::schema_str, mean_dim::dispatch_bitmap},  // mean.dim
     {mean_out::name, mean_out::overload_name, mean_out::schema_str, mean_out::dispatch_bitmap},  // mean.out
     {minimum::name, minimum::overload_name, minimum::schema_str, minimum::dispatch_bitmap},  // minimum
@@ -183,6 +186,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {mul_Scalar::name, mul_Scalar::overload_name, mul_Scalar::schema_str, mul_Scalar::dispatch_bitmap},  // mul.Scalar
     {mul_Tensor::name, mul_Tensor::overload_name, mul_Tensor::schema_str, mul_Tensor::dispatch_bitmap},  // mul.Tensor
     {mul_out::name, mul_out::overload_name, mul_out::schema_str, mul_out::dispatch_bitmap},  // mul.out
+    {mul__Scalar::name, mul__Scalar::overload_name, mul__Scalar::schema_str, mul__Scalar::dispatch_bitmap},  // mul_.Scalar
     {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap},  // mul_.Tensor
     {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap},  // neg
     {neg_out::name, neg_out::overload_name, neg_out::schema_str, neg_out::dispatch_bitmap},  // neg.out
@@ -222,6 +226,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap},  // sub.Scalar
     {sub_Tensor::name, sub_Tensor::overload_name, sub_Tensor::schema_str, sub_Tensor::dispatch_bitmap},  // sub.Tensor
     {sub_out::name, sub_out::overload_name, sub_out::schema_str, sub_out::dispatch_bitmap},  // sub.out
+    {sub__Scalar::name, sub__Scalar::overload_name, sub__Scalar::schema_str, sub__Scalar::dispatch_bitmap},  // sub_.Scalar
     {sub__Tensor::name, sub__Tensor::overload_name, sub__Tensor::schema_str, sub__Tensor::dispatch_bitmap},  // sub_.Tensor
     {sum::name, sum::overload_name, sum::schema_str, sum::dispatch_bitmap},  // sum
     {sum_IntList_out::name, sum_IntList_out::overload_name, sum_IntList_out::schema_str, sum_IntList_out::dispatch_bitmap},  // sum.IntList_out

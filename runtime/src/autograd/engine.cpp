@@ -374,6 +374,16 @@ void backward(const variable_list& tensors, const variable_list& grad_tensors, s
   execute(roots, std::move(grads), retain_graph.value_or(create_graph), create_graph);
 }
 
+void backward(const variable_list& tensors, const variable_list& grad_tensors, std::optional<bool> retain_graph,
+              bool create_graph, const variable_list& inputs) {
+  DK_CHECK(!inputs.empty(), "'inputs' argument to backward() cannot be empty.");
+  variable_list grads = grad(tensors, inputs, grad_tensors, retain_graph, create_graph, /*allow_unused=*/true);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // A non-leaf that retains its grad already got it from its retain_grad hook.
+    if (grads[i].defined() && !inputs[i].retains_grad()) accumulate_into(inputs[i].mutable_grad(), grads[i]);
+  }
+}
+
 variable_list grad(const variable_list& outputs, const variable_list& inputs, const variable_list& grad_outputs,
                    std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
   DK_CHECK(!inputs.empty(), "grad requires non-empty inputs.");

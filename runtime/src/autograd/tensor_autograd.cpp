@@ -103,8 +103,14 @@ void Tensor::remove_hook(unsigned handle) const {
   meta->hooks_->hooks[handle] = nullptr;
 }
 
-void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
-  autograd::backward({*this}, {gradient}, retain_graph, create_graph);
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                      std::optional<ArrayRef<Tensor>> inputs) const {
+  if (inputs) {
+    autograd::backward({*this}, {gradient}, retain_graph, create_graph,
+                       autograd::variable_list(inputs->begin(), inputs->end()));
+  } else {
+    autograd::backward({*this}, {gradient}, retain_graph, create_graph);
+  }
 }
 
 }  // namespace dk

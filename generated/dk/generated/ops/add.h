@@ -29,4 +29,14 @@ inline Tensor add(const Tensor& self, const Tensor& other, const Scalar& alpha, 
   return ops::add_out::call(self, other, alpha, out);
 }
 
+// dk::add.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor add_out(const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha = 1) {
+  return ops::add_out::call(self, other, alpha, out);
+}
+
+// dk::add.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor add_outf(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  return ops::add_out::call(self, other, alpha, out);
+}
+
 }  // namespace dk

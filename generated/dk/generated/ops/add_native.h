@@ -25,6 +25,7 @@
 namespace dk::native {
 
 Tensor add(const Tensor& self, const Scalar& other, const Scalar& alpha);  // add.Scalar @ CompositeImplicitAutograd
+Tensor add_(const Tensor& self, const Scalar& other, const Scalar& alpha);  // add_.Scalar @ CompositeImplicitAutograd
 
 }  // namespace dk::native
 

@@ -72,6 +72,21 @@ struct add_out {
   }
 };
 
+// ===== dk::add_.Scalar =====
+struct add__Scalar {
+  using signature = Tensor(const Tensor&, const Scalar&, const Scalar&);
+  static constexpr const char* name = "dk::add_";
+  static constexpr const char* overload_name = "Scalar";
+  static constexpr const char* schema_str = "add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b100;  // self
+  static Tensor call(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::add__Scalar>::call(self, other, alpha);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::add__Scalar>::redispatch(ks, self, other, alpha);
+  }
+};
+
 // ===== dk::add_.Tensor =====
 struct add__Tensor {
   using signature = Tensor(const Tensor&, const Tensor&, const Scalar&);

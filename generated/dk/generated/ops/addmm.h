@@ -24,4 +24,14 @@ inline Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, 
   return ops::addmm_out::call(self, mat1, mat2, beta, alpha, out);
 }
 
+// dk::addmm.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor addmm_out(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1, const Scalar& alpha = 1) {
+  return ops::addmm_out::call(self, mat1, mat2, beta, alpha, out);
+}
+
+// dk::addmm.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor addmm_outf(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha, const Tensor& out) {
+  return ops::addmm_out::call(self, mat1, mat2, beta, alpha, out);
+}
+
 }  // namespace dk

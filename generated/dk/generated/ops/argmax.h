@@ -24,4 +24,14 @@ inline Tensor argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdi
   return ops::argmax_out::call(self, dim, keepdim, out);
 }
 
+// dk::argmax.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor argmax_out(const Tensor& out, const Tensor& self, std::optional<int64_t> dim = std::nullopt, bool keepdim = false) {
+  return ops::argmax_out::call(self, dim, keepdim, out);
+}
+
+// dk::argmax.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor argmax_outf(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  return ops::argmax_out::call(self, dim, keepdim, out);
+}
+
 }  // namespace dk

@@ -24,4 +24,14 @@ inline Tensor bmm(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   return ops::bmm_out::call(self, mat2, out);
 }
 
+// dk::bmm.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+  return ops::bmm_out::call(self, mat2, out);
+}
+
+// dk::bmm.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor bmm_outf(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  return ops::bmm_out::call(self, mat2, out);
+}
+
 }  // namespace dk

@@ -24,6 +24,16 @@ inline Tensor clamp(const Tensor& self, const std::optional<Scalar>& min, const 
   return ops::clamp_out::call(self, min, max, out);
 }
 
+// dk::clamp.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor clamp_out(const Tensor& out, const Tensor& self, const std::optional<Scalar>& min = std::nullopt, const std::optional<Scalar>& max = std::nullopt) {
+  return ops::clamp_out::call(self, min, max, out);
+}
+
+// dk::clamp.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor clamp_outf(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max, const Tensor& out) {
+  return ops::clamp_out::call(self, min, max, out);
+}
+
 // ===== dk::clamp_ =====
 inline Tensor clamp_(const Tensor& self, const std::optional<Scalar>& min = std::nullopt, const std::optional<Scalar>& max = std::nullopt) {
   return ops::clamp_::call(self, min, max);

@@ -24,6 +24,16 @@ inline Tensor cos(const Tensor& self, const Tensor& out) {
   return ops::cos_out::call(self, out);
 }
 
+// dk::cos.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor cos_out(const Tensor& out, const Tensor& self) {
+  return ops::cos_out::call(self, out);
+}
+
+// dk::cos.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor cos_outf(const Tensor& self, const Tensor& out) {
+  return ops::cos_out::call(self, out);
+}
+
 // ===== dk::cos_ =====
 inline Tensor cos_(const Tensor& self) {
   return ops::cos_::call(self);

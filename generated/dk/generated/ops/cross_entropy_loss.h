@@ -15,7 +15,7 @@
 namespace dk {
 
 // ===== dk::cross_entropy_loss =====
-inline Tensor cross_entropy_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight = std::nullopt, int64_t reduction = 1 /* Mean */, int64_t ignore_index = -100, double label_smoothing = 0.0) {
+inline Tensor cross_entropy_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight = std::nullopt, int64_t reduction = ::dk::Reduction::Mean, int64_t ignore_index = -100, double label_smoothing = 0.0) {
   return ops::cross_entropy_loss::call(self, target, weight, reduction, ignore_index, label_smoothing);
 }
 

@@ -29,4 +29,14 @@ inline Tensor div(const Tensor& self, const Tensor& other, const Tensor& out) {
   return ops::div_out::call(self, other, out);
 }
 
+// dk::div.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor div_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  return ops::div_out::call(self, other, out);
+}
+
+// dk::div.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor div_outf(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::div_out::call(self, other, out);
+}
+
 }  // namespace dk

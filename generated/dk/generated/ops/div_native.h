@@ -25,6 +25,7 @@
 namespace dk::native {
 
 Tensor div(const Tensor& self, const Scalar& other);  // div.Scalar @ CompositeImplicitAutograd
+Tensor div_(const Tensor& self, const Scalar& other);  // div_.Scalar @ CompositeImplicitAutograd
 
 }  // namespace dk::native
 

@@ -72,6 +72,21 @@ struct div_out {
   }
 };
 
+// ===== dk::div_.Scalar =====
+struct div__Scalar {
+  using signature = Tensor(const Tensor&, const Scalar&);
+  static constexpr const char* name = "dk::div_";
+  static constexpr const char* overload_name = "Scalar";
+  static constexpr const char* schema_str = "div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b10;  // self
+  static Tensor call(const Tensor& self, const Scalar& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::div__Scalar>::call(self, other);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::div__Scalar>::redispatch(ks, self, other);
+  }
+};
+
 // ===== dk::div_.Tensor =====
 struct div__Tensor {
   using signature = Tensor(const Tensor&, const Tensor&);

@@ -24,6 +24,16 @@ inline Tensor eq(const Tensor& self, const Scalar& other, const Tensor& out) {
   return ops::eq_Scalar_out::call(self, other, out);
 }
 
+// dk::eq.Scalar_out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor eq_out(const Tensor& out, const Tensor& self, const Scalar& other) {
+  return ops::eq_Scalar_out::call(self, other, out);
+}
+
+// dk::eq.Scalar_out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor eq_outf(const Tensor& self, const Scalar& other, const Tensor& out) {
+  return ops::eq_Scalar_out::call(self, other, out);
+}
+
 // ===== dk::eq.Tensor =====
 inline Tensor eq(const Tensor& self, const Tensor& other) {
   return ops::eq_Tensor::call(self, other);
@@ -31,6 +41,16 @@ inline Tensor eq(const Tensor& self, const Tensor& other) {
 
 // ===== dk::eq.Tensor_out =====
 inline Tensor eq(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::eq_Tensor_out::call(self, other, out);
+}
+
+// dk::eq.Tensor_out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor eq_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  return ops::eq_Tensor_out::call(self, other, out);
+}
+
+// dk::eq.Tensor_out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor eq_outf(const Tensor& self, const Tensor& other, const Tensor& out) {
   return ops::eq_Tensor_out::call(self, other, out);
 }
 

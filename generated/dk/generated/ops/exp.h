@@ -24,6 +24,16 @@ inline Tensor exp(const Tensor& self, const Tensor& out) {
   return ops::exp_out::call(self, out);
 }
 
+// dk::exp.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor exp_out(const Tensor& out, const Tensor& self) {
+  return ops::exp_out::call(self, out);
+}
+
+// dk::exp.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor exp_outf(const Tensor& self, const Tensor& out) {
+  return ops::exp_out::call(self, out);
+}
+
 // ===== dk::exp_ =====
 inline Tensor exp_(const Tensor& self) {
   return ops::exp_::call(self);

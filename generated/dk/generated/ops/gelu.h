@@ -24,6 +24,16 @@ inline Tensor gelu(const Tensor& self, std::string_view approximate, const Tenso
   return ops::gelu_out::call(self, approximate, out);
 }
 
+// dk::gelu.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor gelu_out(const Tensor& out, const Tensor& self, std::string_view approximate = "none") {
+  return ops::gelu_out::call(self, approximate, out);
+}
+
+// dk::gelu.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor gelu_outf(const Tensor& self, std::string_view approximate, const Tensor& out) {
+  return ops::gelu_out::call(self, approximate, out);
+}
+
 // ===== dk::gelu_ =====
 inline Tensor gelu_(const Tensor& self, std::string_view approximate = "none") {
   return ops::gelu_::call(self, approximate);

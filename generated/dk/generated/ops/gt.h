@@ -24,4 +24,14 @@ inline Tensor gt(const Tensor& self, const Tensor& other, const Tensor& out) {
   return ops::gt_Tensor_out::call(self, other, out);
 }
 
+// dk::gt.Tensor_out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor gt_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  return ops::gt_Tensor_out::call(self, other, out);
+}
+
+// dk::gt.Tensor_out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor gt_outf(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::gt_Tensor_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -24,6 +24,16 @@ inline Tensor log(const Tensor& self, const Tensor& out) {
   return ops::log_out::call(self, out);
 }
 
+// dk::log.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor log_out(const Tensor& out, const Tensor& self) {
+  return ops::log_out::call(self, out);
+}
+
+// dk::log.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor log_outf(const Tensor& self, const Tensor& out) {
+  return ops::log_out::call(self, out);
+}
+
 // ===== dk::log_ =====
 inline Tensor log_(const Tensor& self) {
   return ops::log_::call(self);

@@ -24,4 +24,14 @@ inline Tensor lt(const Tensor& self, const Tensor& other, const Tensor& out) {
   return ops::lt_Tensor_out::call(self, other, out);
 }
 
+// dk::lt.Tensor_out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor lt_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  return ops::lt_Tensor_out::call(self, other, out);
+}
+
+// dk::lt.Tensor_out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor lt_outf(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::lt_Tensor_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -24,4 +24,14 @@ inline std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keep
   return ops::max_dim_max::call(self, dim, keepdim, max, max_values);
 }
 
+// dk::max.dim_max, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline std::tuple<Tensor, Tensor> max_out(const Tensor& max, const Tensor& max_values, const Tensor& self, int64_t dim, bool keepdim = false) {
+  return ops::max_dim_max::call(self, dim, keepdim, max, max_values);
+}
+
+// dk::max.dim_max, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline std::tuple<Tensor, Tensor> max_outf(const Tensor& self, int64_t dim, bool keepdim, const Tensor& max, const Tensor& max_values) {
+  return ops::max_dim_max::call(self, dim, keepdim, max, max_values);
+}
+
 }  // namespace dk

@@ -24,4 +24,14 @@ inline Tensor maximum(const Tensor& self, const Tensor& other, const Tensor& out
   return ops::maximum_out::call(self, other, out);
 }
 
+// dk::maximum.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor maximum_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  return ops::maximum_out::call(self, other, out);
+}
+
+// dk::maximum.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor maximum_outf(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::maximum_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -14,6 +14,11 @@
 
 namespace dk {
 
+// ===== dk::mean =====
+inline Tensor mean(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt) {
+  return ops::mean::call(self, dtype);
+}
+
 // ===== dk::mean.dim =====
 inline Tensor mean(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) {
   return ops::mean_dim::call(self, dim, keepdim, dtype);
@@ -31,6 +36,26 @@ inline Tensor mean(const Tensor& self, std::optional<IntArrayRef> dim, bool keep
 
 // dk::mean.out, braced-list form (Note [Braced int lists] in codegen/api/cpp.py)
 inline Tensor mean(const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  return ops::mean_out::call(self, IntArrayRef(dim), keepdim, dtype, out);
+}
+
+// dk::mean.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor mean_out(const Tensor& out, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) {
+  return ops::mean_out::call(self, dim, keepdim, dtype, out);
+}
+
+// dk::mean.out, braced-list form (Note [Braced int lists] in codegen/api/cpp.py)
+inline Tensor mean_out(const Tensor& out, const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) {
+  return ops::mean_out::call(self, IntArrayRef(dim), keepdim, dtype, out);
+}
+
+// dk::mean.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor mean_outf(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  return ops::mean_out::call(self, dim, keepdim, dtype, out);
+}
+
+// dk::mean.out, braced-list form (Note [Braced int lists] in codegen/api/cpp.py)
+inline Tensor mean_outf(const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
   return ops::mean_out::call(self, IntArrayRef(dim), keepdim, dtype, out);
 }
 

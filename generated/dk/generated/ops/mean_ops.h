@@ -23,8 +23,24 @@
 #include "dk/dispatch/dispatcher.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 
 namespace dk::ops {
+
+// ===== dk::mean =====
+struct mean {
+  using signature = Tensor(const Tensor&, std::optional<ScalarType>);
+  static constexpr const char* name = "dk::mean";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor";
+  static constexpr uint64_t dispatch_bitmap = 0b10;  // self
+  static Tensor call(const Tensor& self, std::optional<ScalarType> dtype) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mean>::call(self, dtype);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, std::optional<ScalarType> dtype) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mean>::redispatch(ks, self, dtype);
+  }
+};
 
 // ===== dk::mean.dim =====
 struct mean_dim {

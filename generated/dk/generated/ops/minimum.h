@@ -24,4 +24,14 @@ inline Tensor minimum(const Tensor& self, const Tensor& other, const Tensor& out
   return ops::minimum_out::call(self, other, out);
 }
 
+// dk::minimum.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor minimum_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  return ops::minimum_out::call(self, other, out);
+}
+
+// dk::minimum.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor minimum_outf(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::minimum_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -24,4 +24,14 @@ inline Tensor mm(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   return ops::mm_out::call(self, mat2, out);
 }
 
+// dk::mm.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+  return ops::mm_out::call(self, mat2, out);
+}
+
+// dk::mm.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor mm_outf(const Tensor& self, const Tensor& mat2, const Tensor& out) {
+  return ops::mm_out::call(self, mat2, out);
+}
+
 }  // namespace dk

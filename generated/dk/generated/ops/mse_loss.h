@@ -15,7 +15,7 @@
 namespace dk {
 
 // ===== dk::mse_loss =====
-inline Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction = 1 /* Mean */) {
+inline Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction = ::dk::Reduction::Mean) {
   return ops::mse_loss::call(self, target, reduction);
 }
 

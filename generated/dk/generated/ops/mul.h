@@ -29,4 +29,14 @@ inline Tensor mul(const Tensor& self, const Tensor& other, const Tensor& out) {
   return ops::mul_out::call(self, other, out);
 }
 
+// dk::mul.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor mul_out(const Tensor& out, const Tensor& self, const Tensor& other) {
+  return ops::mul_out::call(self, other, out);
+}
+
+// dk::mul.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor mul_outf(const Tensor& self, const Tensor& other, const Tensor& out) {
+  return ops::mul_out::call(self, other, out);
+}
+
 }  // namespace dk

@@ -25,6 +25,7 @@
 namespace dk::native {
 
 Tensor mul(const Tensor& self, const Scalar& other);  // mul.Scalar @ CompositeImplicitAutograd
+Tensor mul_(const Tensor& self, const Scalar& other);  // mul_.Scalar @ CompositeImplicitAutograd
 
 }  // namespace dk::native
 

@@ -72,6 +72,21 @@ struct mul_out {
   }
 };
 
+// ===== dk::mul_.Scalar =====
+struct mul__Scalar {
+  using signature = Tensor(const Tensor&, const Scalar&);
+  static constexpr const char* name = "dk::mul_";
+  static constexpr const char* overload_name = "Scalar";
+  static constexpr const char* schema_str = "mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b10;  // self
+  static Tensor call(const Tensor& self, const Scalar& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mul__Scalar>::call(self, other);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::mul__Scalar>::redispatch(ks, self, other);
+  }
+};
+
 // ===== dk::mul_.Tensor =====
 struct mul__Tensor {
   using signature = Tensor(const Tensor&, const Tensor&);

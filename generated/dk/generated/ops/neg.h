@@ -24,6 +24,16 @@ inline Tensor neg(const Tensor& self, const Tensor& out) {
   return ops::neg_out::call(self, out);
 }
 
+// dk::neg.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor neg_out(const Tensor& out, const Tensor& self) {
+  return ops::neg_out::call(self, out);
+}
+
+// dk::neg.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor neg_outf(const Tensor& self, const Tensor& out) {
+  return ops::neg_out::call(self, out);
+}
+
 // ===== dk::neg_ =====
 inline Tensor neg_(const Tensor& self) {
   return ops::neg_::call(self);

@@ -15,7 +15,7 @@
 namespace dk {
 
 // ===== dk::nll_loss =====
-inline Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight = std::nullopt, int64_t reduction = 1 /* Mean */, int64_t ignore_index = -100) {
+inline Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight = std::nullopt, int64_t reduction = ::dk::Reduction::Mean, int64_t ignore_index = -100) {
   return ops::nll_loss::call(self, target, weight, reduction, ignore_index);
 }
 

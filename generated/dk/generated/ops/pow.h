@@ -24,4 +24,14 @@ inline Tensor pow(const Tensor& self, const Scalar& exponent, const Tensor& out)
   return ops::pow_Tensor_Scalar_out::call(self, exponent, out);
 }
 
+// dk::pow.Tensor_Scalar_out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor pow_out(const Tensor& out, const Tensor& self, const Scalar& exponent) {
+  return ops::pow_Tensor_Scalar_out::call(self, exponent, out);
+}
+
+// dk::pow.Tensor_Scalar_out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor pow_outf(const Tensor& self, const Scalar& exponent, const Tensor& out) {
+  return ops::pow_Tensor_Scalar_out::call(self, exponent, out);
+}
+
 }  // namespace dk

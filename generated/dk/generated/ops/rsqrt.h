@@ -24,6 +24,16 @@ inline Tensor rsqrt(const Tensor& self, const Tensor& out) {
   return ops::rsqrt_out::call(self, out);
 }
 
+// dk::rsqrt.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor rsqrt_out(const Tensor& out, const Tensor& self) {
+  return ops::rsqrt_out::call(self, out);
+}
+
+// dk::rsqrt.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor rsqrt_outf(const Tensor& self, const Tensor& out) {
+  return ops::rsqrt_out::call(self, out);
+}
+
 // ===== dk::rsqrt_ =====
 inline Tensor rsqrt_(const Tensor& self) {
   return ops::rsqrt_::call(self);

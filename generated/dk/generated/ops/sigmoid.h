@@ -24,6 +24,16 @@ inline Tensor sigmoid(const Tensor& self, const Tensor& out) {
   return ops::sigmoid_out::call(self, out);
 }
 
+// dk::sigmoid.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sigmoid_out(const Tensor& out, const Tensor& self) {
+  return ops::sigmoid_out::call(self, out);
+}
+
+// dk::sigmoid.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sigmoid_outf(const Tensor& self, const Tensor& out) {
+  return ops::sigmoid_out::call(self, out);
+}
+
 // ===== dk::sigmoid_ =====
 inline Tensor sigmoid_(const Tensor& self) {
   return ops::sigmoid_::call(self);

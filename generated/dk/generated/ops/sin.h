@@ -24,6 +24,16 @@ inline Tensor sin(const Tensor& self, const Tensor& out) {
   return ops::sin_out::call(self, out);
 }
 
+// dk::sin.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sin_out(const Tensor& out, const Tensor& self) {
+  return ops::sin_out::call(self, out);
+}
+
+// dk::sin.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sin_outf(const Tensor& self, const Tensor& out) {
+  return ops::sin_out::call(self, out);
+}
+
 // ===== dk::sin_ =====
 inline Tensor sin_(const Tensor& self) {
   return ops::sin_::call(self);

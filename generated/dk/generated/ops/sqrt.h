@@ -24,6 +24,16 @@ inline Tensor sqrt(const Tensor& self, const Tensor& out) {
   return ops::sqrt_out::call(self, out);
 }
 
+// dk::sqrt.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sqrt_out(const Tensor& out, const Tensor& self) {
+  return ops::sqrt_out::call(self, out);
+}
+
+// dk::sqrt.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sqrt_outf(const Tensor& self, const Tensor& out) {
+  return ops::sqrt_out::call(self, out);
+}
+
 // ===== dk::sqrt_ =====
 inline Tensor sqrt_(const Tensor& self) {
   return ops::sqrt_::call(self);

@@ -29,4 +29,14 @@ inline Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha, 
   return ops::sub_out::call(self, other, alpha, out);
 }
 
+// dk::sub.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sub_out(const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha = 1) {
+  return ops::sub_out::call(self, other, alpha, out);
+}
+
+// dk::sub.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sub_outf(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
+  return ops::sub_out::call(self, other, alpha, out);
+}
+
 }  // namespace dk

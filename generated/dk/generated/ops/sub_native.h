@@ -25,6 +25,7 @@
 namespace dk::native {
 
 Tensor sub(const Tensor& self, const Scalar& other, const Scalar& alpha);  // sub.Scalar @ CompositeImplicitAutograd
+Tensor sub_(const Tensor& self, const Scalar& other, const Scalar& alpha);  // sub_.Scalar @ CompositeImplicitAutograd
 
 }  // namespace dk::native
 

@@ -72,6 +72,21 @@ struct sub_out {
   }
 };
 
+// ===== dk::sub_.Scalar =====
+struct sub__Scalar {
+  using signature = Tensor(const Tensor&, const Scalar&, const Scalar&);
+  static constexpr const char* name = "dk::sub_";
+  static constexpr const char* overload_name = "Scalar";
+  static constexpr const char* schema_str = "sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)";
+  static constexpr uint64_t dispatch_bitmap = 0b100;  // self
+  static Tensor call(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sub__Scalar>::call(self, other, alpha);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& other, const Scalar& alpha) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::sub__Scalar>::redispatch(ks, self, other, alpha);
+  }
+};
+
 // ===== dk::sub_.Tensor =====
 struct sub__Tensor {
   using signature = Tensor(const Tensor&, const Tensor&, const Scalar&);

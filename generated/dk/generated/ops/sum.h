@@ -29,6 +29,26 @@ inline Tensor sum(const Tensor& self, std::initializer_list<int64_t> dim, bool k
   return ops::sum_IntList_out::call(self, IntArrayRef(dim), keepdim, dtype, out);
 }
 
+// dk::sum.IntList_out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sum_out(const Tensor& out, const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) {
+  return ops::sum_IntList_out::call(self, dim, keepdim, dtype, out);
+}
+
+// dk::sum.IntList_out, braced-list form (Note [Braced int lists] in codegen/api/cpp.py)
+inline Tensor sum_out(const Tensor& out, const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) {
+  return ops::sum_IntList_out::call(self, IntArrayRef(dim), keepdim, dtype, out);
+}
+
+// dk::sum.IntList_out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor sum_outf(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  return ops::sum_IntList_out::call(self, dim, keepdim, dtype, out);
+}
+
+// dk::sum.IntList_out, braced-list form (Note [Braced int lists] in codegen/api/cpp.py)
+inline Tensor sum_outf(const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim, std::optional<ScalarType> dtype, const Tensor& out) {
+  return ops::sum_IntList_out::call(self, IntArrayRef(dim), keepdim, dtype, out);
+}
+
 // ===== dk::sum.dim_IntList =====
 inline Tensor sum(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) {
   return ops::sum_dim_IntList::call(self, dim, keepdim, dtype);

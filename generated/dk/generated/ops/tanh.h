@@ -24,6 +24,16 @@ inline Tensor tanh(const Tensor& self, const Tensor& out) {
   return ops::tanh_out::call(self, out);
 }
 
+// dk::tanh.out, outputs first (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor tanh_out(const Tensor& out, const Tensor& self) {
+  return ops::tanh_out::call(self, out);
+}
+
+// dk::tanh.out, outputs last (Note [Out spellings] in codegen/api/cpp.py)
+inline Tensor tanh_outf(const Tensor& self, const Tensor& out) {
+  return ops::tanh_out::call(self, out);
+}
+
 // ===== dk::tanh_ =====
 inline Tensor tanh_(const Tensor& self) {
   return ops::tanh_::call(self);

@@ -23,6 +23,11 @@ variable_list execute(const edge_list& roots, variable_list root_grads, bool kee
 // retain_graph defaults to create_graph.
 void backward(const variable_list& tensors, const variable_list& grad_tensors = {},
               std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
+// The same, accumulating only into the .grad of `inputs` (leaves or not; PyTorch's
+// backward(inputs=...)). Errors: "'inputs' argument to backward() cannot be empty.", "One of
+// the differentiated Tensors does not require grad".
+void backward(const variable_list& tensors, const variable_list& grad_tensors, std::optional<bool> retain_graph,
+              bool create_graph, const variable_list& inputs);
 
 // The gradients of `outputs` (weighted by `grad_outputs`) with respect to each of `inputs`,
 // returned rather than accumulated into .grad. An input the outputs do not depend on gets an

@@ -32,6 +32,9 @@ inline constexpr ScalarType kByte = ScalarType::Byte, kChar = ScalarType::Char, 
                             kLong = ScalarType::Long, kHalf = ScalarType::Half, kFloat = ScalarType::Float,
                             kDouble = ScalarType::Double, kBool = ScalarType::Bool,
                             kBFloat16 = ScalarType::BFloat16;
+// PyTorch's other spellings of the same dtypes: dk::kFloat32 is dk::kFloat.
+inline constexpr ScalarType kUInt8 = kByte, kInt8 = kChar, kInt16 = kShort, kInt32 = kInt, kInt64 = kLong,
+                            kFloat16 = kHalf, kFloat32 = kFloat, kFloat64 = kDouble;
 
 std::string_view toString(ScalarType t);  // "Float", "Long", ...
 std::ostream& operator<<(std::ostream& out, ScalarType t);
@@ -66,6 +69,12 @@ constexpr bool isIntegralType(ScalarType t, bool includeBool) {
 // The dtype Python floats become (torch.get_default_dtype()). Fixed at Float here: there is
 // no set_default_dtype.
 constexpr ScalarType get_default_dtype() { return ScalarType::Float; }
+
+// The reduction of a loss, as PyTorch numbers it: the `int reduction` argument of the loss
+// operators (dk::nll_loss(input, target, {}, dk::Reduction::Sum)).
+namespace Reduction {
+enum Reduction : int64_t { None = 0, Mean = 1, Sum = 2, END };
+}  // namespace Reduction
 
 enum class Layout : int8_t { Strided, Sparse };
 std::string_view toString(Layout l);

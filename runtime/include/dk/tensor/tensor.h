@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <ostream>
 #include <utility>
 #include <vector>
@@ -272,10 +273,20 @@ class Tensor {
   bool retains_grad() const;
   // Returns a handle for remove_hook; the hook returns an undefined tensor to keep the gradient.
   unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  // A hook that returns nothing only looks at the gradient (as PyTorch's void hooks).
+  template <class Hook, std::enable_if_t<std::is_void_v<std::invoke_result_t<Hook&, const Tensor&>>, int> = 0>
+  unsigned register_hook(Hook&& hook) const {
+    return register_hook(std::function<Tensor(const Tensor&)>(
+        [h = std::forward<Hook>(hook)](const Tensor& grad) mutable -> Tensor {
+          h(grad);
+          return Tensor();
+        }));
+  }
   void remove_hook(unsigned handle) const;
-  // retain_graph defaults to create_graph (dk/autograd/engine.h).
+  // retain_graph defaults to create_graph (dk/autograd/engine.h). With `inputs`, gradients are
+  // accumulated into the .grad() of those tensors only (leaves or not), as in PyTorch.
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false) const;
+                bool create_graph = false, std::optional<ArrayRef<Tensor>> inputs = std::nullopt) const;
 
   // The operators with `variants: method` (generated from schemas/native_functions.yaml;
   // defined out of line in the generated TensorMethods.cpp, above the dispatcher, so this
