@@ -314,6 +314,20 @@ variable_list MaxBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// max
+variable_list MaxBackward1::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const Tensor self = self_.unpack();
+  const Tensor result = result_.unpack(shared_from_this());
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, evenly_distribute_backward(grad, self, result));
+  }
+  return grad_inputs;
+}
+
 // maximum
 variable_list MaximumBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -342,6 +356,35 @@ variable_list MeanBackward0::apply(variable_list grads) {
   const auto& keepdim = keepdim_;
   if (should_compute_output({self_ix})) {
     copy_range(grad_inputs, self_ix, mean_backward(grad, self_sizes_, dim, keepdim));
+  }
+  return grad_inputs;
+}
+
+// min.dim
+variable_list MinBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const auto& keepdim = keepdim_;
+  const Tensor result1 = result1_.unpack(shared_from_this());
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, value_selecting_reduction_backward(grad, dim, result1, self_sizes_, keepdim));
+  }
+  return grad_inputs;
+}
+
+// min
+variable_list MinBackward1::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const Tensor self = self_.unpack();
+  const Tensor result = result_.unpack(shared_from_this());
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, evenly_distribute_backward(grad, self, result));
   }
   return grad_inputs;
 }

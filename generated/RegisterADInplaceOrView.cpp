@@ -13,6 +13,7 @@
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/copy_ops.h"
@@ -29,6 +30,7 @@
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_ops.h"
@@ -108,6 +110,17 @@ Tensor argmax_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::op
   {
     AutoDispatchBelowADInplaceOrView guard;
     ops::argmax_out::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, keepdim, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::argmin.out @ ADInplaceOrView (out=) =====
+Tensor argmin_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::argmin_out::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, keepdim, out);
   }
   increment_version(out);
   return out;
@@ -410,6 +423,19 @@ Tensor mean_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, std::opti
   }
   increment_version(out);
   return out;
+}
+
+// ===== dk::min.dim_min @ ADInplaceOrView (out=) =====
+std::tuple<Tensor, Tensor> min_dim_min_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim, const Tensor& min, const Tensor& min_indices) {
+  check_version_bump_allowed(min);
+  check_version_bump_allowed(min_indices);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::min_dim_min::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, keepdim, min, min_indices);
+  }
+  increment_version(min);
+  increment_version(min_indices);
+  return std::tuple<Tensor, Tensor>(min, min_indices);
 }
 
 // ===== dk::minimum.out @ ADInplaceOrView (out=) =====
@@ -787,6 +813,7 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("addmm.out", DK_FN(autograd::addmm_out_ADInplaceOrView));  // out=
   m.impl("addmm_", DK_FN(autograd::addmm__ADInplaceOrView));  // in-place
   m.impl("argmax.out", DK_FN(autograd::argmax_out_ADInplaceOrView));  // out=
+  m.impl("argmin.out", DK_FN(autograd::argmin_out_ADInplaceOrView));  // out=
   m.impl("bmm.out", DK_FN(autograd::bmm_out_ADInplaceOrView));  // out=
   m.impl("clamp.out", DK_FN(autograd::clamp_out_ADInplaceOrView));  // out=
   m.impl("clamp_", DK_FN(autograd::clamp__ADInplaceOrView));  // in-place
@@ -814,6 +841,7 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("max.dim_max", DK_FN(autograd::max_dim_max_ADInplaceOrView));  // out=
   m.impl("maximum.out", DK_FN(autograd::maximum_out_ADInplaceOrView));  // out=
   m.impl("mean.out", DK_FN(autograd::mean_out_ADInplaceOrView));  // out=
+  m.impl("min.dim_min", DK_FN(autograd::min_dim_min_ADInplaceOrView));  // out=
   m.impl("minimum.out", DK_FN(autograd::minimum_out_ADInplaceOrView));  // out=
   m.impl("mm.out", DK_FN(autograd::mm_out_ADInplaceOrView));  // out=
   m.impl("mul.out", DK_FN(autograd::mul_out_ADInplaceOrView));  // out=

@@ -23,6 +23,7 @@
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
@@ -43,6 +44,7 @@
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mse_loss_ops.h"
@@ -272,6 +274,16 @@ Tensor argmax_out_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<
   {
     AutoDispatchBelowAutograd guard;
     ops::argmax_out::redispatch(ks & after_autograd_keyset, self, dim, keepdim, out);
+  }
+  return out;
+}
+
+// ===== dk::argmin.out @ Autograd (out=: refuses grad) =====
+Tensor argmin_out_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("argmin.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::argmin_out::redispatch(ks & after_autograd_keyset, self, dim, keepdim, out);
   }
   return out;
 }
@@ -801,6 +813,27 @@ Tensor lt_Tensor_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tenso
   return out;
 }
 
+// ===== dk::max @ Autograd (MaxBackward1) =====
+Tensor max_Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<MaxBackward1> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<MaxBackward1>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_ = SavedVariable(self, false);
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::max::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+    grad_fn->result_ = SavedVariable(result, true);
+  }
+  return result;
+}
+
 // ===== dk::max.dim @ Autograd (MaxBackward0) =====
 std::tuple<Tensor, Tensor> max_dim_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
   const bool requires_grad = compute_requires_grad(self);
@@ -895,6 +928,60 @@ Tensor mean_out_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<In
     ops::mean_out::redispatch(ks & after_autograd_keyset, self, dim, keepdim, dtype, out);
   }
   return out;
+}
+
+// ===== dk::min @ Autograd (MinBackward1) =====
+Tensor min_Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<MinBackward1> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<MinBackward1>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_ = SavedVariable(self, false);
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::min::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+    grad_fn->result_ = SavedVariable(result, true);
+  }
+  return result;
+}
+
+// ===== dk::min.dim @ Autograd (MinBackward0) =====
+std::tuple<Tensor, Tensor> min_dim_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<MinBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<MinBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->keepdim_ = keepdim;
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  std::tuple<Tensor, Tensor> result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::min_dim::redispatch(ks & after_autograd_keyset, self, dim, keepdim);
+  }
+  if (grad_fn) {
+    set_history(std::get<0>(result), grad_fn);
+    grad_fn->result1_ = SavedVariable(std::get<1>(result), true);
+  }
+  return result;
+}
+
+// ===== dk::min.dim_min @ Autograd (out=: refuses grad) =====
+std::tuple<Tensor, Tensor> min_dim_min_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, bool keepdim, const Tensor& min, const Tensor& min_indices) {
+  autograd::detail::check_out_not_requiring_grad("min.dim_min", compute_requires_grad(self, min, min_indices));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::min_dim_min::redispatch(ks & after_autograd_keyset, self, dim, keepdim, min, min_indices);
+  }
+  return std::tuple<Tensor, Tensor>(min, min_indices);
 }
 
 // ===== dk::minimum @ Autograd (MinimumBackward0) =====
@@ -1820,6 +1907,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("addmm.out", DK_FN(autograd::generated::addmm_out_Autograd));  // out=: refuses grad
   m.impl("addmm_", DK_FN(autograd::generated::addmm__Autograd));  // AddmmBackward0
   m.impl("argmax.out", DK_FN(autograd::generated::argmax_out_Autograd));  // out=: refuses grad
+  m.impl("argmin.out", DK_FN(autograd::generated::argmin_out_Autograd));  // out=: refuses grad
   m.impl("bmm", DK_FN(autograd::generated::bmm_Autograd));  // BmmBackward0
   m.impl("bmm.out", DK_FN(autograd::generated::bmm_out_Autograd));  // out=: refuses grad
   m.impl("cat", DK_FN(autograd::generated::cat_Autograd));  // CatBackward0
@@ -1851,12 +1939,16 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("log.out", DK_FN(autograd::generated::log_out_Autograd));  // out=: refuses grad
   m.impl("log_", DK_FN(autograd::generated::log__Autograd));  // LogBackward0
   m.impl("lt.Tensor_out", DK_FN(autograd::generated::lt_Tensor_out_Autograd));  // out=: refuses grad
+  m.impl("max", DK_FN(autograd::generated::max_Autograd));  // MaxBackward1
   m.impl("max.dim", DK_FN(autograd::generated::max_dim_Autograd));  // MaxBackward0
   m.impl("max.dim_max", DK_FN(autograd::generated::max_dim_max_Autograd));  // out=: refuses grad
   m.impl("maximum", DK_FN(autograd::generated::maximum_Autograd));  // MaximumBackward0
   m.impl("maximum.out", DK_FN(autograd::generated::maximum_out_Autograd));  // out=: refuses grad
   m.impl("mean.dim", DK_FN(autograd::generated::mean_dim_Autograd));  // MeanBackward0
   m.impl("mean.out", DK_FN(autograd::generated::mean_out_Autograd));  // out=: refuses grad
+  m.impl("min", DK_FN(autograd::generated::min_Autograd));  // MinBackward1
+  m.impl("min.dim", DK_FN(autograd::generated::min_dim_Autograd));  // MinBackward0
+  m.impl("min.dim_min", DK_FN(autograd::generated::min_dim_min_Autograd));  // out=: refuses grad
   m.impl("minimum", DK_FN(autograd::generated::minimum_Autograd));  // MinimumBackward0
   m.impl("minimum.out", DK_FN(autograd::generated::minimum_out_Autograd));  // out=: refuses grad
   m.impl("mm", DK_FN(autograd::generated::mm_Autograd));  // MmBackward0

@@ -14,6 +14,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar_Tensor.h"
@@ -25,6 +26,8 @@
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/argmin_native.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -70,6 +73,14 @@ Tensor wrapper_CPU_argmax_out(const Tensor& self, std::optional<int64_t> dim, bo
   op.impl(self, dim, keepdim, op.maybe_get_output(0));
   op.finish();
   return out;
+}
+
+// ===== dk::argmin @ CPU =====
+Tensor wrapper_CPU_argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  detail::StructuredFunctional<native::structured_argmin_out_cpu, 1> op("dk::argmin");
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::clamp.out @ CPU =====
@@ -250,6 +261,7 @@ Tensor wrapper_CPU_zero_(const Tensor& self) {
 
 DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("argmax.out", ::dk::detail::kernelFor<ops::argmax_out, &wrapper_CPU_argmax_out>("wrapper_CPU_argmax_out"));  // argmax.out @ CPU -> native::structured_argmax_out_cpu
+  m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_CPU_argmin>("wrapper_CPU_argmin"));  // argmin @ CPU -> native::structured_argmin_out_cpu
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_CPU_clamp_out>("wrapper_CPU_clamp_out"));  // clamp.out @ CPU -> native::structured_clamp_out_cpu
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CPU_cos>("wrapper_CPU_cos"));  // cos @ CPU -> native::structured_cos_out_cpu
   m.impl("eq.Scalar_out", ::dk::detail::kernelFor<ops::eq_Scalar_out, &wrapper_CPU_eq_Scalar_out>("wrapper_CPU_eq_Scalar_out"));  // eq.Scalar_out @ CPU -> native::structured_eq_Scalar_out_cpu

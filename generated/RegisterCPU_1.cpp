@@ -22,6 +22,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/cat_native.h"
@@ -40,6 +41,8 @@
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/log_native.h"
 #include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/min_native.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/minimum_native.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mul_native.h"
@@ -145,6 +148,14 @@ Tensor wrapper_CPU_log_out(const Tensor& self, const Tensor& out) {
   op.impl(self, op.maybe_get_output(0));
   op.finish();
   return out;
+}
+
+// ===== dk::min.dim @ CPU =====
+std::tuple<Tensor, Tensor> wrapper_CPU_min_dim(const Tensor& self, int64_t dim, bool keepdim) {
+  detail::StructuredFunctional<native::structured_min_out_cpu, 2> op("dk::min");
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take_output(0), op.take_output(1)};
 }
 
 // ===== dk::minimum.out @ CPU =====
@@ -261,6 +272,7 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("gelu.out", ::dk::detail::kernelFor<ops::gelu_out, &wrapper_CPU_gelu_out>("wrapper_CPU_gelu_out"));  // gelu.out @ CPU -> native::structured_gelu_out_cpu
   m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CPU_item>("wrapper_CPU_item"));  // item @ CPU -> native::item_cpu
   m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_CPU_log_out>("wrapper_CPU_log_out"));  // log.out @ CPU -> native::structured_log_out_cpu
+  m.impl("min.dim", ::dk::detail::kernelFor<ops::min_dim, &wrapper_CPU_min_dim>("wrapper_CPU_min_dim"));  // min.dim @ CPU -> native::structured_min_out_cpu
   m.impl("minimum.out", ::dk::detail::kernelFor<ops::minimum_out, &wrapper_CPU_minimum_out>("wrapper_CPU_minimum_out"));  // minimum.out @ CPU -> native::structured_minimum_out_cpu
   m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_CPU_mul_out>("wrapper_CPU_mul_out"));  // mul.out @ CPU -> native::structured_mul_out_cpu
   m.impl("neg_", ::dk::detail::kernelFor<ops::neg_, &wrapper_CPU_neg_>("wrapper_CPU_neg_"));  // neg_ @ CPU -> native::structured_neg_out_cpu

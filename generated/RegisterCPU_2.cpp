@@ -24,6 +24,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/_log_softmax_native.h"
 #include "dk/generated/ops/_log_softmax_ops.h"
 #include "dk/generated/ops/add_native.h"
@@ -52,6 +53,8 @@
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_native.h"
 #include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/min_native.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/mm_native.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_native.h"
@@ -240,6 +243,15 @@ Tensor wrapper_CPU_maximum_out(const Tensor& self, const Tensor& other, const Te
   return out;
 }
 
+// ===== dk::min.dim_min @ CPU =====
+std::tuple<Tensor, Tensor> wrapper_CPU_min_dim_min(const Tensor& self, int64_t dim, bool keepdim, const Tensor& min, const Tensor& min_indices) {
+  detail::StructuredOut<native::structured_min_out_cpu, 2> op("dk::min", {min, min_indices}, {"min", "min_indices"});
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.maybe_get_output(0), op.maybe_get_output(1));
+  op.finish();
+  return {min, min_indices};
+}
+
 // ===== dk::mm.out @ CPU =====
 Tensor wrapper_CPU_mm_out(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   detail::DeviceCheck device_check("dk::mm.out");
@@ -373,6 +385,7 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CPU_gt_Tensor>("wrapper_CPU_gt_Tensor"));  // gt.Tensor @ CPU -> native::structured_gt_Tensor_out_cpu
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CPU_max_dim>("wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::structured_max_out_cpu
   m.impl("maximum.out", ::dk::detail::kernelFor<ops::maximum_out, &wrapper_CPU_maximum_out>("wrapper_CPU_maximum_out"));  // maximum.out @ CPU -> native::structured_maximum_out_cpu
+  m.impl("min.dim_min", ::dk::detail::kernelFor<ops::min_dim_min, &wrapper_CPU_min_dim_min>("wrapper_CPU_min_dim_min"));  // min.dim_min @ CPU -> native::structured_min_out_cpu
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CPU_mm_out>("wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::structured_mm_out_cpu
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CPU_mul__Tensor>("wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::structured_mul_out_cpu
   m.impl("neg.out", ::dk::detail::kernelFor<ops::neg_out, &wrapper_CPU_neg_out>("wrapper_CPU_neg_out"));  // neg.out @ CPU -> native::structured_neg_out_cpu

@@ -16,6 +16,7 @@
 #include "dk/generated/boxing/sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
@@ -34,6 +35,8 @@
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/arange_native.h"
 #include "dk/generated/ops/arange_ops.h"
+#include "dk/generated/ops/argmin_native.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -118,6 +121,15 @@ Tensor wrapper_CPU_addmm_out(const Tensor& self, const Tensor& mat1, const Tenso
 // ===== dk::arange.start_step @ CPU =====
 Tensor wrapper_CPU_arange_start_step(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   return native::arange_cpu(start, end, step, dtype, layout, device, pin_memory);
+}
+
+// ===== dk::argmin.out @ CPU =====
+Tensor wrapper_CPU_argmin_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  detail::StructuredOut<native::structured_argmin_out_cpu, 1> op("dk::argmin", {out}, {"out"});
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::clamp @ CPU =====
@@ -301,6 +313,7 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_CPU_add__Tensor>("wrapper_CPU_add__Tensor"));  // add_.Tensor @ CPU -> native::structured_add_out_cpu
   m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_CPU_addmm_out>("wrapper_CPU_addmm_out"));  // addmm.out @ CPU -> native::structured_addmm_out_cpu
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_CPU_arange_start_step>("wrapper_CPU_arange_start_step"));  // arange.start_step @ CPU -> native::arange_cpu
+  m.impl("argmin.out", ::dk::detail::kernelFor<ops::argmin_out, &wrapper_CPU_argmin_out>("wrapper_CPU_argmin_out"));  // argmin.out @ CPU -> native::structured_argmin_out_cpu
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CPU_clamp>("wrapper_CPU_clamp"));  // clamp @ CPU -> native::structured_clamp_out_cpu
   m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_CPU_cos_>("wrapper_CPU_cos_"));  // cos_ @ CPU -> native::structured_cos_out_cpu
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CPU_div_Tensor>("wrapper_CPU_div_Tensor"));  // div.Tensor @ CPU -> native::structured_div_out_cpu

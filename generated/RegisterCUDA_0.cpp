@@ -14,6 +14,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar_Tensor.h"
@@ -25,6 +26,8 @@
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/argmin_native.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -76,6 +79,17 @@ Tensor wrapper_CUDA_argmax_out(const Tensor& self, std::optional<int64_t> dim, b
   op.impl(self, dim, keepdim, op.maybe_get_output(0));
   op.finish();
   return out;
+}
+
+// ===== dk::argmin @ CUDA =====
+Tensor wrapper_CUDA_argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredFunctional<native::structured_argmin_out_cuda, 1> op("dk::argmin");
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::clamp.out @ CUDA =====
@@ -322,6 +336,7 @@ Tensor wrapper_CUDA_zero_(const Tensor& self) {
 
 DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("argmax.out", ::dk::detail::kernelFor<ops::argmax_out, &wrapper_CUDA_argmax_out>("wrapper_CUDA_argmax_out"));  // argmax.out @ CUDA -> native::structured_argmax_out_cuda
+  m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_CUDA_argmin>("wrapper_CUDA_argmin"));  // argmin @ CUDA -> native::structured_argmin_out_cuda
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_CUDA_clamp_out>("wrapper_CUDA_clamp_out"));  // clamp.out @ CUDA -> native::structured_clamp_out_cuda
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CUDA_cos>("wrapper_CUDA_cos"));  // cos @ CUDA -> native::structured_cos_out_cuda
   m.impl("eq.Scalar_out", ::dk::detail::kernelFor<ops::eq_Scalar_out, &wrapper_CUDA_eq_Scalar_out>("wrapper_CUDA_eq_Scalar_out"));  // eq.Scalar_out @ CUDA -> native::structured_eq_Scalar_out_cuda

@@ -22,6 +22,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/cat_native.h"
@@ -40,6 +41,8 @@
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/log_native.h"
 #include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/min_native.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/minimum_native.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mul_native.h"
@@ -178,6 +181,17 @@ Tensor wrapper_CUDA_log_out(const Tensor& self, const Tensor& out) {
   op.impl(self, op.maybe_get_output(0));
   op.finish();
   return out;
+}
+
+// ===== dk::min.dim @ CUDA =====
+std::tuple<Tensor, Tensor> wrapper_CUDA_min_dim(const Tensor& self, int64_t dim, bool keepdim) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredFunctional<native::structured_min_out_cuda, 2> op("dk::min");
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take_output(0), op.take_output(1)};
 }
 
 // ===== dk::minimum.out @ CUDA =====
@@ -330,6 +344,7 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("gelu.out", ::dk::detail::kernelFor<ops::gelu_out, &wrapper_CUDA_gelu_out>("wrapper_CUDA_gelu_out"));  // gelu.out @ CUDA -> native::structured_gelu_out_cuda
   m.impl("item", ::dk::detail::kernelFor<ops::item, &wrapper_CUDA_item>("wrapper_CUDA_item"));  // item @ CUDA -> native::item_cuda
   m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_CUDA_log_out>("wrapper_CUDA_log_out"));  // log.out @ CUDA -> native::structured_log_out_cuda
+  m.impl("min.dim", ::dk::detail::kernelFor<ops::min_dim, &wrapper_CUDA_min_dim>("wrapper_CUDA_min_dim"));  // min.dim @ CUDA -> native::structured_min_out_cuda
   m.impl("minimum.out", ::dk::detail::kernelFor<ops::minimum_out, &wrapper_CUDA_minimum_out>("wrapper_CUDA_minimum_out"));  // minimum.out @ CUDA -> native::structured_minimum_out_cuda
   m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_CUDA_mul_out>("wrapper_CUDA_mul_out"));  // mul.out @ CUDA -> native::structured_mul_out_cuda
   m.impl("neg_", ::dk::detail::kernelFor<ops::neg_, &wrapper_CUDA_neg_>("wrapper_CUDA_neg_"));  // neg_ @ CUDA -> native::structured_neg_out_cuda

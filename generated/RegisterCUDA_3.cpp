@@ -16,6 +16,7 @@
 #include "dk/generated/boxing/sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
@@ -34,6 +35,8 @@
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/arange_native.h"
 #include "dk/generated/ops/arange_ops.h"
+#include "dk/generated/ops/argmin_native.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -136,6 +139,18 @@ Tensor wrapper_CUDA_arange_start_step(const Scalar& start, const Scalar& end, co
   const cuda::DeviceGuard device_guard(device);
 #endif
   return native::arange_cuda(start, end, step, dtype, layout, device, pin_memory);
+}
+
+// ===== dk::argmin.out @ CUDA =====
+Tensor wrapper_CUDA_argmin_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_argmin_out_cuda, 1> op("dk::argmin", {out}, {"out"});
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.maybe_get_output(0));
+  op.finish();
+  return out;
 }
 
 // ===== dk::clamp @ CUDA =====
@@ -388,6 +403,7 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_CUDA_add__Tensor>("wrapper_CUDA_add__Tensor"));  // add_.Tensor @ CUDA -> native::structured_add_out_cuda
   m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_CUDA_addmm_out>("wrapper_CUDA_addmm_out"));  // addmm.out @ CUDA -> native::structured_addmm_out_cuda
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_CUDA_arange_start_step>("wrapper_CUDA_arange_start_step"));  // arange.start_step @ CUDA -> native::arange_cuda
+  m.impl("argmin.out", ::dk::detail::kernelFor<ops::argmin_out, &wrapper_CUDA_argmin_out>("wrapper_CUDA_argmin_out"));  // argmin.out @ CUDA -> native::structured_argmin_out_cuda
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CUDA_clamp>("wrapper_CUDA_clamp"));  // clamp @ CUDA -> native::structured_clamp_out_cuda
   m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_CUDA_cos_>("wrapper_CUDA_cos_"));  // cos_ @ CUDA -> native::structured_cos_out_cuda
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CUDA_div_Tensor>("wrapper_CUDA_div_Tensor"));  // div.Tensor @ CUDA -> native::structured_div_out_cuda

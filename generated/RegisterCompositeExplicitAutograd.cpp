@@ -24,6 +24,10 @@
 #include "dk/generated/ops/clone_ops.h"
 #include "dk/generated/ops/expand_native.h"
 #include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/max_native.h"
+#include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/min_native.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/permute_native.h"
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/select_native.h"
@@ -62,6 +66,16 @@ Tensor wrapper_CompositeExplicitAutograd_clone(const Tensor& self, std::optional
 // ===== dk::expand @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_expand(const Tensor& self, IntArrayRef size, bool implicit) {
   return native::expand(self, size, implicit);
+}
+
+// ===== dk::max @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_max(const Tensor& self) {
+  return native::max(self);
+}
+
+// ===== dk::min @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_min(const Tensor& self) {
+  return native::min(self);
 }
 
 // ===== dk::permute @ CompositeExplicitAutograd =====
@@ -120,6 +134,8 @@ DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
   m.impl("_to_copy", ::dk::detail::kernelFor<ops::_to_copy, &wrapper_CompositeExplicitAutograd__to_copy>("wrapper_CompositeExplicitAutograd__to_copy"));  // _to_copy @ CompositeExplicitAutograd -> native::_to_copy
   m.impl("clone", ::dk::detail::kernelFor<ops::clone, &wrapper_CompositeExplicitAutograd_clone>("wrapper_CompositeExplicitAutograd_clone"));  // clone @ CompositeExplicitAutograd -> native::clone
   m.impl("expand", ::dk::detail::kernelFor<ops::expand, &wrapper_CompositeExplicitAutograd_expand>("wrapper_CompositeExplicitAutograd_expand"));  // expand @ CompositeExplicitAutograd -> native::expand
+  m.impl("max", ::dk::detail::kernelFor<ops::max, &wrapper_CompositeExplicitAutograd_max>("wrapper_CompositeExplicitAutograd_max"));  // max @ CompositeExplicitAutograd -> native::max
+  m.impl("min", ::dk::detail::kernelFor<ops::min, &wrapper_CompositeExplicitAutograd_min>("wrapper_CompositeExplicitAutograd_min"));  // min @ CompositeExplicitAutograd -> native::min
   m.impl("permute", ::dk::detail::kernelFor<ops::permute, &wrapper_CompositeExplicitAutograd_permute>("wrapper_CompositeExplicitAutograd_permute"));  // permute @ CompositeExplicitAutograd -> native::permute
   m.impl("select.int", ::dk::detail::kernelFor<ops::select_int, &wrapper_CompositeExplicitAutograd_select_int>("wrapper_CompositeExplicitAutograd_select_int"));  // select.int @ CompositeExplicitAutograd -> native::select
   m.impl("slice.Tensor", ::dk::detail::kernelFor<ops::slice_Tensor, &wrapper_CompositeExplicitAutograd_slice_Tensor>("wrapper_CompositeExplicitAutograd_slice_Tensor"));  // slice.Tensor @ CompositeExplicitAutograd -> native::slice

@@ -14,6 +14,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar_Tensor.h"
@@ -25,6 +26,8 @@
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/argmin_native.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -69,6 +72,13 @@ Tensor wrapper_Meta_argmax_out(const Tensor& self, std::optional<int64_t> dim, b
   op.meta(self, dim, keepdim);
   op.finish();
   return out;
+}
+
+// ===== dk::argmin @ Meta =====
+Tensor wrapper_Meta_argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  detail::StructuredFunctional<::dk::meta::structured_argmin, 1> op("dk::argmin");
+  op.meta(self, dim, keepdim);
+  return op.take_output(0);
 }
 
 // ===== dk::clamp.out @ Meta =====
@@ -232,6 +242,7 @@ Tensor wrapper_Meta_zero_(const Tensor& self) {
 
 DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("argmax.out", ::dk::detail::kernelFor<ops::argmax_out, &wrapper_Meta_argmax_out>("wrapper_Meta_argmax_out"));  // argmax.out @ Meta -> ::dk::meta::structured_argmax
+  m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_Meta_argmin>("wrapper_Meta_argmin"));  // argmin @ Meta -> ::dk::meta::structured_argmin
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_Meta_clamp_out>("wrapper_Meta_clamp_out"));  // clamp.out @ Meta -> ::dk::meta::structured_clamp
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_Meta_cos>("wrapper_Meta_cos"));  // cos @ Meta -> ::dk::meta::structured_cos
   m.impl("eq.Scalar_out", ::dk::detail::kernelFor<ops::eq_Scalar_out, &wrapper_Meta_eq_Scalar_out>("wrapper_Meta_eq_Scalar_out"));  // eq.Scalar_out @ Meta -> ::dk::meta::structured_eq_Scalar

@@ -21,6 +21,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/cat_native.h"
@@ -37,6 +38,8 @@
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/log_native.h"
 #include "dk/generated/ops/log_ops.h"
+#include "dk/generated/ops/min_native.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/minimum_native.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mul_native.h"
@@ -130,6 +133,13 @@ Tensor wrapper_Meta_log_out(const Tensor& self, const Tensor& out) {
   op.meta(self);
   op.finish();
   return out;
+}
+
+// ===== dk::min.dim @ Meta =====
+std::tuple<Tensor, Tensor> wrapper_Meta_min_dim(const Tensor& self, int64_t dim, bool keepdim) {
+  detail::StructuredFunctional<::dk::meta::structured_min_dim, 2> op("dk::min");
+  op.meta(self, dim, keepdim);
+  return {op.take_output(0), op.take_output(1)};
 }
 
 // ===== dk::minimum.out @ Meta =====
@@ -234,6 +244,7 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("exp_", ::dk::detail::kernelFor<ops::exp_, &wrapper_Meta_exp_>("wrapper_Meta_exp_"));  // exp_ @ Meta -> ::dk::meta::structured_exp
   m.impl("gelu.out", ::dk::detail::kernelFor<ops::gelu_out, &wrapper_Meta_gelu_out>("wrapper_Meta_gelu_out"));  // gelu.out @ Meta -> ::dk::meta::structured_gelu
   m.impl("log.out", ::dk::detail::kernelFor<ops::log_out, &wrapper_Meta_log_out>("wrapper_Meta_log_out"));  // log.out @ Meta -> ::dk::meta::structured_log
+  m.impl("min.dim", ::dk::detail::kernelFor<ops::min_dim, &wrapper_Meta_min_dim>("wrapper_Meta_min_dim"));  // min.dim @ Meta -> ::dk::meta::structured_min_dim
   m.impl("minimum.out", ::dk::detail::kernelFor<ops::minimum_out, &wrapper_Meta_minimum_out>("wrapper_Meta_minimum_out"));  // minimum.out @ Meta -> ::dk::meta::structured_minimum
   m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_Meta_mul_out>("wrapper_Meta_mul_out"));  // mul.out @ Meta -> ::dk::meta::structured_mul_Tensor
   m.impl("neg_", ::dk::detail::kernelFor<ops::neg_, &wrapper_Meta_neg_>("wrapper_Meta_neg_"));  // neg_ @ Meta -> ::dk::meta::structured_neg

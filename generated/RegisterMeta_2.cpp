@@ -24,6 +24,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/_log_softmax_native.h"
 #include "dk/generated/ops/_log_softmax_ops.h"
 #include "dk/generated/ops/add_native.h"
@@ -52,6 +53,8 @@
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_native.h"
 #include "dk/generated/ops/maximum_ops.h"
+#include "dk/generated/ops/min_native.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/mm_native.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_native.h"
@@ -225,6 +228,14 @@ Tensor wrapper_Meta_maximum_out(const Tensor& self, const Tensor& other, const T
   return out;
 }
 
+// ===== dk::min.dim_min @ Meta =====
+std::tuple<Tensor, Tensor> wrapper_Meta_min_dim_min(const Tensor& self, int64_t dim, bool keepdim, const Tensor& min, const Tensor& min_indices) {
+  detail::StructuredOut<::dk::meta::structured_min_dim, 2> op("dk::min", {min, min_indices}, {"min", "min_indices"});
+  op.meta(self, dim, keepdim);
+  op.finish();
+  return {min, min_indices};
+}
+
 // ===== dk::mm.out @ Meta =====
 Tensor wrapper_Meta_mm_out(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   detail::DeviceCheck device_check("dk::mm.out");
@@ -347,6 +358,7 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_Meta_gt_Tensor>("wrapper_Meta_gt_Tensor"));  // gt.Tensor @ Meta -> ::dk::meta::structured_gt_Tensor
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_Meta_max_dim>("wrapper_Meta_max_dim"));  // max.dim @ Meta -> ::dk::meta::structured_max_dim
   m.impl("maximum.out", ::dk::detail::kernelFor<ops::maximum_out, &wrapper_Meta_maximum_out>("wrapper_Meta_maximum_out"));  // maximum.out @ Meta -> ::dk::meta::structured_maximum
+  m.impl("min.dim_min", ::dk::detail::kernelFor<ops::min_dim_min, &wrapper_Meta_min_dim_min>("wrapper_Meta_min_dim_min"));  // min.dim_min @ Meta -> ::dk::meta::structured_min_dim
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_Meta_mm_out>("wrapper_Meta_mm_out"));  // mm.out @ Meta -> ::dk::meta::structured_mm
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_Meta_mul__Tensor>("wrapper_Meta_mul__Tensor"));  // mul_.Tensor @ Meta -> ::dk::meta::structured_mul_Tensor
   m.impl("neg.out", ::dk::detail::kernelFor<ops::neg_out, &wrapper_Meta_neg_out>("wrapper_Meta_neg_out"));  // neg.out @ Meta -> ::dk::meta::structured_neg

@@ -16,6 +16,7 @@
 #include "dk/generated/boxing/sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
@@ -34,6 +35,8 @@
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/arange_native.h"
 #include "dk/generated/ops/arange_ops.h"
+#include "dk/generated/ops/argmin_native.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -116,6 +119,14 @@ Tensor wrapper_Meta_addmm_out(const Tensor& self, const Tensor& mat1, const Tens
 // ===== dk::arange.start_step @ Meta =====
 Tensor wrapper_Meta_arange_start_step(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   return native::arange_meta(start, end, step, dtype, layout, device, pin_memory);
+}
+
+// ===== dk::argmin.out @ Meta =====
+Tensor wrapper_Meta_argmin_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_argmin, 1> op("dk::argmin", {out}, {"out"});
+  op.meta(self, dim, keepdim);
+  op.finish();
+  return out;
 }
 
 // ===== dk::clamp @ Meta =====
@@ -284,6 +295,7 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("add_.Tensor", ::dk::detail::kernelFor<ops::add__Tensor, &wrapper_Meta_add__Tensor>("wrapper_Meta_add__Tensor"));  // add_.Tensor @ Meta -> ::dk::meta::structured_add_Tensor
   m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_Meta_addmm_out>("wrapper_Meta_addmm_out"));  // addmm.out @ Meta -> ::dk::meta::structured_addmm
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_Meta_arange_start_step>("wrapper_Meta_arange_start_step"));  // arange.start_step @ Meta -> native::arange_meta
+  m.impl("argmin.out", ::dk::detail::kernelFor<ops::argmin_out, &wrapper_Meta_argmin_out>("wrapper_Meta_argmin_out"));  // argmin.out @ Meta -> ::dk::meta::structured_argmin
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_Meta_clamp>("wrapper_Meta_clamp"));  // clamp @ Meta -> ::dk::meta::structured_clamp
   m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_Meta_cos_>("wrapper_Meta_cos_"));  // cos_ @ Meta -> ::dk::meta::structured_cos
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_Meta_div_Tensor>("wrapper_Meta_div_Tensor"));  // div.Tensor @ Meta -> ::dk::meta::structured_div_Tensor

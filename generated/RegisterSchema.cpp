@@ -11,6 +11,7 @@
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
@@ -42,6 +43,7 @@
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mse_loss_ops.h"
@@ -96,6 +98,8 @@ DK_LIBRARY(dk, m) {
   m.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::arange_start_step::dispatch_bitmap});  // dk::arange.start_step
   m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::argmax::dispatch_bitmap});  // dk::argmax
   m.def("argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::argmax_out::dispatch_bitmap});  // dk::argmax.out
+  m.def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::argmin::dispatch_bitmap});  // dk::argmin
+  m.def("argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::argmin_out::dispatch_bitmap});  // dk::argmin.out
   m.def("bmm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::bmm::dispatch_bitmap});  // dk::bmm
   m.def("bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::bmm_out::dispatch_bitmap});  // dk::bmm.out
   m.def("cat(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cat::dispatch_bitmap});  // dk::cat
@@ -148,6 +152,7 @@ DK_LIBRARY(dk, m) {
   m.def("lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::lt_Tensor_out::dispatch_bitmap});  // dk::lt.Tensor_out
   m.def("lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::lt__Tensor::dispatch_bitmap});  // dk::lt_.Tensor
   m.def("matmul(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::matmul::dispatch_bitmap});  // dk::matmul
+  m.def("max(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::max::dispatch_bitmap});  // dk::max
   m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim::dispatch_bitmap});  // dk::max.dim
   m.def("max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim_max::dispatch_bitmap});  // dk::max.dim_max
   m.def("maximum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::maximum::dispatch_bitmap});  // dk::maximum
@@ -155,6 +160,9 @@ DK_LIBRARY(dk, m) {
   m.def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mean::dispatch_bitmap});  // dk::mean
   m.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mean_dim::dispatch_bitmap});  // dk::mean.dim
   m.def("mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mean_out::dispatch_bitmap});  // dk::mean.out
+  m.def("min(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::min::dispatch_bitmap});  // dk::min
+  m.def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::min_dim::dispatch_bitmap});  // dk::min.dim
+  m.def("min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)", ::dk::DispatchArgumentBitmap{::dk::ops::min_dim_min::dispatch_bitmap});  // dk::min.dim_min
   m.def("minimum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::minimum::dispatch_bitmap});  // dk::minimum
   m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::minimum_out::dispatch_bitmap});  // dk::minimum.out
   m.def("mm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mm::dispatch_bitmap});  // dk::mm

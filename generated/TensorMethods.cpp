@@ -11,6 +11,7 @@
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/clone_ops.h"
@@ -32,6 +33,7 @@
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_ops.h"
@@ -101,6 +103,11 @@ Tensor Tensor::addmm_(const Tensor& mat1, const Tensor& mat2, const Scalar& beta
 // ===== dk::argmax =====
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
   return ops::argmax::call(*this, dim, keepdim);
+}
+
+// ===== dk::argmin =====
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return ops::argmin::call(*this, dim, keepdim);
 }
 
 // ===== dk::bmm =====
@@ -253,6 +260,11 @@ Tensor Tensor::matmul(const Tensor& other) const {
   return ops::matmul::call(*this, other);
 }
 
+// ===== dk::max =====
+Tensor Tensor::max() const {
+  return ops::max::call(*this);
+}
+
 // ===== dk::max.dim =====
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
   return ops::max_dim::call(*this, dim, keepdim);
@@ -276,6 +288,16 @@ Tensor Tensor::mean(std::optional<IntArrayRef> dim, bool keepdim, std::optional<
 // dk::mean.dim, braced-list form
 Tensor Tensor::mean(std::initializer_list<int64_t> dim, bool keepdim, std::optional<ScalarType> dtype) const {
   return ops::mean_dim::call(*this, IntArrayRef(dim), keepdim, dtype);
+}
+
+// ===== dk::min =====
+Tensor Tensor::min() const {
+  return ops::min::call(*this);
+}
+
+// ===== dk::min.dim =====
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return ops::min_dim::call(*this, dim, keepdim);
 }
 
 // ===== dk::minimum =====

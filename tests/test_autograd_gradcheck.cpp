@@ -49,6 +49,7 @@
 #include "dk/generated/ops/log_softmax.h"
 #include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/max.h"
+#include "dk/generated/ops/min.h"
 #include "dk/generated/ops/maximum.h"
 #include "dk/generated/ops/mean.h"
 #include "dk/generated/ops/minimum.h"
@@ -520,6 +521,21 @@ TEST_CASE("gradcheck: max.dim values (indices are not differentiable)") {
     }
   }
   GRADCHECK([](const Inputs& in) { return std::get<0>(dk::max(in[0], 1)); }, {leafFrom({2, 3, 2}, distinct(12, 50))});
+}
+
+TEST_CASE("gradcheck: min.dim values, and the full max() and min()") {
+  for (bool keepdim : {false, true}) {
+    for (int64_t dim : {0, 1, -1}) {
+      INFO("dim " << dim << " keepdim " << keepdim);
+      GRADCHECK([&](const Inputs& in) { return std::get<0>(dk::min(in[0], dim, keepdim)); },
+                {leafFrom({3, 4}, distinct(12, 70 + static_cast<uint64_t>(dim)))});
+      GRADCHECK([&](const Inputs& in) { return std::get<0>(dk::min(in[0], dim, keepdim)); },
+                {transposedLeaf(3, 4, distinct(12, 80))});
+    }
+  }
+  GRADCHECK([](const Inputs& in) { return dk::max(in[0]); }, {leafFrom({3, 4}, distinct(12, 90))});
+  GRADCHECK([](const Inputs& in) { return dk::min(in[0]); }, {transposedLeaf(3, 4, distinct(12, 91))});
+  GRADCHECK([](const Inputs& in) { return in[0].max(); }, {leafFrom({5}, distinct(5, 92))});
 }
 
 // ===================================================================== linear algebra

@@ -242,3 +242,45 @@ TEST_CASE("parity: the memory overlap rule (Note [Memory overlap])") {
   CHECK(meta::overlapStatus(m, m.t()) == meta::MemOverlap::Partial);  // same memory, other layout
   CHECK(meta::overlapStatus(m, m.slice(1, 0, 3, 2)) == meta::MemOverlap::TooHard);
 }
+
+TEST_CASE("parity: max(), min(), min.dim and argmin") {
+  Tensor x = make({3, 1, 3, 0.5, 7, -2}, {2, 3});
+  CHECK(x.max().item<double>() == 7);
+  CHECK(x.min().item<double>() == -2);
+  CHECK(x.max().dim() == 0);
+  auto [values, indices] = dk::min(x, 1);
+  CHECK(sameValues(read(values), {1, -2}));
+  CHECK(sameValues(read(indices), {1, 2}));
+  auto [kept, kept_indices] = x.min(0, /*keepdim=*/true);
+  CHECK(kept.sizes() == Sizes{1, 3});
+  CHECK(sameValues(read(kept_indices), {1, 0, 1}));
+  CHECK(dk::argmin(x).item<int64_t>() == 5);
+  CHECK(sameValues(read(dk::argmin(x, 0)), {1, 0, 1}));
+  // Ties go to the first index; NaN wins, as in PyTorch.
+  CHECK(dk::argmin(make({2, 1, 1}, {3})).item<int64_t>() == 1);
+  auto [nan_value, nan_index] = dk::min(make({1, kNaN, 0}, {3}), 0);
+  CHECK(std::isnan(nan_value.item<double>()));
+  CHECK(nan_index.item<int64_t>() == 1);
+  CHECK(std::isnan(make({1, kNaN, 3}, {3}).max().item<double>()));
+  // Integer and bool inputs keep their dtype.
+  CHECK(make({3, 1, 3}, {3}, kLong).min().scalar_type() == kLong);
+  CHECK(make({1, 0}, {2}, kBool).max().item<bool>());
+  // The gradient of max() is shared evenly by the elements equal to it.
+  Tensor t = make({3, 1, 3}, {3}, kDouble).requires_grad_();
+  t.max().backward();
+  CHECK(sameValues(read(t.grad()), {0.5, 0, 0.5}));
+  Tensor u = make({kNaN, 1, kNaN}, {3}, kDouble).requires_grad_();
+  u.min().backward();
+  CHECK(sameValues(read(u.grad()), {0.5, 0, 0.5}));
+  // Errors, PyTorch's words.
+  CHECK_THROWS_WITH(dk::empty({0}).max(),
+                    "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+                    "with the 'dim' argument.");
+  CHECK_THROWS_WITH(dk::min(dk::empty({0, 3}), 0), "min(): Expected reduction dim 0 to have non-zero size.");
+  CHECK_THROWS_WITH(dk::argmin(make({1, 0}, {2}, kBool)), "argmin: unsupported dtype Bool");
+  // Meta: shapes only.
+  Tensor m = dk::empty({4, 5}, TensorOptions().device(kMeta));
+  CHECK(std::get<0>(dk::min(m, 1)).sizes() == Sizes{4});
+  CHECK(m.max().sizes() == Sizes{});
+  CHECK(dk::argmin(m, 0, true).sizes() == Sizes{1, 5});
+}

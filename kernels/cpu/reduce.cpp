@@ -1,5 +1,5 @@
-// Reductions on the cpu: sum (all, and over dims), mean over dims, max over a dim, argmax. All
-// but the full sum are structured (meta() in kernels/meta/reduce_structured.cpp has checked the
+// Reductions on the cpu: sum (all, and over dims), mean over dims, max and min over a dim,
+// argmax, argmin. All but the full sum are structured (meta() in kernels/meta/reduce_structured.cpp has checked the
 // dims and dtypes and given each output its sizes and dtype), so they write into given outputs.
 //
 // Note [CPU reductions]
@@ -9,16 +9,18 @@
 // dim either folds into one accumulator (the run is along a reduced dim) or adds elementwise
 // (it is not). Floating inputs accumulate in double, integers and bools in int64 (wrapping),
 // and the buffer is converted into the output at the end; an output that is contiguous and of
-// the accumulator's dtype is the buffer itself. max.dim and argmax scan the
-// reduced dim for each output element, keeping the first index of the maximum; a NaN is a
-// maximum no later value replaces.
+// the accumulator's dtype is the buffer itself. max.dim, min.dim, argmax and argmin scan the
+// reduced dim for each output element, keeping the first index of the maximum (minimum); a NaN
+// is an extremum no later value replaces.
 #include <cmath>
 #include <cstring>
 
 #include "meta/shape_functions.h"
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/copy_native.h"
+#include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/max_native.h"
+#include "dk/generated/ops/min_native.h"
 #include "dk/generated/ops/mean_native.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/tensor/empty_tensor.h"
@@ -110,9 +112,10 @@ void sumInto(const char* op, const Tensor& self, const meta::DimMask& reduced, c
   copy_inplace_cpu(out, detail::make_view(acc, out.sizes(), computeContiguousStrides(out.sizes()), 0), false);
 }
 
-// The index of the first maximum of n elements from p (step `stride` bytes); NaN wins.
-template <class T>
-int64_t argmaxRun(const char* p, int64_t stride, int64_t n) {
+// The index of the first maximum (kMax) or minimum of n elements from p (step `stride` bytes);
+// NaN wins either way.
+template <class T, bool kMax>
+int64_t argExtremumRun(const char* p, int64_t stride, int64_t n) {
   using M = opmath_t<T>;
   auto at = [&](int64_t i) { return static_cast<M>(*reinterpret_cast<const T*>(p + i * stride)); };
   M best = at(0);
@@ -125,7 +128,7 @@ int64_t argmaxRun(const char* p, int64_t stride, int64_t n) {
     if constexpr (std::is_floating_point_v<M>) {
       if (std::isnan(v)) return i;
     }
-    if (v > best) {
+    if (kMax ? v > best : v < best) {
       best = v;
       index = i;
     }
@@ -144,8 +147,10 @@ Tensor keepdimView(const Tensor& t, const Tensor& self, int64_t d, bool keepdim)
   return detail::make_view(t, sizes, strides, t.storage_offset());
 }
 
-// Values (when wanted) and indices of the maximum of self along dim `dim` (wrapped), keepdim shape.
-void maxAlongDim(const char* op, const Tensor& self, int64_t dim, const Tensor& values, const Tensor& indices) {
+// Values (when wanted) and indices of the maximum (kMax) or minimum of self along dim `dim`
+// (wrapped), keepdim shape.
+template <bool kMax>
+void extremumAlongDim(const char* op, const Tensor& self, int64_t dim, const Tensor& values, const Tensor& indices) {
   if (self.dim() == 0) {
     if (values.defined()) copy_inplace_cpu(values, self, false);
     *indices.data_ptr<int64_t>() = 0;
@@ -166,7 +171,7 @@ void maxAlongDim(const char* op, const Tensor& self, int64_t dim, const Tensor& 
     iter.forEachRun([&](char* const* data, const int64_t* strides, int64_t count) {
       for (int64_t i = 0; i < count; ++i) {
         const char* p = data[1] + i * strides[1];
-        int64_t index = argmaxRun<scalar_t>(p, reducedStride, n);
+        int64_t index = argExtremumRun<scalar_t, kMax>(p, reducedStride, n);
         *reinterpret_cast<int64_t*>(data[0] + i * strides[0]) = index;
         if (withValues)
           *reinterpret_cast<scalar_t*>(data[2] + i * strides[2]) =
@@ -202,19 +207,41 @@ DK_IMPL_FUNC(mean_out_cpu)(const Tensor& self, std::optional<IntArrayRef> dim, b
 DK_IMPL_FUNC(max_out_cpu)(const Tensor& self, int64_t dim, bool keepdim, const Tensor& max,
                           const Tensor& max_values) {
   const int64_t d = maybe_wrap_dim(dim, self.dim());
-  maxAlongDim("max", self, d, keepdimView(max, self, d, keepdim), keepdimView(max_values, self, d, keepdim));
+  extremumAlongDim<true>("max", self, d, keepdimView(max, self, d, keepdim),
+                         keepdimView(max_values, self, d, keepdim));
 }
 
-// With dim None the input counts as flattened; the result is 0-dim, or all ones with keepdim.
-DK_IMPL_FUNC(argmax_out_cpu)(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+DK_IMPL_FUNC(min_out_cpu)(const Tensor& self, int64_t dim, bool keepdim, const Tensor& min,
+                          const Tensor& min_indices) {
+  const int64_t d = maybe_wrap_dim(dim, self.dim());
+  extremumAlongDim<false>("min", self, d, keepdimView(min, self, d, keepdim),
+                          keepdimView(min_indices, self, d, keepdim));
+}
+
+namespace {
+
+// argmax and argmin: with dim None the input counts as flattened; the result is 0-dim, or all
+// ones with keepdim.
+template <bool kMax>
+void argExtremum(const char* op, const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
   if (dim) {
     const int64_t d = maybe_wrap_dim(*dim, self.dim());
-    maxAlongDim("argmax", self, d, Tensor(), keepdimView(out, self, d, keepdim));
+    extremumAlongDim<kMax>(op, self, d, Tensor(), keepdimView(out, self, d, keepdim));
     return;
   }
   Tensor flat = self.is_contiguous() ? self : castToDtype(self, self.dtype());
   flat = detail::make_view(flat, {flat.numel()}, {1}, flat.storage_offset());
-  maxAlongDim("argmax", flat, 0, Tensor(), detail::make_view(out, {1}, {1}, out.storage_offset()));
+  extremumAlongDim<kMax>(op, flat, 0, Tensor(), detail::make_view(out, {1}, {1}, out.storage_offset()));
+}
+
+}  // namespace
+
+DK_IMPL_FUNC(argmax_out_cpu)(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  argExtremum<true>("argmax", self, dim, keepdim, out);
+}
+
+DK_IMPL_FUNC(argmin_out_cpu)(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
+  argExtremum<false>("argmin", self, dim, keepdim, out);
 }
 
 }  // namespace dk::native

@@ -115,8 +115,10 @@ enum class ReduceOp : int8_t {
   Mean,    // Sum / reduce_numel
   Max,     // out: dtype, indices: int64 (NaN wins; ties go to the lowest index)
   ArgMax,  // indices only
+  Min,     // as Max, the smallest (NaN still wins)
+  ArgMin,  // indices only
 };
-// `in` and `out` have `dtype`; `indices` (int64, contiguous) is written for Max and ArgMax.
+// `in` and `out` have `dtype`; `indices` (int64, contiguous) is written for Max, ArgMax, Min, ArgMin.
 void reduce(ReduceOp op, Dtype dtype, const ReduceGeometry& g, void* out, int64_t* indices, const void* in);
 
 // ---------------------------------------------------------------- neural networks

@@ -1,4 +1,5 @@
-// Device code of the reductions: sum, mean, max with indices, argmax (kernels/cuda/launch.h).
+// Device code of the reductions: sum, mean, max and min with indices, argmax, argmin
+// (kernels/cuda/launch.h).
 // One block per output element: its threads stride over the reduced elements, then combine
 // in shared memory. Accumulation runs in the dtype's accumulate type (kernel_helpers.h).
 #include "kernel_helpers.h"
@@ -52,20 +53,20 @@ struct Candidate {
   int64_t index;
 };
 
-// Whether (v, vi) beats (c, ci): NaN beats numbers, larger beats smaller, and among equals
-// (NaNs included) the lower index wins.
-template <class A>
+// Whether (v, vi) beats (c, ci): NaN beats numbers, larger (kMax) or smaller beats the other,
+// and among equals (NaNs included) the lower index wins.
+template <bool kMax, class A>
 __device__ __forceinline__ bool beats(A v, int64_t vi, A c, int64_t ci) {
   if (ci < 0) return vi >= 0;
   if (vi < 0) return false;
   bool v_nan = isNan(v), c_nan = isNan(c);
   if (v_nan || c_nan) return v_nan && (!c_nan || vi < ci);
-  if (v > c) return true;
+  if (kMax ? v > c : v < c) return true;
   return v == c && vi < ci;
 }
 
-template <class T>
-__global__ void maxKernel(ReduceGeometry g, T* out, int64_t* indices, const T* in) {
+template <bool kMax, class T>
+__global__ void extremumKernel(ReduceGeometry g, T* out, int64_t* indices, const T* in) {
   using A = acc_t<T>;
   __shared__ A shared_values[kBlockSize];
   __shared__ int64_t shared_indices[kBlockSize];
@@ -74,7 +75,7 @@ __global__ void maxKernel(ReduceGeometry g, T* out, int64_t* indices, const T* i
     Candidate<A> best{A(0), -1};
     for (int64_t r = threadIdx.x; r < g.reduce_numel; r += blockDim.x) {
       A v = load(base + reducedOffset(g, r));
-      if (beats(v, r, best.value, best.index)) best = Candidate<A>{v, r};
+      if (beats<kMax>(v, r, best.value, best.index)) best = Candidate<A>{v, r};
     }
     shared_values[threadIdx.x] = best.value;
     shared_indices[threadIdx.x] = best.index;
@@ -82,7 +83,7 @@ __global__ void maxKernel(ReduceGeometry g, T* out, int64_t* indices, const T* i
     for (unsigned half_width = blockDim.x / 2; half_width > 0; half_width /= 2) {
       if (threadIdx.x < half_width) {
         unsigned other = threadIdx.x + half_width;
-        if (beats(shared_values[other], shared_indices[other], shared_values[threadIdx.x], shared_indices[threadIdx.x])) {
+        if (beats<kMax>(shared_values[other], shared_indices[other], shared_values[threadIdx.x], shared_indices[threadIdx.x])) {
           shared_values[threadIdx.x] = shared_values[other];
           shared_indices[threadIdx.x] = shared_indices[other];
         }
@@ -110,10 +111,16 @@ void reduce(ReduceOp op, Dtype dtype, const ReduceGeometry& g, void* out, int64_
         sumKernel<T><<<blocks, kBlockSize>>>(g, static_cast<T*>(out), static_cast<const T*>(in), op == ReduceOp::Mean);
         break;
       case ReduceOp::Max:
-        maxKernel<T><<<blocks, kBlockSize>>>(g, static_cast<T*>(out), indices, static_cast<const T*>(in));
+        extremumKernel<true, T><<<blocks, kBlockSize>>>(g, static_cast<T*>(out), indices, static_cast<const T*>(in));
         break;
       case ReduceOp::ArgMax:
-        maxKernel<T><<<blocks, kBlockSize>>>(g, nullptr, indices, static_cast<const T*>(in));
+        extremumKernel<true, T><<<blocks, kBlockSize>>>(g, nullptr, indices, static_cast<const T*>(in));
+        break;
+      case ReduceOp::Min:
+        extremumKernel<false, T><<<blocks, kBlockSize>>>(g, static_cast<T*>(out), indices, static_cast<const T*>(in));
+        break;
+      case ReduceOp::ArgMin:
+        extremumKernel<false, T><<<blocks, kBlockSize>>>(g, nullptr, indices, static_cast<const T*>(in));
         break;
     }
   });

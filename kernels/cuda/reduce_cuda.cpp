@@ -4,8 +4,10 @@
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
 #include "dk/generated/ops/argmax_native.h"
+#include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/max_native.h"
 #include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/min_native.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/tensor/tensor_geometry.h"
 #include "dk/util/error.h"
@@ -89,14 +91,36 @@ DK_IMPL_FUNC(max_out_cuda)(const Tensor& self, int64_t dim, bool /*keepdim*/, co
   });
 }
 
-// dim None: self counts as flattened, indices counting row-major over every dim.
-DK_IMPL_FUNC(argmax_out_cuda)(const Tensor& self, std::optional<int64_t> dim, bool /*keepdim*/, const Tensor& out) {
+DK_IMPL_FUNC(min_out_cuda)(const Tensor& self, int64_t dim, bool /*keepdim*/, const Tensor& min,
+                           const Tensor& min_indices) {
+  cuda::launch::ReduceGeometry g = reduceGeometry(self, oneDim(self, dim));
+  cuda::intoContiguous(min, [&](const Tensor& values) {
+    cuda::intoContiguous(min_indices, [&](const Tensor& indices) {
+      cuda::launch::reduce(ReduceOp::Min, cuda::toLaunchDtype(self.dtype()), g, values.data_ptr(),
+                           indices.data_ptr<int64_t>(), self.data_ptr());
+    });
+  });
+}
+
+namespace {
+
+// argmax and argmin: dim None: self counts as flattened, indices counting row-major over every dim.
+void argExtremumInto(ReduceOp op, const Tensor& self, std::optional<int64_t> dim, const Tensor& out) {
   meta::DimMask mask = dim ? oneDim(self, *dim) : meta::makeDimMask(std::nullopt, self.dim());
   cuda::launch::ReduceGeometry g = reduceGeometry(self, mask);
   cuda::intoContiguous(out, [&](const Tensor& indices) {
-    cuda::launch::reduce(ReduceOp::ArgMax, cuda::toLaunchDtype(self.dtype()), g, nullptr, indices.data_ptr<int64_t>(),
-                         self.data_ptr());
+    cuda::launch::reduce(op, cuda::toLaunchDtype(self.dtype()), g, nullptr, indices.data_ptr<int64_t>(), self.data_ptr());
   });
+}
+
+}  // namespace
+
+DK_IMPL_FUNC(argmax_out_cuda)(const Tensor& self, std::optional<int64_t> dim, bool /*keepdim*/, const Tensor& out) {
+  argExtremumInto(ReduceOp::ArgMax, self, dim, out);
+}
+
+DK_IMPL_FUNC(argmin_out_cuda)(const Tensor& self, std::optional<int64_t> dim, bool /*keepdim*/, const Tensor& out) {
+  argExtremumInto(ReduceOp::ArgMin, self, dim, out);
 }
 
 }  // namespace dk::native

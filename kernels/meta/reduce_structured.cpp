@@ -1,4 +1,4 @@
-// Meta functions of the structured reductions: sum.dim_IntList, mean.dim, max.dim, argmax
+// Meta functions of the structured reductions: sum.dim_IntList, mean.dim, max.dim, min.dim, argmax, argmin
 // (functional and out=; Note [Structured kernels] in dk/tensor/structured.h). Their base is
 // MetaBase: an out= tensor must have exactly the dtype asked for. As in PyTorch, sum and mean
 // without a dtype argument take the out= tensor's dtype when one is given (sum of an int tensor
@@ -6,6 +6,8 @@
 #include "dk/generated/ops/argmax_native.h"
 #include "dk/generated/ops/max_native.h"
 #include "dk/generated/ops/mean_native.h"
+#include "dk/generated/ops/min_native.h"
+#include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/sum_native.h"
 #include "shape_functions.h"
 
@@ -48,8 +50,18 @@ DK_META_FUNC(max_dim)(const Tensor& self, int64_t dim, bool keepdim) {
   set_output_raw_strided(1, spec.sizes, {}, kLong, self.device());
 }
 
+DK_META_FUNC(min_dim)(const Tensor& self, int64_t dim, bool keepdim) {
+  meta::MaxDimSpec spec = meta::maxDim(self, dim, keepdim, "min");
+  set_output_raw_strided(0, spec.sizes, {}, spec.values_dtype, self.device());
+  set_output_raw_strided(1, spec.sizes, {}, kLong, self.device());
+}
+
 DK_META_FUNC(argmax)(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   meta::setOutput(*this, 0, meta::argmax(self, dim, keepdim), self.device());
+}
+
+DK_META_FUNC(argmin)(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  meta::setOutput(*this, 0, meta::argmax(self, dim, keepdim, "argmin"), self.device());
 }
 
 }  // namespace dk

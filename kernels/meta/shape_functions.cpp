@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <utility>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "dk/tensor/allocator.h"
 #include "dk/tensor/dtype_dispatch.h"
@@ -314,26 +315,32 @@ void checkReductionDimNotEmpty(const Tensor& self, int64_t dim, const char* name
 
 }  // namespace
 
-MaxDimSpec maxDim(const Tensor& self, int64_t dim, bool keepdim) {
+MaxDimSpec maxDim(const Tensor& self, int64_t dim, bool keepdim, const char* op) {
   int64_t wrapped = maybe_wrap_dim(dim, self.dim());
-  checkReductionDimNotEmpty(self, wrapped, "max()");
+  checkReductionDimNotEmpty(self, wrapped, (std::string(op) + "()").c_str());
   DimMask mask;
   if (self.dim() > 0) mask.set(static_cast<size_t>(wrapped));
   return MaxDimSpec{wrapped, reducedSizes(self.sizes(), mask, keepdim), self.dtype()};
 }
 
-OutputSpec argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  checkDtypeIn("argmax", self.dtype(), kAllDtypesExceptBool);
+OutputSpec argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const char* op) {
+  checkDtypeIn(op, self.dtype(), kAllDtypesExceptBool);
   DimMask mask;
   if (dim) {
     int64_t wrapped = maybe_wrap_dim(*dim, self.dim());
-    checkReductionDimNotEmpty(self, wrapped, "argmax()");
+    checkReductionDimNotEmpty(self, wrapped, (std::string(op) + "()").c_str());
     if (self.dim() > 0) mask.set(static_cast<size_t>(wrapped));
   } else {
-    DK_CHECK(self.numel() != 0, "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
+    DK_CHECK(self.numel() != 0, op, "(): Expected reduction dim to be specified for input.numel() == 0.");
     mask = makeDimMask(std::nullopt, self.dim());
   }
   return OutputSpec{reducedSizes(self.sizes(), mask, keepdim), kLong};
+}
+
+void checkFullExtremum(const Tensor& self, const char* op) {
+  DK_CHECK(self.numel() != 0, op,
+           "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the "
+           "'dim' argument.");
 }
 
 // ---------------------------------------------------------------- linear algebra

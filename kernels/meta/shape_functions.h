@@ -167,11 +167,16 @@ struct MaxDimSpec {
   std::vector<int64_t> sizes;
   ScalarType values_dtype;
 };
-MaxDimSpec maxDim(const Tensor& self, int64_t dim, bool keepdim);
-// argmax: Long; dim None reduces every dim (keepdim then keeps them all as 1s). Errors:
-// "argmax: unsupported dtype Bool" (first), "argmax(): Expected reduction dim 0 to have non-zero
-// size.", "argmax(): Expected reduction dim to be specified for input.numel() == 0.".
-OutputSpec argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim);
+// max.dim and min.dim (`op` "max" or "min" names them in errors).
+MaxDimSpec maxDim(const Tensor& self, int64_t dim, bool keepdim, const char* op = "max");
+// argmax and argmin (`op`): Long; dim None reduces every dim (keepdim then keeps them all as
+// 1s). Errors: "argmax: unsupported dtype Bool" (first), "argmax(): Expected reduction dim 0 to
+// have non-zero size.", "argmax(): Expected reduction dim to be specified for input.numel() == 0.".
+OutputSpec argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const char* op = "argmax");
+// max() and min() of every element (`op`): 0-dim, self's dtype. Error: "max(): Expected
+// reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim'
+// argument."
+void checkFullExtremum(const Tensor& self, const char* op);
 
 // ---------------------------------------------------------------- linear algebra
 

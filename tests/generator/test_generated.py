@@ -260,6 +260,7 @@ REQUIRED_OPERATORS = """
     neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu relu_ gelu gelu_backward clamp clamp_ clamp.out
     neg_ neg.out exp_ exp.out log_ log.out sqrt_ sqrt.out rsqrt_ rsqrt.out sin_ sin.out cos_ cos.out tanh_ tanh.out sigmoid_ sigmoid.out gelu_ gelu.out
     sum sum.dim_IntList sum.IntList_out mean mean.dim mean.out max.dim max.dim_max argmax argmax.out
+    max min min.dim min.dim_min argmin argmin.out
     mm mm.out bmm bmm.out addmm addmm_ addmm.out matmul linear
     view reshape transpose.int t permute expand contiguous unsqueeze squeeze.dim select.int slice.Tensor
     flatten.using_ints cat stack split.Tensor unbind.int

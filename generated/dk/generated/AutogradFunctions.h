@@ -231,6 +231,19 @@ struct MaxBackward0 final : public Node {
   SavedVariable result1_;
 };
 
+// max
+struct MaxBackward1 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "MaxBackward1"; }
+  void release_variables() override {
+    detail::release(self_);
+    detail::release(result_);
+  }
+
+  SavedVariable self_;
+  SavedVariable result_;
+};
+
 // maximum
 struct MaximumBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -252,6 +265,33 @@ struct MeanBackward0 final : public Node {
   std::optional<std::vector<int64_t>> dim_;
   bool keepdim_{};
   std::vector<int64_t> self_sizes_;
+};
+
+// min.dim
+struct MinBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "MinBackward0"; }
+  void release_variables() override {
+    detail::release(result1_);
+  }
+
+  int64_t dim_{};
+  bool keepdim_{};
+  std::vector<int64_t> self_sizes_;
+  SavedVariable result1_;
+};
+
+// min
+struct MinBackward1 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "MinBackward1"; }
+  void release_variables() override {
+    detail::release(self_);
+    detail::release(result_);
+  }
+
+  SavedVariable self_;
+  SavedVariable result_;
 };
 
 // minimum

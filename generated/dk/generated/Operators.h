@@ -23,6 +23,7 @@
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
+#include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
@@ -54,6 +55,7 @@
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
+#include "dk/generated/ops/min_ops.h"
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mse_loss_ops.h"
@@ -119,6 +121,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {arange_start_step::name, arange_start_step::overload_name, arange_start_step::schema_str, arange_start_step::dispatch_bitmap},  // arange.start_step
     {argmax::name, argmax::overload_name, argmax::schema_str, argmax::dispatch_bitmap},  // argmax
     {argmax_out::name, argmax_out::overload_name, argmax_out::schema_str, argmax_out::dispatch_bitmap},  // argmax.out
+    {argmin::name, argmin::overload_name, argmin::schema_str, argmin::dispatch_bitmap},  // argmin
+    {argmin_out::name, argmin_out::overload_name, argmin_out::schema_str, argmin_out::dispatch_bitmap},  // argmin.out
     {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
     {bmm_out::name, bmm_out::overload_name, bmm_out::schema_str, bmm_out::dispatch_bitmap},  // bmm.out
     {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
@@ -171,6 +175,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {lt_Tensor_out::name, lt_Tensor_out::overload_name, lt_Tensor_out::schema_str, lt_Tensor_out::dispatch_bitmap},  // lt.Tensor_out
     {lt__Tensor::name, lt__Tensor::overload_name, lt__Tensor::schema_str, lt__Tensor::dispatch_bitmap},  // lt_.Tensor
     {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap},  // matmul
+    {max::name, max::overload_name, max::schema_str, max::dispatch_bitmap},  // max
     {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap},  // max.dim
     {max_dim_max::name, max_dim_max::overload_name, max_dim_max::schema_str, max_dim_max::dispatch_bitmap},  // max.dim_max
     {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap},  // maximum
@@ -178,6 +183,9 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {mean::name, mean::overload_name, mean::schema_str, mean::dispatch_bitmap},  // mean
     {mean_dim::name, mean_dim::overload_name, mean_dim::schema_str, mean_dim::dispatch_bitmap},  // mean.dim
     {mean_out::name, mean_out::overload_name, mean_out::schema_str, mean_out::dispatch_bitmap},  // mean.out
+    {min::name, min::overload_name, min::schema_str, min::dispatch_bitmap},  // min
+    {min_dim::name, min_dim::overload_name, min_dim::schema_str, min_dim::dispatch_bitmap},  // min.dim
+    {min_dim_min::name, min_dim_min::overload_name, min_dim_min::schema_str, min_dim_min::dispatch_bitmap},  // min.dim_min
     {minimum::name, minimum::overload_name, minimum::schema_str, minimum::dispatch_bitmap},  // minimum
     {minimum_out::name, minimum_out::overload_name, minimum_out::schema_str, minimum_out::dispatch_bitmap},  // minimum.out
     {mm::name, mm::overload_name, mm::schema_str, mm::dispatch_bitmap},  // mm

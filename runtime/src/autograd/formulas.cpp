@@ -170,6 +170,16 @@ Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const
   return dk::where(chosen, g, zerosOf(sizes, grad.scalar_type(), grad.device()));
 }
 
+Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& input, const Tensor& value) {
+  // x == x is false exactly at NaN.
+  Tensor input_nan = dk::eq(dk::eq(input, input), Scalar(false));
+  Tensor value_nan = dk::eq(dk::eq(value, value), Scalar(false));
+  Tensor mask = dk::where(value_nan, input_nan, dk::eq(input, value));
+  Tensor count = dk::sum(mask, kLong);
+  Tensor share = dk::div(grad, count);
+  return dk::where(mask, share, zerosOf(input.sizes(), grad.scalar_type(), grad.device()));
+}
+
 Tensor sum_to(const Tensor& grad, const std::vector<int64_t>& sizes) {
   if (grad.sizes() == sizes) return grad;
   const int64_t leading = grad.dim() - static_cast<int64_t>(sizes.size());

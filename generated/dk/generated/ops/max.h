@@ -14,6 +14,11 @@
 
 namespace dk {
 
+// ===== dk::max =====
+inline Tensor max(const Tensor& self) {
+  return ops::max::call(self);
+}
+
 // ===== dk::max.dim =====
 inline std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim = false) {
   return ops::max_dim::call(self, dim, keepdim);

@@ -21,10 +21,26 @@
 #pragma once
 
 #include "dk/dispatch/dispatcher.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 
 namespace dk::ops {
+
+// ===== dk::max =====
+struct max {
+  using signature = Tensor(const Tensor&);
+  static constexpr const char* name = "dk::max";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "max(Tensor self) -> Tensor";
+  static constexpr uint64_t dispatch_bitmap = 0b1;  // self
+  static Tensor call(const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max>::call(self);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::max>::redispatch(ks, self);
+  }
+};
 
 // ===== dk::max.dim =====
 struct max_dim {

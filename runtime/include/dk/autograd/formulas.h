@@ -48,6 +48,10 @@ Tensor mean_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
 Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
                                           const std::vector<int64_t>& sizes, bool keepdim);
 
+// max() and min(): the gradient shared evenly by the elements of `input` equal to `value` (the
+// NaNs, when value is NaN), as PyTorch's evenly_distribute_backward.
+Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& input, const Tensor& value);
+
 // grad summed down to `sizes` (the shape that was broadcast or expanded to grad's).
 Tensor sum_to(const Tensor& grad, const std::vector<int64_t>& sizes);
 
