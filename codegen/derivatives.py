@@ -465,6 +465,19 @@ def _has_tensor_output(nf: NativeFunction) -> bool:
     return any(r.type.is_tensor_like() for r in nf.func.returns)
 
 
+def untracked_views(native_functions: Sequence[NativeFunction], infos: Sequence[DerivativeInfo]) -> FrozenSet[str]:
+    """The view operators autograd does not follow (``detach``): their derivatives.yaml entry
+    makes every output non-differentiable, so there is no view relation for autograd to keep and
+    an in-place change of the result is not recorded against its input."""
+    by_name = {str(i.name): i for i in infos}
+    untracked = set()
+    for nf in native_functions:
+        info = by_name.get(str(nf.func.name))
+        if is_view_operator(nf) and info is not None and not info.has_differentiable_output:
+            untracked.add(str(nf.func.name))
+    return frozenset(untracked)
+
+
 def autograd_plan(native_functions: Sequence[NativeFunction],
                   infos: Sequence[DerivativeInfo]) -> List[AutogradKernel]:
     """The autograd kernel of every operator that gets one, in the order given."""

@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as a script: import the package, not codege
     else:
         sys.path.insert(0, _REPO_ROOT)
 
-from codegen.derivatives import DerivativeInfo, autograd_plan, parse_derivatives  # noqa: E402
+from codegen.derivatives import DerivativeInfo, autograd_plan, parse_derivatives, untracked_views  # noqa: E402
 from codegen.dest import (  # noqa: E402
     autocast,
     autograd,
@@ -145,7 +145,8 @@ def generate(
 ) -> None:
     """Run every emitter into ``files``: the whole output for namespace ``dk``."""
     ctx = GenContext.build(native_functions, "dk", inputs)
-    autograd.emit(ctx, files, autograd_plan(native_functions, derivatives))
+    autograd.emit(ctx, files, autograd_plan(native_functions, derivatives),
+                  untracked_views(native_functions, derivatives))
     operators.emit(ctx, files)
     functions.emit(ctx, files)
     tensor_methods.emit(ctx, files)

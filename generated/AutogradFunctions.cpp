@@ -640,8 +640,20 @@ variable_list SqrtBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
-// squeeze.dim
+// squeeze
 variable_list SqueezeBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, unsqueeze_to(grad, self_sizes_));
+  }
+  return grad_inputs;
+}
+
+// squeeze.dim
+variable_list SqueezeBackward1::apply(variable_list grads) {
   IndexRangeGenerator gen;
   const IndexRange self_ix = gen.range(1);
   variable_list grad_inputs(gen.size());

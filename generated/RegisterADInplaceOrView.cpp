@@ -669,6 +669,17 @@ Tensor sqrt__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::squeeze @ ADInplaceOrView (view) =====
+Tensor squeeze_ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::squeeze::redispatch(ks & after_ADInplaceOrView_keyset, self);
+  }
+  as_view(self, result);
+  return result;
+}
+
 // ===== dk::squeeze.dim @ ADInplaceOrView (view) =====
 Tensor squeeze_dim_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim) {
   Tensor result;
@@ -863,6 +874,7 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("split.Tensor", DK_FN(autograd::split_Tensor_ADInplaceOrView));  // view
   m.impl("sqrt.out", DK_FN(autograd::sqrt_out_ADInplaceOrView));  // out=
   m.impl("sqrt_", DK_FN(autograd::sqrt__ADInplaceOrView));  // in-place
+  m.impl("squeeze", DK_FN(autograd::squeeze_ADInplaceOrView));  // view
   m.impl("squeeze.dim", DK_FN(autograd::squeeze_dim_ADInplaceOrView));  // view
   m.impl("sub.out", DK_FN(autograd::sub_out_ADInplaceOrView));  // out=
   m.impl("sub_.Tensor", DK_FN(autograd::sub__Tensor_ADInplaceOrView));  // in-place

@@ -1574,12 +1574,32 @@ Tensor sqrt__Autograd(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
-// ===== dk::squeeze.dim @ Autograd (SqueezeBackward0) =====
-Tensor squeeze_dim_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim) {
+// ===== dk::squeeze @ Autograd (SqueezeBackward0) =====
+Tensor squeeze_Autograd(DispatchKeySet ks, const Tensor& self) {
   const bool requires_grad = compute_requires_grad(self);
   std::shared_ptr<SqueezeBackward0> grad_fn;
   if (requires_grad) {
     grad_fn = std::make_shared<SqueezeBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowAutograd guard;
+    result = ops::squeeze::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::squeeze.dim @ Autograd (SqueezeBackward1) =====
+Tensor squeeze_dim_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<SqueezeBackward1> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SqueezeBackward1>();
     grad_fn->set_next_edges(collect_next_edges(self));
     grad_fn->dim_ = dim;
     grad_fn->self_sizes_ = self.sizes();
@@ -1982,7 +2002,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("sqrt", DK_FN(autograd::generated::sqrt_Autograd));  // SqrtBackward0
   m.impl("sqrt.out", DK_FN(autograd::generated::sqrt_out_Autograd));  // out=: refuses grad
   m.impl("sqrt_", DK_FN(autograd::generated::sqrt__Autograd));  // SqrtBackward0
-  m.impl("squeeze.dim", DK_FN(autograd::generated::squeeze_dim_Autograd));  // SqueezeBackward0
+  m.impl("squeeze", DK_FN(autograd::generated::squeeze_Autograd));  // SqueezeBackward0
+  m.impl("squeeze.dim", DK_FN(autograd::generated::squeeze_dim_Autograd));  // SqueezeBackward1
   m.impl("sub.Tensor", DK_FN(autograd::generated::sub_Tensor_Autograd));  // SubBackward0
   m.impl("sub.out", DK_FN(autograd::generated::sub_out_Autograd));  // out=: refuses grad
   m.impl("sub_.Tensor", DK_FN(autograd::generated::sub__Tensor_Autograd));  // SubBackward0

@@ -22,6 +22,8 @@
 #include "dk/generated/ops/_to_copy_ops.h"
 #include "dk/generated/ops/clone_native.h"
 #include "dk/generated/ops/clone_ops.h"
+#include "dk/generated/ops/detach_native.h"
+#include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/expand_native.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/max_native.h"
@@ -63,6 +65,11 @@ Tensor wrapper_CompositeExplicitAutograd_clone(const Tensor& self, std::optional
   return native::clone(self, memory_format);
 }
 
+// ===== dk::detach @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_detach(const Tensor& self) {
+  return native::detach(self);
+}
+
 // ===== dk::expand @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_expand(const Tensor& self, IntArrayRef size, bool implicit) {
   return native::expand(self, size, implicit);
@@ -96,6 +103,11 @@ Tensor wrapper_CompositeExplicitAutograd_slice_Tensor(const Tensor& self, int64_
 // ===== dk::split.Tensor @ CompositeExplicitAutograd =====
 std::vector<Tensor> wrapper_CompositeExplicitAutograd_split_Tensor(const Tensor& self, int64_t split_size, int64_t dim) {
   return native::split(self, split_size, dim);
+}
+
+// ===== dk::squeeze @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_squeeze(const Tensor& self) {
+  return native::squeeze(self);
 }
 
 // ===== dk::squeeze.dim @ CompositeExplicitAutograd =====
@@ -133,6 +145,7 @@ Tensor wrapper_CompositeExplicitAutograd_view(const Tensor& self, IntArrayRef si
 DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
   m.impl("_to_copy", ::dk::detail::kernelFor<ops::_to_copy, &wrapper_CompositeExplicitAutograd__to_copy>("wrapper_CompositeExplicitAutograd__to_copy"));  // _to_copy @ CompositeExplicitAutograd -> native::_to_copy
   m.impl("clone", ::dk::detail::kernelFor<ops::clone, &wrapper_CompositeExplicitAutograd_clone>("wrapper_CompositeExplicitAutograd_clone"));  // clone @ CompositeExplicitAutograd -> native::clone
+  m.impl("detach", ::dk::detail::kernelFor<ops::detach, &wrapper_CompositeExplicitAutograd_detach>("wrapper_CompositeExplicitAutograd_detach"));  // detach @ CompositeExplicitAutograd -> native::detach
   m.impl("expand", ::dk::detail::kernelFor<ops::expand, &wrapper_CompositeExplicitAutograd_expand>("wrapper_CompositeExplicitAutograd_expand"));  // expand @ CompositeExplicitAutograd -> native::expand
   m.impl("max", ::dk::detail::kernelFor<ops::max, &wrapper_CompositeExplicitAutograd_max>("wrapper_CompositeExplicitAutograd_max"));  // max @ CompositeExplicitAutograd -> native::max
   m.impl("min", ::dk::detail::kernelFor<ops::min, &wrapper_CompositeExplicitAutograd_min>("wrapper_CompositeExplicitAutograd_min"));  // min @ CompositeExplicitAutograd -> native::min
@@ -140,6 +153,7 @@ DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
   m.impl("select.int", ::dk::detail::kernelFor<ops::select_int, &wrapper_CompositeExplicitAutograd_select_int>("wrapper_CompositeExplicitAutograd_select_int"));  // select.int @ CompositeExplicitAutograd -> native::select
   m.impl("slice.Tensor", ::dk::detail::kernelFor<ops::slice_Tensor, &wrapper_CompositeExplicitAutograd_slice_Tensor>("wrapper_CompositeExplicitAutograd_slice_Tensor"));  // slice.Tensor @ CompositeExplicitAutograd -> native::slice
   m.impl("split.Tensor", ::dk::detail::kernelFor<ops::split_Tensor, &wrapper_CompositeExplicitAutograd_split_Tensor>("wrapper_CompositeExplicitAutograd_split_Tensor"));  // split.Tensor @ CompositeExplicitAutograd -> native::split
+  m.impl("squeeze", ::dk::detail::kernelFor<ops::squeeze, &wrapper_CompositeExplicitAutograd_squeeze>("wrapper_CompositeExplicitAutograd_squeeze"));  // squeeze @ CompositeExplicitAutograd -> native::squeeze
   m.impl("squeeze.dim", ::dk::detail::kernelFor<ops::squeeze_dim, &wrapper_CompositeExplicitAutograd_squeeze_dim>("wrapper_CompositeExplicitAutograd_squeeze_dim"));  // squeeze.dim @ CompositeExplicitAutograd -> native::squeeze
   m.impl("t", ::dk::detail::kernelFor<ops::t, &wrapper_CompositeExplicitAutograd_t>("wrapper_CompositeExplicitAutograd_t"));  // t @ CompositeExplicitAutograd -> native::t
   m.impl("transpose.int", ::dk::detail::kernelFor<ops::transpose_int, &wrapper_CompositeExplicitAutograd_transpose_int>("wrapper_CompositeExplicitAutograd_transpose_int"));  // transpose.int @ CompositeExplicitAutograd -> native::transpose

@@ -20,6 +20,7 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
+#include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/dropout_ops.h"
 #include "dk/generated/ops/embedding_ops.h"
@@ -113,6 +114,7 @@ DK_LIBRARY(dk, m) {
   m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cos_out::dispatch_bitmap});  // dk::cos.out
   m.def("cos_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cos_::dispatch_bitmap});  // dk::cos_
   m.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cross_entropy_loss::dispatch_bitmap});  // dk::cross_entropy_loss
+  m.def("detach(Tensor(a) self) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::detach::dispatch_bitmap});  // dk::detach
   m.def("div.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Scalar::dispatch_bitmap});  // dk::div.Scalar
   m.def("div.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Tensor::dispatch_bitmap});  // dk::div.Tensor
   m.def("div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::div_out::dispatch_bitmap});  // dk::div.out
@@ -206,6 +208,7 @@ DK_LIBRARY(dk, m) {
   m.def("sqrt(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt::dispatch_bitmap});  // dk::sqrt
   m.def("sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt_out::dispatch_bitmap});  // dk::sqrt.out
   m.def("sqrt_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt_::dispatch_bitmap});  // dk::sqrt_
+  m.def("squeeze(Tensor(a) self) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::squeeze::dispatch_bitmap});  // dk::squeeze
   m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::squeeze_dim::dispatch_bitmap});  // dk::squeeze.dim
   m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::stack::dispatch_bitmap});  // dk::stack
   m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Scalar::dispatch_bitmap});  // dk::sub.Scalar

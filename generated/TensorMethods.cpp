@@ -18,6 +18,7 @@
 #include "dk/generated/ops/contiguous_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
@@ -148,6 +149,11 @@ Tensor Tensor::cos() const {
 // ===== dk::cos_ =====
 Tensor Tensor::cos_() const {
   return ops::cos_::call(*this);
+}
+
+// ===== dk::detach =====
+Tensor Tensor::detach() const {
+  return ops::detach::call(*this);
 }
 
 // ===== dk::div.Scalar =====
@@ -428,6 +434,11 @@ Tensor Tensor::sqrt() const {
 // ===== dk::sqrt_ =====
 Tensor Tensor::sqrt_() const {
   return ops::sqrt_::call(*this);
+}
+
+// ===== dk::squeeze =====
+Tensor Tensor::squeeze() const {
+  return ops::squeeze::call(*this);
 }
 
 // ===== dk::squeeze.dim =====

@@ -284,3 +284,35 @@ TEST_CASE("parity: max(), min(), min.dim and argmin") {
   CHECK(m.max().sizes() == Sizes{});
   CHECK(dk::argmin(m, 0, true).sizes() == Sizes{1, 5});
 }
+
+TEST_CASE("parity: detach and squeeze()") {
+  Tensor x = dk::ones({3}, TensorOptions().requires_grad(true));
+  Tensor d = x.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.is_leaf());
+  CHECK_FALSE(d.is_view());  // PyTorch: x.detach()._is_view() is False
+  CHECK(d.data_ptr() == x.data_ptr());
+  // In-place on the detached tensor is allowed in grad mode, shows in x, and bumps the shared
+  // version counter (so a saved x would be caught as modified).
+  const auto before = x.unsafeGetTensorImpl()->version_counter()->version();
+  d.add_(1);
+  CHECK(sameValues(read(x), {2, 2, 2}));
+  CHECK(x.unsafeGetTensorImpl()->version_counter()->version() == before + 1);
+  Tensor y = dk::mul(x, x);
+  Tensor dy = y.detach();
+  CHECK(dy.is_leaf());
+  CHECK_FALSE(dk::mul(dy, 2.0).requires_grad());
+  Tensor saved = dk::ones({2}, TensorOptions().requires_grad(true));
+  Tensor product = dk::mul(saved, saved);
+  saved.detach().mul_(3);
+  CHECK_THROWS_WITH(product.sum().backward(), Catch::Contains("modified by an inplace operation"));
+  // squeeze() drops every size-1 dim; its gradient has them back.
+  Tensor s = dk::ones({1, 3, 1}, TensorOptions().dtype(kDouble).requires_grad(true));
+  Tensor q = s.squeeze();
+  CHECK(q.sizes() == Sizes{3});
+  CHECK(dk::squeeze(dk::ones({1})).sizes() == Sizes{});
+  CHECK(dk::squeeze(dk::ones({2, 3})).sizes() == Sizes{2, 3});
+  dk::mul(q, make({1, 2, 3}, {3}, kDouble)).sum().backward();
+  CHECK(s.grad().sizes() == Sizes{1, 3, 1});
+  CHECK(sameValues(read(s.grad()), {1, 2, 3}));
+}

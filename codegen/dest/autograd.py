@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from codegen.api import autograd as api
 from codegen.api.dispatcher import argument_name
@@ -296,7 +296,8 @@ class InplaceOrViewKernel:
         return f"{self.op.struct}_ADInplaceOrView"
 
 
-def inplace_or_view_kernel(op: Operator) -> Optional[InplaceOrViewKernel]:
+def inplace_or_view_kernel(op: Operator,
+                           untracked_views: FrozenSet[str] = frozenset()) -> Optional[InplaceOrViewKernel]:
     func = op.nf.func
     if op.nf.manual_kernel_registration or op.nf.has_composite_implicit_autograd_kernel:
         return None
@@ -306,7 +307,7 @@ def inplace_or_view_kernel(op: Operator) -> Optional[InplaceOrViewKernel]:
         written = tuple(_cname(a.name) for a in func.arguments if a.is_write)
         return InplaceOrViewKernel(op, "out=" if func.is_out_fn else "in-place", written,
                                    Redispatch(guard, call, None), None, False, _returned(op))
-    if is_view_operator(op.nf):
+    if is_view_operator(op.nf) and str(func.name) not in untracked_views:
         self_arg = next(a for a in func.arguments if a.alias is not None)
         multi = isinstance(func.returns[0].type, ListType)
         return InplaceOrViewKernel(op, "view", (), Redispatch(guard, call, op.sig.returns), _cname(self_arg.name),
@@ -328,7 +329,8 @@ def _formula_includes(ctx: GenContext, nodes: Sequence[NodeClass]) -> List[str]:
     return sorted(ctx.op_header(functions[name], "") for name in called if name in functions)
 
 
-def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel]) -> None:
+def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel],
+         untracked_views: FrozenSet[str] = frozenset()) -> None:
     by_nf = {id(p.nf): p for p in plan}
     infos: Dict[str, DerivativeInfo] = {}
     for p in plan:
@@ -336,7 +338,7 @@ def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel]) -> None:
             infos.setdefault(p.info.node, p.info)
     nodes = [node_class(infos[name]) for name in sorted(infos)]
     kernels = [autograd_kernel(op, by_nf[id(op.nf)]) for op in ctx.operators if id(op.nf) in by_nf]
-    adinplace = [k for k in (inplace_or_view_kernel(op) for op in ctx.operators) if k is not None]
+    adinplace = [k for k in (inplace_or_view_kernel(op, untracked_views) for op in ctx.operators) if k is not None]
     files.write(ctx.header("AutogradFunctions.h"), render(ctx, "AutogradFunctions.h.j2", nodes=nodes))
     files.write("AutogradFunctions.cpp", render(ctx, "AutogradFunctions.cpp.j2", nodes=nodes,
                                                  includes=_formula_includes(ctx, nodes)))

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dk/generated/ops/detach_native.h"
 #include "dk/generated/ops/expand_native.h"
 #include "dk/generated/ops/permute.h"
 #include "dk/generated/ops/permute_native.h"
@@ -165,6 +166,25 @@ Tensor squeeze(const Tensor& self, int64_t dim) {
   sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
   return detail::make_view(self, sizes, strides, self.storage_offset());
+}
+
+// Every dim of size 1 dropped.
+Tensor squeeze(const Tensor& self) {
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.sizes()[static_cast<size_t>(d)] == 1) continue;
+    sizes.push_back(self.sizes()[static_cast<size_t>(d)]);
+    strides.push_back(self.strides()[static_cast<size_t>(d)]);
+  }
+  return detail::make_view(self, sizes, strides, self.storage_offset());
+}
+
+// A tensor of its own over the same memory, with the same version counter (in-place changes
+// through either show in both), but not a view (PyTorch: detach()._is_view() is False).
+Tensor detach(const Tensor& self) {
+  const TensorImpl& impl = *self.unsafeGetTensorImpl();
+  return Tensor(make_intrusive<TensorImpl>(impl.storage(), impl.version_counter(), impl.key_set(), impl.dtype(),
+                                           impl.device(), impl.sizes(), impl.strides(), impl.storage_offset()));
 }
 
 Tensor select(const Tensor& self, int64_t dim, int64_t index) {

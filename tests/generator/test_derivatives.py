@@ -8,7 +8,7 @@ import unittest
 
 from codegen.api import autograd as autograd_api
 from codegen.derivatives import (ARGS_SIZES, PROPERTIES, SAVEABLE_BASE_TYPES, SAVEABLE_LIST_ELEMENTS, autograd_plan,
-                                 node_name, parse_derivatives, unsaveable_part)
+                                 node_name, parse_derivatives, unsaveable_part, untracked_views)
 from codegen.errors import GenError
 from codegen.model import OperatorName
 from codegen.native_yaml import load_tags, parse_native_functions
@@ -166,6 +166,19 @@ class ModelTest(DerivativesTestCase):
             self.assertNotIn(absent, plan)
         self.assertTrue(plan["view"].is_view)
         self.assertTrue(plan["relu_"].is_inplace)
+
+    def test_untracked_views(self):
+        """A view whose every output is non-differentiable (detach) gets no ADInplaceOrView view
+        tracking; differentiable views keep it."""
+        untracked = untracked_views(self.nfs, list(self.infos.values()))
+        self.assertEqual(sorted(untracked), ["detach"])
+        from codegen.dest.autograd import inplace_or_view_kernel
+        from codegen.dest.common import GenContext
+        ctx = GenContext.build(self.nfs, "dk", ("native_functions.yaml",))
+        ops = {str(op.nf.func.name): op for op in ctx.operators}
+        self.assertIsNone(inplace_or_view_kernel(ops["detach"], untracked))
+        self.assertEqual(inplace_or_view_kernel(ops["view"], untracked).what, "view")
+        self.assertEqual(inplace_or_view_kernel(ops["detach"]).what, "view")  # without the rule
 
     def test_every_differentiable_operator_has_a_formula(self):
         """The project's schemas: every operator with a kernel of its own and a tensor output has

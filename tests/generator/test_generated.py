@@ -262,7 +262,7 @@ REQUIRED_OPERATORS = """
     sum sum.dim_IntList sum.IntList_out mean mean.dim mean.out max.dim max.dim_max argmax argmax.out
     max min min.dim min.dim_min argmin argmin.out
     mm mm.out bmm bmm.out addmm addmm_ addmm.out matmul linear
-    view reshape transpose.int t permute expand contiguous unsqueeze squeeze.dim select.int slice.Tensor
+    view reshape transpose.int t permute expand contiguous unsqueeze squeeze squeeze.dim detach select.int slice.Tensor
     flatten.using_ints cat stack split.Tensor unbind.int
     empty.memory_format zeros ones full arange.start_step rand randn rand.generator randn.generator
     zeros_like ones_like empty_like

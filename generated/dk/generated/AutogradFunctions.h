@@ -492,10 +492,18 @@ struct SqrtBackward0 final : public Node {
   SavedVariable result_;
 };
 
-// squeeze.dim
+// squeeze
 struct SqueezeBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "SqueezeBackward0"; }
+
+  std::vector<int64_t> self_sizes_;
+};
+
+// squeeze.dim
+struct SqueezeBackward1 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SqueezeBackward1"; }
 
   int64_t dim_{};
   std::vector<int64_t> self_sizes_;

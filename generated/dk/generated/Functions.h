@@ -21,6 +21,7 @@
 #include "dk/generated/ops/clone.h"
 #include "dk/generated/ops/cos.h"
 #include "dk/generated/ops/cross_entropy_loss.h"
+#include "dk/generated/ops/detach.h"
 #include "dk/generated/ops/div.h"
 #include "dk/generated/ops/dropout.h"
 #include "dk/generated/ops/embedding.h"

@@ -24,6 +24,7 @@
 #include "dk/generated/ops/copy_native.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cross_entropy_loss_native.h"
+#include "dk/generated/ops/detach_native.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/dropout_native.h"
 #include "dk/generated/ops/embedding_native.h"

@@ -32,6 +32,7 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
+#include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/dropout_ops.h"
 #include "dk/generated/ops/embedding_ops.h"
@@ -136,6 +137,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {cos_out::name, cos_out::overload_name, cos_out::schema_str, cos_out::dispatch_bitmap},  // cos.out
     {cos_::name, cos_::overload_name, cos_::schema_str, cos_::dispatch_bitmap},  // cos_
     {cross_entropy_loss::name, cross_entropy_loss::overload_name, cross_entropy_loss::schema_str, cross_entropy_loss::dispatch_bitmap},  // cross_entropy_loss
+    {detach::name, detach::overload_name, detach::schema_str, detach::dispatch_bitmap},  // detach
     {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
     {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
     {div_out::name, div_out::overload_name, div_out::schema_str, div_out::dispatch_bitmap},  // div.out
@@ -229,6 +231,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {sqrt::name, sqrt::overload_name, sqrt::schema_str, sqrt::dispatch_bitmap},  // sqrt
     {sqrt_out::name, sqrt_out::overload_name, sqrt_out::schema_str, sqrt_out::dispatch_bitmap},  // sqrt.out
     {sqrt_::name, sqrt_::overload_name, sqrt_::schema_str, sqrt_::dispatch_bitmap},  // sqrt_
+    {squeeze::name, squeeze::overload_name, squeeze::schema_str, squeeze::dispatch_bitmap},  // squeeze
     {squeeze_dim::name, squeeze_dim::overload_name, squeeze_dim::schema_str, squeeze_dim::dispatch_bitmap},  // squeeze.dim
     {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap},  // stack
     {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap},  // sub.Scalar

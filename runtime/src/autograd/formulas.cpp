@@ -170,6 +170,8 @@ Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const
   return dk::where(chosen, g, zerosOf(sizes, grad.scalar_type(), grad.device()));
 }
 
+Tensor unsqueeze_to(const Tensor& grad, const std::vector<int64_t>& sizes) { return dk::reshape(grad, sizes); }
+
 Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& input, const Tensor& value) {
   // x == x is false exactly at NaN.
   Tensor input_nan = dk::eq(dk::eq(input, input), Scalar(false));

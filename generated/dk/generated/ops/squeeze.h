@@ -14,6 +14,11 @@
 
 namespace dk {
 
+// ===== dk::squeeze =====
+inline Tensor squeeze(const Tensor& self) {
+  return ops::squeeze::call(self);
+}
+
 // ===== dk::squeeze.dim =====
 inline Tensor squeeze(const Tensor& self, int64_t dim) {
   return ops::squeeze_dim::call(self, dim);

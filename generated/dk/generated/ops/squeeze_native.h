@@ -23,6 +23,7 @@
 
 namespace dk::native {
 
+Tensor squeeze(const Tensor& self);  // squeeze @ CompositeExplicitAutograd
 Tensor squeeze(const Tensor& self, int64_t dim);  // squeeze.dim @ CompositeExplicitAutograd
 
 }  // namespace dk::native

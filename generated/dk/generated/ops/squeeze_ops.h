@@ -21,9 +21,25 @@
 #pragma once
 
 #include "dk/dispatch/dispatcher.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int.h"
 
 namespace dk::ops {
+
+// ===== dk::squeeze =====
+struct squeeze {
+  using signature = Tensor(const Tensor&);
+  static constexpr const char* name = "dk::squeeze";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "squeeze(Tensor(a) self) -> Tensor(a)";
+  static constexpr uint64_t dispatch_bitmap = 0b1;  // self
+  static Tensor call(const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::squeeze>::call(self);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::squeeze>::redispatch(ks, self);
+  }
+};
 
 // ===== dk::squeeze.dim =====
 struct squeeze_dim {

@@ -60,6 +60,8 @@ Tensor permute_backwards(const Tensor& grad, const std::vector<int64_t>& dims);
 
 // squeeze.dim: put the dim back if it was squeezed (size 1).
 Tensor unsqueeze_to(const Tensor& grad, int64_t dim, const std::vector<int64_t>& sizes);
+// squeeze(): grad with the size-1 dims of `sizes` put back.
+Tensor unsqueeze_to(const Tensor& grad, const std::vector<int64_t>& sizes);
 
 // zeros of `sizes` with grad written where the view was.
 Tensor select_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim, int64_t index);
