@@ -35,8 +35,8 @@ template <class... Parts>
 // The offset (in elements, from data_ptr()) of every element, in row-major index order. The
 // walk uses the tensor's own strides, so any layout is read and written correctly.
 std::vector<int64_t> elementOffsets(const Tensor& t) {
-  const std::vector<int64_t>& sizes = t.sizes();
-  const std::vector<int64_t>& strides = t.strides();
+  IntArrayRef sizes = t.sizes();
+  IntArrayRef strides = t.strides();
   int64_t n = t.numel();
   std::vector<int64_t> offsets;
   offsets.reserve(static_cast<size_t>(n));
@@ -387,7 +387,7 @@ Tensor double_tensor(const std::vector<int64_t>& sizes, const std::vector<double
 
 Tensor noncontiguous_copy(const Tensor& t) {
   std::vector<double> values = to_doubles(t);
-  const std::vector<int64_t>& sizes = t.sizes();
+  IntArrayRef sizes = t.sizes();
   // Dim 0 innermost, every element two apart: both the dim order and the gaps differ from a
   // contiguous layout, so kernels that ignore either read wrong values.
   std::vector<int64_t> strides(sizes.size());

@@ -92,3 +92,22 @@ TEST_CASE("cpp api: backward with inputs, and hooks that return nothing") {
   CHECK_THROWS_WITH(loss.backward({}, true, false, std::vector<dk::Tensor>{}),
                     "'inputs' argument to backward() cannot be empty.");
 }
+
+TEST_CASE("cpp api: sizes() and strides() are IntArrayRef, as in PyTorch") {
+  dk::Tensor t = dk::zeros({2, 3, 4});
+  dk::IntArrayRef sizes = t.sizes();
+  std::vector<int64_t> copy = t.sizes().vec();
+  CHECK(copy == std::vector<int64_t>{2, 3, 4});
+  std::vector<int64_t> converted = t.strides();  // converts, as c10::ArrayRef does
+  CHECK(converted == std::vector<int64_t>{12, 4, 1});
+  CHECK(sizes.size() == 3);
+  CHECK(sizes.front() == 2);
+  CHECK(sizes.back() == 4);
+  CHECK(sizes.slice(1) == std::vector<int64_t>{3, 4});
+  CHECK(sizes.slice(1, 1) == std::vector<int64_t>{3});
+  CHECK(t.sizes() == t.sizes());
+  CHECK(t.sizes() != t.transpose(0, 1).sizes());
+  CHECK(std::vector<int64_t>{2, 3, 4} == t.sizes());
+  CHECK(t.sizes().equals({2, 3, 4}));
+  CHECK_THROWS_WITH(sizes.slice(4), "ArrayRef slice start 4 out of range for size 3");
+}

@@ -403,7 +403,7 @@ Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   if (start_dim == end_dim) return self;
   // The flattened size is the product itself, not -1: with a zero size elsewhere, -1 would be
   // ambiguous ([0, 1, 3, 0] flattening dims 1..2 is [0, 3, 0]).
-  const std::vector<int64_t>& sizes = self.sizes();
+  IntArrayRef sizes = self.sizes();
   std::vector<int64_t> shape(sizes.begin(), sizes.begin() + start_dim);
   shape.push_back(product(IntArrayRef(sizes.data() + start_dim, static_cast<size_t>(end_dim - start_dim + 1))));
   shape.insert(shape.end(), sizes.begin() + end_dim + 1, sizes.end());

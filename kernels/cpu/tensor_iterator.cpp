@@ -357,7 +357,7 @@ TensorIterator TensorIterator::overOperands(const char* op_name, std::vector<Ten
            " operands is not supported by the TensorIterator");
   TensorIterator it;
   it.op_name_ = op_name;
-  const std::vector<int64_t>& shape = operands[0].sizes();
+  IntArrayRef shape = operands[0].sizes();
   for (size_t i = 1; i < operands.size(); ++i) {
     std::vector<int64_t> broadcast = inferBroadcastShape(shape, operands[i].sizes());
     if (broadcast != shape) throwOutputShapeMismatch(shape, broadcast);

@@ -222,8 +222,10 @@ class Tensor {
     return TensorOptions().dtype(dtype()).device(device()).layout(Layout::Strided);
   }
 
-  const std::vector<int64_t>& sizes() const { return impl_->sizes(); }
-  const std::vector<int64_t>& strides() const { return impl_->strides(); }
+  // Views of the tensor's own arrays, as in PyTorch (valid while the tensor lives and is not
+  // resized): t.sizes().vec() copies, std::vector<int64_t> s = t.sizes() too.
+  IntArrayRef sizes() const { return impl_->sizes(); }
+  IntArrayRef strides() const { return impl_->strides(); }
   int64_t size(int64_t dim) const { return impl_->size(dim); }
   int64_t stride(int64_t dim) const { return impl_->stride(dim); }
   int64_t dim() const { return impl_->dim(); }

@@ -42,11 +42,24 @@ class ArrayRef {
   constexpr size_t size() const { return size_; }
   constexpr bool empty() const { return size_ == 0; }
   constexpr const T& operator[](size_t i) const { return data_[i]; }
+  constexpr const T& front() const { return data_[0]; }
+  constexpr const T& back() const { return data_[size_ - 1]; }
+  // The elements from n on; the m elements from n on.
+  ArrayRef slice(size_t n) const {
+    DK_CHECK(n <= size_, "ArrayRef slice start ", n, " out of range for size ", size_);
+    return ArrayRef(data_ + n, size_ - n);
+  }
+  ArrayRef slice(size_t n, size_t m) const {
+    DK_CHECK(n + m <= size_, "ArrayRef slice [", n, ", ", n + m, ") out of range for size ", size_);
+    return ArrayRef(data_ + n, m);
+  }
   const T& at(size_t i) const {
     DK_CHECK(i < size_, "ArrayRef index ", i, " out of range for size ", size_);
     return data_[i];
   }
   std::vector<T> vec() const { return std::vector<T>(begin(), end()); }
+  // A copy, as c10::ArrayRef converts: std::vector<int64_t> sizes = t.sizes();
+  operator std::vector<T>() const { return vec(); }  // NOLINT: implicit
   bool equals(ArrayRef other) const {
     if (size_ != other.size_) return false;
     for (size_t i = 0; i < size_; ++i)
@@ -64,6 +77,32 @@ std::ostream& operator<<(std::ostream& out, ArrayRef<T> list) {
   out << "[";
   for (size_t i = 0; i < list.size(); ++i) out << (i ? ", " : "") << list[i];
   return out << "]";
+}
+
+// Element-wise equality, also with a vector on either side (t.sizes() == std::vector<int64_t>{2, 3}).
+template <class T>
+bool operator==(ArrayRef<T> a, ArrayRef<T> b) {
+  return a.equals(b);
+}
+template <class T>
+bool operator==(ArrayRef<T> a, const std::vector<T>& b) {
+  return a.equals(b);
+}
+template <class T>
+bool operator==(const std::vector<T>& a, ArrayRef<T> b) {
+  return b.equals(a);
+}
+template <class T>
+bool operator!=(ArrayRef<T> a, ArrayRef<T> b) {
+  return !a.equals(b);
+}
+template <class T>
+bool operator!=(ArrayRef<T> a, const std::vector<T>& b) {
+  return !a.equals(b);
+}
+template <class T>
+bool operator!=(const std::vector<T>& a, ArrayRef<T> b) {
+  return !b.equals(a);
 }
 
 using IntArrayRef = ArrayRef<int64_t>;
