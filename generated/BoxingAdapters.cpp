@@ -9,10 +9,12 @@
 #include "dk/generated/boxing/sig_Tensor__IntList_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
@@ -20,6 +22,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_MemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptMemoryFormat.h"
@@ -76,6 +79,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Scalar_Scalar_Sc
 // Tensor(const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor>;
 
+// Tensor(const Tensor&, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Bool>;
+
 // Tensor(const Tensor&, double, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Double_Bool>;
 
@@ -87,6 +93,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Bool>
 
 // Tensor(const Tensor&, int64_t, int64_t)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Int>;
+
+// Tensor(const Tensor&, int64_t, int64_t, int64_t)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Int_Int>;
 
 // Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_OptInt_OptInt_Int>;
@@ -108,6 +117,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptInt_Bo
 
 // Tensor(const Tensor&, std::optional<int64_t>, bool, const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptInt_Bool_Tensor>;
+
+// Tensor(const Tensor&, std::optional<IntArrayRef>, bool, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptIntList_Bool_Bool>;
 
 // Tensor(const Tensor&, std::optional<IntArrayRef>, bool, std::optional<ScalarType>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptIntList_Bool_OptScalarType>;

@@ -8,12 +8,16 @@
 #include <optional>
 
 #include "dk/dispatch/library.h"
+#include "dk/generated/boxing/sig_TensorVec__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_MemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
@@ -22,8 +26,15 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
 #include "dk/generated/ops/add_native.h"
 #include "dk/generated/ops/add_ops.h"
+#include "dk/generated/ops/baddbmm_native.h"
+#include "dk/generated/ops/baddbmm_ops.h"
+#include "dk/generated/ops/chunk_native.h"
+#include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/contiguous_native.h"
 #include "dk/generated/ops/contiguous_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_native.h"
@@ -40,24 +51,34 @@
 #include "dk/generated/ops/linear_ops.h"
 #include "dk/generated/ops/log_softmax_native.h"
 #include "dk/generated/ops/log_softmax_ops.h"
+#include "dk/generated/ops/masked_fill_native.h"
+#include "dk/generated/ops/masked_fill_ops.h"
 #include "dk/generated/ops/matmul_native.h"
 #include "dk/generated/ops/matmul_ops.h"
 #include "dk/generated/ops/mean_native.h"
 #include "dk/generated/ops/mean_ops.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/narrow_native.h"
+#include "dk/generated/ops/narrow_ops.h"
 #include "dk/generated/ops/ones_like_native.h"
 #include "dk/generated/ops/ones_like_ops.h"
+#include "dk/generated/ops/repeat_native.h"
+#include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_native.h"
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/softmax_native.h"
 #include "dk/generated/ops/softmax_ops.h"
 #include "dk/generated/ops/stack_native.h"
 #include "dk/generated/ops/stack_ops.h"
+#include "dk/generated/ops/std_native.h"
+#include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/to_native.h"
 #include "dk/generated/ops/to_ops.h"
+#include "dk/generated/ops/var_native.h"
+#include "dk/generated/ops/var_ops.h"
 #include "dk/generated/ops/zeros_like_native.h"
 #include "dk/generated/ops/zeros_like_ops.h"
 
@@ -73,6 +94,16 @@ Tensor wrapper_CompositeImplicitAutograd_add_Scalar(const Tensor& self, const Sc
 // ===== dk::add_.Scalar @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_add__Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha) {
   return native::add_(self, other, alpha);
+}
+
+// ===== dk::baddbmm @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha) {
+  return native::baddbmm(self, batch1, batch2, beta, alpha);
+}
+
+// ===== dk::chunk @ CompositeImplicitAutograd =====
+std::vector<Tensor> wrapper_CompositeImplicitAutograd_chunk(const Tensor& self, int64_t chunks, int64_t dim) {
+  return native::chunk(self, chunks, dim);
 }
 
 // ===== dk::contiguous @ CompositeImplicitAutograd =====
@@ -120,6 +151,16 @@ Tensor wrapper_CompositeImplicitAutograd_log_softmax_int(const Tensor& self, int
   return native::log_softmax(self, dim, dtype);
 }
 
+// ===== dk::masked_fill.Scalar @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_masked_fill_Scalar(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  return native::masked_fill(self, mask, value);
+}
+
+// ===== dk::masked_fill.Tensor @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_masked_fill_Tensor(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  return native::masked_fill(self, mask, value);
+}
+
 // ===== dk::matmul @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_matmul(const Tensor& self, const Tensor& other) {
   return native::matmul(self, other);
@@ -140,9 +181,19 @@ Tensor wrapper_CompositeImplicitAutograd_mul__Scalar(const Tensor& self, const S
   return native::mul_(self, other);
 }
 
+// ===== dk::narrow @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
+  return native::narrow(self, dim, start, length);
+}
+
 // ===== dk::ones_like @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_ones_like(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   return native::ones_like(self, dtype, layout, device, pin_memory, memory_format);
+}
+
+// ===== dk::repeat @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_repeat(const Tensor& self, IntArrayRef repeats) {
+  return native::repeat(self, repeats);
 }
 
 // ===== dk::reshape @ CompositeImplicitAutograd =====
@@ -160,6 +211,16 @@ Tensor wrapper_CompositeImplicitAutograd_stack(ArrayRef<Tensor> tensors, int64_t
   return native::stack(tensors, dim);
 }
 
+// ===== dk::std @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_std_(const Tensor& self, bool unbiased) {
+  return native::std(self, unbiased);
+}
+
+// ===== dk::std.dim @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_std_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
+  return native::std(self, dim, unbiased, keepdim);
+}
+
 // ===== dk::sub.Scalar @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha) {
   return native::sub(self, other, alpha);
@@ -175,6 +236,16 @@ Tensor wrapper_CompositeImplicitAutograd_to_dtype(const Tensor& self, ScalarType
   return native::to(self, dtype, non_blocking, copy, memory_format);
 }
 
+// ===== dk::var @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_var(const Tensor& self, bool unbiased) {
+  return native::var(self, unbiased);
+}
+
+// ===== dk::var.dim @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_var_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
+  return native::var(self, dim, unbiased, keepdim);
+}
+
 // ===== dk::zeros_like @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_zeros_like(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   return native::zeros_like(self, dtype, layout, device, pin_memory, memory_format);
@@ -185,6 +256,8 @@ Tensor wrapper_CompositeImplicitAutograd_zeros_like(const Tensor& self, std::opt
 DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
   m.impl("add.Scalar", ::dk::detail::kernelFor<ops::add_Scalar, &wrapper_CompositeImplicitAutograd_add_Scalar>("wrapper_CompositeImplicitAutograd_add_Scalar"));  // add.Scalar @ CompositeImplicitAutograd -> native::add
   m.impl("add_.Scalar", ::dk::detail::kernelFor<ops::add__Scalar, &wrapper_CompositeImplicitAutograd_add__Scalar>("wrapper_CompositeImplicitAutograd_add__Scalar"));  // add_.Scalar @ CompositeImplicitAutograd -> native::add_
+  m.impl("baddbmm", ::dk::detail::kernelFor<ops::baddbmm, &wrapper_CompositeImplicitAutograd_baddbmm>("wrapper_CompositeImplicitAutograd_baddbmm"));  // baddbmm @ CompositeImplicitAutograd -> native::baddbmm
+  m.impl("chunk", ::dk::detail::kernelFor<ops::chunk, &wrapper_CompositeImplicitAutograd_chunk>("wrapper_CompositeImplicitAutograd_chunk"));  // chunk @ CompositeImplicitAutograd -> native::chunk
   m.impl("contiguous", ::dk::detail::kernelFor<ops::contiguous, &wrapper_CompositeImplicitAutograd_contiguous>("wrapper_CompositeImplicitAutograd_contiguous"));  // contiguous @ CompositeImplicitAutograd -> native::contiguous
   m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss, &wrapper_CompositeImplicitAutograd_cross_entropy_loss>("wrapper_CompositeImplicitAutograd_cross_entropy_loss"));  // cross_entropy_loss @ CompositeImplicitAutograd -> native::cross_entropy_loss
   m.impl("div.Scalar", ::dk::detail::kernelFor<ops::div_Scalar, &wrapper_CompositeImplicitAutograd_div_Scalar>("wrapper_CompositeImplicitAutograd_div_Scalar"));  // div.Scalar @ CompositeImplicitAutograd -> native::div
@@ -194,17 +267,25 @@ DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
   m.impl("flatten.using_ints", ::dk::detail::kernelFor<ops::flatten_using_ints, &wrapper_CompositeImplicitAutograd_flatten_using_ints>("wrapper_CompositeImplicitAutograd_flatten_using_ints"));  // flatten.using_ints @ CompositeImplicitAutograd -> native::flatten
   m.impl("linear", ::dk::detail::kernelFor<ops::linear, &wrapper_CompositeImplicitAutograd_linear>("wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
   m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int, &wrapper_CompositeImplicitAutograd_log_softmax_int>("wrapper_CompositeImplicitAutograd_log_softmax_int"));  // log_softmax.int @ CompositeImplicitAutograd -> native::log_softmax
+  m.impl("masked_fill.Scalar", ::dk::detail::kernelFor<ops::masked_fill_Scalar, &wrapper_CompositeImplicitAutograd_masked_fill_Scalar>("wrapper_CompositeImplicitAutograd_masked_fill_Scalar"));  // masked_fill.Scalar @ CompositeImplicitAutograd -> native::masked_fill
+  m.impl("masked_fill.Tensor", ::dk::detail::kernelFor<ops::masked_fill_Tensor, &wrapper_CompositeImplicitAutograd_masked_fill_Tensor>("wrapper_CompositeImplicitAutograd_masked_fill_Tensor"));  // masked_fill.Tensor @ CompositeImplicitAutograd -> native::masked_fill
   m.impl("matmul", ::dk::detail::kernelFor<ops::matmul, &wrapper_CompositeImplicitAutograd_matmul>("wrapper_CompositeImplicitAutograd_matmul"));  // matmul @ CompositeImplicitAutograd -> native::matmul
   m.impl("mean", ::dk::detail::kernelFor<ops::mean, &wrapper_CompositeImplicitAutograd_mean>("wrapper_CompositeImplicitAutograd_mean"));  // mean @ CompositeImplicitAutograd -> native::mean
   m.impl("mul.Scalar", ::dk::detail::kernelFor<ops::mul_Scalar, &wrapper_CompositeImplicitAutograd_mul_Scalar>("wrapper_CompositeImplicitAutograd_mul_Scalar"));  // mul.Scalar @ CompositeImplicitAutograd -> native::mul
   m.impl("mul_.Scalar", ::dk::detail::kernelFor<ops::mul__Scalar, &wrapper_CompositeImplicitAutograd_mul__Scalar>("wrapper_CompositeImplicitAutograd_mul__Scalar"));  // mul_.Scalar @ CompositeImplicitAutograd -> native::mul_
+  m.impl("narrow", ::dk::detail::kernelFor<ops::narrow, &wrapper_CompositeImplicitAutograd_narrow>("wrapper_CompositeImplicitAutograd_narrow"));  // narrow @ CompositeImplicitAutograd -> native::narrow
   m.impl("ones_like", ::dk::detail::kernelFor<ops::ones_like, &wrapper_CompositeImplicitAutograd_ones_like>("wrapper_CompositeImplicitAutograd_ones_like"));  // ones_like @ CompositeImplicitAutograd -> native::ones_like
+  m.impl("repeat", ::dk::detail::kernelFor<ops::repeat, &wrapper_CompositeImplicitAutograd_repeat>("wrapper_CompositeImplicitAutograd_repeat"));  // repeat @ CompositeImplicitAutograd -> native::repeat
   m.impl("reshape", ::dk::detail::kernelFor<ops::reshape, &wrapper_CompositeImplicitAutograd_reshape>("wrapper_CompositeImplicitAutograd_reshape"));  // reshape @ CompositeImplicitAutograd -> native::reshape
   m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &wrapper_CompositeImplicitAutograd_softmax_int>("wrapper_CompositeImplicitAutograd_softmax_int"));  // softmax.int @ CompositeImplicitAutograd -> native::softmax
   m.impl("stack", ::dk::detail::kernelFor<ops::stack, &wrapper_CompositeImplicitAutograd_stack>("wrapper_CompositeImplicitAutograd_stack"));  // stack @ CompositeImplicitAutograd -> native::stack
+  m.impl("std", ::dk::detail::kernelFor<ops::std_, &wrapper_CompositeImplicitAutograd_std_>("wrapper_CompositeImplicitAutograd_std_"));  // std @ CompositeImplicitAutograd -> native::std
+  m.impl("std.dim", ::dk::detail::kernelFor<ops::std_dim, &wrapper_CompositeImplicitAutograd_std_dim>("wrapper_CompositeImplicitAutograd_std_dim"));  // std.dim @ CompositeImplicitAutograd -> native::std
   m.impl("sub.Scalar", ::dk::detail::kernelFor<ops::sub_Scalar, &wrapper_CompositeImplicitAutograd_sub_Scalar>("wrapper_CompositeImplicitAutograd_sub_Scalar"));  // sub.Scalar @ CompositeImplicitAutograd -> native::sub
   m.impl("sub_.Scalar", ::dk::detail::kernelFor<ops::sub__Scalar, &wrapper_CompositeImplicitAutograd_sub__Scalar>("wrapper_CompositeImplicitAutograd_sub__Scalar"));  // sub_.Scalar @ CompositeImplicitAutograd -> native::sub_
   m.impl("to.dtype", ::dk::detail::kernelFor<ops::to_dtype, &wrapper_CompositeImplicitAutograd_to_dtype>("wrapper_CompositeImplicitAutograd_to_dtype"));  // to.dtype @ CompositeImplicitAutograd -> native::to
+  m.impl("var", ::dk::detail::kernelFor<ops::var, &wrapper_CompositeImplicitAutograd_var>("wrapper_CompositeImplicitAutograd_var"));  // var @ CompositeImplicitAutograd -> native::var
+  m.impl("var.dim", ::dk::detail::kernelFor<ops::var_dim, &wrapper_CompositeImplicitAutograd_var_dim>("wrapper_CompositeImplicitAutograd_var_dim"));  // var.dim @ CompositeImplicitAutograd -> native::var
   m.impl("zeros_like", ::dk::detail::kernelFor<ops::zeros_like, &wrapper_CompositeImplicitAutograd_zeros_like>("wrapper_CompositeImplicitAutograd_zeros_like"));  // zeros_like @ CompositeImplicitAutograd -> native::zeros_like
 }
 

@@ -12,8 +12,10 @@
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/baddbmm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
+#include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/clone_ops.h"
 #include "dk/generated/ops/contiguous_ops.h"
@@ -40,6 +42,7 @@
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/log_softmax_ops.h"
 #include "dk/generated/ops/lt_ops.h"
+#include "dk/generated/ops/masked_fill_ops.h"
 #include "dk/generated/ops/matmul_ops.h"
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
@@ -49,6 +52,7 @@
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/narrow_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
 #include "dk/generated/ops/ones_like_ops.h"
@@ -58,6 +62,7 @@
 #include "dk/generated/ops/rand_ops.h"
 #include "dk/generated/ops/randn_ops.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/select_ops.h"
@@ -69,6 +74,7 @@
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
 #include "dk/generated/ops/stack_ops.h"
+#include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/t_ops.h"
@@ -77,6 +83,7 @@
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
+#include "dk/generated/ops/var_ops.h"
 #include "dk/generated/ops/view_ops.h"
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_ops.h"
@@ -101,9 +108,11 @@ DK_LIBRARY(dk, m) {
   m.def("argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::argmax_out::dispatch_bitmap});  // dk::argmax.out
   m.def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::argmin::dispatch_bitmap});  // dk::argmin
   m.def("argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::argmin_out::dispatch_bitmap});  // dk::argmin.out
+  m.def("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::baddbmm::dispatch_bitmap});  // dk::baddbmm
   m.def("bmm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::bmm::dispatch_bitmap});  // dk::bmm
   m.def("bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::bmm_out::dispatch_bitmap});  // dk::bmm.out
   m.def("cat(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cat::dispatch_bitmap});  // dk::cat
+  m.def("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", ::dk::DispatchArgumentBitmap{::dk::ops::chunk::dispatch_bitmap});  // dk::chunk
   m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::clamp::dispatch_bitmap});  // dk::clamp
   m.def("clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::clamp_out::dispatch_bitmap});  // dk::clamp.out
   m.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::clamp_::dispatch_bitmap});  // dk::clamp_
@@ -153,6 +162,8 @@ DK_LIBRARY(dk, m) {
   m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::lt_Tensor::dispatch_bitmap});  // dk::lt.Tensor
   m.def("lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::lt_Tensor_out::dispatch_bitmap});  // dk::lt.Tensor_out
   m.def("lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::lt__Tensor::dispatch_bitmap});  // dk::lt_.Tensor
+  m.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::masked_fill_Scalar::dispatch_bitmap});  // dk::masked_fill.Scalar
+  m.def("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::masked_fill_Tensor::dispatch_bitmap});  // dk::masked_fill.Tensor
   m.def("matmul(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::matmul::dispatch_bitmap});  // dk::matmul
   m.def("max(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::max::dispatch_bitmap});  // dk::max
   m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim::dispatch_bitmap});  // dk::max.dim
@@ -175,6 +186,7 @@ DK_LIBRARY(dk, m) {
   m.def("mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul_out::dispatch_bitmap});  // dk::mul.out
   m.def("mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul__Scalar::dispatch_bitmap});  // dk::mul_.Scalar
   m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::mul__Tensor::dispatch_bitmap});  // dk::mul_.Tensor
+  m.def("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::narrow::dispatch_bitmap});  // dk::narrow
   m.def("neg(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::neg::dispatch_bitmap});  // dk::neg
   m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::neg_out::dispatch_bitmap});  // dk::neg.out
   m.def("neg_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::neg_::dispatch_bitmap});  // dk::neg_
@@ -191,6 +203,7 @@ DK_LIBRARY(dk, m) {
   m.def("randn.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::randn_generator::dispatch_bitmap});  // dk::randn.generator
   m.def("relu(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::relu::dispatch_bitmap});  // dk::relu
   m.def("relu_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::relu_::dispatch_bitmap});  // dk::relu_
+  m.def("repeat(Tensor self, SymInt[] repeats) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::repeat::dispatch_bitmap});  // dk::repeat
   m.def("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::reshape::dispatch_bitmap});  // dk::reshape
   m.def("rsqrt(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt::dispatch_bitmap});  // dk::rsqrt
   m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt_out::dispatch_bitmap});  // dk::rsqrt.out
@@ -211,6 +224,8 @@ DK_LIBRARY(dk, m) {
   m.def("squeeze(Tensor(a) self) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::squeeze::dispatch_bitmap});  // dk::squeeze
   m.def("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::squeeze_dim::dispatch_bitmap});  // dk::squeeze.dim
   m.def("stack(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::stack::dispatch_bitmap});  // dk::stack
+  m.def("std(Tensor self, bool unbiased=True) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::std_::dispatch_bitmap});  // dk::std
+  m.def("std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::std_dim::dispatch_bitmap});  // dk::std.dim
   m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Scalar::dispatch_bitmap});  // dk::sub.Scalar
   m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sub_Tensor::dispatch_bitmap});  // dk::sub.Tensor
   m.def("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sub_out::dispatch_bitmap});  // dk::sub.out
@@ -227,6 +242,8 @@ DK_LIBRARY(dk, m) {
   m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::transpose_int::dispatch_bitmap});  // dk::transpose.int
   m.def("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", ::dk::DispatchArgumentBitmap{::dk::ops::unbind_int::dispatch_bitmap});  // dk::unbind.int
   m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::unsqueeze::dispatch_bitmap});  // dk::unsqueeze
+  m.def("var(Tensor self, bool unbiased=True) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::var::dispatch_bitmap});  // dk::var
+  m.def("var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::var_dim::dispatch_bitmap});  // dk::var.dim
   m.def("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::view::dispatch_bitmap});  // dk::view
   m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::where_self::dispatch_bitmap});  // dk::where.self
   m.def("zero_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::zero_::dispatch_bitmap});  // dk::zero_

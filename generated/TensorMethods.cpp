@@ -12,7 +12,9 @@
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/baddbmm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/clone_ops.h"
 #include "dk/generated/ops/contiguous_ops.h"
@@ -30,6 +32,7 @@
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/log_softmax_ops.h"
 #include "dk/generated/ops/lt_ops.h"
+#include "dk/generated/ops/masked_fill_ops.h"
 #include "dk/generated/ops/matmul_ops.h"
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
@@ -38,10 +41,12 @@
 #include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/narrow_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/select_ops.h"
@@ -52,6 +57,7 @@
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/t_ops.h"
@@ -60,6 +66,7 @@
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
+#include "dk/generated/ops/var_ops.h"
 #include "dk/generated/ops/view_ops.h"
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_ops.h"
@@ -111,9 +118,19 @@ Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
   return ops::argmin::call(*this, dim, keepdim);
 }
 
+// ===== dk::baddbmm =====
+Tensor Tensor::baddbmm(const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha) const {
+  return ops::baddbmm::call(*this, batch1, batch2, beta, alpha);
+}
+
 // ===== dk::bmm =====
 Tensor Tensor::bmm(const Tensor& mat2) const {
   return ops::bmm::call(*this, mat2);
+}
+
+// ===== dk::chunk =====
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
+  return ops::chunk::call(*this, chunks, dim);
 }
 
 // ===== dk::clamp =====
@@ -261,6 +278,16 @@ Tensor Tensor::lt_(const Tensor& other) const {
   return ops::lt__Tensor::call(*this, other);
 }
 
+// ===== dk::masked_fill.Scalar =====
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return ops::masked_fill_Scalar::call(*this, mask, value);
+}
+
+// ===== dk::masked_fill.Tensor =====
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
+  return ops::masked_fill_Tensor::call(*this, mask, value);
+}
+
 // ===== dk::matmul =====
 Tensor Tensor::matmul(const Tensor& other) const {
   return ops::matmul::call(*this, other);
@@ -336,6 +363,11 @@ Tensor Tensor::mul_(const Tensor& other) const {
   return ops::mul__Tensor::call(*this, other);
 }
 
+// ===== dk::narrow =====
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return ops::narrow::call(*this, dim, start, length);
+}
+
 // ===== dk::neg =====
 Tensor Tensor::neg() const {
   return ops::neg::call(*this);
@@ -369,6 +401,11 @@ Tensor Tensor::relu() const {
 // ===== dk::relu_ =====
 Tensor Tensor::relu_() const {
   return ops::relu_::call(*this);
+}
+
+// ===== dk::repeat =====
+Tensor Tensor::repeat(IntArrayRef repeats) const {
+  return ops::repeat::call(*this, repeats);
 }
 
 // ===== dk::reshape =====
@@ -446,6 +483,21 @@ Tensor Tensor::squeeze(int64_t dim) const {
   return ops::squeeze_dim::call(*this, dim);
 }
 
+// ===== dk::std =====
+Tensor Tensor::std(bool unbiased) const {
+  return ops::std_::call(*this, unbiased);
+}
+
+// ===== dk::std.dim =====
+Tensor Tensor::std(std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) const {
+  return ops::std_dim::call(*this, dim, unbiased, keepdim);
+}
+
+// dk::std.dim, braced-list form
+Tensor Tensor::std(std::initializer_list<int64_t> dim, bool unbiased, bool keepdim) const {
+  return ops::std_dim::call(*this, IntArrayRef(dim), unbiased, keepdim);
+}
+
 // ===== dk::sub.Scalar =====
 Tensor Tensor::sub(const Scalar& other, const Scalar& alpha) const {
   return ops::sub_Scalar::call(*this, other, alpha);
@@ -514,6 +566,21 @@ std::vector<Tensor> Tensor::unbind(int64_t dim) const {
 // ===== dk::unsqueeze =====
 Tensor Tensor::unsqueeze(int64_t dim) const {
   return ops::unsqueeze::call(*this, dim);
+}
+
+// ===== dk::var =====
+Tensor Tensor::var(bool unbiased) const {
+  return ops::var::call(*this, unbiased);
+}
+
+// ===== dk::var.dim =====
+Tensor Tensor::var(std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) const {
+  return ops::var_dim::call(*this, dim, unbiased, keepdim);
+}
+
+// dk::var.dim, braced-list form
+Tensor Tensor::var(std::initializer_list<int64_t> dim, bool unbiased, bool keepdim) const {
+  return ops::var_dim::call(*this, IntArrayRef(dim), unbiased, keepdim);
 }
 
 // ===== dk::view =====

@@ -30,6 +30,8 @@
 #include "dk/generated/ops/abs.h"
 #include "dk/generated/ops/add.h"
 #include "dk/generated/ops/addmm.h"
+#include "dk/generated/ops/baddbmm.h"
+#include "dk/generated/ops/zeros_like.h"
 #include "dk/generated/ops/bmm.h"
 #include "dk/generated/ops/cat.h"
 #include "dk/generated/ops/clamp.h"
@@ -521,6 +523,19 @@ TEST_CASE("gradcheck: max.dim values (indices are not differentiable)") {
     }
   }
   GRADCHECK([](const Inputs& in) { return std::get<0>(dk::max(in[0], 1)); }, {leafFrom({2, 3, 2}, distinct(12, 50))});
+}
+
+TEST_CASE("gradcheck: the composites narrow, chunk, repeat, masked_fill, var, std, baddbmm") {
+  GRADCHECK([](const Inputs& in) { return in[0].narrow(1, 1, 2); }, {leaf({3, 4}, 100)});
+  GRADCHECK([](const Inputs& in) { return in[0].chunk(3, 1)[1]; }, {transposedLeaf(3, 5, 101)});
+  GRADCHECK([](const Inputs& in) { return in[0].repeat({2, 1, 3}); }, {leaf({2, 2}, 102)});
+  GRADCHECK([](const Inputs& in) { return in[0].masked_fill(in[1].gt(dk::zeros_like(in[1])).detach(), 0.5); },
+            {leaf({3, 4}, 103), leaf({4}, 104)});
+  GRADCHECK([](const Inputs& in) { return in[0].var(); }, {leaf({3, 4}, 105)});
+  GRADCHECK([](const Inputs& in) { return in[0].var({1}, false, true); }, {transposedLeaf(3, 4, 106)});
+  GRADCHECK([](const Inputs& in) { return in[0].std({0}); }, {leaf({3, 4}, 107)});
+  GRADCHECK([](const Inputs& in) { return dk::baddbmm(in[0], in[1], in[2], 0.5, 2); },
+            {leaf({2, 3, 2}, 108), leaf({2, 3, 4}, 109), leaf({2, 4, 2}, 110)});
 }
 
 TEST_CASE("gradcheck: min.dim values, and the full max() and min()") {

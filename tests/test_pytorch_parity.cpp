@@ -41,6 +41,9 @@ TEST_CASE("parity: int16 (Short) is a dtype, and uint8 + int8 is int16") {
   CHECK(isIntegralType(kShort, /*includeBool=*/false));
   // int16 arithmetic wraps as int16: 30000 * 2 is -5536 in PyTorch.
   CHECK(sameValues(read(dk::mul(make({30000}, {1}, kShort), Scalar(2))), {-5536}));
+  // Products past int's range too (computed wrapping, not promoted to int and overflowed).
+  CHECK(sameValues(read(dk::mul(make({-1, 30000}, {2}, kShort), make({-2, 30000}, {2}, kShort))), {2, -5888}));
+  CHECK(sameValues(read(make({-300}, {1}, kShort).pow(3)), {832}));
   // A sum of int16 is int64, as for every integral dtype.
   Tensor s = make({30000, 30000, 30000}, {3}, kShort).sum();
   CHECK(s.scalar_type() == kLong);
@@ -315,4 +318,58 @@ TEST_CASE("parity: detach and squeeze()") {
   dk::mul(q, make({1, 2, 3}, {3}, kDouble)).sum().backward();
   CHECK(s.grad().sizes() == Sizes{1, 3, 1});
   CHECK(sameValues(read(s.grad()), {1, 2, 3}));
+}
+
+TEST_CASE("parity: narrow, chunk, repeat, masked_fill, var, std, baddbmm") {
+  Tensor x = make({0, 1, 2, 3, 4, 5}, {2, 3});
+  // narrow: a view; negative start counts from the end.
+  Tensor n = x.narrow(1, -2, 2);
+  CHECK(sameValues(read(n), {1, 2, 4, 5}));
+  CHECK(n.data_ptr() != nullptr);
+  CHECK_THROWS_WITH(x.narrow(1, 2, 2), "start (2) + length (2) exceeds dimension size (3).");
+  CHECK_THROWS_WITH(x.narrow(1, 0, -1), "start (0) + length (-1) exceeds dimension size (3).");
+  CHECK_THROWS_WITH(x.narrow(5, 0, 1), "Dimension out of range (expected to be in range of [-2, 1], but got 5)");
+  // chunk: ceil(size / chunks) each, fewer chunks when they run out.
+  auto sizesOf = [](const std::vector<Tensor>& ts) {
+    std::vector<int64_t> out;
+    for (const Tensor& t : ts) out.push_back(t.size(0));
+    return out;
+  };
+  CHECK(sizesOf(dk::arange(0, 5, 1).chunk(3)) == std::vector<int64_t>{2, 2, 1});
+  CHECK(sizesOf(dk::arange(0, 5, 1).chunk(4)) == std::vector<int64_t>{2, 2, 1});
+  CHECK(sizesOf(dk::empty({0}).chunk(2)) == std::vector<int64_t>{0, 0});
+  CHECK_THROWS_WITH(x.chunk(0), "chunk expects `chunks` to be greater than 0, got: 0");
+  // repeat: tiles, with leading dims added; always a copy.
+  Tensor r = make({1, 2}, {2}, kLong).repeat({2, 2});
+  CHECK(r.sizes() == Sizes{2, 4});
+  CHECK(sameValues(read(r), {1, 2, 1, 2, 1, 2, 1, 2}));
+  CHECK(make({3}, {}, kFloat).repeat({2}).sizes() == Sizes{2});
+  Tensor same = x.repeat({1, 1});
+  CHECK(same.data_ptr() != x.data_ptr());
+  CHECK_THROWS_WITH(x.repeat({2}),
+                    "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+  // masked_fill keeps self's dtype (2.7 into int64 is 2); the mask broadcasts.
+  Tensor m = dk::arange(0, 4, 1).masked_fill(make({1, 0, 1, 0}, {4}, kBool), 2.7);
+  CHECK(m.scalar_type() == kLong);
+  CHECK(sameValues(read(m), {2, 1, 2, 3}));
+  CHECK(sameValues(read(x.masked_fill(make({0, 1, 0}, {3}, kBool), dk::full({}, -1.0))), {0, -1, 2, 3, -1, 5}));
+  CHECK_THROWS_WITH(x.masked_fill(make({1, 1, 1, 1, 1, 1}, {2, 3}, kBool), dk::ones({2})),
+                    "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).");
+  // var and std (PyTorch: var 3.5; var over dim 1 [1, 1]; biased, keepdim [[0.6667], [0.6667]];
+  // std over dim 0 2.1213 each; one element: NaN).
+  CHECK(x.var().item<double>() == Approx(3.5));
+  CHECK(sameValues(read(x.var({1})), {1, 1}, 1e-6));
+  Tensor biased = x.var({1}, /*unbiased=*/false, /*keepdim=*/true);
+  CHECK(biased.sizes() == Sizes{2, 1});
+  CHECK(sameValues(read(biased), {2.0 / 3, 2.0 / 3}, 1e-6));
+  CHECK(sameValues(read(x.std({0})), {2.1213203, 2.1213203, 2.1213203}, 1e-6));
+  CHECK(std::isnan(make({1}, {1}).var().item<double>()));
+  CHECK(make({1, 2}, {2}).std().item<double>() == Approx(0.70710678));
+  CHECK_THROWS_WITH(dk::arange(0, 2, 1).var(), "std and var only support floating point and complex dtypes");
+  // baddbmm: beta * self + alpha * bmm; beta 0 ignores self's NaNs; self broadcasts.
+  Tensor b1 = dk::ones({1, 2, 3}), b2 = dk::ones({1, 3, 2});
+  Tensor nan_self = dk::full({1, 2, 2}, kNaN);
+  CHECK(sameValues(read(dk::baddbmm(nan_self, b1, b2, 0, 2)), {6, 6, 6, 6}));
+  CHECK(sameValues(read(dk::baddbmm(dk::ones({2}), b1, b2)), {4, 4, 4, 4}));
+  CHECK(sameValues(read(dk::baddbmm(dk::ones({2}), b1, b2, 0.5, 1)), {3.5, 3.5, 3.5, 3.5}));
 }

@@ -131,26 +131,30 @@ inline T scalarTo(const Scalar& s) {
   return convertValue<T>(s.toLong());
 }
 
-// Integer arithmetic wraps modulo 2^n as in PyTorch (done in the unsigned type, where C++
-// defines it); bool + is or, bool * is and; floating types compute as usual.
+// Integer arithmetic wraps modulo 2^n as in PyTorch (done in an unsigned type, where C++
+// defines it: T's own, or unsigned int for types narrower than int, which would otherwise be
+// promoted to int and overflow it: int16 65535 * 65534); bool + is or, bool * is and; floating
+// types compute as usual.
+template <class T>
+using WrappingType = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 template <class T>
 inline T addValues(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) return a || b;
   else if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+    return static_cast<T>(static_cast<WrappingType<T>>(a) + static_cast<WrappingType<T>>(b));
   else return a + b;
 }
 template <class T>
 inline T subValues(T a, T b) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) - static_cast<std::make_unsigned_t<T>>(b));
+    return static_cast<T>(static_cast<WrappingType<T>>(a) - static_cast<WrappingType<T>>(b));
   else return a - b;
 }
 template <class T>
 inline T mulValues(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) return a && b;
   else if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
+    return static_cast<T>(static_cast<WrappingType<T>>(a) * static_cast<WrappingType<T>>(b));
   else return a * b;
 }
 

@@ -263,7 +263,8 @@ REQUIRED_OPERATORS = """
     max min min.dim min.dim_min argmin argmin.out
     mm mm.out bmm bmm.out addmm addmm_ addmm.out matmul linear
     view reshape transpose.int t permute expand contiguous unsqueeze squeeze squeeze.dim detach select.int slice.Tensor
-    flatten.using_ints cat stack split.Tensor unbind.int
+    flatten.using_ints cat stack split.Tensor unbind.int narrow chunk repeat masked_fill.Scalar masked_fill.Tensor
+    var var.dim std std.dim baddbmm
     empty.memory_format zeros ones full arange.start_step rand randn rand.generator randn.generator
     zeros_like ones_like empty_like
     _to_copy to.dtype clone copy_ fill_.Scalar zero_ item

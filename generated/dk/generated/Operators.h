@@ -24,8 +24,10 @@
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/baddbmm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
+#include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/clone_ops.h"
 #include "dk/generated/ops/contiguous_ops.h"
@@ -52,6 +54,7 @@
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/log_softmax_ops.h"
 #include "dk/generated/ops/lt_ops.h"
+#include "dk/generated/ops/masked_fill_ops.h"
 #include "dk/generated/ops/matmul_ops.h"
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
@@ -61,6 +64,7 @@
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/narrow_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
 #include "dk/generated/ops/ones_ops.h"
@@ -70,6 +74,7 @@
 #include "dk/generated/ops/rand_ops.h"
 #include "dk/generated/ops/randn_ops.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/select_ops.h"
@@ -81,6 +86,7 @@
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
 #include "dk/generated/ops/stack_ops.h"
+#include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/t_ops.h"
@@ -89,6 +95,7 @@
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
+#include "dk/generated/ops/var_ops.h"
 #include "dk/generated/ops/view_ops.h"
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_ops.h"
@@ -124,9 +131,11 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {argmax_out::name, argmax_out::overload_name, argmax_out::schema_str, argmax_out::dispatch_bitmap},  // argmax.out
     {argmin::name, argmin::overload_name, argmin::schema_str, argmin::dispatch_bitmap},  // argmin
     {argmin_out::name, argmin_out::overload_name, argmin_out::schema_str, argmin_out::dispatch_bitmap},  // argmin.out
+    {baddbmm::name, baddbmm::overload_name, baddbmm::schema_str, baddbmm::dispatch_bitmap},  // baddbmm
     {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
     {bmm_out::name, bmm_out::overload_name, bmm_out::schema_str, bmm_out::dispatch_bitmap},  // bmm.out
     {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
+    {chunk::name, chunk::overload_name, chunk::schema_str, chunk::dispatch_bitmap},  // chunk
     {clamp::name, clamp::overload_name, clamp::schema_str, clamp::dispatch_bitmap},  // clamp
     {clamp_out::name, clamp_out::overload_name, clamp_out::schema_str, clamp_out::dispatch_bitmap},  // clamp.out
     {clamp_::name, clamp_::overload_name, clamp_::schema_str, clamp_::dispatch_bitmap},  // clamp_
@@ -176,6 +185,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {lt_Tensor::name, lt_Tensor::overload_name, lt_Tensor::schema_str, lt_Tensor::dispatch_bitmap},  // lt.Tensor
     {lt_Tensor_out::name, lt_Tensor_out::overload_name, lt_Tensor_out::schema_str, lt_Tensor_out::dispatch_bitmap},  // lt.Tensor_out
     {lt__Tensor::name, lt__Tensor::overload_name, lt__Tensor::schema_str, lt__Tensor::dispatch_bitmap},  // lt_.Tensor
+    {masked_fill_Scalar::name, masked_fill_Scalar::overload_name, masked_fill_Scalar::schema_str, masked_fill_Scalar::dispatch_bitmap},  // masked_fill.Scalar
+    {masked_fill_Tensor::name, masked_fill_Tensor::overload_name, masked_fill_Tensor::schema_str, masked_fill_Tensor::dispatch_bitmap},  // masked_fill.Tensor
     {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap},  // matmul
     {max::name, max::overload_name, max::schema_str, max::dispatch_bitmap},  // max
     {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap},  // max.dim
@@ -198,6 +209,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {mul_out::name, mul_out::overload_name, mul_out::schema_str, mul_out::dispatch_bitmap},  // mul.out
     {mul__Scalar::name, mul__Scalar::overload_name, mul__Scalar::schema_str, mul__Scalar::dispatch_bitmap},  // mul_.Scalar
     {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap},  // mul_.Tensor
+    {narrow::name, narrow::overload_name, narrow::schema_str, narrow::dispatch_bitmap},  // narrow
     {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap},  // neg
     {neg_out::name, neg_out::overload_name, neg_out::schema_str, neg_out::dispatch_bitmap},  // neg.out
     {neg_::name, neg_::overload_name, neg_::schema_str, neg_::dispatch_bitmap},  // neg_
@@ -214,6 +226,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {randn_generator::name, randn_generator::overload_name, randn_generator::schema_str, randn_generator::dispatch_bitmap},  // randn.generator
     {relu::name, relu::overload_name, relu::schema_str, relu::dispatch_bitmap},  // relu
     {relu_::name, relu_::overload_name, relu_::schema_str, relu_::dispatch_bitmap},  // relu_
+    {repeat::name, repeat::overload_name, repeat::schema_str, repeat::dispatch_bitmap},  // repeat
     {reshape::name, reshape::overload_name, reshape::schema_str, reshape::dispatch_bitmap},  // reshape
     {rsqrt::name, rsqrt::overload_name, rsqrt::schema_str, rsqrt::dispatch_bitmap},  // rsqrt
     {rsqrt_out::name, rsqrt_out::overload_name, rsqrt_out::schema_str, rsqrt_out::dispatch_bitmap},  // rsqrt.out
@@ -234,6 +247,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {squeeze::name, squeeze::overload_name, squeeze::schema_str, squeeze::dispatch_bitmap},  // squeeze
     {squeeze_dim::name, squeeze_dim::overload_name, squeeze_dim::schema_str, squeeze_dim::dispatch_bitmap},  // squeeze.dim
     {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap},  // stack
+    {std_::name, std_::overload_name, std_::schema_str, std_::dispatch_bitmap},  // std
+    {std_dim::name, std_dim::overload_name, std_dim::schema_str, std_dim::dispatch_bitmap},  // std.dim
     {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap},  // sub.Scalar
     {sub_Tensor::name, sub_Tensor::overload_name, sub_Tensor::schema_str, sub_Tensor::dispatch_bitmap},  // sub.Tensor
     {sub_out::name, sub_out::overload_name, sub_out::schema_str, sub_out::dispatch_bitmap},  // sub.out
@@ -250,6 +265,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap},  // transpose.int
     {unbind_int::name, unbind_int::overload_name, unbind_int::schema_str, unbind_int::dispatch_bitmap},  // unbind.int
     {unsqueeze::name, unsqueeze::overload_name, unsqueeze::schema_str, unsqueeze::dispatch_bitmap},  // unsqueeze
+    {var::name, var::overload_name, var::schema_str, var::dispatch_bitmap},  // var
+    {var_dim::name, var_dim::overload_name, var_dim::schema_str, var_dim::dispatch_bitmap},  // var.dim
     {view::name, view::overload_name, view::schema_str, view::dispatch_bitmap},  // view
     {where_self::name, where_self::overload_name, where_self::schema_str, where_self::dispatch_bitmap},  // where.self
     {zero_::name, zero_::overload_name, zero_::schema_str, zero_::dispatch_bitmap},  // zero_
