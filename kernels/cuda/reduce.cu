@@ -111,16 +111,14 @@ void reduce(ReduceOp op, Dtype dtype, const ReduceGeometry& g, void* out, int64_
         sumKernel<T><<<blocks, kBlockSize>>>(g, static_cast<T*>(out), static_cast<const T*>(in), op == ReduceOp::Mean);
         break;
       case ReduceOp::Max:
-        extremumKernel<true, T><<<blocks, kBlockSize>>>(g, static_cast<T*>(out), indices, static_cast<const T*>(in));
-        break;
-      case ReduceOp::ArgMax:
-        extremumKernel<true, T><<<blocks, kBlockSize>>>(g, nullptr, indices, static_cast<const T*>(in));
+      case ReduceOp::ArgMax:  // indices only: no values written
+        extremumKernel<true, T><<<blocks, kBlockSize>>>(g, op == ReduceOp::Max ? static_cast<T*>(out) : nullptr,
+                                                        indices, static_cast<const T*>(in));
         break;
       case ReduceOp::Min:
-        extremumKernel<false, T><<<blocks, kBlockSize>>>(g, static_cast<T*>(out), indices, static_cast<const T*>(in));
-        break;
       case ReduceOp::ArgMin:
-        extremumKernel<false, T><<<blocks, kBlockSize>>>(g, nullptr, indices, static_cast<const T*>(in));
+        extremumKernel<false, T><<<blocks, kBlockSize>>>(g, op == ReduceOp::Min ? static_cast<T*>(out) : nullptr,
+                                                         indices, static_cast<const T*>(in));
         break;
     }
   });

@@ -80,26 +80,29 @@ DK_IMPL_FUNC(mean_out_cuda)(const Tensor& self, std::optional<IntArrayRef> dim, 
   sumOrMeanInto(ReduceOp::Mean, self, meta::makeDimMask(dim, self.dim()), out);
 }
 
-DK_IMPL_FUNC(max_out_cuda)(const Tensor& self, int64_t dim, bool /*keepdim*/, const Tensor& max,
-                           const Tensor& max_values) {
+namespace {
+
+// max.dim and min.dim (op Max or Min): values and indices along one dim.
+void extremumInto(ReduceOp op, const Tensor& self, int64_t dim, const Tensor& values_out, const Tensor& indices_out) {
   cuda::launch::ReduceGeometry g = reduceGeometry(self, oneDim(self, dim));
-  cuda::intoContiguous(max, [&](const Tensor& values) {
-    cuda::intoContiguous(max_values, [&](const Tensor& indices) {
-      cuda::launch::reduce(ReduceOp::Max, cuda::toLaunchDtype(self.dtype()), g, values.data_ptr(),
-                           indices.data_ptr<int64_t>(), self.data_ptr());
+  cuda::intoContiguous(values_out, [&](const Tensor& values) {
+    cuda::intoContiguous(indices_out, [&](const Tensor& indices) {
+      cuda::launch::reduce(op, cuda::toLaunchDtype(self.dtype()), g, values.data_ptr(), indices.data_ptr<int64_t>(),
+                           self.data_ptr());
     });
   });
 }
 
+}  // namespace
+
+DK_IMPL_FUNC(max_out_cuda)(const Tensor& self, int64_t dim, bool /*keepdim*/, const Tensor& max,
+                           const Tensor& max_values) {
+  extremumInto(ReduceOp::Max, self, dim, max, max_values);
+}
+
 DK_IMPL_FUNC(min_out_cuda)(const Tensor& self, int64_t dim, bool /*keepdim*/, const Tensor& min,
                            const Tensor& min_indices) {
-  cuda::launch::ReduceGeometry g = reduceGeometry(self, oneDim(self, dim));
-  cuda::intoContiguous(min, [&](const Tensor& values) {
-    cuda::intoContiguous(min_indices, [&](const Tensor& indices) {
-      cuda::launch::reduce(ReduceOp::Min, cuda::toLaunchDtype(self.dtype()), g, values.data_ptr(),
-                           indices.data_ptr<int64_t>(), self.data_ptr());
-    });
-  });
+  extremumInto(ReduceOp::Min, self, dim, min, min_indices);
 }
 
 namespace {
