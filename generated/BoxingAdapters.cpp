@@ -19,6 +19,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_MemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
@@ -108,6 +109,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList>;
 
 // Tensor(const Tensor&, IntArrayRef, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList_Bool>;
+
+// Tensor(const Tensor&, IntArrayRef, const std::optional<Tensor>&, const std::optional<Tensor>&, double, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool>;
 
 // Tensor(const Tensor&, MemoryFormat)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_MemoryFormat>;

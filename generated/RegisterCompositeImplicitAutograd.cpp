@@ -12,7 +12,9 @@
 #include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Double_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
@@ -47,6 +49,8 @@
 #include "dk/generated/ops/empty_like_ops.h"
 #include "dk/generated/ops/flatten_native.h"
 #include "dk/generated/ops/flatten_ops.h"
+#include "dk/generated/ops/layer_norm_native.h"
+#include "dk/generated/ops/layer_norm_ops.h"
 #include "dk/generated/ops/linear_native.h"
 #include "dk/generated/ops/linear_ops.h"
 #include "dk/generated/ops/log_softmax_native.h"
@@ -77,6 +81,10 @@
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/to_native.h"
 #include "dk/generated/ops/to_ops.h"
+#include "dk/generated/ops/tril_native.h"
+#include "dk/generated/ops/tril_ops.h"
+#include "dk/generated/ops/triu_native.h"
+#include "dk/generated/ops/triu_ops.h"
 #include "dk/generated/ops/var_native.h"
 #include "dk/generated/ops/var_ops.h"
 #include "dk/generated/ops/zeros_like_native.h"
@@ -139,6 +147,11 @@ Tensor wrapper_CompositeImplicitAutograd_empty_like(const Tensor& self, std::opt
 // ===== dk::flatten.using_ints @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_flatten_using_ints(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   return native::flatten(self, start_dim, end_dim);
+}
+
+// ===== dk::layer_norm @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_layer_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, bool cudnn_enable) {
+  return native::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable);
 }
 
 // ===== dk::linear @ CompositeImplicitAutograd =====
@@ -236,6 +249,16 @@ Tensor wrapper_CompositeImplicitAutograd_to_dtype(const Tensor& self, ScalarType
   return native::to(self, dtype, non_blocking, copy, memory_format);
 }
 
+// ===== dk::tril @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_tril(const Tensor& self, int64_t diagonal) {
+  return native::tril(self, diagonal);
+}
+
+// ===== dk::triu @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_triu(const Tensor& self, int64_t diagonal) {
+  return native::triu(self, diagonal);
+}
+
 // ===== dk::var @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_var(const Tensor& self, bool unbiased) {
   return native::var(self, unbiased);
@@ -265,6 +288,7 @@ DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
   m.impl("dropout", ::dk::detail::kernelFor<ops::dropout, &wrapper_CompositeImplicitAutograd_dropout>("wrapper_CompositeImplicitAutograd_dropout"));  // dropout @ CompositeImplicitAutograd -> native::dropout
   m.impl("empty_like", ::dk::detail::kernelFor<ops::empty_like, &wrapper_CompositeImplicitAutograd_empty_like>("wrapper_CompositeImplicitAutograd_empty_like"));  // empty_like @ CompositeImplicitAutograd -> native::empty_like
   m.impl("flatten.using_ints", ::dk::detail::kernelFor<ops::flatten_using_ints, &wrapper_CompositeImplicitAutograd_flatten_using_ints>("wrapper_CompositeImplicitAutograd_flatten_using_ints"));  // flatten.using_ints @ CompositeImplicitAutograd -> native::flatten
+  m.impl("layer_norm", ::dk::detail::kernelFor<ops::layer_norm, &wrapper_CompositeImplicitAutograd_layer_norm>("wrapper_CompositeImplicitAutograd_layer_norm"));  // layer_norm @ CompositeImplicitAutograd -> native::layer_norm
   m.impl("linear", ::dk::detail::kernelFor<ops::linear, &wrapper_CompositeImplicitAutograd_linear>("wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
   m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int, &wrapper_CompositeImplicitAutograd_log_softmax_int>("wrapper_CompositeImplicitAutograd_log_softmax_int"));  // log_softmax.int @ CompositeImplicitAutograd -> native::log_softmax
   m.impl("masked_fill.Scalar", ::dk::detail::kernelFor<ops::masked_fill_Scalar, &wrapper_CompositeImplicitAutograd_masked_fill_Scalar>("wrapper_CompositeImplicitAutograd_masked_fill_Scalar"));  // masked_fill.Scalar @ CompositeImplicitAutograd -> native::masked_fill
@@ -284,6 +308,8 @@ DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
   m.impl("sub.Scalar", ::dk::detail::kernelFor<ops::sub_Scalar, &wrapper_CompositeImplicitAutograd_sub_Scalar>("wrapper_CompositeImplicitAutograd_sub_Scalar"));  // sub.Scalar @ CompositeImplicitAutograd -> native::sub
   m.impl("sub_.Scalar", ::dk::detail::kernelFor<ops::sub__Scalar, &wrapper_CompositeImplicitAutograd_sub__Scalar>("wrapper_CompositeImplicitAutograd_sub__Scalar"));  // sub_.Scalar @ CompositeImplicitAutograd -> native::sub_
   m.impl("to.dtype", ::dk::detail::kernelFor<ops::to_dtype, &wrapper_CompositeImplicitAutograd_to_dtype>("wrapper_CompositeImplicitAutograd_to_dtype"));  // to.dtype @ CompositeImplicitAutograd -> native::to
+  m.impl("tril", ::dk::detail::kernelFor<ops::tril, &wrapper_CompositeImplicitAutograd_tril>("wrapper_CompositeImplicitAutograd_tril"));  // tril @ CompositeImplicitAutograd -> native::tril
+  m.impl("triu", ::dk::detail::kernelFor<ops::triu, &wrapper_CompositeImplicitAutograd_triu>("wrapper_CompositeImplicitAutograd_triu"));  // triu @ CompositeImplicitAutograd -> native::triu
   m.impl("var", ::dk::detail::kernelFor<ops::var, &wrapper_CompositeImplicitAutograd_var>("wrapper_CompositeImplicitAutograd_var"));  // var @ CompositeImplicitAutograd -> native::var
   m.impl("var.dim", ::dk::detail::kernelFor<ops::var_dim, &wrapper_CompositeImplicitAutograd_var_dim>("wrapper_CompositeImplicitAutograd_var_dim"));  // var.dim @ CompositeImplicitAutograd -> native::var
   m.impl("zeros_like", ::dk::detail::kernelFor<ops::zeros_like, &wrapper_CompositeImplicitAutograd_zeros_like>("wrapper_CompositeImplicitAutograd_zeros_like"));  // zeros_like @ CompositeImplicitAutograd -> native::zeros_like

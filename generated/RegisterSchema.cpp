@@ -38,6 +38,7 @@
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/item_ops.h"
+#include "dk/generated/ops/layer_norm_ops.h"
 #include "dk/generated/ops/linear_ops.h"
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/log_softmax_ops.h"
@@ -81,6 +82,8 @@
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/to_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/tril_ops.h"
+#include "dk/generated/ops/triu_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
 #include "dk/generated/ops/var_ops.h"
@@ -154,6 +157,7 @@ DK_LIBRARY(dk, m) {
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor_out::dispatch_bitmap});  // dk::gt.Tensor_out
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt__Tensor::dispatch_bitmap});  // dk::gt_.Tensor
   m.def("item(Tensor self) -> Scalar", ::dk::DispatchArgumentBitmap{::dk::ops::item::dispatch_bitmap});  // dk::item
+  m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::layer_norm::dispatch_bitmap});  // dk::layer_norm
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::linear::dispatch_bitmap});  // dk::linear
   m.def("log(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::log::dispatch_bitmap});  // dk::log
   m.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::log_out::dispatch_bitmap});  // dk::log.out
@@ -240,6 +244,8 @@ DK_LIBRARY(dk, m) {
   m.def("tanh_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::tanh_::dispatch_bitmap});  // dk::tanh_
   m.def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::to_dtype::dispatch_bitmap});  // dk::to.dtype
   m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::transpose_int::dispatch_bitmap});  // dk::transpose.int
+  m.def("tril(Tensor self, int diagonal=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::tril::dispatch_bitmap});  // dk::tril
+  m.def("triu(Tensor self, int diagonal=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::triu::dispatch_bitmap});  // dk::triu
   m.def("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", ::dk::DispatchArgumentBitmap{::dk::ops::unbind_int::dispatch_bitmap});  // dk::unbind.int
   m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::unsqueeze::dispatch_bitmap});  // dk::unsqueeze
   m.def("var(Tensor self, bool unbiased=True) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::var::dispatch_bitmap});  // dk::var

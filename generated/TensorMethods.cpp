@@ -64,6 +64,8 @@
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/to_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/tril_ops.h"
+#include "dk/generated/ops/triu_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
 #include "dk/generated/ops/var_ops.h"
@@ -556,6 +558,16 @@ Tensor Tensor::to(ScalarType dtype, bool non_blocking, bool copy, std::optional<
 // ===== dk::transpose.int =====
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   return ops::transpose_int::call(*this, dim0, dim1);
+}
+
+// ===== dk::tril =====
+Tensor Tensor::tril(int64_t diagonal) const {
+  return ops::tril::call(*this, diagonal);
+}
+
+// ===== dk::triu =====
+Tensor Tensor::triu(int64_t diagonal) const {
+  return ops::triu::call(*this, diagonal);
 }
 
 // ===== dk::unbind.int =====

@@ -31,6 +31,8 @@
 #include "dk/generated/ops/add.h"
 #include "dk/generated/ops/addmm.h"
 #include "dk/generated/ops/baddbmm.h"
+#include "dk/generated/ops/layer_norm.h"
+#include "dk/generated/ops/triu.h"
 #include "dk/generated/ops/zeros_like.h"
 #include "dk/generated/ops/bmm.h"
 #include "dk/generated/ops/cat.h"
@@ -536,6 +538,11 @@ TEST_CASE("gradcheck: the composites narrow, chunk, repeat, masked_fill, var, st
   GRADCHECK([](const Inputs& in) { return in[0].std({0}); }, {leaf({3, 4}, 107)});
   GRADCHECK([](const Inputs& in) { return dk::baddbmm(in[0], in[1], in[2], 0.5, 2); },
             {leaf({2, 3, 2}, 108), leaf({2, 3, 4}, 109), leaf({2, 4, 2}, 110)});
+  GRADCHECK([](const Inputs& in) { return in[0].tril(1); }, {leaf({3, 4}, 111)});
+  GRADCHECK([](const Inputs& in) { return dk::triu(in[0], -1); }, {transposedLeaf(3, 4, 112)});
+  GRADCHECK([](const Inputs& in) { return dk::layer_norm(in[0], {4}, in[1], in[2]); },
+            {leaf({3, 4}, 113), leaf({4}, 114), leaf({4}, 115)});
+  GRADCHECK([](const Inputs& in) { return dk::layer_norm(in[0], {2, 2}); }, {leaf({3, 2, 2}, 116)});
 }
 
 TEST_CASE("gradcheck: min.dim values, and the full max() and min()") {

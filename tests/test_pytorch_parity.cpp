@@ -373,3 +373,33 @@ TEST_CASE("parity: narrow, chunk, repeat, masked_fill, var, std, baddbmm") {
   CHECK(sameValues(read(dk::baddbmm(dk::ones({2}), b1, b2)), {4, 4, 4, 4}));
   CHECK(sameValues(read(dk::baddbmm(dk::ones({2}), b1, b2, 0.5, 1)), {3.5, 3.5, 3.5, 3.5}));
 }
+
+TEST_CASE("parity: tril, triu and layer_norm") {
+  Tensor x = dk::arange(0, 12, 1, kFloat).reshape({3, 4});
+  CHECK(sameValues(read(x.tril()), {0, 0, 0, 0, 4, 5, 0, 0, 8, 9, 10, 0}));
+  CHECK(sameValues(read(x.triu(1)), {0, 1, 2, 3, 0, 0, 6, 7, 0, 0, 0, 11}));
+  CHECK(sameValues(read(dk::tril(x, -1)), {0, 0, 0, 0, 4, 0, 0, 0, 8, 9, 0, 0}));
+  CHECK(dk::tril(dk::ones({2, 3, 3}, kLong)).scalar_type() == kLong);
+  CHECK(dk::tril(dk::ones({2, 3, 3})).sum().item<double>() == 12);  // batched: the last two dims
+  CHECK_THROWS_WITH(dk::ones({3}).tril(), "Dimension out of range (expected to be in range of [-1, 0], but got -2)");
+  // PyTorch's printed results.
+  Tensor y = make({1, 2, 3, 4, 6, 11}, {2, 3});
+  CHECK(sameValues(read(dk::layer_norm(y, {3})), {-1.2247, 0.0, 1.2247, -1.0190, -0.3397, 1.3587}, 1e-4));
+  CHECK(sameValues(read(dk::layer_norm(y, {3}, make({1, 2, 3}, {3}), make({0.5, 0, -0.5}, {3}))),
+                   {-0.7247, 0.0, 3.1742, -0.5190, -0.6794, 3.5762}, 1e-4));
+  CHECK(sameValues(read(dk::layer_norm(y, {2, 3})), {-1.0593, -0.7566, -0.4540, -0.1513, 0.4540, 1.9673}, 1e-4));
+  CHECK_THROWS_WITH(dk::layer_norm(dk::ones({2, 4}), {3}),
+                    "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[2, 4]");
+}
+
+TEST_CASE("parity: the new composites at the int64 limits (fuzzer findings)") {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  Tensor x = dk::arange(0, 5, 1, kFloat);
+  CHECK(x.chunk(kMax).size() == 5);  // one element each
+  CHECK(sameValues(read(dk::tril(dk::ones({2, 2}), kMax)), {1, 1, 1, 1}));
+  CHECK(sameValues(read(dk::tril(dk::ones({2, 2}), kMin)), {0, 0, 0, 0}));
+  CHECK(sameValues(read(dk::triu(dk::ones({2, 2}), kMin)), {1, 1, 1, 1}));
+  CHECK(sameValues(read(dk::triu(dk::ones({2, 2}), kMax)), {0, 0, 0, 0}));
+  CHECK_THROWS_WITH(dk::ones({2}).repeat({kMax}), "repeat: repeating a dim of size 2 9223372036854775807 times overflows int64");
+}

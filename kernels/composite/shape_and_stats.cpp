@@ -1,24 +1,32 @@
 // Composite (CompositeImplicitAutograd) operators a CNN or a transformer reaches for: narrow,
-// chunk, repeat, masked_fill, var, std, baddbmm. Each is written with other dk operators, so
-// it runs on every backend and its gradient is theirs; checks and messages are PyTorch's.
+// chunk, repeat, tril, triu, layer_norm, masked_fill, var, std, baddbmm. Each is written with
+// other dk operators, so it runs on every backend and its gradient is theirs; checks and
+// messages are PyTorch's.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "dk/generated/ops/add.h"
+#include "dk/generated/ops/arange.h"
 #include "dk/generated/ops/baddbmm_native.h"
 #include "dk/generated/ops/bmm.h"
 #include "dk/generated/ops/chunk_native.h"
 #include "dk/generated/ops/clone.h"
 #include "dk/generated/ops/div.h"
 #include "dk/generated/ops/full.h"
+#include "dk/generated/ops/gt.h"
+#include "dk/generated/ops/layer_norm_native.h"
+#include "dk/generated/ops/lt.h"
 #include "dk/generated/ops/masked_fill_native.h"
 #include "dk/generated/ops/mean.h"
 #include "dk/generated/ops/mul.h"
 #include "dk/generated/ops/narrow_native.h"
 #include "dk/generated/ops/repeat_native.h"
+#include "dk/generated/ops/rsqrt.h"
 #include "dk/generated/ops/reshape.h"
 #include "dk/generated/ops/slice.h"
 #include "dk/generated/ops/split.h"
@@ -26,6 +34,8 @@
 #include "dk/generated/ops/std_native.h"
 #include "dk/generated/ops/sub.h"
 #include "dk/generated/ops/sum.h"
+#include "dk/generated/ops/tril_native.h"
+#include "dk/generated/ops/triu_native.h"
 #include "dk/generated/ops/var_native.h"
 #include "dk/generated/ops/where.h"
 #include "dk/generated/ops/zeros_like.h"
@@ -55,7 +65,7 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   DK_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
   dim = maybe_wrap_dim(dim, self.dim());
   const int64_t size = self.size(dim);
-  const int64_t split_size = (size + chunks - 1) / chunks;
+  const int64_t split_size = size / chunks + (size % chunks != 0 ? 1 : 0);  // ceil, without overflow
   if (split_size == 0 && size == 0) {  // as PyTorch: `chunks` empty views
     return std::vector<Tensor>(static_cast<size_t>(chunks), dk::slice(self, dim, 0, 0, 1));
   }
@@ -75,12 +85,83 @@ Tensor repeat(const Tensor& self, IntArrayRef repeats) {
     DK_CHECK(repeats[i] >= 0, "Trying to create tensor with negative dimension ", repeats[i], ": ", repeats);
     interleaved.insert(interleaved.end(), {1, padded[i]});
     expanded.insert(expanded.end(), {repeats[i], padded[i]});
-    result.push_back(repeats[i] * padded[i]);
+    int64_t size = 0;
+    DK_CHECK(!__builtin_mul_overflow(repeats[i], padded[i], &size), "repeat: repeating a dim of size ", padded[i], " ",
+             repeats[i], " times overflows int64");
+    result.push_back(size);
   }
   Tensor tiled = dk::reshape(dk::reshape(self, interleaved).expand(expanded), result);
   // All repeats 1: the reshapes may have given a view of self; repeat never does.
   if (tiled.numel() > 0 && tiled.data_ptr() == self.data_ptr()) tiled = dk::clone(tiled);
   return tiled;
+}
+
+// ---------------------------------------------------------------- tril and triu
+
+namespace {
+
+// Where column - row of the last two dims is <= diagonal (lower) or >= diagonal (upper).
+Tensor triangleMask(const Tensor& self, int64_t diagonal, bool lower) {
+  const int64_t rows = self.size(-2), cols = self.size(-1);
+  Tensor row = dk::reshape(dk::arange(0, rows, 1, kLong, std::nullopt, self.device()), {rows, 1});
+  Tensor col = dk::reshape(dk::arange(0, cols, 1, kLong, std::nullopt, self.device()), {1, cols});
+  Tensor offset = dk::sub(col, row);  // [rows, cols]: col - row
+  // Integers: offset <= d is offset < d + 1, offset >= d is offset > d - 1.
+  // (Saturating: a diagonal at the int64 limits keeps everything or nothing, as it would.)
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  const int64_t limit = lower ? (diagonal == kMax ? kMax : diagonal + 1) : (diagonal == kMin ? kMin : diagonal - 1);
+  Tensor bound = dk::full({}, limit, kLong, std::nullopt, self.device());
+  return lower ? dk::lt(offset, bound) : dk::gt(offset, bound);
+}
+
+Tensor triangle(const Tensor& self, int64_t diagonal, bool lower) {
+  maybe_wrap_dim(-2, self.dim());  // PyTorch's error for fewer than 2 dims
+  Tensor zero = dk::full({}, 0, self.scalar_type(), std::nullopt, self.device());
+  return dk::where(triangleMask(self, diagonal, lower), self, zero);
+}
+
+}  // namespace
+
+// The elements on and below (tril) or above (triu) the diagonal-th diagonal of the last two
+// dims; the others are 0.
+Tensor tril(const Tensor& self, int64_t diagonal) { return triangle(self, diagonal, /*lower=*/true); }
+
+Tensor triu(const Tensor& self, int64_t diagonal) { return triangle(self, diagonal, /*lower=*/false); }
+
+// ---------------------------------------------------------------- layer_norm
+
+// (input - mean) / sqrt(var + eps) over the last normalized_shape.size() dims (biased variance),
+// then * weight + bias (each of normalized_shape).
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+                  const std::optional<Tensor>& bias, double eps, bool /*cudnn_enable*/) {
+  const auto n = static_cast<int64_t>(normalized_shape.size());
+  DK_CHECK(n >= 1, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
+                   "but got normalized_shape = ", normalized_shape);
+  bool matches = input.dim() >= n;
+  for (int64_t i = 0; matches && i < n; ++i)
+    matches = input.size(input.dim() - n + i) == normalized_shape[static_cast<size_t>(i)];
+  if (!matches) {
+    std::string star = "*";
+    for (int64_t size : normalized_shape) star += ", " + std::to_string(size);
+    DK_ERROR("Given normalized_shape=", normalized_shape, ", expected input with shape [", star,
+             "], but got input of size", input.sizes());
+  }
+  const char* names[] = {"weight", "bias"};
+  const std::optional<Tensor>* affine[] = {&weight, &bias};
+  for (int i = 0; i < 2; ++i) {
+    const std::optional<Tensor>& t = *affine[i];
+    if (t && t->defined())
+      DK_CHECK(t->sizes() == normalized_shape, "Expected ", names[i], " to be of same shape as normalized_shape, but got ",
+               names[i], " of shape ", t->sizes(), " and normalized_shape = ", normalized_shape);
+  }
+  std::vector<int64_t> dims;
+  for (int64_t d = input.dim() - n; d < input.dim(); ++d) dims.push_back(d);
+  Tensor centered = dk::sub(input, dk::mean(input, IntArrayRef(dims), /*keepdim=*/true));
+  Tensor var = dk::mean(dk::mul(centered, centered), IntArrayRef(dims), /*keepdim=*/true);
+  Tensor out = dk::mul(centered, dk::rsqrt(dk::add(var, eps)));
+  if (weight && weight->defined()) out = dk::mul(out, *weight);
+  if (bias && bias->defined()) out = dk::add(out, *bias);
+  return out;
 }
 
 // ---------------------------------------------------------------- masked_fill

@@ -31,6 +31,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_MemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"

@@ -50,6 +50,7 @@
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/item_ops.h"
+#include "dk/generated/ops/layer_norm_ops.h"
 #include "dk/generated/ops/linear_ops.h"
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/log_softmax_ops.h"
@@ -93,6 +94,8 @@
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/to_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/tril_ops.h"
+#include "dk/generated/ops/triu_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
 #include "dk/generated/ops/var_ops.h"
@@ -177,6 +180,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {gt_Tensor_out::name, gt_Tensor_out::overload_name, gt_Tensor_out::schema_str, gt_Tensor_out::dispatch_bitmap},  // gt.Tensor_out
     {gt__Tensor::name, gt__Tensor::overload_name, gt__Tensor::schema_str, gt__Tensor::dispatch_bitmap},  // gt_.Tensor
     {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
+    {layer_norm::name, layer_norm::overload_name, layer_norm::schema_str, layer_norm::dispatch_bitmap},  // layer_norm
     {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
     {log::name, log::overload_name, log::schema_str, log::dispatch_bitmap},  // log
     {log_out::name, log_out::overload_name, log_out::schema_str, log_out::dispatch_bitmap},  // log.out
@@ -263,6 +267,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {tanh_::name, tanh_::overload_name, tanh_::schema_str, tanh_::dispatch_bitmap},  // tanh_
     {to_dtype::name, to_dtype::overload_name, to_dtype::schema_str, to_dtype::dispatch_bitmap},  // to.dtype
     {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap},  // transpose.int
+    {tril::name, tril::overload_name, tril::schema_str, tril::dispatch_bitmap},  // tril
+    {triu::name, triu::overload_name, triu::schema_str, triu::dispatch_bitmap},  // triu
     {unbind_int::name, unbind_int::overload_name, unbind_int::schema_str, unbind_int::dispatch_bitmap},  // unbind.int
     {unsqueeze::name, unsqueeze::overload_name, unsqueeze::schema_str, unsqueeze::dispatch_bitmap},  // unsqueeze
     {var::name, var::overload_name, var::schema_str, var::dispatch_bitmap},  // var
