@@ -14,6 +14,7 @@
 #include "dk/generated/ops/_to_copy.h"
 #include "dk/generated/ops/bmm.h"
 #include "dk/generated/ops/cos.h"
+#include "dk/generated/ops/gather.h"
 #include "dk/generated/ops/gelu_backward.h"
 #include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/reshape.h"
@@ -169,6 +170,19 @@ variable_list CosBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// cumsum
+variable_list CumsumBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, cumsum_backward(grad, dim, self_scalar_type_));
+  }
+  return grad_inputs;
+}
+
 // div.Tensor
 variable_list DivBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -239,6 +253,20 @@ variable_list FillBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// gather
+variable_list GatherBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const Tensor index = index_.unpack();
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, gather_backward(grad, self_sizes_, dim, index));
+  }
+  return grad_inputs;
+}
+
 // gelu
 variable_list GeluBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -268,6 +296,20 @@ variable_list GeluBackwardBackward0::apply(variable_list grads) {
   }
   if (should_compute_output({self_ix})) {
     copy_range(grad_inputs, self_ix, grad * grad_output * gelu_second_derivative(self, approximate));
+  }
+  return grad_inputs;
+}
+
+// index_select
+variable_list IndexSelectBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const Tensor index = index_.unpack();
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, index_select_backward(grad, self_sizes_, dim, index));
   }
   return grad_inputs;
 }
@@ -544,6 +586,24 @@ variable_list RsqrtBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// scatter_add
+variable_list ScatterAddBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  const IndexRange src_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const Tensor index = index_.unpack();
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, grad);
+  }
+  if (should_compute_output({src_ix})) {
+    copy_range(grad_inputs, src_ix, dk::gather(grad, dim, index));
+  }
+  return grad_inputs;
+}
+
 // select.int
 variable_list SelectBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -610,6 +670,20 @@ variable_list SoftmaxBackward0::apply(variable_list grads) {
   const Tensor result = result_.unpack(shared_from_this());
   if (should_compute_output({self_ix})) {
     copy_range(grad_inputs, self_ix, softmax_backward_data(grad, result, dim, self_scalar_type_));
+  }
+  return grad_inputs;
+}
+
+// sort
+variable_list SortBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const Tensor result1 = result1_.unpack(shared_from_this());
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, value_selecting_reduction_backward(grad, dim, result1, self_sizes_, true));
   }
   return grad_inputs;
 }
@@ -741,6 +815,20 @@ variable_list ToCopyBackward0::apply(variable_list grads) {
   const Tensor& grad = grads[0];
   if (should_compute_output({self_ix})) {
     copy_range(grad_inputs, self_ix, _to_copy(grad, self_scalar_type_, std::nullopt, self_device_));
+  }
+  return grad_inputs;
+}
+
+// topk
+variable_list TopkBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const Tensor result1 = result1_.unpack(shared_from_this());
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, value_selecting_reduction_backward(grad, dim, result1, self_sizes_, true));
   }
   return grad_inputs;
 }

@@ -17,6 +17,12 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool.h"
@@ -56,6 +62,8 @@
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor.h"
 
 #include "dk/dispatch/dispatcher.h"
 
@@ -103,6 +111,24 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_OptIn
 
 // Tensor(const Tensor&, int64_t, std::optional<ScalarType>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_OptScalarType>;
+
+// Tensor(const Tensor&, int64_t, std::optional<ScalarType>, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_OptScalarType_Tensor>;
+
+// Tensor(const Tensor&, int64_t, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Tensor>;
+
+// Tensor(const Tensor&, int64_t, const Tensor&, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Tensor_Bool>;
+
+// Tensor(const Tensor&, int64_t, const Tensor&, bool, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Tensor_Bool_Tensor>;
+
+// Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Tensor_Tensor>;
+
+// Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Tensor_Tensor_Tensor>;
 
 // Tensor(const Tensor&, IntArrayRef)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList>;
@@ -220,3 +246,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor
 
 // std::tuple<Tensor, Tensor>(const Tensor&, int64_t, bool, const Tensor&, const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor>;
+
+// std::tuple<Tensor, Tensor>(const Tensor&, int64_t, int64_t, bool, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool>;
+
+// std::tuple<Tensor, Tensor>(const Tensor&, int64_t, int64_t, bool, bool, const Tensor&, const Tensor&)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor>;

@@ -18,11 +18,13 @@
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/log_ops.h"
@@ -39,6 +41,7 @@
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/select_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
@@ -50,6 +53,7 @@
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
+#include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
@@ -192,6 +196,28 @@ Tensor cos__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::cumsum.out @ ADInplaceOrView (out=) =====
+Tensor cumsum_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::cumsum_out::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, dtype, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::cumsum_ @ ADInplaceOrView (in-place) =====
+Tensor cumsum__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::cumsum_::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, dtype);
+  }
+  increment_version(self);
+  return self;
+}
+
 // ===== dk::div.out @ ADInplaceOrView (out=) =====
 Tensor div_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Tensor& out) {
   check_version_bump_allowed(out);
@@ -300,6 +326,17 @@ Tensor fill__Scalar_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, const
   }
   increment_version(self);
   return self;
+}
+
+// ===== dk::gather.out @ ADInplaceOrView (out=) =====
+Tensor gather_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::gather_out::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, index, sparse_grad, out);
+  }
+  increment_version(out);
+  return out;
 }
 
 // ===== dk::gelu.out @ ADInplaceOrView (out=) =====
@@ -570,6 +607,28 @@ Tensor rsqrt__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::scatter_add.out @ ADInplaceOrView (out=) =====
+Tensor scatter_add_out_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const Tensor& out) {
+  check_version_bump_allowed(out);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::scatter_add_out::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, index, src, out);
+  }
+  increment_version(out);
+  return out;
+}
+
+// ===== dk::scatter_add_ @ ADInplaceOrView (in-place) =====
+Tensor scatter_add__ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_version_bump_allowed(self);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::scatter_add_::redispatch(ks & after_ADInplaceOrView_keyset, self, dim, index, src);
+  }
+  increment_version(self);
+  return self;
+}
+
 // ===== dk::select.int @ ADInplaceOrView (view) =====
 Tensor select_int_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
   Tensor result;
@@ -757,6 +816,19 @@ Tensor tanh__ADInplaceOrView(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::topk.values @ ADInplaceOrView (out=) =====
+std::tuple<Tensor, Tensor> topk_values_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted, const Tensor& values, const Tensor& indices) {
+  check_version_bump_allowed(values);
+  check_version_bump_allowed(indices);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    ops::topk_values::redispatch(ks & after_ADInplaceOrView_keyset, self, k_, dim, largest, sorted, values, indices);
+  }
+  increment_version(values);
+  increment_version(indices);
+  return std::tuple<Tensor, Tensor>(values, indices);
+}
+
 // ===== dk::transpose.int @ ADInplaceOrView (view) =====
 Tensor transpose_int_ADInplaceOrView(DispatchKeySet ks, const Tensor& self, int64_t dim0, int64_t dim1) {
   Tensor result;
@@ -831,6 +903,8 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("copy_", DK_FN(autograd::copy__ADInplaceOrView));  // in-place
   m.impl("cos.out", DK_FN(autograd::cos_out_ADInplaceOrView));  // out=
   m.impl("cos_", DK_FN(autograd::cos__ADInplaceOrView));  // in-place
+  m.impl("cumsum.out", DK_FN(autograd::cumsum_out_ADInplaceOrView));  // out=
+  m.impl("cumsum_", DK_FN(autograd::cumsum__ADInplaceOrView));  // in-place
   m.impl("div.out", DK_FN(autograd::div_out_ADInplaceOrView));  // out=
   m.impl("div_.Tensor", DK_FN(autograd::div__Tensor_ADInplaceOrView));  // in-place
   m.impl("eq.Scalar_out", DK_FN(autograd::eq_Scalar_out_ADInplaceOrView));  // out=
@@ -841,6 +915,7 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("exp_", DK_FN(autograd::exp__ADInplaceOrView));  // in-place
   m.impl("expand", DK_FN(autograd::expand_ADInplaceOrView));  // view
   m.impl("fill_.Scalar", DK_FN(autograd::fill__Scalar_ADInplaceOrView));  // in-place
+  m.impl("gather.out", DK_FN(autograd::gather_out_ADInplaceOrView));  // out=
   m.impl("gelu.out", DK_FN(autograd::gelu_out_ADInplaceOrView));  // out=
   m.impl("gelu_", DK_FN(autograd::gelu__ADInplaceOrView));  // in-place
   m.impl("gt.Tensor_out", DK_FN(autograd::gt_Tensor_out_ADInplaceOrView));  // out=
@@ -865,6 +940,8 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("relu_", DK_FN(autograd::relu__ADInplaceOrView));  // in-place
   m.impl("rsqrt.out", DK_FN(autograd::rsqrt_out_ADInplaceOrView));  // out=
   m.impl("rsqrt_", DK_FN(autograd::rsqrt__ADInplaceOrView));  // in-place
+  m.impl("scatter_add.out", DK_FN(autograd::scatter_add_out_ADInplaceOrView));  // out=
+  m.impl("scatter_add_", DK_FN(autograd::scatter_add__ADInplaceOrView));  // in-place
   m.impl("select.int", DK_FN(autograd::select_int_ADInplaceOrView));  // view
   m.impl("sigmoid.out", DK_FN(autograd::sigmoid_out_ADInplaceOrView));  // out=
   m.impl("sigmoid_", DK_FN(autograd::sigmoid__ADInplaceOrView));  // in-place
@@ -882,6 +959,7 @@ DK_LIBRARY_IMPL(dk, ADInplaceOrView, m) {
   m.impl("t", DK_FN(autograd::t_ADInplaceOrView));  // view
   m.impl("tanh.out", DK_FN(autograd::tanh_out_ADInplaceOrView));  // out=
   m.impl("tanh_", DK_FN(autograd::tanh__ADInplaceOrView));  // in-place
+  m.impl("topk.values", DK_FN(autograd::topk_values_ADInplaceOrView));  // out=
   m.impl("transpose.int", DK_FN(autograd::transpose_int_ADInplaceOrView));  // view
   m.impl("unbind.int", DK_FN(autograd::unbind_int_ADInplaceOrView));  // view
   m.impl("unsqueeze", DK_FN(autograd::unsqueeze_ADInplaceOrView));  // view

@@ -7,6 +7,7 @@
 #include "dk/dispatch/library.h"
 #include "dk/layers/autocast.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
@@ -31,6 +32,7 @@
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/softmax_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_ops.h"
@@ -152,6 +154,16 @@ Tensor AutocastCPU_nll_loss(const Tensor& self, const Tensor& target, const std:
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
   const ScalarType to = ScalarType::Float;
   return ops::nll_loss::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, target, DeviceType::CPU), autocast::cast(to, weight, DeviceType::CPU), reduction, ignore_index);
+}
+
+// ===== dk::scatter_add @ AutocastCPU (promote) =====
+Tensor AutocastCPU_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
+  ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
+  to = autocast::promote_type(to, DeviceType::CPU, self);
+  to = autocast::promote_type(to, DeviceType::CPU, index);
+  to = autocast::promote_type(to, DeviceType::CPU, src);
+  return ops::scatter_add::call(autocast::cast(to, self, DeviceType::CPU), dim, autocast::cast(to, index, DeviceType::CPU), autocast::cast(to, src, DeviceType::CPU));
 }
 
 // ===== dk::softmax.int @ AutocastCPU (fp32) =====
@@ -299,6 +311,16 @@ Tensor AutocastCUDA_nll_loss(const Tensor& self, const Tensor& target, const std
   return ops::nll_loss::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, target, DeviceType::CUDA), autocast::cast(to, weight, DeviceType::CUDA), reduction, ignore_index);
 }
 
+// ===== dk::scatter_add @ AutocastCUDA (promote) =====
+Tensor AutocastCUDA_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
+  to = autocast::promote_type(to, DeviceType::CUDA, self);
+  to = autocast::promote_type(to, DeviceType::CUDA, index);
+  to = autocast::promote_type(to, DeviceType::CUDA, src);
+  return ops::scatter_add::call(autocast::cast(to, self, DeviceType::CUDA), dim, autocast::cast(to, index, DeviceType::CUDA), autocast::cast(to, src, DeviceType::CUDA));
+}
+
 // ===== dk::softmax.int @ AutocastCUDA (fp32) =====
 Tensor AutocastCUDA_softmax_int(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
@@ -347,6 +369,7 @@ DK_LIBRARY_IMPL(dk, AutocastCPU, m) {
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &AutocastCPU_mse_loss>("AutocastCPU_mse_loss"));  // mse_loss @ AutocastCPU (fp32)
   m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &AutocastCPU_mul_Tensor>("AutocastCPU_mul_Tensor"));  // mul.Tensor @ AutocastCPU (promote)
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &AutocastCPU_nll_loss>("AutocastCPU_nll_loss"));  // nll_loss @ AutocastCPU (fp32)
+  m.impl("scatter_add", ::dk::detail::kernelFor<ops::scatter_add, &AutocastCPU_scatter_add>("AutocastCPU_scatter_add"));  // scatter_add @ AutocastCPU (promote)
   m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &AutocastCPU_softmax_int>("AutocastCPU_softmax_int"));  // softmax.int @ AutocastCPU (fp32)
   m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &AutocastCPU_sub_Tensor>("AutocastCPU_sub_Tensor"));  // sub.Tensor @ AutocastCPU (promote)
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &AutocastCPU_sum>("AutocastCPU_sum"));  // sum @ AutocastCPU (fp32)
@@ -369,6 +392,7 @@ DK_LIBRARY_IMPL(dk, AutocastCUDA, m) {
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &AutocastCUDA_mse_loss>("AutocastCUDA_mse_loss"));  // mse_loss @ AutocastCUDA (fp32)
   m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &AutocastCUDA_mul_Tensor>("AutocastCUDA_mul_Tensor"));  // mul.Tensor @ AutocastCUDA (promote)
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &AutocastCUDA_nll_loss>("AutocastCUDA_nll_loss"));  // nll_loss @ AutocastCUDA (fp32)
+  m.impl("scatter_add", ::dk::detail::kernelFor<ops::scatter_add, &AutocastCUDA_scatter_add>("AutocastCUDA_scatter_add"));  // scatter_add @ AutocastCUDA (promote)
   m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &AutocastCUDA_softmax_int>("AutocastCUDA_softmax_int"));  // softmax.int @ AutocastCUDA (fp32)
   m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &AutocastCUDA_sub_Tensor>("AutocastCUDA_sub_Tensor"));  // sub.Tensor @ AutocastCUDA (promote)
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &AutocastCUDA_sum>("AutocastCUDA_sum"));  // sum @ AutocastCUDA (fp32)

@@ -30,15 +30,18 @@
 #include "dk/generated/ops/clone_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/embedding_ops.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_ops.h"
 #include "dk/generated/ops/max_ops.h"
@@ -55,10 +58,12 @@
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/select_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
@@ -66,6 +71,7 @@
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
+#include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
@@ -485,6 +491,58 @@ Tensor cos__Autograd(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::cumsum @ Autograd (CumsumBackward0) =====
+Tensor cumsum_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<CumsumBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<CumsumBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->self_scalar_type_ = self.scalar_type();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::cumsum::redispatch(ks & after_autograd_keyset, self, dim, dtype);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::cumsum.out @ Autograd (out=: refuses grad) =====
+Tensor cumsum_out_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("cumsum.out", compute_requires_grad(self, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::cumsum_out::redispatch(ks & after_autograd_keyset, self, dim, dtype, out);
+  }
+  return out;
+}
+
+// ===== dk::cumsum_ @ Autograd (CumsumBackward0) =====
+Tensor cumsum__Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<CumsumBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<CumsumBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->self_scalar_type_ = self.scalar_type();
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::cumsum_::redispatch(ks & after_autograd_keyset, self, dim, dtype);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
+}
+
 // ===== dk::div.Tensor @ Autograd (DivBackward0) =====
 Tensor div_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other) {
   const bool requires_grad = compute_requires_grad(self, other);
@@ -669,6 +727,38 @@ Tensor fill__Scalar_Autograd(DispatchKeySet ks, const Tensor& self, const Scalar
   return self;
 }
 
+// ===== dk::gather @ Autograd (GatherBackward0) =====
+Tensor gather_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<GatherBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<GatherBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->index_ = SavedVariable(index, false);
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::gather::redispatch(ks & after_autograd_keyset, self, dim, index, sparse_grad);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::gather.out @ Autograd (out=: refuses grad) =====
+Tensor gather_out_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("gather.out", compute_requires_grad(self, index, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::gather_out::redispatch(ks & after_autograd_keyset, self, dim, index, sparse_grad, out);
+  }
+  return out;
+}
+
 // ===== dk::gelu @ Autograd (GeluBackward0) =====
 Tensor gelu_Autograd(DispatchKeySet ks, const Tensor& self, std::string_view approximate) {
   const bool requires_grad = compute_requires_grad(self);
@@ -751,6 +841,28 @@ Tensor gt_Tensor_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tenso
     ops::gt_Tensor_out::redispatch(ks & after_autograd_keyset, self, other, out);
   }
   return out;
+}
+
+// ===== dk::index_select @ Autograd (IndexSelectBackward0) =====
+Tensor index_select_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<IndexSelectBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<IndexSelectBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->index_ = SavedVariable(index, false);
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::index_select::redispatch(ks & after_autograd_keyset, self, dim, index);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
 }
 
 // ===== dk::log @ Autograd (LogBackward0) =====
@@ -1354,6 +1466,58 @@ Tensor rsqrt__Autograd(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::scatter_add @ Autograd (ScatterAddBackward0) =====
+Tensor scatter_add_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  const bool requires_grad = compute_requires_grad(self, src);
+  std::shared_ptr<ScatterAddBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<ScatterAddBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self, src));
+    if (grad_fn->should_compute_output(1)) grad_fn->dim_ = dim;
+    if (grad_fn->should_compute_output(1)) grad_fn->index_ = SavedVariable(index, false);
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::scatter_add::redispatch(ks & after_autograd_keyset, self, dim, index, src);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::scatter_add.out @ Autograd (out=: refuses grad) =====
+Tensor scatter_add_out_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const Tensor& out) {
+  autograd::detail::check_out_not_requiring_grad("scatter_add.out", compute_requires_grad(self, index, src, out));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::scatter_add_out::redispatch(ks & after_autograd_keyset, self, dim, index, src, out);
+  }
+  return out;
+}
+
+// ===== dk::scatter_add_ @ Autograd (ScatterAddBackward0) =====
+Tensor scatter_add__Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  const bool requires_grad = compute_requires_grad(self, src);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<ScatterAddBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<ScatterAddBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self, src));
+    if (grad_fn->should_compute_output(1)) grad_fn->dim_ = dim;
+    if (grad_fn->should_compute_output(1)) grad_fn->index_ = SavedVariable(index, false);
+  }
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::scatter_add_::redispatch(ks & after_autograd_keyset, self, dim, index, src);
+  }
+  if (grad_fn) {
+    rebase_history(self, grad_fn);
+  }
+  return self;
+}
+
 // ===== dk::select.int @ Autograd (SelectBackward0) =====
 Tensor select_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
   const bool requires_grad = compute_requires_grad(self);
@@ -1496,6 +1660,28 @@ Tensor slice_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim,
   }
   if (grad_fn) {
     set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::sort @ Autograd (SortBackward0) =====
+std::tuple<Tensor, Tensor> sort_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, bool descending) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<SortBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SortBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  std::tuple<Tensor, Tensor> result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::sort::redispatch(ks & after_autograd_keyset, self, dim, descending);
+  }
+  if (grad_fn) {
+    set_history(std::get<0>(result), grad_fn);
+    grad_fn->result1_ = SavedVariable(std::get<1>(result), true);
   }
   return result;
 }
@@ -1786,6 +1972,38 @@ Tensor tanh__Autograd(DispatchKeySet ks, const Tensor& self) {
   return self;
 }
 
+// ===== dk::topk @ Autograd (TopkBackward0) =====
+std::tuple<Tensor, Tensor> topk_Autograd(DispatchKeySet ks, const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<TopkBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<TopkBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  std::tuple<Tensor, Tensor> result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::topk::redispatch(ks & after_autograd_keyset, self, k_, dim, largest, sorted);
+  }
+  if (grad_fn) {
+    set_history(std::get<0>(result), grad_fn);
+    grad_fn->result1_ = SavedVariable(std::get<1>(result), true);
+  }
+  return result;
+}
+
+// ===== dk::topk.values @ Autograd (out=: refuses grad) =====
+std::tuple<Tensor, Tensor> topk_values_Autograd(DispatchKeySet ks, const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted, const Tensor& values, const Tensor& indices) {
+  autograd::detail::check_out_not_requiring_grad("topk.values", compute_requires_grad(self, values, indices));
+  {
+    AutoDispatchBelowAutograd guard;
+    ops::topk_values::redispatch(ks & after_autograd_keyset, self, k_, dim, largest, sorted, values, indices);
+  }
+  return std::tuple<Tensor, Tensor>(values, indices);
+}
+
 // ===== dk::transpose.int @ Autograd (TransposeBackward0) =====
 Tensor transpose_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim0, int64_t dim1) {
   const bool requires_grad = compute_requires_grad(self);
@@ -1939,6 +2157,9 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("cos", DK_FN(autograd::generated::cos_Autograd));  // CosBackward0
   m.impl("cos.out", DK_FN(autograd::generated::cos_out_Autograd));  // out=: refuses grad
   m.impl("cos_", DK_FN(autograd::generated::cos__Autograd));  // CosBackward0
+  m.impl("cumsum", DK_FN(autograd::generated::cumsum_Autograd));  // CumsumBackward0
+  m.impl("cumsum.out", DK_FN(autograd::generated::cumsum_out_Autograd));  // out=: refuses grad
+  m.impl("cumsum_", DK_FN(autograd::generated::cumsum__Autograd));  // CumsumBackward0
   m.impl("div.Tensor", DK_FN(autograd::generated::div_Tensor_Autograd));  // DivBackward0
   m.impl("div.out", DK_FN(autograd::generated::div_out_Autograd));  // out=: refuses grad
   m.impl("div_.Tensor", DK_FN(autograd::generated::div__Tensor_Autograd));  // DivBackward0
@@ -1950,11 +2171,14 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("exp_", DK_FN(autograd::generated::exp__Autograd));  // ExpBackward0
   m.impl("expand", DK_FN(autograd::generated::expand_Autograd));  // ExpandBackward0
   m.impl("fill_.Scalar", DK_FN(autograd::generated::fill__Scalar_Autograd));  // FillBackward0
+  m.impl("gather", DK_FN(autograd::generated::gather_Autograd));  // GatherBackward0
+  m.impl("gather.out", DK_FN(autograd::generated::gather_out_Autograd));  // out=: refuses grad
   m.impl("gelu", DK_FN(autograd::generated::gelu_Autograd));  // GeluBackward0
   m.impl("gelu.out", DK_FN(autograd::generated::gelu_out_Autograd));  // out=: refuses grad
   m.impl("gelu_", DK_FN(autograd::generated::gelu__Autograd));  // GeluBackward0
   m.impl("gelu_backward", DK_FN(autograd::generated::gelu_backward_Autograd));  // GeluBackwardBackward0
   m.impl("gt.Tensor_out", DK_FN(autograd::generated::gt_Tensor_out_Autograd));  // out=: refuses grad
+  m.impl("index_select", DK_FN(autograd::generated::index_select_Autograd));  // IndexSelectBackward0
   m.impl("log", DK_FN(autograd::generated::log_Autograd));  // LogBackward0
   m.impl("log.out", DK_FN(autograd::generated::log_out_Autograd));  // out=: refuses grad
   m.impl("log_", DK_FN(autograd::generated::log__Autograd));  // LogBackward0
@@ -1990,6 +2214,9 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("rsqrt", DK_FN(autograd::generated::rsqrt_Autograd));  // RsqrtBackward0
   m.impl("rsqrt.out", DK_FN(autograd::generated::rsqrt_out_Autograd));  // out=: refuses grad
   m.impl("rsqrt_", DK_FN(autograd::generated::rsqrt__Autograd));  // RsqrtBackward0
+  m.impl("scatter_add", DK_FN(autograd::generated::scatter_add_Autograd));  // ScatterAddBackward0
+  m.impl("scatter_add.out", DK_FN(autograd::generated::scatter_add_out_Autograd));  // out=: refuses grad
+  m.impl("scatter_add_", DK_FN(autograd::generated::scatter_add__Autograd));  // ScatterAddBackward0
   m.impl("select.int", DK_FN(autograd::generated::select_int_Autograd));  // SelectBackward0
   m.impl("sigmoid", DK_FN(autograd::generated::sigmoid_Autograd));  // SigmoidBackward0
   m.impl("sigmoid.out", DK_FN(autograd::generated::sigmoid_out_Autograd));  // out=: refuses grad
@@ -1998,6 +2225,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("sin.out", DK_FN(autograd::generated::sin_out_Autograd));  // out=: refuses grad
   m.impl("sin_", DK_FN(autograd::generated::sin__Autograd));  // SinBackward0
   m.impl("slice.Tensor", DK_FN(autograd::generated::slice_Tensor_Autograd));  // SliceBackward0
+  m.impl("sort", DK_FN(autograd::generated::sort_Autograd));  // SortBackward0
   m.impl("split.Tensor", DK_FN(autograd::generated::split_Tensor_Autograd));  // SplitBackward0
   m.impl("sqrt", DK_FN(autograd::generated::sqrt_Autograd));  // SqrtBackward0
   m.impl("sqrt.out", DK_FN(autograd::generated::sqrt_out_Autograd));  // out=: refuses grad
@@ -2014,6 +2242,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("tanh", DK_FN(autograd::generated::tanh_Autograd));  // TanhBackward0
   m.impl("tanh.out", DK_FN(autograd::generated::tanh_out_Autograd));  // out=: refuses grad
   m.impl("tanh_", DK_FN(autograd::generated::tanh__Autograd));  // TanhBackward0
+  m.impl("topk", DK_FN(autograd::generated::topk_Autograd));  // TopkBackward0
+  m.impl("topk.values", DK_FN(autograd::generated::topk_values_Autograd));  // out=: refuses grad
   m.impl("transpose.int", DK_FN(autograd::generated::transpose_int_Autograd));  // TransposeBackward0
   m.impl("unbind.int", DK_FN(autograd::generated::unbind_int_Autograd));  // UnbindBackward0
   m.impl("unsqueeze", DK_FN(autograd::generated::unsqueeze_Autograd));  // UnsqueezeBackward0

@@ -12,6 +12,10 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
@@ -32,10 +36,14 @@
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_native.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/gelu_backward_native.h"
 #include "dk/generated/ops/gelu_backward_ops.h"
+#include "dk/generated/ops/index_select_native.h"
+#include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/log_native.h"
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_native.h"
@@ -54,6 +62,8 @@
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_native.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/scatter_add_native.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/tanh_native.h"
@@ -100,6 +110,24 @@ Tensor wrapper_CPU_cos(const Tensor& self) {
   return op.take_output(0);
 }
 
+// ===== dk::cumsum.out @ CPU =====
+Tensor wrapper_CPU_cumsum_out(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const Tensor& out) {
+  detail::StructuredOut<native::structured_cumsum_out_cpu, 1> op("dk::cumsum", {out}, {"out"});
+  op.meta(self, dim, dtype);
+  op.impl(self, dim, dtype, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::cumsum_ @ CPU =====
+Tensor wrapper_CPU_cumsum_(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  detail::StructuredInplace<native::structured_cumsum_out_cpu, 1> op("dk::cumsum_", {self}, {"self"});
+  op.meta(self, dim, dtype);
+  op.impl(self, dim, dtype, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::eq.Scalar_out @ CPU =====
 Tensor wrapper_CPU_eq_Scalar_out(const Tensor& self, const Scalar& other, const Tensor& out) {
   detail::StructuredOut<native::structured_eq_Scalar_out_cpu, 1> op("dk::eq", {out}, {"out"});
@@ -141,6 +169,14 @@ Tensor wrapper_CPU_gelu_backward(const Tensor& grad_output, const Tensor& self, 
   device_check.check(grad_output, "grad_output");
   device_check.check(self, "self");
   return native::gelu_backward_cpu(grad_output, self, approximate);
+}
+
+// ===== dk::index_select @ CPU =====
+Tensor wrapper_CPU_index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  detail::DeviceCheck device_check("dk::index_select");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  return native::index_select_cpu(self, dim, index);
 }
 
 // ===== dk::log @ CPU =====
@@ -239,6 +275,31 @@ Tensor wrapper_CPU_relu_(const Tensor& self) {
   return native::relu_inplace_cpu(self);
 }
 
+// ===== dk::scatter_add @ CPU =====
+Tensor wrapper_CPU_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::DeviceCheck device_check("dk::scatter_add");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+  detail::StructuredFunctional<native::structured_scatter_add_out_cpu, 1> op("dk::scatter_add");
+  op.meta(self, dim, index, src);
+  op.impl(self, dim, index, src, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::scatter_add_ @ CPU =====
+Tensor wrapper_CPU_scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::DeviceCheck device_check("dk::scatter_add_");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+  detail::StructuredInplace<native::structured_scatter_add_out_cpu, 1> op("dk::scatter_add_", {self}, {"self"});
+  op.meta(self, dim, index, src);
+  op.impl(self, dim, index, src, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::sum @ CPU =====
 Tensor wrapper_CPU_sum(const Tensor& self, std::optional<ScalarType> dtype) {
   return native::sum_cpu(self, dtype);
@@ -264,11 +325,14 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_CPU_argmin>("wrapper_CPU_argmin"));  // argmin @ CPU -> native::structured_argmin_out_cpu
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_CPU_clamp_out>("wrapper_CPU_clamp_out"));  // clamp.out @ CPU -> native::structured_clamp_out_cpu
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CPU_cos>("wrapper_CPU_cos"));  // cos @ CPU -> native::structured_cos_out_cpu
+  m.impl("cumsum.out", ::dk::detail::kernelFor<ops::cumsum_out, &wrapper_CPU_cumsum_out>("wrapper_CPU_cumsum_out"));  // cumsum.out @ CPU -> native::structured_cumsum_out_cpu
+  m.impl("cumsum_", ::dk::detail::kernelFor<ops::cumsum_, &wrapper_CPU_cumsum_>("wrapper_CPU_cumsum_"));  // cumsum_ @ CPU -> native::structured_cumsum_out_cpu
   m.impl("eq.Scalar_out", ::dk::detail::kernelFor<ops::eq_Scalar_out, &wrapper_CPU_eq_Scalar_out>("wrapper_CPU_eq_Scalar_out"));  // eq.Scalar_out @ CPU -> native::structured_eq_Scalar_out_cpu
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CPU_eq_Tensor>("wrapper_CPU_eq_Tensor"));  // eq.Tensor @ CPU -> native::structured_eq_Tensor_out_cpu
   m.impl("eq.Tensor_out", ::dk::detail::kernelFor<ops::eq_Tensor_out, &wrapper_CPU_eq_Tensor_out>("wrapper_CPU_eq_Tensor_out"));  // eq.Tensor_out @ CPU -> native::structured_eq_Tensor_out_cpu
   m.impl("eq_.Scalar", ::dk::detail::kernelFor<ops::eq__Scalar, &wrapper_CPU_eq__Scalar>("wrapper_CPU_eq__Scalar"));  // eq_.Scalar @ CPU -> native::structured_eq_Scalar_out_cpu
   m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_CPU_gelu_backward>("wrapper_CPU_gelu_backward"));  // gelu_backward @ CPU -> native::gelu_backward_cpu
+  m.impl("index_select", ::dk::detail::kernelFor<ops::index_select, &wrapper_CPU_index_select>("wrapper_CPU_index_select"));  // index_select @ CPU -> native::index_select_cpu
   m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CPU_log>("wrapper_CPU_log"));  // log @ CPU -> native::structured_log_out_cpu
   m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_CPU_log_>("wrapper_CPU_log_"));  // log_ @ CPU -> native::structured_log_out_cpu
   m.impl("lt.Tensor_out", ::dk::detail::kernelFor<ops::lt_Tensor_out, &wrapper_CPU_lt_Tensor_out>("wrapper_CPU_lt_Tensor_out"));  // lt.Tensor_out @ CPU -> native::structured_lt_Tensor_out_cpu
@@ -281,6 +345,8 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_CPU_ones>("wrapper_CPU_ones"));  // ones @ CPU -> native::ones_cpu
   m.impl("pow.Tensor_Scalar_out", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar_out, &wrapper_CPU_pow_Tensor_Scalar_out>("wrapper_CPU_pow_Tensor_Scalar_out"));  // pow.Tensor_Scalar_out @ CPU -> native::structured_pow_Tensor_Scalar_out_cpu
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_CPU_relu_>("wrapper_CPU_relu_"));  // relu_ @ CPU -> native::relu_inplace_cpu
+  m.impl("scatter_add", ::dk::detail::kernelFor<ops::scatter_add, &wrapper_CPU_scatter_add>("wrapper_CPU_scatter_add"));  // scatter_add @ CPU -> native::structured_scatter_add_out_cpu
+  m.impl("scatter_add_", ::dk::detail::kernelFor<ops::scatter_add_, &wrapper_CPU_scatter_add_>("wrapper_CPU_scatter_add_"));  // scatter_add_ @ CPU -> native::structured_scatter_add_out_cpu
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_CPU_sum>("wrapper_CPU_sum"));  // sum @ CPU -> native::sum_cpu
   m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CPU_tanh>("wrapper_CPU_tanh"));  // tanh @ CPU -> native::structured_tanh_out_cpu
   m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_CPU_zero_>("wrapper_CPU_zero_"));  // zero_ @ CPU -> native::zero_inplace_cpu

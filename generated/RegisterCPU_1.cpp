@@ -57,6 +57,8 @@
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/sigmoid_native.h"
 #include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sort_native.h"
+#include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
@@ -233,6 +235,11 @@ Tensor wrapper_CPU_sigmoid_out(const Tensor& self, const Tensor& out) {
   return out;
 }
 
+// ===== dk::sort @ CPU =====
+std::tuple<Tensor, Tensor> wrapper_CPU_sort(const Tensor& self, int64_t dim, bool descending) {
+  return native::sort_cpu(self, dim, descending);
+}
+
 // ===== dk::sub_.Tensor @ CPU =====
 Tensor wrapper_CPU_sub__Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   detail::StructuredInplace<native::structured_sub_out_cpu, 1> op("dk::sub_", {self}, {"self"});
@@ -282,6 +289,7 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("rsqrt_", ::dk::detail::kernelFor<ops::rsqrt_, &wrapper_CPU_rsqrt_>("wrapper_CPU_rsqrt_"));  // rsqrt_ @ CPU -> native::structured_rsqrt_out_cpu
   m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CPU_sigmoid>("wrapper_CPU_sigmoid"));  // sigmoid @ CPU -> native::structured_sigmoid_out_cpu
   m.impl("sigmoid.out", ::dk::detail::kernelFor<ops::sigmoid_out, &wrapper_CPU_sigmoid_out>("wrapper_CPU_sigmoid_out"));  // sigmoid.out @ CPU -> native::structured_sigmoid_out_cpu
+  m.impl("sort", ::dk::detail::kernelFor<ops::sort, &wrapper_CPU_sort>("wrapper_CPU_sort"));  // sort @ CPU -> native::sort_cpu
   m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_CPU_sub__Tensor>("wrapper_CPU_sub__Tensor"));  // sub_.Tensor @ CPU -> native::structured_sub_out_cpu
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_CPU_sum_dim_IntList>("wrapper_CPU_sum_dim_IntList"));  // sum.dim_IntList @ CPU -> native::structured_sum_out_cpu
   m.impl("tanh_", ::dk::detail::kernelFor<ops::tanh_, &wrapper_CPU_tanh_>("wrapper_CPU_tanh_"));  // tanh_ @ CPU -> native::structured_tanh_out_cpu

@@ -13,6 +13,8 @@
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
@@ -39,12 +41,16 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_native.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/exp_native.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/fill_native.h"
 #include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/gather_native.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gelu_native.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_native.h"
@@ -179,6 +185,14 @@ Tensor wrapper_CPU_cos_out(const Tensor& self, const Tensor& out) {
   return out;
 }
 
+// ===== dk::cumsum @ CPU =====
+Tensor wrapper_CPU_cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  detail::StructuredFunctional<native::structured_cumsum_out_cpu, 1> op("dk::cumsum");
+  op.meta(self, dim, dtype);
+  op.impl(self, dim, dtype, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
 // ===== dk::div_.Tensor @ CPU =====
 Tensor wrapper_CPU_div__Tensor(const Tensor& self, const Tensor& other) {
   detail::StructuredInplace<native::structured_div_out_cpu, 1> op("dk::div_", {self}, {"self"});
@@ -199,6 +213,17 @@ Tensor wrapper_CPU_exp(const Tensor& self) {
 // ===== dk::fill_.Scalar @ CPU =====
 Tensor wrapper_CPU_fill__Scalar(const Tensor& self, const Scalar& value) {
   return native::fill_inplace_cpu(self, value);
+}
+
+// ===== dk::gather @ CPU =====
+Tensor wrapper_CPU_gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
+  detail::DeviceCheck device_check("dk::gather");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  detail::StructuredFunctional<native::structured_gather_out_cpu, 1> op("dk::gather");
+  op.meta(self, dim, index, sparse_grad);
+  op.impl(self, dim, index, sparse_grad, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::gelu @ CPU =====
@@ -377,9 +402,11 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("clamp_", ::dk::detail::kernelFor<ops::clamp_, &wrapper_CPU_clamp_>("wrapper_CPU_clamp_"));  // clamp_ @ CPU -> native::structured_clamp_out_cpu
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CPU_copy_>("wrapper_CPU_copy_"));  // copy_ @ CPU -> native::copy_inplace_cpu
   m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_CPU_cos_out>("wrapper_CPU_cos_out"));  // cos.out @ CPU -> native::structured_cos_out_cpu
+  m.impl("cumsum", ::dk::detail::kernelFor<ops::cumsum, &wrapper_CPU_cumsum>("wrapper_CPU_cumsum"));  // cumsum @ CPU -> native::structured_cumsum_out_cpu
   m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_CPU_div__Tensor>("wrapper_CPU_div__Tensor"));  // div_.Tensor @ CPU -> native::structured_div_out_cpu
   m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CPU_exp>("wrapper_CPU_exp"));  // exp @ CPU -> native::structured_exp_out_cpu
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_CPU_fill__Scalar>("wrapper_CPU_fill__Scalar"));  // fill_.Scalar @ CPU -> native::fill_inplace_cpu
+  m.impl("gather", ::dk::detail::kernelFor<ops::gather, &wrapper_CPU_gather>("wrapper_CPU_gather"));  // gather @ CPU -> native::structured_gather_out_cpu
   m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CPU_gelu>("wrapper_CPU_gelu"));  // gelu @ CPU -> native::structured_gelu_out_cpu
   m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_CPU_gelu_>("wrapper_CPU_gelu_"));  // gelu_ @ CPU -> native::structured_gelu_out_cpu
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CPU_gt_Tensor>("wrapper_CPU_gt_Tensor"));  // gt.Tensor @ CPU -> native::structured_gt_Tensor_out_cpu

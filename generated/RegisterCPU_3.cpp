@@ -16,6 +16,8 @@
 #include "dk/generated/boxing/sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
@@ -25,6 +27,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/_softmax_native.h"
 #include "dk/generated/ops/_softmax_ops.h"
 #include "dk/generated/ops/abs_native.h"
@@ -49,6 +53,8 @@
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/full_native.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gather_native.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/lt_native.h"
@@ -71,12 +77,16 @@
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/rsqrt_native.h"
 #include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/scatter_add_native.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/sin_native.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/sqrt_native.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/topk_native.h"
+#include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
 #include "meta/structured_wrappers.h"
@@ -176,6 +186,19 @@ Tensor wrapper_CPU_full(IntArrayRef size, const Scalar& fill_value, std::optiona
   return native::full_cpu(size, fill_value, dtype, layout, device, pin_memory);
 }
 
+// ===== dk::gather.out @ CPU =====
+Tensor wrapper_CPU_gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::gather.out");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(out, "out");
+  detail::StructuredOut<native::structured_gather_out_cpu, 1> op("dk::gather", {out}, {"out"});
+  op.meta(self, dim, index, sparse_grad);
+  op.impl(self, dim, index, sparse_grad, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 // ===== dk::gt.Tensor_out @ CPU =====
 Tensor wrapper_CPU_gt_Tensor_out(const Tensor& self, const Tensor& other, const Tensor& out) {
   detail::StructuredOut<native::structured_gt_Tensor_out_cpu, 1> op("dk::gt", {out}, {"out"});
@@ -266,6 +289,20 @@ Tensor wrapper_CPU_rsqrt(const Tensor& self) {
   return op.take_output(0);
 }
 
+// ===== dk::scatter_add.out @ CPU =====
+Tensor wrapper_CPU_scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::scatter_add.out");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+  device_check.check(out, "out");
+  detail::StructuredOut<native::structured_scatter_add_out_cpu, 1> op("dk::scatter_add", {out}, {"out"});
+  op.meta(self, dim, index, src);
+  op.impl(self, dim, index, src, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 // ===== dk::sin @ CPU =====
 Tensor wrapper_CPU_sin(const Tensor& self) {
   detail::StructuredFunctional<native::structured_sin_out_cpu, 1> op("dk::sin");
@@ -300,6 +337,27 @@ Tensor wrapper_CPU_sub_out(const Tensor& self, const Tensor& other, const Scalar
   return out;
 }
 
+// ===== dk::topk @ CPU =====
+std::tuple<Tensor, Tensor> wrapper_CPU_topk(const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted) {
+  detail::StructuredFunctional<native::structured_topk_out_cpu, 2> op("dk::topk");
+  op.meta(self, k_, dim, largest, sorted);
+  op.impl(self, k_, dim, largest, sorted, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take_output(0), op.take_output(1)};
+}
+
+// ===== dk::topk.values @ CPU =====
+std::tuple<Tensor, Tensor> wrapper_CPU_topk_values(const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted, const Tensor& values, const Tensor& indices) {
+  detail::DeviceCheck device_check("dk::topk.values");
+  device_check.check(self, "self");
+  device_check.check(values, "values");
+  device_check.check(indices, "indices");
+  detail::StructuredOut<native::structured_topk_out_cpu, 2> op("dk::topk", {values, indices}, {"values", "indices"});
+  op.meta(self, k_, dim, largest, sorted);
+  op.impl(self, k_, dim, largest, sorted, op.maybe_get_output(0), op.maybe_get_output(1));
+  op.finish();
+  return {values, indices};
+}
+
 // ===== dk::zeros @ CPU =====
 Tensor wrapper_CPU_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   return native::zeros_cpu(size, dtype, layout, device, pin_memory);
@@ -320,6 +378,7 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_CPU_empty_memory_format>("wrapper_CPU_empty_memory_format"));  // empty.memory_format @ CPU -> native::empty_cpu
   m.impl("exp.out", ::dk::detail::kernelFor<ops::exp_out, &wrapper_CPU_exp_out>("wrapper_CPU_exp_out"));  // exp.out @ CPU -> native::structured_exp_out_cpu
   m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_CPU_full>("wrapper_CPU_full"));  // full @ CPU -> native::full_cpu
+  m.impl("gather.out", ::dk::detail::kernelFor<ops::gather_out, &wrapper_CPU_gather_out>("wrapper_CPU_gather_out"));  // gather.out @ CPU -> native::structured_gather_out_cpu
   m.impl("gt.Tensor_out", ::dk::detail::kernelFor<ops::gt_Tensor_out, &wrapper_CPU_gt_Tensor_out>("wrapper_CPU_gt_Tensor_out"));  // gt.Tensor_out @ CPU -> native::structured_gt_Tensor_out_cpu
   m.impl("gt_.Tensor", ::dk::detail::kernelFor<ops::gt__Tensor, &wrapper_CPU_gt__Tensor>("wrapper_CPU_gt__Tensor"));  // gt_.Tensor @ CPU -> native::structured_gt_Tensor_out_cpu
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CPU_lt_Tensor>("wrapper_CPU_lt_Tensor"));  // lt.Tensor @ CPU -> native::structured_lt_Tensor_out_cpu
@@ -332,10 +391,13 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_CPU_randn>("wrapper_CPU_randn"));  // randn @ CPU -> native::randn_cpu
   m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_CPU_relu>("wrapper_CPU_relu"));  // relu @ CPU -> native::relu_cpu
   m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_CPU_rsqrt>("wrapper_CPU_rsqrt"));  // rsqrt @ CPU -> native::structured_rsqrt_out_cpu
+  m.impl("scatter_add.out", ::dk::detail::kernelFor<ops::scatter_add_out, &wrapper_CPU_scatter_add_out>("wrapper_CPU_scatter_add_out"));  // scatter_add.out @ CPU -> native::structured_scatter_add_out_cpu
   m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CPU_sin>("wrapper_CPU_sin"));  // sin @ CPU -> native::structured_sin_out_cpu
   m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CPU_sqrt>("wrapper_CPU_sqrt"));  // sqrt @ CPU -> native::structured_sqrt_out_cpu
   m.impl("sqrt_", ::dk::detail::kernelFor<ops::sqrt_, &wrapper_CPU_sqrt_>("wrapper_CPU_sqrt_"));  // sqrt_ @ CPU -> native::structured_sqrt_out_cpu
   m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_CPU_sub_out>("wrapper_CPU_sub_out"));  // sub.out @ CPU -> native::structured_sub_out_cpu
+  m.impl("topk", ::dk::detail::kernelFor<ops::topk, &wrapper_CPU_topk>("wrapper_CPU_topk"));  // topk @ CPU -> native::structured_topk_out_cpu
+  m.impl("topk.values", ::dk::detail::kernelFor<ops::topk_values, &wrapper_CPU_topk_values>("wrapper_CPU_topk_values"));  // topk.values @ CPU -> native::structured_topk_out_cpu
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CPU_zeros>("wrapper_CPU_zeros"));  // zeros @ CPU -> native::zeros_cpu
 }
 

@@ -12,6 +12,10 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
@@ -32,10 +36,14 @@
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_native.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/gelu_backward_native.h"
 #include "dk/generated/ops/gelu_backward_ops.h"
+#include "dk/generated/ops/index_select_native.h"
+#include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/log_native.h"
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_native.h"
@@ -54,6 +62,8 @@
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_native.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/scatter_add_native.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/tanh_native.h"
@@ -115,6 +125,30 @@ Tensor wrapper_CUDA_cos(const Tensor& self) {
   return op.take_output(0);
 }
 
+// ===== dk::cumsum.out @ CUDA =====
+Tensor wrapper_CUDA_cumsum_out(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const Tensor& out) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_cumsum_out_cuda, 1> op("dk::cumsum", {out}, {"out"});
+  op.meta(self, dim, dtype);
+  op.impl(self, dim, dtype, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+// ===== dk::cumsum_ @ CUDA =====
+Tensor wrapper_CUDA_cumsum_(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_cumsum_out_cuda, 1> op("dk::cumsum_", {self}, {"self"});
+  op.meta(self, dim, dtype);
+  op.impl(self, dim, dtype, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::eq.Scalar_out @ CUDA =====
 Tensor wrapper_CUDA_eq_Scalar_out(const Tensor& self, const Scalar& other, const Tensor& out) {
 #ifdef DK_WITH_CUDA
@@ -171,6 +205,17 @@ Tensor wrapper_CUDA_gelu_backward(const Tensor& grad_output, const Tensor& self,
   const cuda::DeviceGuard device_guard(grad_output.device());
 #endif
   return native::gelu_backward_cuda(grad_output, self, approximate);
+}
+
+// ===== dk::index_select @ CUDA =====
+Tensor wrapper_CUDA_index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  detail::DeviceCheck device_check("dk::index_select");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  return native::index_select_cuda(self, dim, index);
 }
 
 // ===== dk::log @ CUDA =====
@@ -305,6 +350,37 @@ Tensor wrapper_CUDA_relu_(const Tensor& self) {
   return native::relu_inplace_cuda(self);
 }
 
+// ===== dk::scatter_add @ CUDA =====
+Tensor wrapper_CUDA_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::DeviceCheck device_check("dk::scatter_add");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredFunctional<native::structured_scatter_add_out_cuda, 1> op("dk::scatter_add");
+  op.meta(self, dim, index, src);
+  op.impl(self, dim, index, src, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
+// ===== dk::scatter_add_ @ CUDA =====
+Tensor wrapper_CUDA_scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::DeviceCheck device_check("dk::scatter_add_");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredInplace<native::structured_scatter_add_out_cuda, 1> op("dk::scatter_add_", {self}, {"self"});
+  op.meta(self, dim, index, src);
+  op.impl(self, dim, index, src, op.maybe_get_output(0));
+  op.finish();
+  return self;
+}
+
 // ===== dk::sum @ CUDA =====
 Tensor wrapper_CUDA_sum(const Tensor& self, std::optional<ScalarType> dtype) {
 #ifdef DK_WITH_CUDA
@@ -339,11 +415,14 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_CUDA_argmin>("wrapper_CUDA_argmin"));  // argmin @ CUDA -> native::structured_argmin_out_cuda
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_CUDA_clamp_out>("wrapper_CUDA_clamp_out"));  // clamp.out @ CUDA -> native::structured_clamp_out_cuda
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CUDA_cos>("wrapper_CUDA_cos"));  // cos @ CUDA -> native::structured_cos_out_cuda
+  m.impl("cumsum.out", ::dk::detail::kernelFor<ops::cumsum_out, &wrapper_CUDA_cumsum_out>("wrapper_CUDA_cumsum_out"));  // cumsum.out @ CUDA -> native::structured_cumsum_out_cuda
+  m.impl("cumsum_", ::dk::detail::kernelFor<ops::cumsum_, &wrapper_CUDA_cumsum_>("wrapper_CUDA_cumsum_"));  // cumsum_ @ CUDA -> native::structured_cumsum_out_cuda
   m.impl("eq.Scalar_out", ::dk::detail::kernelFor<ops::eq_Scalar_out, &wrapper_CUDA_eq_Scalar_out>("wrapper_CUDA_eq_Scalar_out"));  // eq.Scalar_out @ CUDA -> native::structured_eq_Scalar_out_cuda
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CUDA_eq_Tensor>("wrapper_CUDA_eq_Tensor"));  // eq.Tensor @ CUDA -> native::structured_eq_Tensor_out_cuda
   m.impl("eq.Tensor_out", ::dk::detail::kernelFor<ops::eq_Tensor_out, &wrapper_CUDA_eq_Tensor_out>("wrapper_CUDA_eq_Tensor_out"));  // eq.Tensor_out @ CUDA -> native::structured_eq_Tensor_out_cuda
   m.impl("eq_.Scalar", ::dk::detail::kernelFor<ops::eq__Scalar, &wrapper_CUDA_eq__Scalar>("wrapper_CUDA_eq__Scalar"));  // eq_.Scalar @ CUDA -> native::structured_eq_Scalar_out_cuda
   m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_CUDA_gelu_backward>("wrapper_CUDA_gelu_backward"));  // gelu_backward @ CUDA -> native::gelu_backward_cuda
+  m.impl("index_select", ::dk::detail::kernelFor<ops::index_select, &wrapper_CUDA_index_select>("wrapper_CUDA_index_select"));  // index_select @ CUDA -> native::index_select_cuda
   m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_CUDA_log>("wrapper_CUDA_log"));  // log @ CUDA -> native::structured_log_out_cuda
   m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_CUDA_log_>("wrapper_CUDA_log_"));  // log_ @ CUDA -> native::structured_log_out_cuda
   m.impl("lt.Tensor_out", ::dk::detail::kernelFor<ops::lt_Tensor_out, &wrapper_CUDA_lt_Tensor_out>("wrapper_CUDA_lt_Tensor_out"));  // lt.Tensor_out @ CUDA -> native::structured_lt_Tensor_out_cuda
@@ -356,6 +435,8 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_CUDA_ones>("wrapper_CUDA_ones"));  // ones @ CUDA -> native::ones_cuda
   m.impl("pow.Tensor_Scalar_out", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar_out, &wrapper_CUDA_pow_Tensor_Scalar_out>("wrapper_CUDA_pow_Tensor_Scalar_out"));  // pow.Tensor_Scalar_out @ CUDA -> native::structured_pow_Tensor_Scalar_out_cuda
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_CUDA_relu_>("wrapper_CUDA_relu_"));  // relu_ @ CUDA -> native::relu_inplace_cuda
+  m.impl("scatter_add", ::dk::detail::kernelFor<ops::scatter_add, &wrapper_CUDA_scatter_add>("wrapper_CUDA_scatter_add"));  // scatter_add @ CUDA -> native::structured_scatter_add_out_cuda
+  m.impl("scatter_add_", ::dk::detail::kernelFor<ops::scatter_add_, &wrapper_CUDA_scatter_add_>("wrapper_CUDA_scatter_add_"));  // scatter_add_ @ CUDA -> native::structured_scatter_add_out_cuda
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_CUDA_sum>("wrapper_CUDA_sum"));  // sum @ CUDA -> native::sum_cuda
   m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_CUDA_tanh>("wrapper_CUDA_tanh"));  // tanh @ CUDA -> native::structured_tanh_out_cuda
   m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_CUDA_zero_>("wrapper_CUDA_zero_"));  // zero_ @ CUDA -> native::zero_inplace_cuda

@@ -57,6 +57,8 @@
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/sigmoid_native.h"
 #include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sort_native.h"
+#include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
@@ -296,6 +298,14 @@ Tensor wrapper_CUDA_sigmoid_out(const Tensor& self, const Tensor& out) {
   return out;
 }
 
+// ===== dk::sort @ CUDA =====
+std::tuple<Tensor, Tensor> wrapper_CUDA_sort(const Tensor& self, int64_t dim, bool descending) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  return native::sort_cuda(self, dim, descending);
+}
+
 // ===== dk::sub_.Tensor @ CUDA =====
 Tensor wrapper_CUDA_sub__Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
 #ifdef DK_WITH_CUDA
@@ -354,6 +364,7 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("rsqrt_", ::dk::detail::kernelFor<ops::rsqrt_, &wrapper_CUDA_rsqrt_>("wrapper_CUDA_rsqrt_"));  // rsqrt_ @ CUDA -> native::structured_rsqrt_out_cuda
   m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_CUDA_sigmoid>("wrapper_CUDA_sigmoid"));  // sigmoid @ CUDA -> native::structured_sigmoid_out_cuda
   m.impl("sigmoid.out", ::dk::detail::kernelFor<ops::sigmoid_out, &wrapper_CUDA_sigmoid_out>("wrapper_CUDA_sigmoid_out"));  // sigmoid.out @ CUDA -> native::structured_sigmoid_out_cuda
+  m.impl("sort", ::dk::detail::kernelFor<ops::sort, &wrapper_CUDA_sort>("wrapper_CUDA_sort"));  // sort @ CUDA -> native::sort_cuda
   m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_CUDA_sub__Tensor>("wrapper_CUDA_sub__Tensor"));  // sub_.Tensor @ CUDA -> native::structured_sub_out_cuda
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_CUDA_sum_dim_IntList>("wrapper_CUDA_sum_dim_IntList"));  // sum.dim_IntList @ CUDA -> native::structured_sum_out_cuda
   m.impl("tanh_", ::dk::detail::kernelFor<ops::tanh_, &wrapper_CUDA_tanh_>("wrapper_CUDA_tanh_"));  // tanh_ @ CUDA -> native::structured_tanh_out_cuda

@@ -13,6 +13,8 @@
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
@@ -39,12 +41,16 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_native.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/exp_native.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/fill_native.h"
 #include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/gather_native.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gelu_native.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_native.h"
@@ -209,6 +215,17 @@ Tensor wrapper_CUDA_cos_out(const Tensor& self, const Tensor& out) {
   return out;
 }
 
+// ===== dk::cumsum @ CUDA =====
+Tensor wrapper_CUDA_cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredFunctional<native::structured_cumsum_out_cuda, 1> op("dk::cumsum");
+  op.meta(self, dim, dtype);
+  op.impl(self, dim, dtype, op.maybe_get_output(0));
+  return op.take_output(0);
+}
+
 // ===== dk::div_.Tensor @ CUDA =====
 Tensor wrapper_CUDA_div__Tensor(const Tensor& self, const Tensor& other) {
 #ifdef DK_WITH_CUDA
@@ -238,6 +255,20 @@ Tensor wrapper_CUDA_fill__Scalar(const Tensor& self, const Scalar& value) {
   const cuda::DeviceGuard device_guard(self.device());
 #endif
   return native::fill_inplace_cuda(self, value);
+}
+
+// ===== dk::gather @ CUDA =====
+Tensor wrapper_CUDA_gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
+  detail::DeviceCheck device_check("dk::gather");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredFunctional<native::structured_gather_out_cuda, 1> op("dk::gather");
+  op.meta(self, dim, index, sparse_grad);
+  op.impl(self, dim, index, sparse_grad, op.maybe_get_output(0));
+  return op.take_output(0);
 }
 
 // ===== dk::gelu @ CUDA =====
@@ -473,9 +504,11 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("clamp_", ::dk::detail::kernelFor<ops::clamp_, &wrapper_CUDA_clamp_>("wrapper_CUDA_clamp_"));  // clamp_ @ CUDA -> native::structured_clamp_out_cuda
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CUDA_copy_>("wrapper_CUDA_copy_"));  // copy_ @ CUDA -> native::copy_inplace_cuda
   m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_CUDA_cos_out>("wrapper_CUDA_cos_out"));  // cos.out @ CUDA -> native::structured_cos_out_cuda
+  m.impl("cumsum", ::dk::detail::kernelFor<ops::cumsum, &wrapper_CUDA_cumsum>("wrapper_CUDA_cumsum"));  // cumsum @ CUDA -> native::structured_cumsum_out_cuda
   m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_CUDA_div__Tensor>("wrapper_CUDA_div__Tensor"));  // div_.Tensor @ CUDA -> native::structured_div_out_cuda
   m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_CUDA_exp>("wrapper_CUDA_exp"));  // exp @ CUDA -> native::structured_exp_out_cuda
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_CUDA_fill__Scalar>("wrapper_CUDA_fill__Scalar"));  // fill_.Scalar @ CUDA -> native::fill_inplace_cuda
+  m.impl("gather", ::dk::detail::kernelFor<ops::gather, &wrapper_CUDA_gather>("wrapper_CUDA_gather"));  // gather @ CUDA -> native::structured_gather_out_cuda
   m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CUDA_gelu>("wrapper_CUDA_gelu"));  // gelu @ CUDA -> native::structured_gelu_out_cuda
   m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_CUDA_gelu_>("wrapper_CUDA_gelu_"));  // gelu_ @ CUDA -> native::structured_gelu_out_cuda
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CUDA_gt_Tensor>("wrapper_CUDA_gt_Tensor"));  // gt.Tensor @ CUDA -> native::structured_gt_Tensor_out_cuda

@@ -16,6 +16,8 @@
 #include "dk/generated/boxing/sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
@@ -25,6 +27,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/_softmax_native.h"
 #include "dk/generated/ops/_softmax_ops.h"
 #include "dk/generated/ops/abs_native.h"
@@ -49,6 +53,8 @@
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/full_native.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gather_native.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/lt_native.h"
@@ -71,12 +77,16 @@
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/rsqrt_native.h"
 #include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/scatter_add_native.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/sin_native.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/sqrt_native.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/topk_native.h"
+#include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
 #include "meta/structured_wrappers.h"
@@ -215,6 +225,22 @@ Tensor wrapper_CUDA_full(IntArrayRef size, const Scalar& fill_value, std::option
   return native::full_cuda(size, fill_value, dtype, layout, device, pin_memory);
 }
 
+// ===== dk::gather.out @ CUDA =====
+Tensor wrapper_CUDA_gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::gather.out");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(out, "out");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_gather_out_cuda, 1> op("dk::gather", {out}, {"out"});
+  op.meta(self, dim, index, sparse_grad);
+  op.impl(self, dim, index, sparse_grad, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 // ===== dk::gt.Tensor_out @ CUDA =====
 Tensor wrapper_CUDA_gt_Tensor_out(const Tensor& self, const Tensor& other, const Tensor& out) {
 #ifdef DK_WITH_CUDA
@@ -341,6 +367,23 @@ Tensor wrapper_CUDA_rsqrt(const Tensor& self) {
   return op.take_output(0);
 }
 
+// ===== dk::scatter_add.out @ CUDA =====
+Tensor wrapper_CUDA_scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::scatter_add.out");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+  device_check.check(out, "out");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_scatter_add_out_cuda, 1> op("dk::scatter_add", {out}, {"out"});
+  op.meta(self, dim, index, src);
+  op.impl(self, dim, index, src, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 // ===== dk::sin @ CUDA =====
 Tensor wrapper_CUDA_sin(const Tensor& self) {
 #ifdef DK_WITH_CUDA
@@ -387,6 +430,33 @@ Tensor wrapper_CUDA_sub_out(const Tensor& self, const Tensor& other, const Scala
   return out;
 }
 
+// ===== dk::topk @ CUDA =====
+std::tuple<Tensor, Tensor> wrapper_CUDA_topk(const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredFunctional<native::structured_topk_out_cuda, 2> op("dk::topk");
+  op.meta(self, k_, dim, largest, sorted);
+  op.impl(self, k_, dim, largest, sorted, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take_output(0), op.take_output(1)};
+}
+
+// ===== dk::topk.values @ CUDA =====
+std::tuple<Tensor, Tensor> wrapper_CUDA_topk_values(const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted, const Tensor& values, const Tensor& indices) {
+  detail::DeviceCheck device_check("dk::topk.values");
+  device_check.check(self, "self");
+  device_check.check(values, "values");
+  device_check.check(indices, "indices");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  detail::StructuredOut<native::structured_topk_out_cuda, 2> op("dk::topk", {values, indices}, {"values", "indices"});
+  op.meta(self, k_, dim, largest, sorted);
+  op.impl(self, k_, dim, largest, sorted, op.maybe_get_output(0), op.maybe_get_output(1));
+  op.finish();
+  return {values, indices};
+}
+
 // ===== dk::zeros @ CUDA =====
 Tensor wrapper_CUDA_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
 #ifdef DK_WITH_CUDA
@@ -410,6 +480,7 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_CUDA_empty_memory_format>("wrapper_CUDA_empty_memory_format"));  // empty.memory_format @ CUDA -> native::empty_cuda
   m.impl("exp.out", ::dk::detail::kernelFor<ops::exp_out, &wrapper_CUDA_exp_out>("wrapper_CUDA_exp_out"));  // exp.out @ CUDA -> native::structured_exp_out_cuda
   m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_CUDA_full>("wrapper_CUDA_full"));  // full @ CUDA -> native::full_cuda
+  m.impl("gather.out", ::dk::detail::kernelFor<ops::gather_out, &wrapper_CUDA_gather_out>("wrapper_CUDA_gather_out"));  // gather.out @ CUDA -> native::structured_gather_out_cuda
   m.impl("gt.Tensor_out", ::dk::detail::kernelFor<ops::gt_Tensor_out, &wrapper_CUDA_gt_Tensor_out>("wrapper_CUDA_gt_Tensor_out"));  // gt.Tensor_out @ CUDA -> native::structured_gt_Tensor_out_cuda
   m.impl("gt_.Tensor", ::dk::detail::kernelFor<ops::gt__Tensor, &wrapper_CUDA_gt__Tensor>("wrapper_CUDA_gt__Tensor"));  // gt_.Tensor @ CUDA -> native::structured_gt_Tensor_out_cuda
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_CUDA_lt_Tensor>("wrapper_CUDA_lt_Tensor"));  // lt.Tensor @ CUDA -> native::structured_lt_Tensor_out_cuda
@@ -422,10 +493,13 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_CUDA_randn>("wrapper_CUDA_randn"));  // randn @ CUDA -> native::randn_cuda
   m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_CUDA_relu>("wrapper_CUDA_relu"));  // relu @ CUDA -> native::relu_cuda
   m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_CUDA_rsqrt>("wrapper_CUDA_rsqrt"));  // rsqrt @ CUDA -> native::structured_rsqrt_out_cuda
+  m.impl("scatter_add.out", ::dk::detail::kernelFor<ops::scatter_add_out, &wrapper_CUDA_scatter_add_out>("wrapper_CUDA_scatter_add_out"));  // scatter_add.out @ CUDA -> native::structured_scatter_add_out_cuda
   m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_CUDA_sin>("wrapper_CUDA_sin"));  // sin @ CUDA -> native::structured_sin_out_cuda
   m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_CUDA_sqrt>("wrapper_CUDA_sqrt"));  // sqrt @ CUDA -> native::structured_sqrt_out_cuda
   m.impl("sqrt_", ::dk::detail::kernelFor<ops::sqrt_, &wrapper_CUDA_sqrt_>("wrapper_CUDA_sqrt_"));  // sqrt_ @ CUDA -> native::structured_sqrt_out_cuda
   m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_CUDA_sub_out>("wrapper_CUDA_sub_out"));  // sub.out @ CUDA -> native::structured_sub_out_cuda
+  m.impl("topk", ::dk::detail::kernelFor<ops::topk, &wrapper_CUDA_topk>("wrapper_CUDA_topk"));  // topk @ CUDA -> native::structured_topk_out_cuda
+  m.impl("topk.values", ::dk::detail::kernelFor<ops::topk_values, &wrapper_CUDA_topk_values>("wrapper_CUDA_topk_values"));  // topk.values @ CUDA -> native::structured_topk_out_cuda
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_CUDA_zeros>("wrapper_CUDA_zeros"));  // zeros @ CUDA -> native::zeros_cuda
 }
 

@@ -12,6 +12,10 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
@@ -32,10 +36,14 @@
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_native.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/gelu_backward_native.h"
 #include "dk/generated/ops/gelu_backward_ops.h"
+#include "dk/generated/ops/index_select_native.h"
+#include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/log_native.h"
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_native.h"
@@ -54,6 +62,8 @@
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_native.h"
 #include "dk/generated/ops/relu_ops.h"
+#include "dk/generated/ops/scatter_add_native.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/sum_native.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/tanh_native.h"
@@ -96,6 +106,22 @@ Tensor wrapper_Meta_cos(const Tensor& self) {
   return op.take_output(0);
 }
 
+// ===== dk::cumsum.out @ Meta =====
+Tensor wrapper_Meta_cumsum_out(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const Tensor& out) {
+  detail::StructuredOut<::dk::meta::structured_cumsum, 1> op("dk::cumsum", {out}, {"out"});
+  op.meta(self, dim, dtype);
+  op.finish();
+  return out;
+}
+
+// ===== dk::cumsum_ @ Meta =====
+Tensor wrapper_Meta_cumsum_(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  detail::StructuredInplace<::dk::meta::structured_cumsum, 1> op("dk::cumsum_", {self}, {"self"});
+  op.meta(self, dim, dtype);
+  op.finish();
+  return self;
+}
+
 // ===== dk::eq.Scalar_out @ Meta =====
 Tensor wrapper_Meta_eq_Scalar_out(const Tensor& self, const Scalar& other, const Tensor& out) {
   detail::StructuredOut<::dk::meta::structured_eq_Scalar, 1> op("dk::eq", {out}, {"out"});
@@ -133,6 +159,14 @@ Tensor wrapper_Meta_gelu_backward(const Tensor& grad_output, const Tensor& self,
   device_check.check(grad_output, "grad_output");
   device_check.check(self, "self");
   return native::gelu_backward_meta(grad_output, self, approximate);
+}
+
+// ===== dk::index_select @ Meta =====
+Tensor wrapper_Meta_index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  detail::DeviceCheck device_check("dk::index_select");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  return native::index_select_meta(self, dim, index);
 }
 
 // ===== dk::log @ Meta =====
@@ -221,6 +255,29 @@ Tensor wrapper_Meta_relu_(const Tensor& self) {
   return native::relu_inplace_meta(self);
 }
 
+// ===== dk::scatter_add @ Meta =====
+Tensor wrapper_Meta_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::DeviceCheck device_check("dk::scatter_add");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+  detail::StructuredFunctional<::dk::meta::structured_scatter_add, 1> op("dk::scatter_add");
+  op.meta(self, dim, index, src);
+  return op.take_output(0);
+}
+
+// ===== dk::scatter_add_ @ Meta =====
+Tensor wrapper_Meta_scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::DeviceCheck device_check("dk::scatter_add_");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+  detail::StructuredInplace<::dk::meta::structured_scatter_add, 1> op("dk::scatter_add_", {self}, {"self"});
+  op.meta(self, dim, index, src);
+  op.finish();
+  return self;
+}
+
 // ===== dk::sum @ Meta =====
 Tensor wrapper_Meta_sum(const Tensor& self, std::optional<ScalarType> dtype) {
   return native::sum_meta(self, dtype);
@@ -245,11 +302,14 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_Meta_argmin>("wrapper_Meta_argmin"));  // argmin @ Meta -> ::dk::meta::structured_argmin
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_Meta_clamp_out>("wrapper_Meta_clamp_out"));  // clamp.out @ Meta -> ::dk::meta::structured_clamp
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_Meta_cos>("wrapper_Meta_cos"));  // cos @ Meta -> ::dk::meta::structured_cos
+  m.impl("cumsum.out", ::dk::detail::kernelFor<ops::cumsum_out, &wrapper_Meta_cumsum_out>("wrapper_Meta_cumsum_out"));  // cumsum.out @ Meta -> ::dk::meta::structured_cumsum
+  m.impl("cumsum_", ::dk::detail::kernelFor<ops::cumsum_, &wrapper_Meta_cumsum_>("wrapper_Meta_cumsum_"));  // cumsum_ @ Meta -> ::dk::meta::structured_cumsum
   m.impl("eq.Scalar_out", ::dk::detail::kernelFor<ops::eq_Scalar_out, &wrapper_Meta_eq_Scalar_out>("wrapper_Meta_eq_Scalar_out"));  // eq.Scalar_out @ Meta -> ::dk::meta::structured_eq_Scalar
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_Meta_eq_Tensor>("wrapper_Meta_eq_Tensor"));  // eq.Tensor @ Meta -> ::dk::meta::structured_eq_Tensor
   m.impl("eq.Tensor_out", ::dk::detail::kernelFor<ops::eq_Tensor_out, &wrapper_Meta_eq_Tensor_out>("wrapper_Meta_eq_Tensor_out"));  // eq.Tensor_out @ Meta -> ::dk::meta::structured_eq_Tensor
   m.impl("eq_.Scalar", ::dk::detail::kernelFor<ops::eq__Scalar, &wrapper_Meta_eq__Scalar>("wrapper_Meta_eq__Scalar"));  // eq_.Scalar @ Meta -> ::dk::meta::structured_eq_Scalar
   m.impl("gelu_backward", ::dk::detail::kernelFor<ops::gelu_backward, &wrapper_Meta_gelu_backward>("wrapper_Meta_gelu_backward"));  // gelu_backward @ Meta -> native::gelu_backward_meta
+  m.impl("index_select", ::dk::detail::kernelFor<ops::index_select, &wrapper_Meta_index_select>("wrapper_Meta_index_select"));  // index_select @ Meta -> native::index_select_meta
   m.impl("log", ::dk::detail::kernelFor<ops::log, &wrapper_Meta_log>("wrapper_Meta_log"));  // log @ Meta -> ::dk::meta::structured_log
   m.impl("log_", ::dk::detail::kernelFor<ops::log_, &wrapper_Meta_log_>("wrapper_Meta_log_"));  // log_ @ Meta -> ::dk::meta::structured_log
   m.impl("lt.Tensor_out", ::dk::detail::kernelFor<ops::lt_Tensor_out, &wrapper_Meta_lt_Tensor_out>("wrapper_Meta_lt_Tensor_out"));  // lt.Tensor_out @ Meta -> ::dk::meta::structured_lt_Tensor
@@ -262,6 +322,8 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &wrapper_Meta_ones>("wrapper_Meta_ones"));  // ones @ Meta -> native::ones_meta
   m.impl("pow.Tensor_Scalar_out", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar_out, &wrapper_Meta_pow_Tensor_Scalar_out>("wrapper_Meta_pow_Tensor_Scalar_out"));  // pow.Tensor_Scalar_out @ Meta -> ::dk::meta::structured_pow_Tensor_Scalar
   m.impl("relu_", ::dk::detail::kernelFor<ops::relu_, &wrapper_Meta_relu_>("wrapper_Meta_relu_"));  // relu_ @ Meta -> native::relu_inplace_meta
+  m.impl("scatter_add", ::dk::detail::kernelFor<ops::scatter_add, &wrapper_Meta_scatter_add>("wrapper_Meta_scatter_add"));  // scatter_add @ Meta -> ::dk::meta::structured_scatter_add
+  m.impl("scatter_add_", ::dk::detail::kernelFor<ops::scatter_add_, &wrapper_Meta_scatter_add_>("wrapper_Meta_scatter_add_"));  // scatter_add_ @ Meta -> ::dk::meta::structured_scatter_add
   m.impl("sum", ::dk::detail::kernelFor<ops::sum, &wrapper_Meta_sum>("wrapper_Meta_sum"));  // sum @ Meta -> native::sum_meta
   m.impl("tanh", ::dk::detail::kernelFor<ops::tanh, &wrapper_Meta_tanh>("wrapper_Meta_tanh"));  // tanh @ Meta -> ::dk::meta::structured_tanh
   m.impl("zero_", ::dk::detail::kernelFor<ops::zero_, &wrapper_Meta_zero_>("wrapper_Meta_zero_"));  // zero_ @ Meta -> native::zero_inplace_meta

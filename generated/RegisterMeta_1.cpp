@@ -54,6 +54,8 @@
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/sigmoid_native.h"
 #include "dk/generated/ops/sigmoid_ops.h"
+#include "dk/generated/ops/sort_native.h"
+#include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_native.h"
@@ -209,6 +211,11 @@ Tensor wrapper_Meta_sigmoid_out(const Tensor& self, const Tensor& out) {
   return out;
 }
 
+// ===== dk::sort @ Meta =====
+std::tuple<Tensor, Tensor> wrapper_Meta_sort(const Tensor& self, int64_t dim, bool descending) {
+  return native::sort_meta(self, dim, descending);
+}
+
 // ===== dk::sub_.Tensor @ Meta =====
 Tensor wrapper_Meta_sub__Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   detail::StructuredInplace<::dk::meta::structured_sub_Tensor, 1> op("dk::sub_", {self}, {"self"});
@@ -254,6 +261,7 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("rsqrt_", ::dk::detail::kernelFor<ops::rsqrt_, &wrapper_Meta_rsqrt_>("wrapper_Meta_rsqrt_"));  // rsqrt_ @ Meta -> ::dk::meta::structured_rsqrt
   m.impl("sigmoid", ::dk::detail::kernelFor<ops::sigmoid, &wrapper_Meta_sigmoid>("wrapper_Meta_sigmoid"));  // sigmoid @ Meta -> ::dk::meta::structured_sigmoid
   m.impl("sigmoid.out", ::dk::detail::kernelFor<ops::sigmoid_out, &wrapper_Meta_sigmoid_out>("wrapper_Meta_sigmoid_out"));  // sigmoid.out @ Meta -> ::dk::meta::structured_sigmoid
+  m.impl("sort", ::dk::detail::kernelFor<ops::sort, &wrapper_Meta_sort>("wrapper_Meta_sort"));  // sort @ Meta -> native::sort_meta
   m.impl("sub_.Tensor", ::dk::detail::kernelFor<ops::sub__Tensor, &wrapper_Meta_sub__Tensor>("wrapper_Meta_sub__Tensor"));  // sub_.Tensor @ Meta -> ::dk::meta::structured_sub_Tensor
   m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &wrapper_Meta_sum_dim_IntList>("wrapper_Meta_sum_dim_IntList"));  // sum.dim_IntList @ Meta -> ::dk::meta::structured_sum_dim_IntList
   m.impl("tanh_", ::dk::detail::kernelFor<ops::tanh_, &wrapper_Meta_tanh_>("wrapper_Meta_tanh_"));  // tanh_ @ Meta -> ::dk::meta::structured_tanh

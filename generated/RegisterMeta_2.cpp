@@ -13,6 +13,8 @@
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
@@ -39,12 +41,16 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_native.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/div_native.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/exp_native.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/fill_native.h"
 #include "dk/generated/ops/fill_ops.h"
+#include "dk/generated/ops/gather_native.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gelu_native.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_native.h"
@@ -171,6 +177,13 @@ Tensor wrapper_Meta_cos_out(const Tensor& self, const Tensor& out) {
   return out;
 }
 
+// ===== dk::cumsum @ Meta =====
+Tensor wrapper_Meta_cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  detail::StructuredFunctional<::dk::meta::structured_cumsum, 1> op("dk::cumsum");
+  op.meta(self, dim, dtype);
+  return op.take_output(0);
+}
+
 // ===== dk::div_.Tensor @ Meta =====
 Tensor wrapper_Meta_div__Tensor(const Tensor& self, const Tensor& other) {
   detail::StructuredInplace<::dk::meta::structured_div_Tensor, 1> op("dk::div_", {self}, {"self"});
@@ -189,6 +202,16 @@ Tensor wrapper_Meta_exp(const Tensor& self) {
 // ===== dk::fill_.Scalar @ Meta =====
 Tensor wrapper_Meta_fill__Scalar(const Tensor& self, const Scalar& value) {
   return native::fill_inplace_meta(self, value);
+}
+
+// ===== dk::gather @ Meta =====
+Tensor wrapper_Meta_gather(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
+  detail::DeviceCheck device_check("dk::gather");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  detail::StructuredFunctional<::dk::meta::structured_gather, 1> op("dk::gather");
+  op.meta(self, dim, index, sparse_grad);
+  return op.take_output(0);
 }
 
 // ===== dk::gelu @ Meta =====
@@ -350,9 +373,11 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("clamp_", ::dk::detail::kernelFor<ops::clamp_, &wrapper_Meta_clamp_>("wrapper_Meta_clamp_"));  // clamp_ @ Meta -> ::dk::meta::structured_clamp
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_Meta_copy_>("wrapper_Meta_copy_"));  // copy_ @ Meta -> native::copy_inplace_meta
   m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_Meta_cos_out>("wrapper_Meta_cos_out"));  // cos.out @ Meta -> ::dk::meta::structured_cos
+  m.impl("cumsum", ::dk::detail::kernelFor<ops::cumsum, &wrapper_Meta_cumsum>("wrapper_Meta_cumsum"));  // cumsum @ Meta -> ::dk::meta::structured_cumsum
   m.impl("div_.Tensor", ::dk::detail::kernelFor<ops::div__Tensor, &wrapper_Meta_div__Tensor>("wrapper_Meta_div__Tensor"));  // div_.Tensor @ Meta -> ::dk::meta::structured_div_Tensor
   m.impl("exp", ::dk::detail::kernelFor<ops::exp, &wrapper_Meta_exp>("wrapper_Meta_exp"));  // exp @ Meta -> ::dk::meta::structured_exp
   m.impl("fill_.Scalar", ::dk::detail::kernelFor<ops::fill__Scalar, &wrapper_Meta_fill__Scalar>("wrapper_Meta_fill__Scalar"));  // fill_.Scalar @ Meta -> native::fill_inplace_meta
+  m.impl("gather", ::dk::detail::kernelFor<ops::gather, &wrapper_Meta_gather>("wrapper_Meta_gather"));  // gather @ Meta -> ::dk::meta::structured_gather
   m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_Meta_gelu>("wrapper_Meta_gelu"));  // gelu @ Meta -> ::dk::meta::structured_gelu
   m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_Meta_gelu_>("wrapper_Meta_gelu_"));  // gelu_ @ Meta -> ::dk::meta::structured_gelu
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_Meta_gt_Tensor>("wrapper_Meta_gt_Tensor"));  // gt.Tensor @ Meta -> ::dk::meta::structured_gt_Tensor

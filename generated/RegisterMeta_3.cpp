@@ -16,6 +16,8 @@
 #include "dk/generated/boxing/sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
@@ -25,6 +27,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/_softmax_native.h"
 #include "dk/generated/ops/_softmax_ops.h"
 #include "dk/generated/ops/abs_native.h"
@@ -49,6 +53,8 @@
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/full_native.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gather_native.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/lt_native.h"
@@ -71,12 +77,16 @@
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/rsqrt_native.h"
 #include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/scatter_add_native.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/sin_native.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/sqrt_native.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/topk_native.h"
+#include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/zeros_native.h"
 #include "dk/generated/ops/zeros_ops.h"
 #include "meta/structured_wrappers.h"
@@ -169,6 +179,18 @@ Tensor wrapper_Meta_full(IntArrayRef size, const Scalar& fill_value, std::option
   return native::full_meta(size, fill_value, dtype, layout, device, pin_memory);
 }
 
+// ===== dk::gather.out @ Meta =====
+Tensor wrapper_Meta_gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::gather.out");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(out, "out");
+  detail::StructuredOut<::dk::meta::structured_gather, 1> op("dk::gather", {out}, {"out"});
+  op.meta(self, dim, index, sparse_grad);
+  op.finish();
+  return out;
+}
+
 // ===== dk::gt.Tensor_out @ Meta =====
 Tensor wrapper_Meta_gt_Tensor_out(const Tensor& self, const Tensor& other, const Tensor& out) {
   detail::StructuredOut<::dk::meta::structured_gt_Tensor, 1> op("dk::gt", {out}, {"out"});
@@ -252,6 +274,19 @@ Tensor wrapper_Meta_rsqrt(const Tensor& self) {
   return op.take_output(0);
 }
 
+// ===== dk::scatter_add.out @ Meta =====
+Tensor wrapper_Meta_scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const Tensor& out) {
+  detail::DeviceCheck device_check("dk::scatter_add.out");
+  device_check.check(self, "self");
+  device_check.check(index, "index");
+  device_check.check(src, "src");
+  device_check.check(out, "out");
+  detail::StructuredOut<::dk::meta::structured_scatter_add, 1> op("dk::scatter_add", {out}, {"out"});
+  op.meta(self, dim, index, src);
+  op.finish();
+  return out;
+}
+
 // ===== dk::sin @ Meta =====
 Tensor wrapper_Meta_sin(const Tensor& self) {
   detail::StructuredFunctional<::dk::meta::structured_sin, 1> op("dk::sin");
@@ -282,6 +317,25 @@ Tensor wrapper_Meta_sub_out(const Tensor& self, const Tensor& other, const Scala
   return out;
 }
 
+// ===== dk::topk @ Meta =====
+std::tuple<Tensor, Tensor> wrapper_Meta_topk(const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted) {
+  detail::StructuredFunctional<::dk::meta::structured_topk, 2> op("dk::topk");
+  op.meta(self, k_, dim, largest, sorted);
+  return {op.take_output(0), op.take_output(1)};
+}
+
+// ===== dk::topk.values @ Meta =====
+std::tuple<Tensor, Tensor> wrapper_Meta_topk_values(const Tensor& self, int64_t k_, int64_t dim, bool largest, bool sorted, const Tensor& values, const Tensor& indices) {
+  detail::DeviceCheck device_check("dk::topk.values");
+  device_check.check(self, "self");
+  device_check.check(values, "values");
+  device_check.check(indices, "indices");
+  detail::StructuredOut<::dk::meta::structured_topk, 2> op("dk::topk", {values, indices}, {"values", "indices"});
+  op.meta(self, k_, dim, largest, sorted);
+  op.finish();
+  return {values, indices};
+}
+
 // ===== dk::zeros @ Meta =====
 Tensor wrapper_Meta_zeros(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
   return native::zeros_meta(size, dtype, layout, device, pin_memory);
@@ -302,6 +356,7 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &wrapper_Meta_empty_memory_format>("wrapper_Meta_empty_memory_format"));  // empty.memory_format @ Meta -> native::empty_meta
   m.impl("exp.out", ::dk::detail::kernelFor<ops::exp_out, &wrapper_Meta_exp_out>("wrapper_Meta_exp_out"));  // exp.out @ Meta -> ::dk::meta::structured_exp
   m.impl("full", ::dk::detail::kernelFor<ops::full, &wrapper_Meta_full>("wrapper_Meta_full"));  // full @ Meta -> native::full_meta
+  m.impl("gather.out", ::dk::detail::kernelFor<ops::gather_out, &wrapper_Meta_gather_out>("wrapper_Meta_gather_out"));  // gather.out @ Meta -> ::dk::meta::structured_gather
   m.impl("gt.Tensor_out", ::dk::detail::kernelFor<ops::gt_Tensor_out, &wrapper_Meta_gt_Tensor_out>("wrapper_Meta_gt_Tensor_out"));  // gt.Tensor_out @ Meta -> ::dk::meta::structured_gt_Tensor
   m.impl("gt_.Tensor", ::dk::detail::kernelFor<ops::gt__Tensor, &wrapper_Meta_gt__Tensor>("wrapper_Meta_gt__Tensor"));  // gt_.Tensor @ Meta -> ::dk::meta::structured_gt_Tensor
   m.impl("lt.Tensor", ::dk::detail::kernelFor<ops::lt_Tensor, &wrapper_Meta_lt_Tensor>("wrapper_Meta_lt_Tensor"));  // lt.Tensor @ Meta -> ::dk::meta::structured_lt_Tensor
@@ -314,10 +369,13 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("randn", ::dk::detail::kernelFor<ops::randn, &wrapper_Meta_randn>("wrapper_Meta_randn"));  // randn @ Meta -> native::randn_meta
   m.impl("relu", ::dk::detail::kernelFor<ops::relu, &wrapper_Meta_relu>("wrapper_Meta_relu"));  // relu @ Meta -> native::relu_meta
   m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &wrapper_Meta_rsqrt>("wrapper_Meta_rsqrt"));  // rsqrt @ Meta -> ::dk::meta::structured_rsqrt
+  m.impl("scatter_add.out", ::dk::detail::kernelFor<ops::scatter_add_out, &wrapper_Meta_scatter_add_out>("wrapper_Meta_scatter_add_out"));  // scatter_add.out @ Meta -> ::dk::meta::structured_scatter_add
   m.impl("sin", ::dk::detail::kernelFor<ops::sin, &wrapper_Meta_sin>("wrapper_Meta_sin"));  // sin @ Meta -> ::dk::meta::structured_sin
   m.impl("sqrt", ::dk::detail::kernelFor<ops::sqrt, &wrapper_Meta_sqrt>("wrapper_Meta_sqrt"));  // sqrt @ Meta -> ::dk::meta::structured_sqrt
   m.impl("sqrt_", ::dk::detail::kernelFor<ops::sqrt_, &wrapper_Meta_sqrt_>("wrapper_Meta_sqrt_"));  // sqrt_ @ Meta -> ::dk::meta::structured_sqrt
   m.impl("sub.out", ::dk::detail::kernelFor<ops::sub_out, &wrapper_Meta_sub_out>("wrapper_Meta_sub_out"));  // sub.out @ Meta -> ::dk::meta::structured_sub_Tensor
+  m.impl("topk", ::dk::detail::kernelFor<ops::topk, &wrapper_Meta_topk>("wrapper_Meta_topk"));  // topk @ Meta -> ::dk::meta::structured_topk
+  m.impl("topk.values", ::dk::detail::kernelFor<ops::topk_values, &wrapper_Meta_topk_values>("wrapper_Meta_topk_values"));  // topk.values @ Meta -> ::dk::meta::structured_topk
   m.impl("zeros", ::dk::detail::kernelFor<ops::zeros, &wrapper_Meta_zeros>("wrapper_Meta_zeros"));  // zeros @ Meta -> native::zeros_meta
 }
 

@@ -22,6 +22,7 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/dropout_ops.h"
@@ -34,9 +35,11 @@
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/flatten_ops.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/layer_norm_ops.h"
 #include "dk/generated/ops/linear_ops.h"
@@ -66,11 +69,13 @@
 #include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/select_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_ops.h"
 #include "dk/generated/ops/softmax_ops.h"
+#include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
@@ -81,6 +86,7 @@
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/to_ops.h"
+#include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/tril_ops.h"
 #include "dk/generated/ops/triu_ops.h"
@@ -126,6 +132,9 @@ DK_LIBRARY(dk, m) {
   m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cos_out::dispatch_bitmap});  // dk::cos.out
   m.def("cos_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cos_::dispatch_bitmap});  // dk::cos_
   m.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cross_entropy_loss::dispatch_bitmap});  // dk::cross_entropy_loss
+  m.def("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cumsum::dispatch_bitmap});  // dk::cumsum
+  m.def("cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cumsum_out::dispatch_bitmap});  // dk::cumsum.out
+  m.def("cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cumsum_::dispatch_bitmap});  // dk::cumsum_
   m.def("detach(Tensor(a) self) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::detach::dispatch_bitmap});  // dk::detach
   m.def("div.Scalar(Tensor self, Scalar other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Scalar::dispatch_bitmap});  // dk::div.Scalar
   m.def("div.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::div_Tensor::dispatch_bitmap});  // dk::div.Tensor
@@ -149,6 +158,8 @@ DK_LIBRARY(dk, m) {
   m.def("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::fill__Scalar::dispatch_bitmap});  // dk::fill_.Scalar
   m.def("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::flatten_using_ints::dispatch_bitmap});  // dk::flatten.using_ints
   m.def("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::full::dispatch_bitmap});  // dk::full
+  m.def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gather::dispatch_bitmap});  // dk::gather
+  m.def("gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gather_out::dispatch_bitmap});  // dk::gather.out
   m.def("gelu(Tensor self, *, str approximate='none') -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gelu::dispatch_bitmap});  // dk::gelu
   m.def("gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gelu_out::dispatch_bitmap});  // dk::gelu.out
   m.def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gelu_::dispatch_bitmap});  // dk::gelu_
@@ -156,6 +167,7 @@ DK_LIBRARY(dk, m) {
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor::dispatch_bitmap});  // dk::gt.Tensor
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor_out::dispatch_bitmap});  // dk::gt.Tensor_out
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt__Tensor::dispatch_bitmap});  // dk::gt_.Tensor
+  m.def("index_select(Tensor self, int dim, Tensor index) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::index_select::dispatch_bitmap});  // dk::index_select
   m.def("item(Tensor self) -> Scalar", ::dk::DispatchArgumentBitmap{::dk::ops::item::dispatch_bitmap});  // dk::item
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::layer_norm::dispatch_bitmap});  // dk::layer_norm
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::linear::dispatch_bitmap});  // dk::linear
@@ -212,6 +224,9 @@ DK_LIBRARY(dk, m) {
   m.def("rsqrt(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt::dispatch_bitmap});  // dk::rsqrt
   m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt_out::dispatch_bitmap});  // dk::rsqrt.out
   m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::rsqrt_::dispatch_bitmap});  // dk::rsqrt_
+  m.def("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::scatter_add::dispatch_bitmap});  // dk::scatter_add
+  m.def("scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::scatter_add_out::dispatch_bitmap});  // dk::scatter_add.out
+  m.def("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::scatter_add_::dispatch_bitmap});  // dk::scatter_add_
   m.def("select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::select_int::dispatch_bitmap});  // dk::select.int
   m.def("sigmoid(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sigmoid::dispatch_bitmap});  // dk::sigmoid
   m.def("sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sigmoid_out::dispatch_bitmap});  // dk::sigmoid.out
@@ -221,6 +236,7 @@ DK_LIBRARY(dk, m) {
   m.def("sin_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sin_::dispatch_bitmap});  // dk::sin_
   m.def("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::slice_Tensor::dispatch_bitmap});  // dk::slice.Tensor
   m.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::softmax_int::dispatch_bitmap});  // dk::softmax.int
+  m.def("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::sort::dispatch_bitmap});  // dk::sort
   m.def("split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]", ::dk::DispatchArgumentBitmap{::dk::ops::split_Tensor::dispatch_bitmap});  // dk::split.Tensor
   m.def("sqrt(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt::dispatch_bitmap});  // dk::sqrt
   m.def("sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::sqrt_out::dispatch_bitmap});  // dk::sqrt.out
@@ -243,6 +259,8 @@ DK_LIBRARY(dk, m) {
   m.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::tanh_out::dispatch_bitmap});  // dk::tanh.out
   m.def("tanh_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::tanh_::dispatch_bitmap});  // dk::tanh_
   m.def("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::to_dtype::dispatch_bitmap});  // dk::to.dtype
+  m.def("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::topk::dispatch_bitmap});  // dk::topk
+  m.def("topk.values(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)", ::dk::DispatchArgumentBitmap{::dk::ops::topk_values::dispatch_bitmap});  // dk::topk.values
   m.def("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::transpose_int::dispatch_bitmap});  // dk::transpose.int
   m.def("tril(Tensor self, int diagonal=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::tril::dispatch_bitmap});  // dk::tril
   m.def("triu(Tensor self, int diagonal=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::triu::dispatch_bitmap});  // dk::triu

@@ -20,6 +20,7 @@
 #include "dk/generated/ops/contiguous_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/eq_ops.h"
@@ -27,7 +28,9 @@
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/flatten_ops.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/log_softmax_ops.h"
@@ -49,11 +52,13 @@
 #include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/select_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_ops.h"
 #include "dk/generated/ops/softmax_ops.h"
+#include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
@@ -63,6 +68,7 @@
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/to_ops.h"
+#include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/tril_ops.h"
 #include "dk/generated/ops/triu_ops.h"
@@ -170,6 +176,16 @@ Tensor Tensor::cos_() const {
   return ops::cos_::call(*this);
 }
 
+// ===== dk::cumsum =====
+Tensor Tensor::cumsum(int64_t dim, std::optional<ScalarType> dtype) const {
+  return ops::cumsum::call(*this, dim, dtype);
+}
+
+// ===== dk::cumsum_ =====
+Tensor Tensor::cumsum_(int64_t dim, std::optional<ScalarType> dtype) const {
+  return ops::cumsum_::call(*this, dim, dtype);
+}
+
 // ===== dk::detach =====
 Tensor Tensor::detach() const {
   return ops::detach::call(*this);
@@ -240,6 +256,11 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   return ops::flatten_using_ints::call(*this, start_dim, end_dim);
 }
 
+// ===== dk::gather =====
+Tensor Tensor::gather(int64_t dim, const Tensor& index, bool sparse_grad) const {
+  return ops::gather::call(*this, dim, index, sparse_grad);
+}
+
 // ===== dk::gt.Tensor =====
 Tensor Tensor::gt(const Tensor& other) const {
   return ops::gt_Tensor::call(*this, other);
@@ -248,6 +269,11 @@ Tensor Tensor::gt(const Tensor& other) const {
 // ===== dk::gt_.Tensor =====
 Tensor Tensor::gt_(const Tensor& other) const {
   return ops::gt__Tensor::call(*this, other);
+}
+
+// ===== dk::index_select =====
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  return ops::index_select::call(*this, dim, index);
 }
 
 // ===== dk::item =====
@@ -425,6 +451,16 @@ Tensor Tensor::rsqrt_() const {
   return ops::rsqrt_::call(*this);
 }
 
+// ===== dk::scatter_add =====
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return ops::scatter_add::call(*this, dim, index, src);
+}
+
+// ===== dk::scatter_add_ =====
+Tensor Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return ops::scatter_add_::call(*this, dim, index, src);
+}
+
 // ===== dk::select.int =====
 Tensor Tensor::select(int64_t dim, int64_t index) const {
   return ops::select_int::call(*this, dim, index);
@@ -458,6 +494,11 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
 // ===== dk::softmax.int =====
 Tensor Tensor::softmax(int64_t dim, std::optional<ScalarType> dtype) const {
   return ops::softmax_int::call(*this, dim, dtype);
+}
+
+// ===== dk::sort =====
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  return ops::sort::call(*this, dim, descending);
 }
 
 // ===== dk::split.Tensor =====
@@ -553,6 +594,11 @@ Tensor Tensor::tanh_() const {
 // ===== dk::to.dtype =====
 Tensor Tensor::to(ScalarType dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) const {
   return ops::to_dtype::call(*this, dtype, non_blocking, copy, memory_format);
+}
+
+// ===== dk::topk =====
+std::tuple<Tensor, Tensor> Tensor::topk(int64_t k_, int64_t dim, bool largest, bool sorted) const {
+  return ops::topk::call(*this, k_, dim, largest, sorted);
 }
 
 // ===== dk::transpose.int =====

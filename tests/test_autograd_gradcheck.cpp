@@ -33,6 +33,12 @@
 #include "dk/generated/ops/baddbmm.h"
 #include "dk/generated/ops/layer_norm.h"
 #include "dk/generated/ops/triu.h"
+#include "dk/generated/ops/cumsum.h"
+#include "dk/generated/ops/gather.h"
+#include "dk/generated/ops/index_select.h"
+#include "dk/generated/ops/scatter_add.h"
+#include "dk/generated/ops/sort.h"
+#include "dk/generated/ops/topk.h"
 #include "dk/generated/ops/zeros_like.h"
 #include "dk/generated/ops/bmm.h"
 #include "dk/generated/ops/cat.h"
@@ -558,6 +564,49 @@ TEST_CASE("gradcheck: min.dim values, and the full max() and min()") {
   GRADCHECK([](const Inputs& in) { return dk::max(in[0]); }, {leafFrom({3, 4}, distinct(12, 90))});
   GRADCHECK([](const Inputs& in) { return dk::min(in[0]); }, {transposedLeaf(3, 4, distinct(12, 91))});
   GRADCHECK([](const Inputs& in) { return in[0].max(); }, {leafFrom({5}, distinct(5, 92))});
+}
+
+// ===================================================================== indexing, scans, sorting
+
+TEST_CASE("gradcheck: index_select, gather, scatter_add and cumsum") {
+  // Repeated indices: their gradients add up.
+  GRADCHECK([](const Inputs& in) { return dk::index_select(in[0], 0, longs({4}, {2, 0, 2, 1})); }, {leaf({3, 4}, 400)});
+  GRADCHECK([](const Inputs& in) { return in[0].index_select(1, longs({2}, {3, 3})); }, {transposedLeaf(3, 4, 401)});
+  GRADCHECK([](const Inputs& in) { return dk::gather(in[0], 1, longs({3, 2}, {0, 0, 3, 1, 2, 2})); },
+            {leaf({3, 4}, 402)});
+  GRADCHECK([](const Inputs& in) { return dk::gather(in[0], 0, longs({2, 3}, {2, 0, 1, 2, 2, 2})); },
+            {transposedLeaf(3, 4, 403)});
+  // Both self and src get gradients; the index picks where src's lands.
+  GRADCHECK([](const Inputs& in) { return dk::scatter_add(in[0], 1, longs({2, 3}, {0, 0, 3, 2, 1, 2}), in[1]); },
+            {leaf({2, 4}, 404), leaf({2, 3}, 405)});
+  GRADCHECK([](const Inputs& in) { return dk::scatter_add(in[0], 0, longs({2, 3}, {2, 0, 1, 1, 2, 2}), in[1]); },
+            {leaf({3, 3}, 406), transposedLeaf(2, 3, 407)});
+  {
+    // As in PyTorch, src's gradient has the index's shape, so a src larger than the index
+    // cannot take it.
+    Tensor self = leaf({3, 2}, 4060), src = leaf({2, 3}, 4061);
+    Tensor r = dk::scatter_add(self, 0, longs({1, 2}, {2, 0}), src);
+    CHECK_THROWS_WITH(dk::sum(r).backward(), "Function ScatterAddBackward0 returned an invalid gradient at index 1 - "
+                                             "got [1, 2] but expected shape compatible with [2, 3]");
+  }
+  for (int64_t dim : {0, 1, -1}) {
+    INFO("dim " << dim);
+    GRADCHECK([&](const Inputs& in) { return dk::cumsum(in[0], dim); }, {leaf({3, 4}, 408)});
+    GRADCHECK([&](const Inputs& in) { return in[0].cumsum(dim); }, {transposedLeaf(3, 4, 409)});
+  }
+  GRADCHECK([](const Inputs& in) { return dk::cumsum(in[0], 0); }, {leaf({}, 410)});
+}
+
+TEST_CASE("gradcheck: sort and topk values") {
+  for (bool descending : {false, true}) {
+    for (int64_t dim : {0, 1}) {
+      INFO("dim " << dim << " descending " << descending);
+      GRADCHECK([&](const Inputs& in) { return std::get<0>(dk::sort(in[0], dim, descending)); },
+                {leafFrom({3, 4}, distinct(12, 411))});
+      GRADCHECK([&](const Inputs& in) { return std::get<0>(dk::topk(in[0], 2, dim, !descending)); },
+                {transposedLeaf(3, 4, distinct(12, 412))});
+    }
+  }
 }
 
 // ===================================================================== linear algebra

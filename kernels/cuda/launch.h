@@ -143,4 +143,28 @@ void embedding(Dtype dtype, Dtype index_dtype, void* out, const void* weight, in
                int64_t weight_stride1, int64_t num_weights, int64_t dim, const void* indices, int64_t num_indices,
                int64_t* error);
 
+
+// ---------------------------------------------------------------- indexing, scans, sorting
+
+// Every element of `index` (Int or Long; operand 0 of g) in [0, size): the first that is not sets
+// error[0] = 1 and error[1] = the index (error: two zeroed int64 on the device).
+void checkIndices(Dtype index_dtype, const Geometry& g, const void* index, int64_t size, int64_t* error);
+// index_select and gather: out = src[line + index * src_dim_stride] over g, whose operands are
+// 0 out, 1 src with stride 0 along the indexed dim (the line starts), 2 index (Int or Long;
+// already checked by checkIndices).
+void pick(Dtype dtype, Dtype index_dtype, const Geometry& g, void* out, const void* src, int64_t src_dim_stride,
+          const void* index);
+// scatter_add: out[line + index * out_dim_stride] += src over g (operands: 0 out with stride 0
+// along the indexed dim, 1 index (Long, checked), 2 src), with atomic adds.
+void scatterAdd(Dtype dtype, const Geometry& g, void* out, int64_t out_dim_stride, const int64_t* index,
+                const void* src);
+// Running sums along the middle dim of a contiguous [outer, n, inner] (in and out of `dtype`),
+// accumulated in double for floating dtypes and int64 for the others.
+void cumsum(Dtype dtype, void* out, const void* in, int64_t outer, int64_t n, int64_t inner);
+// sort and topk: the first k elements, in order, of each line along the middle dim of a
+// contiguous in [outer, n, inner], into contiguous values and indices [outer, k, inner]. The
+// order: ascending or descending, NaN above every number, equal values in position order.
+void rank(Dtype dtype, void* values, int64_t* indices, const void* in, int64_t outer, int64_t n, int64_t inner,
+          int64_t k, bool descending);
+
 }  // namespace dk::cuda::launch

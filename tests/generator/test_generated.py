@@ -265,6 +265,8 @@ REQUIRED_OPERATORS = """
     view reshape transpose.int t permute expand contiguous unsqueeze squeeze squeeze.dim detach select.int slice.Tensor
     flatten.using_ints cat stack split.Tensor unbind.int narrow chunk repeat masked_fill.Scalar masked_fill.Tensor
     var var.dim std std.dim baddbmm tril triu layer_norm
+    index_select gather gather.out scatter_add scatter_add_ scatter_add.out cumsum cumsum_ cumsum.out sort
+    topk topk.values
     empty.memory_format zeros ones full arange.start_step rand randn rand.generator randn.generator
     zeros_like ones_like empty_like
     _to_copy to.dtype clone copy_ fill_.Scalar zero_ item

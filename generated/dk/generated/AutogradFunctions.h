@@ -115,6 +115,15 @@ struct CosBackward0 final : public Node {
   SavedVariable self_;
 };
 
+// cumsum
+struct CumsumBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "CumsumBackward0"; }
+
+  int64_t dim_{};
+  ScalarType self_scalar_type_;
+};
+
 // div.Tensor
 struct DivBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -167,6 +176,19 @@ struct FillBackward0 final : public Node {
   std::string name() const override { return "FillBackward0"; }
 };
 
+// gather
+struct GatherBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "GatherBackward0"; }
+  void release_variables() override {
+    detail::release(index_);
+  }
+
+  int64_t dim_{};
+  SavedVariable index_;
+  std::vector<int64_t> self_sizes_;
+};
+
 // gelu
 struct GeluBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -191,6 +213,19 @@ struct GeluBackwardBackward0 final : public Node {
   std::string approximate_;
   SavedVariable grad_output_;
   SavedVariable self_;
+};
+
+// index_select
+struct IndexSelectBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "IndexSelectBackward0"; }
+  void release_variables() override {
+    detail::release(index_);
+  }
+
+  int64_t dim_{};
+  SavedVariable index_;
+  std::vector<int64_t> self_sizes_;
 };
 
 // log
@@ -412,6 +447,18 @@ struct RsqrtBackward0 final : public Node {
   SavedVariable result_;
 };
 
+// scatter_add
+struct ScatterAddBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "ScatterAddBackward0"; }
+  void release_variables() override {
+    detail::release(index_);
+  }
+
+  int64_t dim_{};
+  SavedVariable index_;
+};
+
 // select.int
 struct SelectBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -467,6 +514,19 @@ struct SoftmaxBackward0 final : public Node {
   int64_t dim_{};
   ScalarType self_scalar_type_;
   SavedVariable result_;
+};
+
+// sort
+struct SortBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SortBackward0"; }
+  void release_variables() override {
+    detail::release(result1_);
+  }
+
+  int64_t dim_{};
+  std::vector<int64_t> self_sizes_;
+  SavedVariable result1_;
 };
 
 // split.Tensor
@@ -559,6 +619,19 @@ struct ToCopyBackward0 final : public Node {
 
   Device self_device_;
   ScalarType self_scalar_type_;
+};
+
+// topk
+struct TopkBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "TopkBackward0"; }
+  void release_variables() override {
+    detail::release(result1_);
+  }
+
+  int64_t dim_{};
+  std::vector<int64_t> self_sizes_;
+  SavedVariable result1_;
 };
 
 // transpose.int

@@ -34,6 +34,7 @@
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
+#include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/dropout_ops.h"
@@ -46,9 +47,11 @@
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/flatten_ops.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/layer_norm_ops.h"
 #include "dk/generated/ops/linear_ops.h"
@@ -78,11 +81,13 @@
 #include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
+#include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/select_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_ops.h"
 #include "dk/generated/ops/softmax_ops.h"
+#include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
@@ -93,6 +98,7 @@
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/to_ops.h"
+#include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/tril_ops.h"
 #include "dk/generated/ops/triu_ops.h"
@@ -149,6 +155,9 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {cos_out::name, cos_out::overload_name, cos_out::schema_str, cos_out::dispatch_bitmap},  // cos.out
     {cos_::name, cos_::overload_name, cos_::schema_str, cos_::dispatch_bitmap},  // cos_
     {cross_entropy_loss::name, cross_entropy_loss::overload_name, cross_entropy_loss::schema_str, cross_entropy_loss::dispatch_bitmap},  // cross_entropy_loss
+    {cumsum::name, cumsum::overload_name, cumsum::schema_str, cumsum::dispatch_bitmap},  // cumsum
+    {cumsum_out::name, cumsum_out::overload_name, cumsum_out::schema_str, cumsum_out::dispatch_bitmap},  // cumsum.out
+    {cumsum_::name, cumsum_::overload_name, cumsum_::schema_str, cumsum_::dispatch_bitmap},  // cumsum_
     {detach::name, detach::overload_name, detach::schema_str, detach::dispatch_bitmap},  // detach
     {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
     {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
@@ -172,6 +181,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {fill__Scalar::name, fill__Scalar::overload_name, fill__Scalar::schema_str, fill__Scalar::dispatch_bitmap},  // fill_.Scalar
     {flatten_using_ints::name, flatten_using_ints::overload_name, flatten_using_ints::schema_str, flatten_using_ints::dispatch_bitmap},  // flatten.using_ints
     {full::name, full::overload_name, full::schema_str, full::dispatch_bitmap},  // full
+    {gather::name, gather::overload_name, gather::schema_str, gather::dispatch_bitmap},  // gather
+    {gather_out::name, gather_out::overload_name, gather_out::schema_str, gather_out::dispatch_bitmap},  // gather.out
     {gelu::name, gelu::overload_name, gelu::schema_str, gelu::dispatch_bitmap},  // gelu
     {gelu_out::name, gelu_out::overload_name, gelu_out::schema_str, gelu_out::dispatch_bitmap},  // gelu.out
     {gelu_::name, gelu_::overload_name, gelu_::schema_str, gelu_::dispatch_bitmap},  // gelu_
@@ -179,6 +190,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {gt_Tensor::name, gt_Tensor::overload_name, gt_Tensor::schema_str, gt_Tensor::dispatch_bitmap},  // gt.Tensor
     {gt_Tensor_out::name, gt_Tensor_out::overload_name, gt_Tensor_out::schema_str, gt_Tensor_out::dispatch_bitmap},  // gt.Tensor_out
     {gt__Tensor::name, gt__Tensor::overload_name, gt__Tensor::schema_str, gt__Tensor::dispatch_bitmap},  // gt_.Tensor
+    {index_select::name, index_select::overload_name, index_select::schema_str, index_select::dispatch_bitmap},  // index_select
     {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
     {layer_norm::name, layer_norm::overload_name, layer_norm::schema_str, layer_norm::dispatch_bitmap},  // layer_norm
     {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
@@ -235,6 +247,9 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {rsqrt::name, rsqrt::overload_name, rsqrt::schema_str, rsqrt::dispatch_bitmap},  // rsqrt
     {rsqrt_out::name, rsqrt_out::overload_name, rsqrt_out::schema_str, rsqrt_out::dispatch_bitmap},  // rsqrt.out
     {rsqrt_::name, rsqrt_::overload_name, rsqrt_::schema_str, rsqrt_::dispatch_bitmap},  // rsqrt_
+    {scatter_add::name, scatter_add::overload_name, scatter_add::schema_str, scatter_add::dispatch_bitmap},  // scatter_add
+    {scatter_add_out::name, scatter_add_out::overload_name, scatter_add_out::schema_str, scatter_add_out::dispatch_bitmap},  // scatter_add.out
+    {scatter_add_::name, scatter_add_::overload_name, scatter_add_::schema_str, scatter_add_::dispatch_bitmap},  // scatter_add_
     {select_int::name, select_int::overload_name, select_int::schema_str, select_int::dispatch_bitmap},  // select.int
     {sigmoid::name, sigmoid::overload_name, sigmoid::schema_str, sigmoid::dispatch_bitmap},  // sigmoid
     {sigmoid_out::name, sigmoid_out::overload_name, sigmoid_out::schema_str, sigmoid_out::dispatch_bitmap},  // sigmoid.out
@@ -244,6 +259,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {sin_::name, sin_::overload_name, sin_::schema_str, sin_::dispatch_bitmap},  // sin_
     {slice_Tensor::name, slice_Tensor::overload_name, slice_Tensor::schema_str, slice_Tensor::dispatch_bitmap},  // slice.Tensor
     {softmax_int::name, softmax_int::overload_name, softmax_int::schema_str, softmax_int::dispatch_bitmap},  // softmax.int
+    {sort::name, sort::overload_name, sort::schema_str, sort::dispatch_bitmap},  // sort
     {split_Tensor::name, split_Tensor::overload_name, split_Tensor::schema_str, split_Tensor::dispatch_bitmap},  // split.Tensor
     {sqrt::name, sqrt::overload_name, sqrt::schema_str, sqrt::dispatch_bitmap},  // sqrt
     {sqrt_out::name, sqrt_out::overload_name, sqrt_out::schema_str, sqrt_out::dispatch_bitmap},  // sqrt.out
@@ -266,6 +282,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {tanh_out::name, tanh_out::overload_name, tanh_out::schema_str, tanh_out::dispatch_bitmap},  // tanh.out
     {tanh_::name, tanh_::overload_name, tanh_::schema_str, tanh_::dispatch_bitmap},  // tanh_
     {to_dtype::name, to_dtype::overload_name, to_dtype::schema_str, to_dtype::dispatch_bitmap},  // to.dtype
+    {topk::name, topk::overload_name, topk::schema_str, topk::dispatch_bitmap},  // topk
+    {topk_values::name, topk_values::overload_name, topk_values::schema_str, topk_values::dispatch_bitmap},  // topk.values
     {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap},  // transpose.int
     {tril::name, tril::overload_name, tril::schema_str, tril::dispatch_bitmap},  // tril
     {triu::name, triu::overload_name, triu::schema_str, triu::dispatch_bitmap},  // triu

@@ -7,10 +7,13 @@
 #include "dk/generated/ops/add.h"
 #include "dk/generated/ops/arange.h"
 #include "dk/generated/ops/cat.h"
+#include "dk/generated/ops/cumsum.h"
 #include "dk/generated/ops/div.h"
 #include "dk/generated/ops/eq.h"
 #include "dk/generated/ops/exp.h"
+#include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/full.h"
+#include "dk/generated/ops/gather.h"
 #include "dk/generated/ops/gt.h"
 #include "dk/generated/ops/lt.h"
 #include "dk/generated/ops/mm.h"
@@ -20,6 +23,7 @@
 #include "dk/generated/ops/permute.h"
 #include "dk/generated/ops/pow.h"
 #include "dk/generated/ops/reshape.h"
+#include "dk/generated/ops/scatter_add.h"
 #include "dk/generated/ops/select.h"
 #include "dk/generated/ops/slice.h"
 #include "dk/generated/ops/stack.h"
@@ -166,8 +170,34 @@ Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const
   int64_t d = maybe_wrap_dim(dim, ndim);
   Tensor g = keepdim ? grad : dk::unsqueeze(grad, d);
   Tensor index = keepdim ? indices : dk::unsqueeze(indices, d);
-  Tensor chosen = dk::eq(positionsAlong(sizes[static_cast<size_t>(d)], d, ndim, grad.device()), index);
-  return dk::where(chosen, g, zerosOf(sizes, grad.scalar_type(), grad.device()));
+  // The selected positions are distinct along d (one per reduction, a permutation for sort), so
+  // adding into zeros places each gradient once.
+  return dk::scatter_add(zerosOf(sizes, grad.scalar_type(), grad.device()), d, index, g);
+}
+
+Tensor index_select_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim,
+                             const Tensor& index) {
+  if (sizes.empty()) return grad;  // a 0-dim self: index picked it (once)
+  int64_t d = maybe_wrap_dim(dim, static_cast<int64_t>(sizes.size()));
+  // index laid along d and expanded over grad: scatter_add then adds each selected slice back.
+  std::vector<int64_t> along(sizes.size(), 1);
+  along[static_cast<size_t>(d)] = index.numel();
+  Tensor spread = dk::reshape(index, along).expand(grad.sizes());
+  return dk::scatter_add(zerosOf(sizes, grad.scalar_type(), grad.device()), d, spread, grad);
+}
+
+Tensor gather_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim, const Tensor& index) {
+  return dk::scatter_add(zerosOf(sizes, grad.scalar_type(), grad.device()), dim, index, grad);
+}
+
+Tensor cumsum_backward(const Tensor& grad, int64_t dim, ScalarType input_dtype) {
+  Tensor g = grad.scalar_type() == input_dtype ? grad : dk::_to_copy(grad, input_dtype);
+  if (g.dim() == 0 || g.numel() == 0) return g;
+  // Output j sums inputs 0..j, so input i gets the sum of grad over j >= i: the total less the
+  // running sum before i.
+  int64_t d = maybe_wrap_dim(dim, g.dim());
+  Tensor total = dk::sum(g, {d}, /*keepdim=*/true);
+  return dk::add(dk::sub(total, dk::cumsum(g, d)), g);
 }
 
 Tensor unsqueeze_to(const Tensor& grad, const std::vector<int64_t>& sizes) { return dk::reshape(grad, sizes); }
@@ -322,19 +352,17 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, const std::
   const int64_t n = indices.numel();
   const ScalarType dtype = grad.scalar_type();
   Tensor index = dk::reshape(indices, {n});
+  if (index.scalar_type() != kLong) index = dk::_to_copy(index, kLong);
   Tensor g = dk::reshape(grad, {n, width});
-  // [n, rows]: lookup i read row index[i].
-  Tensor reads = dk::_to_copy(dk::eq(dk::unsqueeze(index, 1), positionsAlong(rows, 1, 2, grad.device())), dtype);
-  if (padding_idx >= 0) {
-    Tensor keep = zeroWhereEqual(index, padding_idx, dtype);
-    reads = dk::mul(reads, dk::unsqueeze(keep, 1));
-  }
+  if (padding_idx >= 0) g = dk::mul(g, dk::unsqueeze(zeroWhereEqual(index, padding_idx, dtype), 1));
   if (scale_grad_by_freq) {
-    Tensor counts = dk::sum(reads, {0}, /*keepdim=*/true);              // [1, rows]
-    Tensor freq = dk::sum(dk::mul(reads, counts), {1}, /*keepdim=*/true);  // [n, 1]: count of each lookup's row
-    g = dk::div(g, dk::where(dk::gt(freq, dk::zeros_like(freq)), freq, dk::ones_like(freq)));
+    // Each lookup's gradient divided by how often its row was looked up.
+    Tensor counts = dk::scatter_add(zerosOf({rows}, dtype, grad.device()), 0, index, dk::ones_like(index, dtype));
+    g = dk::div(g, dk::unsqueeze(dk::gather(counts, 0, index), 1));
   }
-  return dk::mm(dk::t(reads), g);
+  // Row index[i] of the result gets lookup i's gradient added.
+  return dk::scatter_add(zerosOf({rows, width}, dtype, grad.device()), 0, dk::unsqueeze(index, 1).expand({n, width}),
+                         g);
 }
 
 }  // namespace dk::autograd::formulas

@@ -44,9 +44,17 @@ Tensor sum_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
 Tensor mean_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
                      const std::optional<std::vector<int64_t>>& dim, bool keepdim);
 
-// max.dim and the like: grad goes to the element `indices` selected along `dim`.
+// max.dim, sort, topk and the like: grad goes to the elements `indices` selected along `dim`.
 Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
                                           const std::vector<int64_t>& sizes, bool keepdim);
+
+// index_select: zeros of `sizes` with each slice of grad added at the index it was read from.
+Tensor index_select_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim,
+                             const Tensor& index);
+// gather: zeros of `sizes` with grad added where each element was read from (scatter_add).
+Tensor gather_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim, const Tensor& index);
+// cumsum: the reversed running sum of grad along dim, in the input's dtype.
+Tensor cumsum_backward(const Tensor& grad, int64_t dim, ScalarType input_dtype);
 
 // max() and min(): the gradient shared evenly by the elements of `input` equal to `value` (the
 // NaNs, when value is NaN), as PyTorch's evenly_distribute_backward.
