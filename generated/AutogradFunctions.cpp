@@ -12,10 +12,13 @@
 #include "dk/autograd/functions.h"
 #include "dk/generated/TensorOperators.h"
 #include "dk/generated/ops/_to_copy.h"
+#include "dk/generated/ops/avg_pool2d.h"
+#include "dk/generated/ops/avg_pool2d_backward.h"
 #include "dk/generated/ops/bmm.h"
 #include "dk/generated/ops/cos.h"
 #include "dk/generated/ops/gather.h"
 #include "dk/generated/ops/gelu_backward.h"
+#include "dk/generated/ops/im2col.h"
 #include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/reshape.h"
 #include "dk/generated/ops/sin.h"
@@ -83,6 +86,48 @@ variable_list AddmmBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// avg_pool2d
+variable_list AvgPool2DBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& ceil_mode = ceil_mode_;
+  const auto& count_include_pad = count_include_pad_;
+  const auto& divisor_override = divisor_override_;
+  const auto& kernel_size = kernel_size_;
+  const auto& padding = padding_;
+  const Tensor self = self_.unpack();
+  const auto& stride = stride_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, dk::avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+  }
+  return grad_inputs;
+}
+
+// avg_pool2d_backward
+variable_list AvgPool2DBackwardBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange grad_output_ix = gen.range(1);
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& ceil_mode = ceil_mode_;
+  const auto& count_include_pad = count_include_pad_;
+  const auto& divisor_override = divisor_override_;
+  const auto& kernel_size = kernel_size_;
+  const auto& padding = padding_;
+  const Tensor self = self_.unpack();
+  const auto& stride = stride_;
+  if (should_compute_output({grad_output_ix})) {
+    copy_range(grad_inputs, grad_output_ix, dk::avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override));
+  }
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, dk::zeros_like(self));
+  }
+  return grad_inputs;
+}
+
 // bmm
 variable_list BmmBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -137,6 +182,22 @@ variable_list CloneBackward0::apply(variable_list grads) {
   const Tensor& grad = grads[0];
   if (should_compute_output({self_ix})) {
     copy_range(grad_inputs, self_ix, grad);
+  }
+  return grad_inputs;
+}
+
+// col2im
+variable_list Col2ImBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dilation = dilation_;
+  const auto& kernel_size = kernel_size_;
+  const auto& padding = padding_;
+  const auto& stride = stride_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, dk::im2col(grad, kernel_size, dilation, padding, stride));
   }
   return grad_inputs;
 }
@@ -300,6 +361,22 @@ variable_list GeluBackwardBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// im2col
+variable_list Im2ColBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dilation = dilation_;
+  const auto& kernel_size = kernel_size_;
+  const auto& padding = padding_;
+  const auto& stride = stride_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, im2col_backward(grad, self_sizes_, kernel_size, dilation, padding, stride));
+  }
+  return grad_inputs;
+}
+
 // index_select
 variable_list IndexSelectBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -366,6 +443,19 @@ variable_list MaxBackward1::apply(variable_list grads) {
   const Tensor result = result_.unpack(shared_from_this());
   if (should_compute_output({self_ix})) {
     copy_range(grad_inputs, self_ix, evenly_distribute_backward(grad, self, result));
+  }
+  return grad_inputs;
+}
+
+// max_pool2d_with_indices
+variable_list MaxPool2DWithIndicesBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const Tensor result1 = result1_.unpack(shared_from_this());
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, max_pool2d_indices_backward(grad, self_sizes_, result1));
   }
   return grad_inputs;
 }

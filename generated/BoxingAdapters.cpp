@@ -25,6 +25,10 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_MemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptInt_Bool.h"
@@ -38,6 +42,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensor_OptTensor_OptTensor_OptTensor_Bool_Double_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Tensor.h"
@@ -48,9 +53,12 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Bool_IntList_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str.h"
@@ -64,6 +72,8 @@
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Tensor_Tensor_OptTensor_Double_Bool_Bool.h"
 
 #include "dk/dispatch/dispatcher.h"
 
@@ -136,6 +146,18 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList>;
 // Tensor(const Tensor&, IntArrayRef, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList_Bool>;
 
+// Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool, std::optional<int64_t>)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList_IntList_IntList_Bool_Bool_OptInt>;
+
+// Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList_IntList_IntList_IntList>;
+
+// Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList_IntList_IntList_IntList_Bool>;
+
+// Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList_IntList_IntList_IntList_IntList>;
+
 // Tensor(const Tensor&, IntArrayRef, const std::optional<Tensor>&, const std::optional<Tensor>&, double, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool>;
 
@@ -175,6 +197,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptScalar
 // Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>, std::optional<MemoryFormat>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat>;
 
+// Tensor(const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&, const std::optional<Tensor>&, const std::optional<Tensor>&, bool, double, double, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptTensor_OptTensor_OptTensor_OptTensor_Bool_Double_Double_Bool>;
+
 // Tensor(const Tensor&, const Scalar&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Scalar>;
 
@@ -205,6 +230,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_In
 // Tensor(const Tensor&, const Tensor&, int64_t, bool, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Int_Bool_Bool>;
 
+// Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool, std::optional<int64_t>)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt>;
+
 // Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_OptTensor>;
 
@@ -213,6 +241,12 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Op
 
 // Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t, int64_t, double)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double>;
+
+// Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef, IntArrayRef, IntArrayRef, bool, IntArrayRef, int64_t)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Bool_IntList_Int>;
+
+// Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, IntArrayRef, IntArrayRef, IntArrayRef, int64_t)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Int>;
 
 // Tensor(const Tensor&, const Tensor&, const Scalar&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Scalar>;
@@ -252,3 +286,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor
 
 // std::tuple<Tensor, Tensor>(const Tensor&, int64_t, int64_t, bool, bool, const Tensor&, const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor>;
+
+// std::tuple<Tensor, Tensor>(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_IntList_IntList_IntList_IntList_Bool>;
+
+// std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&, const std::optional<Tensor>&, double, bool, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_Tensor_Tensor_OptTensor_Double_Bool_Bool>;

@@ -13,6 +13,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
@@ -20,6 +21,8 @@
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/conv1d_ops.h"
+#include "dk/generated/ops/conv2d_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/linear_ops.h"
@@ -62,6 +65,20 @@ Tensor AutocastCPU_bmm(const Tensor& self, const Tensor& mat2) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
   const ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
   return ops::bmm::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, mat2, DeviceType::CPU));
+}
+
+// ===== dk::conv1d @ AutocastCPU (lower_precision_fp) =====
+Tensor AutocastCPU_conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
+  const ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
+  return ops::conv1d::call(autocast::cast(to, input, DeviceType::CPU), autocast::cast(to, weight, DeviceType::CPU), autocast::cast(to, bias, DeviceType::CPU), stride, padding, dilation, groups);
+}
+
+// ===== dk::conv2d @ AutocastCPU (lower_precision_fp) =====
+Tensor AutocastCPU_conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
+  const ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
+  return ops::conv2d::call(autocast::cast(to, input, DeviceType::CPU), autocast::cast(to, weight, DeviceType::CPU), autocast::cast(to, bias, DeviceType::CPU), stride, padding, dilation, groups);
 }
 
 // ===== dk::cross_entropy_loss @ AutocastCPU (fp32) =====
@@ -219,6 +236,20 @@ Tensor AutocastCUDA_bmm(const Tensor& self, const Tensor& mat2) {
   return ops::bmm::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, mat2, DeviceType::CUDA));
 }
 
+// ===== dk::conv1d @ AutocastCUDA (lower_precision_fp) =====
+Tensor AutocastCUDA_conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  const ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
+  return ops::conv1d::call(autocast::cast(to, input, DeviceType::CUDA), autocast::cast(to, weight, DeviceType::CUDA), autocast::cast(to, bias, DeviceType::CUDA), stride, padding, dilation, groups);
+}
+
+// ===== dk::conv2d @ AutocastCUDA (lower_precision_fp) =====
+Tensor AutocastCUDA_conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  const ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
+  return ops::conv2d::call(autocast::cast(to, input, DeviceType::CUDA), autocast::cast(to, weight, DeviceType::CUDA), autocast::cast(to, bias, DeviceType::CUDA), stride, padding, dilation, groups);
+}
+
 // ===== dk::cross_entropy_loss @ AutocastCUDA (fp32) =====
 Tensor AutocastCUDA_cross_entropy_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
@@ -357,6 +388,8 @@ DK_LIBRARY_IMPL(dk, AutocastCPU, m) {
   m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &AutocastCPU_add_Tensor>("AutocastCPU_add_Tensor"));  // add.Tensor @ AutocastCPU (promote)
   m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &AutocastCPU_addmm>("AutocastCPU_addmm"));  // addmm @ AutocastCPU (lower_precision_fp)
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &AutocastCPU_bmm>("AutocastCPU_bmm"));  // bmm @ AutocastCPU (lower_precision_fp)
+  m.impl("conv1d", ::dk::detail::kernelFor<ops::conv1d, &AutocastCPU_conv1d>("AutocastCPU_conv1d"));  // conv1d @ AutocastCPU (lower_precision_fp)
+  m.impl("conv2d", ::dk::detail::kernelFor<ops::conv2d, &AutocastCPU_conv2d>("AutocastCPU_conv2d"));  // conv2d @ AutocastCPU (lower_precision_fp)
   m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss, &AutocastCPU_cross_entropy_loss>("AutocastCPU_cross_entropy_loss"));  // cross_entropy_loss @ AutocastCPU (fp32)
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &AutocastCPU_div_Tensor>("AutocastCPU_div_Tensor"));  // div.Tensor @ AutocastCPU (promote)
   m.impl("linear", ::dk::detail::kernelFor<ops::linear, &AutocastCPU_linear>("AutocastCPU_linear"));  // linear @ AutocastCPU (lower_precision_fp)
@@ -380,6 +413,8 @@ DK_LIBRARY_IMPL(dk, AutocastCUDA, m) {
   m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &AutocastCUDA_add_Tensor>("AutocastCUDA_add_Tensor"));  // add.Tensor @ AutocastCUDA (promote)
   m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &AutocastCUDA_addmm>("AutocastCUDA_addmm"));  // addmm @ AutocastCUDA (lower_precision_fp)
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &AutocastCUDA_bmm>("AutocastCUDA_bmm"));  // bmm @ AutocastCUDA (lower_precision_fp)
+  m.impl("conv1d", ::dk::detail::kernelFor<ops::conv1d, &AutocastCUDA_conv1d>("AutocastCUDA_conv1d"));  // conv1d @ AutocastCUDA (lower_precision_fp)
+  m.impl("conv2d", ::dk::detail::kernelFor<ops::conv2d, &AutocastCUDA_conv2d>("AutocastCUDA_conv2d"));  // conv2d @ AutocastCUDA (lower_precision_fp)
   m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss, &AutocastCUDA_cross_entropy_loss>("AutocastCUDA_cross_entropy_loss"));  // cross_entropy_loss @ AutocastCUDA (fp32)
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &AutocastCUDA_div_Tensor>("AutocastCUDA_div_Tensor"));  // div.Tensor @ AutocastCUDA (promote)
   m.impl("linear", ::dk::detail::kernelFor<ops::linear, &AutocastCUDA_linear>("AutocastCUDA_linear"));  // linear @ AutocastCUDA (lower_precision_fp)

@@ -24,10 +24,13 @@
 #include "dk/generated/ops/addmm_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_backward_ops.h"
+#include "dk/generated/ops/avg_pool2d_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/clone_ops.h"
+#include "dk/generated/ops/col2im_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cumsum_ops.h"
@@ -41,10 +44,12 @@
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/im2col_ops.h"
 #include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/lt_ops.h"
 #include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/max_pool2d_with_indices_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
 #include "dk/generated/ops/min_ops.h"
@@ -294,6 +299,58 @@ Tensor argmin_out_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<
   return out;
 }
 
+// ===== dk::avg_pool2d @ Autograd (AvgPool2DBackward0) =====
+Tensor avg_pool2d_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<AvgPool2DBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<AvgPool2DBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->ceil_mode_ = ceil_mode;
+    grad_fn->count_include_pad_ = count_include_pad;
+    grad_fn->divisor_override_ = divisor_override;
+    grad_fn->kernel_size_ = kernel_size.vec();
+    grad_fn->padding_ = padding.vec();
+    grad_fn->self_ = SavedVariable(self, false);
+    grad_fn->stride_ = stride.vec();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::avg_pool2d::redispatch(ks & after_autograd_keyset, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::avg_pool2d_backward @ Autograd (AvgPool2DBackwardBackward0) =====
+Tensor avg_pool2d_backward_Autograd(DispatchKeySet ks, const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const bool requires_grad = compute_requires_grad(grad_output, self);
+  std::shared_ptr<AvgPool2DBackwardBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<AvgPool2DBackwardBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(grad_output, self));
+    if (grad_fn->should_compute_output(0)) grad_fn->ceil_mode_ = ceil_mode;
+    if (grad_fn->should_compute_output(0)) grad_fn->count_include_pad_ = count_include_pad;
+    if (grad_fn->should_compute_output(0)) grad_fn->divisor_override_ = divisor_override;
+    if (grad_fn->should_compute_output(0)) grad_fn->kernel_size_ = kernel_size.vec();
+    if (grad_fn->should_compute_output(0)) grad_fn->padding_ = padding.vec();
+    if (grad_fn->should_compute_output(1)) grad_fn->self_ = SavedVariable(self, false);
+    if (grad_fn->should_compute_output(0)) grad_fn->stride_ = stride.vec();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::avg_pool2d_backward::redispatch(ks & after_autograd_keyset, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
 // ===== dk::bmm @ Autograd (BmmBackward0) =====
 Tensor bmm_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
   const bool requires_grad = compute_requires_grad(self, mat2);
@@ -413,6 +470,29 @@ Tensor clone_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<Memor
   {
     AutoDispatchBelowADInplaceOrView guard;
     result = ops::clone::redispatch(ks & after_autograd_keyset, self, memory_format);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::col2im @ Autograd (Col2ImBackward0) =====
+Tensor col2im_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<Col2ImBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<Col2ImBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dilation_ = dilation.vec();
+    grad_fn->kernel_size_ = kernel_size.vec();
+    grad_fn->padding_ = padding.vec();
+    grad_fn->stride_ = stride.vec();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::col2im::redispatch(ks & after_autograd_keyset, self, output_size, kernel_size, dilation, padding, stride);
   }
   if (grad_fn) {
     set_history(result, grad_fn);
@@ -843,6 +923,30 @@ Tensor gt_Tensor_out_Autograd(DispatchKeySet ks, const Tensor& self, const Tenso
   return out;
 }
 
+// ===== dk::im2col @ Autograd (Im2ColBackward0) =====
+Tensor im2col_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<Im2ColBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<Im2ColBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dilation_ = dilation.vec();
+    grad_fn->kernel_size_ = kernel_size.vec();
+    grad_fn->padding_ = padding.vec();
+    grad_fn->self_sizes_ = self.sizes();
+    grad_fn->stride_ = stride.vec();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::im2col::redispatch(ks & after_autograd_keyset, self, kernel_size, dilation, padding, stride);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
 // ===== dk::index_select @ Autograd (IndexSelectBackward0) =====
 Tensor index_select_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, const Tensor& index) {
   const bool requires_grad = compute_requires_grad(self);
@@ -977,6 +1081,27 @@ std::tuple<Tensor, Tensor> max_dim_max_Autograd(DispatchKeySet ks, const Tensor&
     ops::max_dim_max::redispatch(ks & after_autograd_keyset, self, dim, keepdim, max, max_values);
   }
   return std::tuple<Tensor, Tensor>(max, max_values);
+}
+
+// ===== dk::max_pool2d_with_indices @ Autograd (MaxPool2DWithIndicesBackward0) =====
+std::tuple<Tensor, Tensor> max_pool2d_with_indices_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<MaxPool2DWithIndicesBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<MaxPool2DWithIndicesBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  std::tuple<Tensor, Tensor> result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::max_pool2d_with_indices::redispatch(ks & after_autograd_keyset, self, kernel_size, stride, padding, dilation, ceil_mode);
+  }
+  if (grad_fn) {
+    set_history(std::get<0>(result), grad_fn);
+    grad_fn->result1_ = SavedVariable(std::get<1>(result), true);
+  }
+  return result;
 }
 
 // ===== dk::maximum @ Autograd (MaximumBackward0) =====
@@ -2146,6 +2271,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("addmm_", DK_FN(autograd::generated::addmm__Autograd));  // AddmmBackward0
   m.impl("argmax.out", DK_FN(autograd::generated::argmax_out_Autograd));  // out=: refuses grad
   m.impl("argmin.out", DK_FN(autograd::generated::argmin_out_Autograd));  // out=: refuses grad
+  m.impl("avg_pool2d", DK_FN(autograd::generated::avg_pool2d_Autograd));  // AvgPool2DBackward0
+  m.impl("avg_pool2d_backward", DK_FN(autograd::generated::avg_pool2d_backward_Autograd));  // AvgPool2DBackwardBackward0
   m.impl("bmm", DK_FN(autograd::generated::bmm_Autograd));  // BmmBackward0
   m.impl("bmm.out", DK_FN(autograd::generated::bmm_out_Autograd));  // out=: refuses grad
   m.impl("cat", DK_FN(autograd::generated::cat_Autograd));  // CatBackward0
@@ -2153,6 +2280,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("clamp.out", DK_FN(autograd::generated::clamp_out_Autograd));  // out=: refuses grad
   m.impl("clamp_", DK_FN(autograd::generated::clamp__Autograd));  // ClampBackward0
   m.impl("clone", DK_FN(autograd::generated::clone_Autograd));  // CloneBackward0
+  m.impl("col2im", DK_FN(autograd::generated::col2im_Autograd));  // Col2ImBackward0
   m.impl("copy_", DK_FN(autograd::generated::copy__Autograd));  // CopyBackward0
   m.impl("cos", DK_FN(autograd::generated::cos_Autograd));  // CosBackward0
   m.impl("cos.out", DK_FN(autograd::generated::cos_out_Autograd));  // out=: refuses grad
@@ -2178,6 +2306,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("gelu_", DK_FN(autograd::generated::gelu__Autograd));  // GeluBackward0
   m.impl("gelu_backward", DK_FN(autograd::generated::gelu_backward_Autograd));  // GeluBackwardBackward0
   m.impl("gt.Tensor_out", DK_FN(autograd::generated::gt_Tensor_out_Autograd));  // out=: refuses grad
+  m.impl("im2col", DK_FN(autograd::generated::im2col_Autograd));  // Im2ColBackward0
   m.impl("index_select", DK_FN(autograd::generated::index_select_Autograd));  // IndexSelectBackward0
   m.impl("log", DK_FN(autograd::generated::log_Autograd));  // LogBackward0
   m.impl("log.out", DK_FN(autograd::generated::log_out_Autograd));  // out=: refuses grad
@@ -2186,6 +2315,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("max", DK_FN(autograd::generated::max_Autograd));  // MaxBackward1
   m.impl("max.dim", DK_FN(autograd::generated::max_dim_Autograd));  // MaxBackward0
   m.impl("max.dim_max", DK_FN(autograd::generated::max_dim_max_Autograd));  // out=: refuses grad
+  m.impl("max_pool2d_with_indices", DK_FN(autograd::generated::max_pool2d_with_indices_Autograd));  // MaxPool2DWithIndicesBackward0
   m.impl("maximum", DK_FN(autograd::generated::maximum_Autograd));  // MaximumBackward0
   m.impl("maximum.out", DK_FN(autograd::generated::maximum_out_Autograd));  // out=: refuses grad
   m.impl("mean.dim", DK_FN(autograd::generated::mean_dim_Autograd));  // MeanBackward0

@@ -12,6 +12,7 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor.h"
@@ -32,6 +33,8 @@
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_native.h"
+#include "dk/generated/ops/avg_pool2d_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -91,6 +94,11 @@ Tensor wrapper_CPU_argmin(const Tensor& self, std::optional<int64_t> dim, bool k
   op.meta(self, dim, keepdim);
   op.impl(self, dim, keepdim, op.maybe_get_output(0));
   return op.take_output(0);
+}
+
+// ===== dk::avg_pool2d @ CPU =====
+Tensor wrapper_CPU_avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return native::avg_pool2d_cpu(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 // ===== dk::clamp.out @ CPU =====
@@ -323,6 +331,7 @@ Tensor wrapper_CPU_zero_(const Tensor& self) {
 DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("argmax.out", ::dk::detail::kernelFor<ops::argmax_out, &wrapper_CPU_argmax_out>("wrapper_CPU_argmax_out"));  // argmax.out @ CPU -> native::structured_argmax_out_cpu
   m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_CPU_argmin>("wrapper_CPU_argmin"));  // argmin @ CPU -> native::structured_argmin_out_cpu
+  m.impl("avg_pool2d", ::dk::detail::kernelFor<ops::avg_pool2d, &wrapper_CPU_avg_pool2d>("wrapper_CPU_avg_pool2d"));  // avg_pool2d @ CPU -> native::avg_pool2d_cpu
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_CPU_clamp_out>("wrapper_CPU_clamp_out"));  // clamp.out @ CPU -> native::structured_clamp_out_cpu
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CPU_cos>("wrapper_CPU_cos"));  // cos @ CPU -> native::structured_cos_out_cpu
   m.impl("cumsum.out", ::dk::detail::kernelFor<ops::cumsum_out, &wrapper_CPU_cumsum_out>("wrapper_CPU_cumsum_out"));  // cumsum.out @ CPU -> native::structured_cumsum_out_cpu

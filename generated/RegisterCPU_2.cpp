@@ -12,6 +12,8 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool.h"
@@ -25,6 +27,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/_log_softmax_native.h"
@@ -37,6 +40,8 @@
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
+#include "dk/generated/ops/col2im_native.h"
+#include "dk/generated/ops/col2im_ops.h"
 #include "dk/generated/ops/copy_native.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -55,8 +60,12 @@
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/im2col_native.h"
+#include "dk/generated/ops/im2col_ops.h"
 #include "dk/generated/ops/max_native.h"
 #include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/max_pool2d_with_indices_native.h"
+#include "dk/generated/ops/max_pool2d_with_indices_ops.h"
 #include "dk/generated/ops/maximum_native.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/min_native.h"
@@ -171,6 +180,11 @@ Tensor wrapper_CPU_clamp_(const Tensor& self, const std::optional<Scalar>& min, 
   return self;
 }
 
+// ===== dk::col2im @ CPU =====
+Tensor wrapper_CPU_col2im(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+  return native::col2im_cpu(self, output_size, kernel_size, dilation, padding, stride);
+}
+
 // ===== dk::copy_ @ CPU =====
 Tensor wrapper_CPU_copy_(const Tensor& self, const Tensor& src, bool non_blocking) {
   return native::copy_inplace_cpu(self, src, non_blocking);
@@ -251,12 +265,22 @@ Tensor wrapper_CPU_gt_Tensor(const Tensor& self, const Tensor& other) {
   return op.take_output(0);
 }
 
+// ===== dk::im2col @ CPU =====
+Tensor wrapper_CPU_im2col(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+  return native::im2col_cpu(self, kernel_size, dilation, padding, stride);
+}
+
 // ===== dk::max.dim @ CPU =====
 std::tuple<Tensor, Tensor> wrapper_CPU_max_dim(const Tensor& self, int64_t dim, bool keepdim) {
   detail::StructuredFunctional<native::structured_max_out_cpu, 2> op("dk::max");
   op.meta(self, dim, keepdim);
   op.impl(self, dim, keepdim, op.maybe_get_output(0), op.maybe_get_output(1));
   return {op.take_output(0), op.take_output(1)};
+}
+
+// ===== dk::max_pool2d_with_indices @ CPU =====
+std::tuple<Tensor, Tensor> wrapper_CPU_max_pool2d_with_indices(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return native::max_pool2d_with_indices_cpu(self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 // ===== dk::maximum.out @ CPU =====
@@ -400,6 +424,7 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CPU_bmm>("wrapper_CPU_bmm"));  // bmm @ CPU -> native::structured_bmm_out_cpu
   m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_CPU_bmm_out>("wrapper_CPU_bmm_out"));  // bmm.out @ CPU -> native::structured_bmm_out_cpu
   m.impl("clamp_", ::dk::detail::kernelFor<ops::clamp_, &wrapper_CPU_clamp_>("wrapper_CPU_clamp_"));  // clamp_ @ CPU -> native::structured_clamp_out_cpu
+  m.impl("col2im", ::dk::detail::kernelFor<ops::col2im, &wrapper_CPU_col2im>("wrapper_CPU_col2im"));  // col2im @ CPU -> native::col2im_cpu
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CPU_copy_>("wrapper_CPU_copy_"));  // copy_ @ CPU -> native::copy_inplace_cpu
   m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_CPU_cos_out>("wrapper_CPU_cos_out"));  // cos.out @ CPU -> native::structured_cos_out_cpu
   m.impl("cumsum", ::dk::detail::kernelFor<ops::cumsum, &wrapper_CPU_cumsum>("wrapper_CPU_cumsum"));  // cumsum @ CPU -> native::structured_cumsum_out_cpu
@@ -410,7 +435,9 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CPU_gelu>("wrapper_CPU_gelu"));  // gelu @ CPU -> native::structured_gelu_out_cpu
   m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_CPU_gelu_>("wrapper_CPU_gelu_"));  // gelu_ @ CPU -> native::structured_gelu_out_cpu
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CPU_gt_Tensor>("wrapper_CPU_gt_Tensor"));  // gt.Tensor @ CPU -> native::structured_gt_Tensor_out_cpu
+  m.impl("im2col", ::dk::detail::kernelFor<ops::im2col, &wrapper_CPU_im2col>("wrapper_CPU_im2col"));  // im2col @ CPU -> native::im2col_cpu
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CPU_max_dim>("wrapper_CPU_max_dim"));  // max.dim @ CPU -> native::structured_max_out_cpu
+  m.impl("max_pool2d_with_indices", ::dk::detail::kernelFor<ops::max_pool2d_with_indices, &wrapper_CPU_max_pool2d_with_indices>("wrapper_CPU_max_pool2d_with_indices"));  // max_pool2d_with_indices @ CPU -> native::max_pool2d_with_indices_cpu
   m.impl("maximum.out", ::dk::detail::kernelFor<ops::maximum_out, &wrapper_CPU_maximum_out>("wrapper_CPU_maximum_out"));  // maximum.out @ CPU -> native::structured_maximum_out_cpu
   m.impl("min.dim_min", ::dk::detail::kernelFor<ops::min_dim_min, &wrapper_CPU_min_dim_min>("wrapper_CPU_min_dim_min"));  // min.dim_min @ CPU -> native::structured_min_out_cpu
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CPU_mm_out>("wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::structured_mm_out_cpu

@@ -22,6 +22,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
@@ -41,6 +42,8 @@
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_backward_native.h"
+#include "dk/generated/ops/avg_pool2d_backward_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -140,6 +143,14 @@ Tensor wrapper_CPU_argmin_out(const Tensor& self, std::optional<int64_t> dim, bo
   op.impl(self, dim, keepdim, op.maybe_get_output(0));
   op.finish();
   return out;
+}
+
+// ===== dk::avg_pool2d_backward @ CPU =====
+Tensor wrapper_CPU_avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  detail::DeviceCheck device_check("dk::avg_pool2d_backward");
+  device_check.check(grad_output, "grad_output");
+  device_check.check(self, "self");
+  return native::avg_pool2d_backward_cpu(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 // ===== dk::clamp @ CPU =====
@@ -372,6 +383,7 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_CPU_addmm_out>("wrapper_CPU_addmm_out"));  // addmm.out @ CPU -> native::structured_addmm_out_cpu
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_CPU_arange_start_step>("wrapper_CPU_arange_start_step"));  // arange.start_step @ CPU -> native::arange_cpu
   m.impl("argmin.out", ::dk::detail::kernelFor<ops::argmin_out, &wrapper_CPU_argmin_out>("wrapper_CPU_argmin_out"));  // argmin.out @ CPU -> native::structured_argmin_out_cpu
+  m.impl("avg_pool2d_backward", ::dk::detail::kernelFor<ops::avg_pool2d_backward, &wrapper_CPU_avg_pool2d_backward>("wrapper_CPU_avg_pool2d_backward"));  // avg_pool2d_backward @ CPU -> native::avg_pool2d_backward_cpu
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CPU_clamp>("wrapper_CPU_clamp"));  // clamp @ CPU -> native::structured_clamp_out_cpu
   m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_CPU_cos_>("wrapper_CPU_cos_"));  // cos_ @ CPU -> native::structured_cos_out_cpu
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CPU_div_Tensor>("wrapper_CPU_div_Tensor"));  // div.Tensor @ CPU -> native::structured_div_out_cpu

@@ -12,6 +12,7 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor.h"
@@ -32,6 +33,8 @@
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_native.h"
+#include "dk/generated/ops/avg_pool2d_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -100,6 +103,14 @@ Tensor wrapper_CUDA_argmin(const Tensor& self, std::optional<int64_t> dim, bool 
   op.meta(self, dim, keepdim);
   op.impl(self, dim, keepdim, op.maybe_get_output(0));
   return op.take_output(0);
+}
+
+// ===== dk::avg_pool2d @ CUDA =====
+Tensor wrapper_CUDA_avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  return native::avg_pool2d_cuda(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 // ===== dk::clamp.out @ CUDA =====
@@ -413,6 +424,7 @@ Tensor wrapper_CUDA_zero_(const Tensor& self) {
 DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("argmax.out", ::dk::detail::kernelFor<ops::argmax_out, &wrapper_CUDA_argmax_out>("wrapper_CUDA_argmax_out"));  // argmax.out @ CUDA -> native::structured_argmax_out_cuda
   m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_CUDA_argmin>("wrapper_CUDA_argmin"));  // argmin @ CUDA -> native::structured_argmin_out_cuda
+  m.impl("avg_pool2d", ::dk::detail::kernelFor<ops::avg_pool2d, &wrapper_CUDA_avg_pool2d>("wrapper_CUDA_avg_pool2d"));  // avg_pool2d @ CUDA -> native::avg_pool2d_cuda
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_CUDA_clamp_out>("wrapper_CUDA_clamp_out"));  // clamp.out @ CUDA -> native::structured_clamp_out_cuda
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CUDA_cos>("wrapper_CUDA_cos"));  // cos @ CUDA -> native::structured_cos_out_cuda
   m.impl("cumsum.out", ::dk::detail::kernelFor<ops::cumsum_out, &wrapper_CUDA_cumsum_out>("wrapper_CUDA_cumsum_out"));  // cumsum.out @ CUDA -> native::structured_cumsum_out_cuda

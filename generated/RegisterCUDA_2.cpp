@@ -12,6 +12,8 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool.h"
@@ -25,6 +27,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/_log_softmax_native.h"
@@ -37,6 +40,8 @@
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
+#include "dk/generated/ops/col2im_native.h"
+#include "dk/generated/ops/col2im_ops.h"
 #include "dk/generated/ops/copy_native.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -55,8 +60,12 @@
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/im2col_native.h"
+#include "dk/generated/ops/im2col_ops.h"
 #include "dk/generated/ops/max_native.h"
 #include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/max_pool2d_with_indices_native.h"
+#include "dk/generated/ops/max_pool2d_with_indices_ops.h"
 #include "dk/generated/ops/maximum_native.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/min_native.h"
@@ -198,6 +207,14 @@ Tensor wrapper_CUDA_clamp_(const Tensor& self, const std::optional<Scalar>& min,
   return self;
 }
 
+// ===== dk::col2im @ CUDA =====
+Tensor wrapper_CUDA_col2im(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  return native::col2im_cuda(self, output_size, kernel_size, dilation, padding, stride);
+}
+
 // ===== dk::copy_ @ CUDA =====
 Tensor wrapper_CUDA_copy_(const Tensor& self, const Tensor& src, bool non_blocking) {
   return native::copy_inplace_cuda(self, src, non_blocking);
@@ -305,6 +322,14 @@ Tensor wrapper_CUDA_gt_Tensor(const Tensor& self, const Tensor& other) {
   return op.take_output(0);
 }
 
+// ===== dk::im2col @ CUDA =====
+Tensor wrapper_CUDA_im2col(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  return native::im2col_cuda(self, kernel_size, dilation, padding, stride);
+}
+
 // ===== dk::max.dim @ CUDA =====
 std::tuple<Tensor, Tensor> wrapper_CUDA_max_dim(const Tensor& self, int64_t dim, bool keepdim) {
 #ifdef DK_WITH_CUDA
@@ -314,6 +339,14 @@ std::tuple<Tensor, Tensor> wrapper_CUDA_max_dim(const Tensor& self, int64_t dim,
   op.meta(self, dim, keepdim);
   op.impl(self, dim, keepdim, op.maybe_get_output(0), op.maybe_get_output(1));
   return {op.take_output(0), op.take_output(1)};
+}
+
+// ===== dk::max_pool2d_with_indices @ CUDA =====
+std::tuple<Tensor, Tensor> wrapper_CUDA_max_pool2d_with_indices(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  return native::max_pool2d_with_indices_cuda(self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 // ===== dk::maximum.out @ CUDA =====
@@ -502,6 +535,7 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_CUDA_bmm>("wrapper_CUDA_bmm"));  // bmm @ CUDA -> native::structured_bmm_out_cuda
   m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_CUDA_bmm_out>("wrapper_CUDA_bmm_out"));  // bmm.out @ CUDA -> native::structured_bmm_out_cuda
   m.impl("clamp_", ::dk::detail::kernelFor<ops::clamp_, &wrapper_CUDA_clamp_>("wrapper_CUDA_clamp_"));  // clamp_ @ CUDA -> native::structured_clamp_out_cuda
+  m.impl("col2im", ::dk::detail::kernelFor<ops::col2im, &wrapper_CUDA_col2im>("wrapper_CUDA_col2im"));  // col2im @ CUDA -> native::col2im_cuda
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_CUDA_copy_>("wrapper_CUDA_copy_"));  // copy_ @ CUDA -> native::copy_inplace_cuda
   m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_CUDA_cos_out>("wrapper_CUDA_cos_out"));  // cos.out @ CUDA -> native::structured_cos_out_cuda
   m.impl("cumsum", ::dk::detail::kernelFor<ops::cumsum, &wrapper_CUDA_cumsum>("wrapper_CUDA_cumsum"));  // cumsum @ CUDA -> native::structured_cumsum_out_cuda
@@ -512,7 +546,9 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_CUDA_gelu>("wrapper_CUDA_gelu"));  // gelu @ CUDA -> native::structured_gelu_out_cuda
   m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_CUDA_gelu_>("wrapper_CUDA_gelu_"));  // gelu_ @ CUDA -> native::structured_gelu_out_cuda
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_CUDA_gt_Tensor>("wrapper_CUDA_gt_Tensor"));  // gt.Tensor @ CUDA -> native::structured_gt_Tensor_out_cuda
+  m.impl("im2col", ::dk::detail::kernelFor<ops::im2col, &wrapper_CUDA_im2col>("wrapper_CUDA_im2col"));  // im2col @ CUDA -> native::im2col_cuda
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_CUDA_max_dim>("wrapper_CUDA_max_dim"));  // max.dim @ CUDA -> native::structured_max_out_cuda
+  m.impl("max_pool2d_with_indices", ::dk::detail::kernelFor<ops::max_pool2d_with_indices, &wrapper_CUDA_max_pool2d_with_indices>("wrapper_CUDA_max_pool2d_with_indices"));  // max_pool2d_with_indices @ CUDA -> native::max_pool2d_with_indices_cuda
   m.impl("maximum.out", ::dk::detail::kernelFor<ops::maximum_out, &wrapper_CUDA_maximum_out>("wrapper_CUDA_maximum_out"));  // maximum.out @ CUDA -> native::structured_maximum_out_cuda
   m.impl("min.dim_min", ::dk::detail::kernelFor<ops::min_dim_min, &wrapper_CUDA_min_dim_min>("wrapper_CUDA_min_dim_min"));  // min.dim_min @ CUDA -> native::structured_min_out_cuda
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CUDA_mm_out>("wrapper_CUDA_mm_out"));  // mm.out @ CUDA -> native::structured_mm_out_cuda

@@ -22,6 +22,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
@@ -41,6 +42,8 @@
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_backward_native.h"
+#include "dk/generated/ops/avg_pool2d_backward_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -161,6 +164,17 @@ Tensor wrapper_CUDA_argmin_out(const Tensor& self, std::optional<int64_t> dim, b
   op.impl(self, dim, keepdim, op.maybe_get_output(0));
   op.finish();
   return out;
+}
+
+// ===== dk::avg_pool2d_backward @ CUDA =====
+Tensor wrapper_CUDA_avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  detail::DeviceCheck device_check("dk::avg_pool2d_backward");
+  device_check.check(grad_output, "grad_output");
+  device_check.check(self, "self");
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(grad_output.device());
+#endif
+  return native::avg_pool2d_backward_cuda(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 // ===== dk::clamp @ CUDA =====
@@ -474,6 +488,7 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_CUDA_addmm_out>("wrapper_CUDA_addmm_out"));  // addmm.out @ CUDA -> native::structured_addmm_out_cuda
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_CUDA_arange_start_step>("wrapper_CUDA_arange_start_step"));  // arange.start_step @ CUDA -> native::arange_cuda
   m.impl("argmin.out", ::dk::detail::kernelFor<ops::argmin_out, &wrapper_CUDA_argmin_out>("wrapper_CUDA_argmin_out"));  // argmin.out @ CUDA -> native::structured_argmin_out_cuda
+  m.impl("avg_pool2d_backward", ::dk::detail::kernelFor<ops::avg_pool2d_backward, &wrapper_CUDA_avg_pool2d_backward>("wrapper_CUDA_avg_pool2d_backward"));  // avg_pool2d_backward @ CUDA -> native::avg_pool2d_backward_cuda
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_CUDA_clamp>("wrapper_CUDA_clamp"));  // clamp @ CUDA -> native::structured_clamp_out_cuda
   m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_CUDA_cos_>("wrapper_CUDA_cos_"));  // cos_ @ CUDA -> native::structured_cos_out_cuda
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_CUDA_div_Tensor>("wrapper_CUDA_div_Tensor"));  // div.Tensor @ CUDA -> native::structured_div_out_cuda

@@ -14,6 +14,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Int.h"
@@ -22,23 +23,37 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensor_OptTensor_OptTensor_OptTensor_Bool_Double_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Bool_IntList_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Tensor_Tensor_OptTensor_Double_Bool_Bool.h"
+#include "dk/generated/ops/_scaled_dot_product_attention_native.h"
+#include "dk/generated/ops/_scaled_dot_product_attention_ops.h"
 #include "dk/generated/ops/add_native.h"
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/baddbmm_native.h"
 #include "dk/generated/ops/baddbmm_ops.h"
+#include "dk/generated/ops/batch_norm_native.h"
+#include "dk/generated/ops/batch_norm_ops.h"
 #include "dk/generated/ops/chunk_native.h"
 #include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/contiguous_native.h"
 #include "dk/generated/ops/contiguous_ops.h"
+#include "dk/generated/ops/conv1d_native.h"
+#include "dk/generated/ops/conv1d_ops.h"
+#include "dk/generated/ops/conv2d_native.h"
+#include "dk/generated/ops/conv2d_ops.h"
+#include "dk/generated/ops/convolution_native.h"
+#include "dk/generated/ops/convolution_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_native.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
 #include "dk/generated/ops/div_native.h"
@@ -59,6 +74,8 @@
 #include "dk/generated/ops/masked_fill_ops.h"
 #include "dk/generated/ops/matmul_native.h"
 #include "dk/generated/ops/matmul_ops.h"
+#include "dk/generated/ops/max_pool2d_native.h"
+#include "dk/generated/ops/max_pool2d_ops.h"
 #include "dk/generated/ops/mean_native.h"
 #include "dk/generated/ops/mean_ops.h"
 #include "dk/generated/ops/mul_native.h"
@@ -94,6 +111,11 @@ namespace dk {
 
 namespace {
 
+// ===== dk::_scaled_dot_product_attention @ CompositeImplicitAutograd =====
+std::tuple<Tensor, Tensor> wrapper_CompositeImplicitAutograd__scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask, double dropout_p, bool need_attn_weights, bool is_causal) {
+  return native::_scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, need_attn_weights, is_causal);
+}
+
 // ===== dk::add.Scalar @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_add_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha) {
   return native::add(self, other, alpha);
@@ -109,6 +131,11 @@ Tensor wrapper_CompositeImplicitAutograd_baddbmm(const Tensor& self, const Tenso
   return native::baddbmm(self, batch1, batch2, beta, alpha);
 }
 
+// ===== dk::batch_norm @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_batch_norm(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, bool training, double momentum, double eps, bool cudnn_enabled) {
+  return native::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled);
+}
+
 // ===== dk::chunk @ CompositeImplicitAutograd =====
 std::vector<Tensor> wrapper_CompositeImplicitAutograd_chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   return native::chunk(self, chunks, dim);
@@ -117,6 +144,21 @@ std::vector<Tensor> wrapper_CompositeImplicitAutograd_chunk(const Tensor& self, 
 // ===== dk::contiguous @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_contiguous(const Tensor& self, MemoryFormat memory_format) {
   return native::contiguous(self, memory_format);
+}
+
+// ===== dk::conv1d @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  return native::conv1d(input, weight, bias, stride, padding, dilation, groups);
+}
+
+// ===== dk::conv2d @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  return native::conv2d(input, weight, bias, stride, padding, dilation, groups);
+}
+
+// ===== dk::convolution @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding, int64_t groups) {
+  return native::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
 }
 
 // ===== dk::cross_entropy_loss @ CompositeImplicitAutograd =====
@@ -177,6 +219,11 @@ Tensor wrapper_CompositeImplicitAutograd_masked_fill_Tensor(const Tensor& self, 
 // ===== dk::matmul @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_matmul(const Tensor& self, const Tensor& other) {
   return native::matmul(self, other);
+}
+
+// ===== dk::max_pool2d @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return native::max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 // ===== dk::mean @ CompositeImplicitAutograd =====
@@ -277,11 +324,16 @@ Tensor wrapper_CompositeImplicitAutograd_zeros_like(const Tensor& self, std::opt
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
+  m.impl("_scaled_dot_product_attention", ::dk::detail::kernelFor<ops::_scaled_dot_product_attention, &wrapper_CompositeImplicitAutograd__scaled_dot_product_attention>("wrapper_CompositeImplicitAutograd__scaled_dot_product_attention"));  // _scaled_dot_product_attention @ CompositeImplicitAutograd -> native::_scaled_dot_product_attention
   m.impl("add.Scalar", ::dk::detail::kernelFor<ops::add_Scalar, &wrapper_CompositeImplicitAutograd_add_Scalar>("wrapper_CompositeImplicitAutograd_add_Scalar"));  // add.Scalar @ CompositeImplicitAutograd -> native::add
   m.impl("add_.Scalar", ::dk::detail::kernelFor<ops::add__Scalar, &wrapper_CompositeImplicitAutograd_add__Scalar>("wrapper_CompositeImplicitAutograd_add__Scalar"));  // add_.Scalar @ CompositeImplicitAutograd -> native::add_
   m.impl("baddbmm", ::dk::detail::kernelFor<ops::baddbmm, &wrapper_CompositeImplicitAutograd_baddbmm>("wrapper_CompositeImplicitAutograd_baddbmm"));  // baddbmm @ CompositeImplicitAutograd -> native::baddbmm
+  m.impl("batch_norm", ::dk::detail::kernelFor<ops::batch_norm, &wrapper_CompositeImplicitAutograd_batch_norm>("wrapper_CompositeImplicitAutograd_batch_norm"));  // batch_norm @ CompositeImplicitAutograd -> native::batch_norm
   m.impl("chunk", ::dk::detail::kernelFor<ops::chunk, &wrapper_CompositeImplicitAutograd_chunk>("wrapper_CompositeImplicitAutograd_chunk"));  // chunk @ CompositeImplicitAutograd -> native::chunk
   m.impl("contiguous", ::dk::detail::kernelFor<ops::contiguous, &wrapper_CompositeImplicitAutograd_contiguous>("wrapper_CompositeImplicitAutograd_contiguous"));  // contiguous @ CompositeImplicitAutograd -> native::contiguous
+  m.impl("conv1d", ::dk::detail::kernelFor<ops::conv1d, &wrapper_CompositeImplicitAutograd_conv1d>("wrapper_CompositeImplicitAutograd_conv1d"));  // conv1d @ CompositeImplicitAutograd -> native::conv1d
+  m.impl("conv2d", ::dk::detail::kernelFor<ops::conv2d, &wrapper_CompositeImplicitAutograd_conv2d>("wrapper_CompositeImplicitAutograd_conv2d"));  // conv2d @ CompositeImplicitAutograd -> native::conv2d
+  m.impl("convolution", ::dk::detail::kernelFor<ops::convolution, &wrapper_CompositeImplicitAutograd_convolution>("wrapper_CompositeImplicitAutograd_convolution"));  // convolution @ CompositeImplicitAutograd -> native::convolution
   m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss, &wrapper_CompositeImplicitAutograd_cross_entropy_loss>("wrapper_CompositeImplicitAutograd_cross_entropy_loss"));  // cross_entropy_loss @ CompositeImplicitAutograd -> native::cross_entropy_loss
   m.impl("div.Scalar", ::dk::detail::kernelFor<ops::div_Scalar, &wrapper_CompositeImplicitAutograd_div_Scalar>("wrapper_CompositeImplicitAutograd_div_Scalar"));  // div.Scalar @ CompositeImplicitAutograd -> native::div
   m.impl("div_.Scalar", ::dk::detail::kernelFor<ops::div__Scalar, &wrapper_CompositeImplicitAutograd_div__Scalar>("wrapper_CompositeImplicitAutograd_div__Scalar"));  // div_.Scalar @ CompositeImplicitAutograd -> native::div_
@@ -294,6 +346,7 @@ DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
   m.impl("masked_fill.Scalar", ::dk::detail::kernelFor<ops::masked_fill_Scalar, &wrapper_CompositeImplicitAutograd_masked_fill_Scalar>("wrapper_CompositeImplicitAutograd_masked_fill_Scalar"));  // masked_fill.Scalar @ CompositeImplicitAutograd -> native::masked_fill
   m.impl("masked_fill.Tensor", ::dk::detail::kernelFor<ops::masked_fill_Tensor, &wrapper_CompositeImplicitAutograd_masked_fill_Tensor>("wrapper_CompositeImplicitAutograd_masked_fill_Tensor"));  // masked_fill.Tensor @ CompositeImplicitAutograd -> native::masked_fill
   m.impl("matmul", ::dk::detail::kernelFor<ops::matmul, &wrapper_CompositeImplicitAutograd_matmul>("wrapper_CompositeImplicitAutograd_matmul"));  // matmul @ CompositeImplicitAutograd -> native::matmul
+  m.impl("max_pool2d", ::dk::detail::kernelFor<ops::max_pool2d, &wrapper_CompositeImplicitAutograd_max_pool2d>("wrapper_CompositeImplicitAutograd_max_pool2d"));  // max_pool2d @ CompositeImplicitAutograd -> native::max_pool2d
   m.impl("mean", ::dk::detail::kernelFor<ops::mean, &wrapper_CompositeImplicitAutograd_mean>("wrapper_CompositeImplicitAutograd_mean"));  // mean @ CompositeImplicitAutograd -> native::mean
   m.impl("mul.Scalar", ::dk::detail::kernelFor<ops::mul_Scalar, &wrapper_CompositeImplicitAutograd_mul_Scalar>("wrapper_CompositeImplicitAutograd_mul_Scalar"));  // mul.Scalar @ CompositeImplicitAutograd -> native::mul
   m.impl("mul_.Scalar", ::dk::detail::kernelFor<ops::mul__Scalar, &wrapper_CompositeImplicitAutograd_mul__Scalar>("wrapper_CompositeImplicitAutograd_mul__Scalar"));  // mul_.Scalar @ CompositeImplicitAutograd -> native::mul_

@@ -12,6 +12,7 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor.h"
@@ -32,6 +33,8 @@
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_native.h"
+#include "dk/generated/ops/avg_pool2d_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -89,6 +92,11 @@ Tensor wrapper_Meta_argmin(const Tensor& self, std::optional<int64_t> dim, bool 
   detail::StructuredFunctional<::dk::meta::structured_argmin, 1> op("dk::argmin");
   op.meta(self, dim, keepdim);
   return op.take_output(0);
+}
+
+// ===== dk::avg_pool2d @ Meta =====
+Tensor wrapper_Meta_avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return native::avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 // ===== dk::clamp.out @ Meta =====
@@ -300,6 +308,7 @@ Tensor wrapper_Meta_zero_(const Tensor& self) {
 DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("argmax.out", ::dk::detail::kernelFor<ops::argmax_out, &wrapper_Meta_argmax_out>("wrapper_Meta_argmax_out"));  // argmax.out @ Meta -> ::dk::meta::structured_argmax
   m.impl("argmin", ::dk::detail::kernelFor<ops::argmin, &wrapper_Meta_argmin>("wrapper_Meta_argmin"));  // argmin @ Meta -> ::dk::meta::structured_argmin
+  m.impl("avg_pool2d", ::dk::detail::kernelFor<ops::avg_pool2d, &wrapper_Meta_avg_pool2d>("wrapper_Meta_avg_pool2d"));  // avg_pool2d @ Meta -> native::avg_pool2d_meta
   m.impl("clamp.out", ::dk::detail::kernelFor<ops::clamp_out, &wrapper_Meta_clamp_out>("wrapper_Meta_clamp_out"));  // clamp.out @ Meta -> ::dk::meta::structured_clamp
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_Meta_cos>("wrapper_Meta_cos"));  // cos @ Meta -> ::dk::meta::structured_cos
   m.impl("cumsum.out", ::dk::detail::kernelFor<ops::cumsum_out, &wrapper_Meta_cumsum_out>("wrapper_Meta_cumsum_out"));  // cumsum.out @ Meta -> ::dk::meta::structured_cumsum

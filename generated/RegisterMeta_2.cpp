@@ -12,6 +12,8 @@
 #include "dk/generated/DeviceCheck.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_IntList_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool.h"
@@ -25,6 +27,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
+#include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
 #include "dk/generated/ops/_log_softmax_native.h"
@@ -37,6 +40,8 @@
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
+#include "dk/generated/ops/col2im_native.h"
+#include "dk/generated/ops/col2im_ops.h"
 #include "dk/generated/ops/copy_native.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -55,8 +60,12 @@
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_native.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/im2col_native.h"
+#include "dk/generated/ops/im2col_ops.h"
 #include "dk/generated/ops/max_native.h"
 #include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/max_pool2d_with_indices_native.h"
+#include "dk/generated/ops/max_pool2d_with_indices_ops.h"
 #include "dk/generated/ops/maximum_native.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/min_native.h"
@@ -164,6 +173,11 @@ Tensor wrapper_Meta_clamp_(const Tensor& self, const std::optional<Scalar>& min,
   return self;
 }
 
+// ===== dk::col2im @ Meta =====
+Tensor wrapper_Meta_col2im(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+  return native::col2im_meta(self, output_size, kernel_size, dilation, padding, stride);
+}
+
 // ===== dk::copy_ @ Meta =====
 Tensor wrapper_Meta_copy_(const Tensor& self, const Tensor& src, bool non_blocking) {
   return native::copy_inplace_meta(self, src, non_blocking);
@@ -236,11 +250,21 @@ Tensor wrapper_Meta_gt_Tensor(const Tensor& self, const Tensor& other) {
   return op.take_output(0);
 }
 
+// ===== dk::im2col @ Meta =====
+Tensor wrapper_Meta_im2col(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+  return native::im2col_meta(self, kernel_size, dilation, padding, stride);
+}
+
 // ===== dk::max.dim @ Meta =====
 std::tuple<Tensor, Tensor> wrapper_Meta_max_dim(const Tensor& self, int64_t dim, bool keepdim) {
   detail::StructuredFunctional<::dk::meta::structured_max_dim, 2> op("dk::max");
   op.meta(self, dim, keepdim);
   return {op.take_output(0), op.take_output(1)};
+}
+
+// ===== dk::max_pool2d_with_indices @ Meta =====
+std::tuple<Tensor, Tensor> wrapper_Meta_max_pool2d_with_indices(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return native::max_pool2d_with_indices_meta(self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 // ===== dk::maximum.out @ Meta =====
@@ -371,6 +395,7 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &wrapper_Meta_bmm>("wrapper_Meta_bmm"));  // bmm @ Meta -> ::dk::meta::structured_bmm
   m.impl("bmm.out", ::dk::detail::kernelFor<ops::bmm_out, &wrapper_Meta_bmm_out>("wrapper_Meta_bmm_out"));  // bmm.out @ Meta -> ::dk::meta::structured_bmm
   m.impl("clamp_", ::dk::detail::kernelFor<ops::clamp_, &wrapper_Meta_clamp_>("wrapper_Meta_clamp_"));  // clamp_ @ Meta -> ::dk::meta::structured_clamp
+  m.impl("col2im", ::dk::detail::kernelFor<ops::col2im, &wrapper_Meta_col2im>("wrapper_Meta_col2im"));  // col2im @ Meta -> native::col2im_meta
   m.impl("copy_", ::dk::detail::kernelFor<ops::copy_, &wrapper_Meta_copy_>("wrapper_Meta_copy_"));  // copy_ @ Meta -> native::copy_inplace_meta
   m.impl("cos.out", ::dk::detail::kernelFor<ops::cos_out, &wrapper_Meta_cos_out>("wrapper_Meta_cos_out"));  // cos.out @ Meta -> ::dk::meta::structured_cos
   m.impl("cumsum", ::dk::detail::kernelFor<ops::cumsum, &wrapper_Meta_cumsum>("wrapper_Meta_cumsum"));  // cumsum @ Meta -> ::dk::meta::structured_cumsum
@@ -381,7 +406,9 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("gelu", ::dk::detail::kernelFor<ops::gelu, &wrapper_Meta_gelu>("wrapper_Meta_gelu"));  // gelu @ Meta -> ::dk::meta::structured_gelu
   m.impl("gelu_", ::dk::detail::kernelFor<ops::gelu_, &wrapper_Meta_gelu_>("wrapper_Meta_gelu_"));  // gelu_ @ Meta -> ::dk::meta::structured_gelu
   m.impl("gt.Tensor", ::dk::detail::kernelFor<ops::gt_Tensor, &wrapper_Meta_gt_Tensor>("wrapper_Meta_gt_Tensor"));  // gt.Tensor @ Meta -> ::dk::meta::structured_gt_Tensor
+  m.impl("im2col", ::dk::detail::kernelFor<ops::im2col, &wrapper_Meta_im2col>("wrapper_Meta_im2col"));  // im2col @ Meta -> native::im2col_meta
   m.impl("max.dim", ::dk::detail::kernelFor<ops::max_dim, &wrapper_Meta_max_dim>("wrapper_Meta_max_dim"));  // max.dim @ Meta -> ::dk::meta::structured_max_dim
+  m.impl("max_pool2d_with_indices", ::dk::detail::kernelFor<ops::max_pool2d_with_indices, &wrapper_Meta_max_pool2d_with_indices>("wrapper_Meta_max_pool2d_with_indices"));  // max_pool2d_with_indices @ Meta -> native::max_pool2d_with_indices_meta
   m.impl("maximum.out", ::dk::detail::kernelFor<ops::maximum_out, &wrapper_Meta_maximum_out>("wrapper_Meta_maximum_out"));  // maximum.out @ Meta -> ::dk::meta::structured_maximum
   m.impl("min.dim_min", ::dk::detail::kernelFor<ops::min_dim_min, &wrapper_Meta_min_dim_min>("wrapper_Meta_min_dim_min"));  // min.dim_min @ Meta -> ::dk::meta::structured_min_dim
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_Meta_mm_out>("wrapper_Meta_mm_out"));  // mm.out @ Meta -> ::dk::meta::structured_mm

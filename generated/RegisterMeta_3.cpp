@@ -22,6 +22,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalar_OptScalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
@@ -41,6 +42,8 @@
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmin_native.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_backward_native.h"
+#include "dk/generated/ops/avg_pool2d_backward_ops.h"
 #include "dk/generated/ops/clamp_native.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/cos_native.h"
@@ -137,6 +140,14 @@ Tensor wrapper_Meta_argmin_out(const Tensor& self, std::optional<int64_t> dim, b
   op.meta(self, dim, keepdim);
   op.finish();
   return out;
+}
+
+// ===== dk::avg_pool2d_backward @ Meta =====
+Tensor wrapper_Meta_avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  detail::DeviceCheck device_check("dk::avg_pool2d_backward");
+  device_check.check(grad_output, "grad_output");
+  device_check.check(self, "self");
+  return native::avg_pool2d_backward_meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 // ===== dk::clamp @ Meta =====
@@ -350,6 +361,7 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("addmm.out", ::dk::detail::kernelFor<ops::addmm_out, &wrapper_Meta_addmm_out>("wrapper_Meta_addmm_out"));  // addmm.out @ Meta -> ::dk::meta::structured_addmm
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &wrapper_Meta_arange_start_step>("wrapper_Meta_arange_start_step"));  // arange.start_step @ Meta -> native::arange_meta
   m.impl("argmin.out", ::dk::detail::kernelFor<ops::argmin_out, &wrapper_Meta_argmin_out>("wrapper_Meta_argmin_out"));  // argmin.out @ Meta -> ::dk::meta::structured_argmin
+  m.impl("avg_pool2d_backward", ::dk::detail::kernelFor<ops::avg_pool2d_backward, &wrapper_Meta_avg_pool2d_backward>("wrapper_Meta_avg_pool2d_backward"));  // avg_pool2d_backward @ Meta -> native::avg_pool2d_backward_meta
   m.impl("clamp", ::dk::detail::kernelFor<ops::clamp, &wrapper_Meta_clamp>("wrapper_Meta_clamp"));  // clamp @ Meta -> ::dk::meta::structured_clamp
   m.impl("cos_", ::dk::detail::kernelFor<ops::cos_, &wrapper_Meta_cos_>("wrapper_Meta_cos_"));  // cos_ @ Meta -> ::dk::meta::structured_cos
   m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &wrapper_Meta_div_Tensor>("wrapper_Meta_div_Tensor"));  // div.Tensor @ Meta -> ::dk::meta::structured_div_Tensor

@@ -4,6 +4,7 @@
 // The schema of every operator of namespace dk, sorted by operator name.
 #include "dk/dispatch/library.h"
 #include "dk/generated/ops/_log_softmax_ops.h"
+#include "dk/generated/ops/_scaled_dot_product_attention_ops.h"
 #include "dk/generated/ops/_softmax_ops.h"
 #include "dk/generated/ops/_to_copy_ops.h"
 #include "dk/generated/ops/abs_ops.h"
@@ -12,13 +13,20 @@
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_backward_ops.h"
+#include "dk/generated/ops/avg_pool2d_ops.h"
 #include "dk/generated/ops/baddbmm_ops.h"
+#include "dk/generated/ops/batch_norm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/clone_ops.h"
+#include "dk/generated/ops/col2im_ops.h"
 #include "dk/generated/ops/contiguous_ops.h"
+#include "dk/generated/ops/conv1d_ops.h"
+#include "dk/generated/ops/conv2d_ops.h"
+#include "dk/generated/ops/convolution_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
@@ -39,6 +47,7 @@
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/im2col_ops.h"
 #include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/layer_norm_ops.h"
@@ -49,6 +58,8 @@
 #include "dk/generated/ops/masked_fill_ops.h"
 #include "dk/generated/ops/matmul_ops.h"
 #include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/max_pool2d_ops.h"
+#include "dk/generated/ops/max_pool2d_with_indices_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
 #include "dk/generated/ops/min_ops.h"
@@ -101,6 +112,7 @@
 
 DK_LIBRARY(dk, m) {
   m.def("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::_log_softmax::dispatch_bitmap});  // dk::_log_softmax
+  m.def("_scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool need_attn_weights=False, bool is_causal=False) -> (Tensor, Tensor)", ::dk::DispatchArgumentBitmap{::dk::ops::_scaled_dot_product_attention::dispatch_bitmap});  // dk::_scaled_dot_product_attention
   m.def("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::_softmax::dispatch_bitmap});  // dk::_softmax
   m.def("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::_to_copy::dispatch_bitmap});  // dk::_to_copy
   m.def("abs(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::abs::dispatch_bitmap});  // dk::abs
@@ -117,7 +129,10 @@ DK_LIBRARY(dk, m) {
   m.def("argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::argmax_out::dispatch_bitmap});  // dk::argmax.out
   m.def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::argmin::dispatch_bitmap});  // dk::argmin
   m.def("argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::argmin_out::dispatch_bitmap});  // dk::argmin.out
+  m.def("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::avg_pool2d::dispatch_bitmap});  // dk::avg_pool2d
+  m.def("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::avg_pool2d_backward::dispatch_bitmap});  // dk::avg_pool2d_backward
   m.def("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::baddbmm::dispatch_bitmap});  // dk::baddbmm
+  m.def("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::batch_norm::dispatch_bitmap});  // dk::batch_norm
   m.def("bmm(Tensor self, Tensor mat2) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::bmm::dispatch_bitmap});  // dk::bmm
   m.def("bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::bmm_out::dispatch_bitmap});  // dk::bmm.out
   m.def("cat(Tensor[] tensors, int dim=0) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cat::dispatch_bitmap});  // dk::cat
@@ -126,7 +141,11 @@ DK_LIBRARY(dk, m) {
   m.def("clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::clamp_out::dispatch_bitmap});  // dk::clamp.out
   m.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::clamp_::dispatch_bitmap});  // dk::clamp_
   m.def("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::clone::dispatch_bitmap});  // dk::clone
+  m.def("col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::col2im::dispatch_bitmap});  // dk::col2im
   m.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::contiguous::dispatch_bitmap});  // dk::contiguous
+  m.def("conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] dilation=1, int groups=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::conv1d::dispatch_bitmap});  // dk::conv1d
+  m.def("conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::conv2d::dispatch_bitmap});  // dk::conv2d
+  m.def("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::convolution::dispatch_bitmap});  // dk::convolution
   m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::copy_::dispatch_bitmap});  // dk::copy_
   m.def("cos(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::cos::dispatch_bitmap});  // dk::cos
   m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::cos_out::dispatch_bitmap});  // dk::cos.out
@@ -167,6 +186,7 @@ DK_LIBRARY(dk, m) {
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor::dispatch_bitmap});  // dk::gt.Tensor
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor_out::dispatch_bitmap});  // dk::gt.Tensor_out
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt__Tensor::dispatch_bitmap});  // dk::gt_.Tensor
+  m.def("im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::im2col::dispatch_bitmap});  // dk::im2col
   m.def("index_select(Tensor self, int dim, Tensor index) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::index_select::dispatch_bitmap});  // dk::index_select
   m.def("item(Tensor self) -> Scalar", ::dk::DispatchArgumentBitmap{::dk::ops::item::dispatch_bitmap});  // dk::item
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::layer_norm::dispatch_bitmap});  // dk::layer_norm
@@ -184,6 +204,8 @@ DK_LIBRARY(dk, m) {
   m.def("max(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::max::dispatch_bitmap});  // dk::max
   m.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim::dispatch_bitmap});  // dk::max.dim
   m.def("max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)", ::dk::DispatchArgumentBitmap{::dk::ops::max_dim_max::dispatch_bitmap});  // dk::max.dim_max
+  m.def("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::max_pool2d::dispatch_bitmap});  // dk::max_pool2d
+  m.def("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", ::dk::DispatchArgumentBitmap{::dk::ops::max_pool2d_with_indices::dispatch_bitmap});  // dk::max_pool2d_with_indices
   m.def("maximum(Tensor self, Tensor other) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::maximum::dispatch_bitmap});  // dk::maximum
   m.def("maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::maximum_out::dispatch_bitmap});  // dk::maximum.out
   m.def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::mean::dispatch_bitmap});  // dk::mean

@@ -34,6 +34,16 @@
 #include "dk/generated/ops/layer_norm.h"
 #include "dk/generated/ops/triu.h"
 #include "dk/generated/ops/cumsum.h"
+#include "dk/generated/ops/_scaled_dot_product_attention.h"
+#include "dk/generated/ops/avg_pool2d.h"
+#include "dk/generated/ops/batch_norm.h"
+#include "dk/generated/ops/col2im.h"
+#include "dk/generated/ops/conv1d.h"
+#include "dk/generated/ops/conv2d.h"
+#include "dk/generated/ops/convolution.h"
+#include "dk/generated/ops/im2col.h"
+#include "dk/generated/ops/ones.h"
+#include "dk/generated/ops/max_pool2d.h"
 #include "dk/generated/ops/gather.h"
 #include "dk/generated/ops/index_select.h"
 #include "dk/generated/ops/scatter_add.h"
@@ -607,6 +617,55 @@ TEST_CASE("gradcheck: sort and topk values") {
                 {transposedLeaf(3, 4, distinct(12, 412))});
     }
   }
+}
+
+// ===================================================================== CNN and transformer layers
+
+TEST_CASE("gradcheck: im2col, col2im and convolutions") {
+  GRADCHECK([](const Inputs& in) { return dk::im2col(in[0], {2, 3}, {1, 2}, {1, 0}, {2, 1}); }, {leaf({2, 2, 4, 5}, 420)});
+  GRADCHECK([](const Inputs& in) { return dk::col2im(in[0], {4, 4}, {2, 2}, {1, 1}, {0, 0}, {1, 1}); },
+            {leaf({1, 8, 9}, 421)});
+  // Strided, padded, dilated and grouped, with a bias.
+  GRADCHECK([](const Inputs& in) { return dk::conv2d(in[0], in[1], in[2], {2, 1}, {1, 2}, {1, 2}, 2); },
+            {leaf({2, 4, 5, 6}, 422), leaf({6, 2, 3, 3}, 423), leaf({6}, 424)});
+  GRADCHECK([](const Inputs& in) { return dk::conv1d(in[0], in[1], std::nullopt, {2}, {1}); },
+            {leaf({2, 3, 7}, 425), leaf({4, 3, 2}, 426)});
+  GRADCHECK([](const Inputs& in) {
+              return dk::convolution(in[0], in[1], in[2], {2, 2}, {1, 1}, {1, 1}, true, {1, 1}, 1);
+            },
+            {leaf({1, 4, 3, 3}, 427), leaf({4, 3, 3, 2}, 428), leaf({3}, 429)});
+}
+
+TEST_CASE("gradcheck: pooling, batch_norm and attention") {
+  // Distinct values, so that no window has a tie for its maximum.
+  GRADCHECK([](const Inputs& in) { return dk::max_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}, {1, 1}, true); },
+            {leafFrom({1, 2, 6, 6}, distinct(72, 430))});
+  GRADCHECK([](const Inputs& in) { return dk::max_pool2d(in[0], {2, 2}, {1, 1}); },
+            {leafFrom({2, 5, 5}, distinct(50, 431))});
+  for (bool ceil_mode : {false, true}) {
+    for (bool count_include_pad : {false, true}) {
+      INFO("ceil_mode " << ceil_mode << " count_include_pad " << count_include_pad);
+      GRADCHECK([&](const Inputs& in) {
+                  return dk::avg_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}, ceil_mode, count_include_pad);
+                },
+                {leaf({1, 2, 6, 5}, 432)});
+    }
+  }
+  GRADCHECK([](const Inputs& in) { return dk::avg_pool2d(in[0], {2, 2}, {}, {0}, false, true, 3); },
+            {leaf({2, 4, 4}, 433)});
+  GRADCHECK([](const Inputs& in) {
+              return dk::batch_norm(in[0], in[1], in[2], std::nullopt, std::nullopt, true, 0.1, 1e-5, false);
+            },
+            {leaf({4, 3, 2, 2}, 434), leaf({3}, 435), leaf({3}, 436)});
+  GRADCHECK([](const Inputs& in) {
+              return dk::batch_norm(in[0], std::nullopt, std::nullopt, dk::zeros({3}, kDouble), dk::ones({3}, kDouble),
+                                    false, 0.1, 1e-5, false);
+            },
+            {leaf({4, 3}, 437)});
+  GRADCHECK([](const Inputs& in) {
+              return std::get<0>(dk::_scaled_dot_product_attention(in[0], in[1], in[2], std::nullopt, 0.0, false, true));
+            },
+            {leaf({2, 3, 4}, 438), leaf({2, 3, 4}, 439), leaf({2, 3, 5}, 440)});
 }
 
 // ===================================================================== linear algebra

@@ -167,4 +167,30 @@ void cumsum(Dtype dtype, void* out, const void* in, int64_t outer, int64_t n, in
 void rank(Dtype dtype, void* values, int64_t* indices, const void* in, int64_t outer, int64_t n, int64_t inner,
           int64_t k, bool descending);
 
+
+// ---------------------------------------------------------------- sliding windows
+
+// A 2-D window: kernel, dilation, padding and stride, each (height, width).
+struct Window2d {
+  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+};
+// Contiguous planes (N * C images of height x width); oh x ow windows. im2col: out [planes,
+// kh * kw, oh * ow] (zeros where a window reads padding); col2im: the adjoint, out the planes.
+// Floating dtypes.
+void im2col(Dtype dtype, void* out, const void* in, const Window2d& w, int64_t planes, int64_t height, int64_t width,
+            int64_t oh, int64_t ow);
+void col2im(Dtype dtype, void* out, const void* in, const Window2d& w, int64_t planes, int64_t height, int64_t width,
+            int64_t oh, int64_t ow);
+// Each window's largest element (NaN wins) and its index (y * width + x) in its plane.
+void maxPool2d(Dtype dtype, void* out, int64_t* indices, const void* in, const Window2d& w, int64_t planes,
+               int64_t height, int64_t width, int64_t oh, int64_t ow);
+// Each window's sum over its divisor (kernels/meta/conv_shapes.h's rule; divisor_override 0:
+// none); all dtypes but Bool. The backward spreads each window's gradient over its divisor back
+// to the window's elements (floating dtypes).
+void avgPool2d(Dtype dtype, void* out, const void* in, const Window2d& w, int64_t planes, int64_t height,
+               int64_t width, int64_t oh, int64_t ow, bool count_include_pad, int64_t divisor_override);
+void avgPool2dBackward(Dtype dtype, void* grad_input, const void* grad, const Window2d& w, int64_t planes,
+                       int64_t height, int64_t width, int64_t oh, int64_t ow, bool count_include_pad,
+                       int64_t divisor_override);
+
 }  // namespace dk::cuda::launch

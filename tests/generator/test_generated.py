@@ -266,14 +266,16 @@ REQUIRED_OPERATORS = """
     flatten.using_ints cat stack split.Tensor unbind.int narrow chunk repeat masked_fill.Scalar masked_fill.Tensor
     var var.dim std std.dim baddbmm tril triu layer_norm
     index_select gather gather.out scatter_add scatter_add_ scatter_add.out cumsum cumsum_ cumsum.out sort
-    topk topk.values
+    topk topk.values im2col col2im convolution conv1d conv2d max_pool2d max_pool2d_with_indices avg_pool2d
+    avg_pool2d_backward batch_norm _scaled_dot_product_attention
     empty.memory_format zeros ones full arange.start_step rand randn rand.generator randn.generator
     zeros_like ones_like empty_like
     _to_copy to.dtype clone copy_ fill_.Scalar zero_ item
     _softmax softmax.int log_softmax.int _log_softmax mse_loss nll_loss cross_entropy_loss dropout embedding
 """.split()
 COMPOSITES = """matmul linear reshape flatten.using_ints stack softmax.int log_softmax.int cross_entropy_loss
-    dropout to.dtype zeros_like ones_like""".split()
+    dropout to.dtype zeros_like ones_like convolution conv1d conv2d max_pool2d batch_norm
+    _scaled_dot_product_attention""".split()
 
 
 class SchemasTest(unittest.TestCase):

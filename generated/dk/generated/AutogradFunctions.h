@@ -53,6 +53,40 @@ struct AddmmBackward0 final : public Node {
   SavedVariable mat2_;
 };
 
+// avg_pool2d
+struct AvgPool2DBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "AvgPool2DBackward0"; }
+  void release_variables() override {
+    detail::release(self_);
+  }
+
+  bool ceil_mode_{};
+  bool count_include_pad_{};
+  std::optional<int64_t> divisor_override_;
+  std::vector<int64_t> kernel_size_;
+  std::vector<int64_t> padding_;
+  SavedVariable self_;
+  std::vector<int64_t> stride_;
+};
+
+// avg_pool2d_backward
+struct AvgPool2DBackwardBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "AvgPool2DBackwardBackward0"; }
+  void release_variables() override {
+    detail::release(self_);
+  }
+
+  bool ceil_mode_{};
+  bool count_include_pad_{};
+  std::optional<int64_t> divisor_override_;
+  std::vector<int64_t> kernel_size_;
+  std::vector<int64_t> padding_;
+  SavedVariable self_;
+  std::vector<int64_t> stride_;
+};
+
 // bmm
 struct BmmBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -93,6 +127,17 @@ struct ClampBackward0 final : public Node {
 struct CloneBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "CloneBackward0"; }
+};
+
+// col2im
+struct Col2ImBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "Col2ImBackward0"; }
+
+  std::vector<int64_t> dilation_;
+  std::vector<int64_t> kernel_size_;
+  std::vector<int64_t> padding_;
+  std::vector<int64_t> stride_;
 };
 
 // copy_
@@ -215,6 +260,18 @@ struct GeluBackwardBackward0 final : public Node {
   SavedVariable self_;
 };
 
+// im2col
+struct Im2ColBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "Im2ColBackward0"; }
+
+  std::vector<int64_t> dilation_;
+  std::vector<int64_t> kernel_size_;
+  std::vector<int64_t> padding_;
+  std::vector<int64_t> self_sizes_;
+  std::vector<int64_t> stride_;
+};
+
 // index_select
 struct IndexSelectBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -277,6 +334,18 @@ struct MaxBackward1 final : public Node {
 
   SavedVariable self_;
   SavedVariable result_;
+};
+
+// max_pool2d_with_indices
+struct MaxPool2DWithIndicesBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "MaxPool2DWithIndicesBackward0"; }
+  void release_variables() override {
+    detail::release(result1_);
+  }
+
+  std::vector<int64_t> self_sizes_;
+  SavedVariable result1_;
 };
 
 // maximum

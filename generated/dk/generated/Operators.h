@@ -16,6 +16,7 @@
 #pragma once
 
 #include "dk/generated/ops/_log_softmax_ops.h"
+#include "dk/generated/ops/_scaled_dot_product_attention_ops.h"
 #include "dk/generated/ops/_softmax_ops.h"
 #include "dk/generated/ops/_to_copy_ops.h"
 #include "dk/generated/ops/abs_ops.h"
@@ -24,13 +25,20 @@
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_ops.h"
+#include "dk/generated/ops/avg_pool2d_ops.h"
+#include "dk/generated/ops/avg_pool2d_backward_ops.h"
 #include "dk/generated/ops/baddbmm_ops.h"
+#include "dk/generated/ops/batch_norm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
 #include "dk/generated/ops/clone_ops.h"
+#include "dk/generated/ops/col2im_ops.h"
 #include "dk/generated/ops/contiguous_ops.h"
+#include "dk/generated/ops/conv1d_ops.h"
+#include "dk/generated/ops/conv2d_ops.h"
+#include "dk/generated/ops/convolution_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
@@ -51,6 +59,7 @@
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/im2col_ops.h"
 #include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/layer_norm_ops.h"
@@ -61,6 +70,8 @@
 #include "dk/generated/ops/masked_fill_ops.h"
 #include "dk/generated/ops/matmul_ops.h"
 #include "dk/generated/ops/max_ops.h"
+#include "dk/generated/ops/max_pool2d_ops.h"
+#include "dk/generated/ops/max_pool2d_with_indices_ops.h"
 #include "dk/generated/ops/maximum_ops.h"
 #include "dk/generated/ops/mean_ops.h"
 #include "dk/generated/ops/min_ops.h"
@@ -124,6 +135,7 @@ struct OperatorInfo {
 
 inline constexpr OperatorInfo kAllOperators[] = {
     {_log_softmax::name, _log_softmax::overload_name, _log_softmax::schema_str, _log_softmax::dispatch_bitmap},  // _log_softmax
+    {_scaled_dot_product_attention::name, _scaled_dot_product_attention::overload_name, _scaled_dot_product_attention::schema_str, _scaled_dot_product_attention::dispatch_bitmap},  // _scaled_dot_product_attention
     {_softmax::name, _softmax::overload_name, _softmax::schema_str, _softmax::dispatch_bitmap},  // _softmax
     {_to_copy::name, _to_copy::overload_name, _to_copy::schema_str, _to_copy::dispatch_bitmap},  // _to_copy
     {abs::name, abs::overload_name, abs::schema_str, abs::dispatch_bitmap},  // abs
@@ -140,7 +152,10 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {argmax_out::name, argmax_out::overload_name, argmax_out::schema_str, argmax_out::dispatch_bitmap},  // argmax.out
     {argmin::name, argmin::overload_name, argmin::schema_str, argmin::dispatch_bitmap},  // argmin
     {argmin_out::name, argmin_out::overload_name, argmin_out::schema_str, argmin_out::dispatch_bitmap},  // argmin.out
+    {avg_pool2d::name, avg_pool2d::overload_name, avg_pool2d::schema_str, avg_pool2d::dispatch_bitmap},  // avg_pool2d
+    {avg_pool2d_backward::name, avg_pool2d_backward::overload_name, avg_pool2d_backward::schema_str, avg_pool2d_backward::dispatch_bitmap},  // avg_pool2d_backward
     {baddbmm::name, baddbmm::overload_name, baddbmm::schema_str, baddbmm::dispatch_bitmap},  // baddbmm
+    {batch_norm::name, batch_norm::overload_name, batch_norm::schema_str, batch_norm::dispatch_bitmap},  // batch_norm
     {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
     {bmm_out::name, bmm_out::overload_name, bmm_out::schema_str, bmm_out::dispatch_bitmap},  // bmm.out
     {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
@@ -149,7 +164,11 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {clamp_out::name, clamp_out::overload_name, clamp_out::schema_str, clamp_out::dispatch_bitmap},  // clamp.out
     {clamp_::name, clamp_::overload_name, clamp_::schema_str, clamp_::dispatch_bitmap},  // clamp_
     {clone::name, clone::overload_name, clone::schema_str, clone::dispatch_bitmap},  // clone
+    {col2im::name, col2im::overload_name, col2im::schema_str, col2im::dispatch_bitmap},  // col2im
     {contiguous::name, contiguous::overload_name, contiguous::schema_str, contiguous::dispatch_bitmap},  // contiguous
+    {conv1d::name, conv1d::overload_name, conv1d::schema_str, conv1d::dispatch_bitmap},  // conv1d
+    {conv2d::name, conv2d::overload_name, conv2d::schema_str, conv2d::dispatch_bitmap},  // conv2d
+    {convolution::name, convolution::overload_name, convolution::schema_str, convolution::dispatch_bitmap},  // convolution
     {copy_::name, copy_::overload_name, copy_::schema_str, copy_::dispatch_bitmap},  // copy_
     {cos::name, cos::overload_name, cos::schema_str, cos::dispatch_bitmap},  // cos
     {cos_out::name, cos_out::overload_name, cos_out::schema_str, cos_out::dispatch_bitmap},  // cos.out
@@ -190,6 +209,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {gt_Tensor::name, gt_Tensor::overload_name, gt_Tensor::schema_str, gt_Tensor::dispatch_bitmap},  // gt.Tensor
     {gt_Tensor_out::name, gt_Tensor_out::overload_name, gt_Tensor_out::schema_str, gt_Tensor_out::dispatch_bitmap},  // gt.Tensor_out
     {gt__Tensor::name, gt__Tensor::overload_name, gt__Tensor::schema_str, gt__Tensor::dispatch_bitmap},  // gt_.Tensor
+    {im2col::name, im2col::overload_name, im2col::schema_str, im2col::dispatch_bitmap},  // im2col
     {index_select::name, index_select::overload_name, index_select::schema_str, index_select::dispatch_bitmap},  // index_select
     {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
     {layer_norm::name, layer_norm::overload_name, layer_norm::schema_str, layer_norm::dispatch_bitmap},  // layer_norm
@@ -207,6 +227,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {max::name, max::overload_name, max::schema_str, max::dispatch_bitmap},  // max
     {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap},  // max.dim
     {max_dim_max::name, max_dim_max::overload_name, max_dim_max::schema_str, max_dim_max::dispatch_bitmap},  // max.dim_max
+    {max_pool2d::name, max_pool2d::overload_name, max_pool2d::schema_str, max_pool2d::dispatch_bitmap},  // max_pool2d
+    {max_pool2d_with_indices::name, max_pool2d_with_indices::overload_name, max_pool2d_with_indices::schema_str, max_pool2d_with_indices::dispatch_bitmap},  // max_pool2d_with_indices
     {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap},  // maximum
     {maximum_out::name, maximum_out::overload_name, maximum_out::schema_str, maximum_out::dispatch_bitmap},  // maximum.out
     {mean::name, mean::overload_name, mean::schema_str, mean::dispatch_bitmap},  // mean

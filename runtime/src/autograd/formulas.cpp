@@ -7,6 +7,7 @@
 #include "dk/generated/ops/add.h"
 #include "dk/generated/ops/arange.h"
 #include "dk/generated/ops/cat.h"
+#include "dk/generated/ops/col2im.h"
 #include "dk/generated/ops/cumsum.h"
 #include "dk/generated/ops/div.h"
 #include "dk/generated/ops/eq.h"
@@ -188,6 +189,26 @@ Tensor index_select_backward(const Tensor& grad, const std::vector<int64_t>& siz
 
 Tensor gather_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim, const Tensor& index) {
   return dk::scatter_add(zerosOf(sizes, grad.scalar_type(), grad.device()), dim, index, grad);
+}
+
+Tensor im2col_backward(const Tensor& grad, const std::vector<int64_t>& input_sizes, const std::vector<int64_t>& kernel_size,
+                       const std::vector<int64_t>& dilation, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& stride) {
+  const size_t n = input_sizes.size();
+  return dk::col2im(grad, {input_sizes[n - 2], input_sizes[n - 1]}, kernel_size, dilation, padding, stride);
+}
+
+Tensor max_pool2d_indices_backward(const Tensor& grad, const std::vector<int64_t>& input_sizes, const Tensor& indices) {
+  // Plane by plane ([N * C, H * W]), each output's gradient added at the input position its
+  // index names (overlapping windows may name one position several times).
+  const size_t n = input_sizes.size();
+  const int64_t plane = input_sizes[n - 2] * input_sizes[n - 1];
+  int64_t planes = 1;
+  for (size_t i = 0; i + 2 < n; ++i) planes *= input_sizes[i];
+  Tensor g = dk::reshape(grad, {planes, -1});
+  Tensor flat = dk::scatter_add(zerosOf({planes, plane}, grad.scalar_type(), grad.device()), 1,
+                                dk::reshape(indices, {planes, -1}), g);
+  return dk::reshape(flat, input_sizes);
 }
 
 Tensor cumsum_backward(const Tensor& grad, int64_t dim, ScalarType input_dtype) {

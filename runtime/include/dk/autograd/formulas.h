@@ -53,6 +53,13 @@ Tensor index_select_backward(const Tensor& grad, const std::vector<int64_t>& siz
                              const Tensor& index);
 // gather: zeros of `sizes` with grad added where each element was read from (scatter_add).
 Tensor gather_backward(const Tensor& grad, const std::vector<int64_t>& sizes, int64_t dim, const Tensor& index);
+// im2col: col2im of grad back to the input's spatial size.
+Tensor im2col_backward(const Tensor& grad, const std::vector<int64_t>& input_sizes, const std::vector<int64_t>& kernel_size,
+                       const std::vector<int64_t>& dilation, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& stride);
+// max_pool2d_with_indices: each output's gradient added at the input position (row * W + col of
+// its plane) its index names.
+Tensor max_pool2d_indices_backward(const Tensor& grad, const std::vector<int64_t>& input_sizes, const Tensor& indices);
 // cumsum: the reversed running sum of grad along dim, in the input's dtype.
 Tensor cumsum_backward(const Tensor& grad, int64_t dim, ScalarType input_dtype);
 
