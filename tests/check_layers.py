@@ -9,6 +9,7 @@ runtime/ holds one folder per layer, lowest first:
     dispatch  schemas, IValue, boxing, kernels, operator entries, the dispatcher, Library
     autograd  graph recording and the engine
     layers    the built-in dispatch modes, the profiler, autocast
+    optim     the optimizers (SGD, Adam), written with dk operators
 
 A file in one layer may include headers of its own layer and of lower ones only. The
 generated headers (dk/generated/) belong to the layer of what they declare, listed below (the
@@ -26,7 +27,7 @@ import os
 import re
 import sys
 
-LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers"]
+LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers", "optim"]
 ENTRY_POINTS = {"dk/dk.h", "dk/dispatch.h", "dk/modes.h"}
 GENERATED_LAYER = {
     "Operators.h": "dispatch",

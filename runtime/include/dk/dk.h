@@ -7,6 +7,8 @@
 #include "dk/generated/Functions.h"
 #include "dk/generated/TensorOperators.h"
 #include "dk/modes.h"
+#include "dk/optim/adam.h"
+#include "dk/optim/sgd.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/dispatch/tensor_factories.h"
 #include "dk/tensor/tensor_from_values.h"
