@@ -43,6 +43,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptTensor_OptTensor_OptTensor_OptTensor_Bool_Double_Double_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensorList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensorList_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Tensor.h"
@@ -199,6 +201,12 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptScalar
 
 // Tensor(const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&, const std::optional<Tensor>&, const std::optional<Tensor>&, bool, double, double, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptTensor_OptTensor_OptTensor_OptTensor_Bool_Double_Double_Bool>;
+
+// Tensor(const Tensor&, ArrayRef<std::optional<Tensor>>)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptTensorList>;
+
+// Tensor(const Tensor&, ArrayRef<std::optional<Tensor>>, const Tensor&, bool)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_OptTensorList_Tensor_Bool>;
 
 // Tensor(const Tensor&, const Scalar&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Scalar>;

@@ -49,6 +49,8 @@
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/neg_native.h"
 #include "dk/generated/ops/neg_ops.h"
+#include "dk/generated/ops/nonzero_native.h"
+#include "dk/generated/ops/nonzero_ops.h"
 #include "dk/generated/ops/pow_native.h"
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/rand_native.h"
@@ -187,6 +189,11 @@ Tensor wrapper_CPU_neg_(const Tensor& self) {
   return self;
 }
 
+// ===== dk::nonzero @ CPU =====
+Tensor wrapper_CPU_nonzero(const Tensor& self) {
+  return native::nonzero_cpu(self);
+}
+
 // ===== dk::pow.Tensor_Scalar @ CPU =====
 Tensor wrapper_CPU_pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent) {
   detail::StructuredFunctional<native::structured_pow_Tensor_Scalar_out_cpu, 1> op("dk::pow");
@@ -283,6 +290,7 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("minimum.out", ::dk::detail::kernelFor<ops::minimum_out, &wrapper_CPU_minimum_out>("wrapper_CPU_minimum_out"));  // minimum.out @ CPU -> native::structured_minimum_out_cpu
   m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_CPU_mul_out>("wrapper_CPU_mul_out"));  // mul.out @ CPU -> native::structured_mul_out_cpu
   m.impl("neg_", ::dk::detail::kernelFor<ops::neg_, &wrapper_CPU_neg_>("wrapper_CPU_neg_"));  // neg_ @ CPU -> native::structured_neg_out_cpu
+  m.impl("nonzero", ::dk::detail::kernelFor<ops::nonzero, &wrapper_CPU_nonzero>("wrapper_CPU_nonzero"));  // nonzero @ CPU -> native::nonzero_cpu
   m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_CPU_pow_Tensor_Scalar>("wrapper_CPU_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CPU -> native::structured_pow_Tensor_Scalar_out_cpu
   m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &wrapper_CPU_rand_generator>("wrapper_CPU_rand_generator"));  // rand.generator @ CPU -> native::rand_cpu
   m.impl("rsqrt.out", ::dk::detail::kernelFor<ops::rsqrt_out, &wrapper_CPU_rsqrt_out>("wrapper_CPU_rsqrt_out"));  // rsqrt.out @ CPU -> native::structured_rsqrt_out_cpu

@@ -49,6 +49,8 @@
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/neg_native.h"
 #include "dk/generated/ops/neg_ops.h"
+#include "dk/generated/ops/nonzero_native.h"
+#include "dk/generated/ops/nonzero_ops.h"
 #include "dk/generated/ops/pow_native.h"
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/rand_native.h"
@@ -232,6 +234,14 @@ Tensor wrapper_CUDA_neg_(const Tensor& self) {
   return self;
 }
 
+// ===== dk::nonzero @ CUDA =====
+Tensor wrapper_CUDA_nonzero(const Tensor& self) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(self.device());
+#endif
+  return native::nonzero_cuda(self);
+}
+
 // ===== dk::pow.Tensor_Scalar @ CUDA =====
 Tensor wrapper_CUDA_pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent) {
 #ifdef DK_WITH_CUDA
@@ -358,6 +368,7 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("minimum.out", ::dk::detail::kernelFor<ops::minimum_out, &wrapper_CUDA_minimum_out>("wrapper_CUDA_minimum_out"));  // minimum.out @ CUDA -> native::structured_minimum_out_cuda
   m.impl("mul.out", ::dk::detail::kernelFor<ops::mul_out, &wrapper_CUDA_mul_out>("wrapper_CUDA_mul_out"));  // mul.out @ CUDA -> native::structured_mul_out_cuda
   m.impl("neg_", ::dk::detail::kernelFor<ops::neg_, &wrapper_CUDA_neg_>("wrapper_CUDA_neg_"));  // neg_ @ CUDA -> native::structured_neg_out_cuda
+  m.impl("nonzero", ::dk::detail::kernelFor<ops::nonzero, &wrapper_CUDA_nonzero>("wrapper_CUDA_nonzero"));  // nonzero @ CUDA -> native::nonzero_cuda
   m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &wrapper_CUDA_pow_Tensor_Scalar>("wrapper_CUDA_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ CUDA -> native::structured_pow_Tensor_Scalar_out_cuda
   m.impl("rand.generator", ::dk::detail::kernelFor<ops::rand_generator, &wrapper_CUDA_rand_generator>("wrapper_CUDA_rand_generator"));  // rand.generator @ CUDA -> native::rand_cuda
   m.impl("rsqrt.out", ::dk::detail::kernelFor<ops::rsqrt_out, &wrapper_CUDA_rsqrt_out>("wrapper_CUDA_rsqrt_out"));  // rsqrt.out @ CUDA -> native::structured_rsqrt_out_cuda

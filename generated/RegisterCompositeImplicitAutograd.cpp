@@ -23,6 +23,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensorList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensorList_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptTensor_OptTensor_OptTensor_OptTensor_Bool_Double_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat.h"
@@ -64,6 +66,10 @@
 #include "dk/generated/ops/empty_like_ops.h"
 #include "dk/generated/ops/flatten_native.h"
 #include "dk/generated/ops/flatten_ops.h"
+#include "dk/generated/ops/index_native.h"
+#include "dk/generated/ops/index_ops.h"
+#include "dk/generated/ops/index_put_native.h"
+#include "dk/generated/ops/index_put_ops.h"
 #include "dk/generated/ops/layer_norm_native.h"
 #include "dk/generated/ops/layer_norm_ops.h"
 #include "dk/generated/ops/linear_native.h"
@@ -189,6 +195,21 @@ Tensor wrapper_CompositeImplicitAutograd_empty_like(const Tensor& self, std::opt
 // ===== dk::flatten.using_ints @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_flatten_using_ints(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   return native::flatten(self, start_dim, end_dim);
+}
+
+// ===== dk::index.Tensor @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_index_Tensor(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
+  return native::index(self, indices);
+}
+
+// ===== dk::index_put @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_index_put(const Tensor& self, ArrayRef<std::optional<Tensor>> indices, const Tensor& values, bool accumulate) {
+  return native::index_put(self, indices, values, accumulate);
+}
+
+// ===== dk::index_put_ @ CompositeImplicitAutograd =====
+Tensor wrapper_CompositeImplicitAutograd_index_put_(const Tensor& self, ArrayRef<std::optional<Tensor>> indices, const Tensor& values, bool accumulate) {
+  return native::index_put_(self, indices, values, accumulate);
 }
 
 // ===== dk::layer_norm @ CompositeImplicitAutograd =====
@@ -340,6 +361,9 @@ DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
   m.impl("dropout", ::dk::detail::kernelFor<ops::dropout, &wrapper_CompositeImplicitAutograd_dropout>("wrapper_CompositeImplicitAutograd_dropout"));  // dropout @ CompositeImplicitAutograd -> native::dropout
   m.impl("empty_like", ::dk::detail::kernelFor<ops::empty_like, &wrapper_CompositeImplicitAutograd_empty_like>("wrapper_CompositeImplicitAutograd_empty_like"));  // empty_like @ CompositeImplicitAutograd -> native::empty_like
   m.impl("flatten.using_ints", ::dk::detail::kernelFor<ops::flatten_using_ints, &wrapper_CompositeImplicitAutograd_flatten_using_ints>("wrapper_CompositeImplicitAutograd_flatten_using_ints"));  // flatten.using_ints @ CompositeImplicitAutograd -> native::flatten
+  m.impl("index.Tensor", ::dk::detail::kernelFor<ops::index_Tensor, &wrapper_CompositeImplicitAutograd_index_Tensor>("wrapper_CompositeImplicitAutograd_index_Tensor"));  // index.Tensor @ CompositeImplicitAutograd -> native::index
+  m.impl("index_put", ::dk::detail::kernelFor<ops::index_put, &wrapper_CompositeImplicitAutograd_index_put>("wrapper_CompositeImplicitAutograd_index_put"));  // index_put @ CompositeImplicitAutograd -> native::index_put
+  m.impl("index_put_", ::dk::detail::kernelFor<ops::index_put_, &wrapper_CompositeImplicitAutograd_index_put_>("wrapper_CompositeImplicitAutograd_index_put_"));  // index_put_ @ CompositeImplicitAutograd -> native::index_put_
   m.impl("layer_norm", ::dk::detail::kernelFor<ops::layer_norm, &wrapper_CompositeImplicitAutograd_layer_norm>("wrapper_CompositeImplicitAutograd_layer_norm"));  // layer_norm @ CompositeImplicitAutograd -> native::layer_norm
   m.impl("linear", ::dk::detail::kernelFor<ops::linear, &wrapper_CompositeImplicitAutograd_linear>("wrapper_CompositeImplicitAutograd_linear"));  // linear @ CompositeImplicitAutograd -> native::linear
   m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int, &wrapper_CompositeImplicitAutograd_log_softmax_int>("wrapper_CompositeImplicitAutograd_log_softmax_int"));  // log_softmax.int @ CompositeImplicitAutograd -> native::log_softmax

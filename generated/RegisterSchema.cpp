@@ -48,6 +48,8 @@
 #include "dk/generated/ops/gelu_ops.h"
 #include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/im2col_ops.h"
+#include "dk/generated/ops/index_ops.h"
+#include "dk/generated/ops/index_put_ops.h"
 #include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/layer_norm_ops.h"
@@ -70,6 +72,7 @@
 #include "dk/generated/ops/narrow_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
+#include "dk/generated/ops/nonzero_ops.h"
 #include "dk/generated/ops/ones_like_ops.h"
 #include "dk/generated/ops/ones_ops.h"
 #include "dk/generated/ops/permute_ops.h"
@@ -187,6 +190,9 @@ DK_LIBRARY(dk, m) {
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt_Tensor_out::dispatch_bitmap});  // dk::gt.Tensor_out
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::gt__Tensor::dispatch_bitmap});  // dk::gt_.Tensor
   m.def("im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::im2col::dispatch_bitmap});  // dk::im2col
+  m.def("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::index_Tensor::dispatch_bitmap});  // dk::index.Tensor
+  m.def("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::index_put::dispatch_bitmap});  // dk::index_put
+  m.def("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::index_put_::dispatch_bitmap});  // dk::index_put_
   m.def("index_select(Tensor self, int dim, Tensor index) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::index_select::dispatch_bitmap});  // dk::index_select
   m.def("item(Tensor self) -> Scalar", ::dk::DispatchArgumentBitmap{::dk::ops::item::dispatch_bitmap});  // dk::item
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::layer_norm::dispatch_bitmap});  // dk::layer_norm
@@ -229,6 +235,7 @@ DK_LIBRARY(dk, m) {
   m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::neg_out::dispatch_bitmap});  // dk::neg.out
   m.def("neg_(Tensor(a!) self) -> Tensor(a!)", ::dk::DispatchArgumentBitmap{::dk::ops::neg_::dispatch_bitmap});  // dk::neg_
   m.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::nll_loss::dispatch_bitmap});  // dk::nll_loss
+  m.def("nonzero(Tensor self) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::nonzero::dispatch_bitmap});  // dk::nonzero
   m.def("ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::ones::dispatch_bitmap});  // dk::ones
   m.def("ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::ones_like::dispatch_bitmap});  // dk::ones_like
   m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)", ::dk::DispatchArgumentBitmap{::dk::ops::permute::dispatch_bitmap});  // dk::permute

@@ -30,6 +30,8 @@
 #include "dk/generated/ops/flatten_ops.h"
 #include "dk/generated/ops/gather_ops.h"
 #include "dk/generated/ops/gt_ops.h"
+#include "dk/generated/ops/index_ops.h"
+#include "dk/generated/ops/index_put_ops.h"
 #include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/log_ops.h"
@@ -46,6 +48,7 @@
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/narrow_ops.h"
 #include "dk/generated/ops/neg_ops.h"
+#include "dk/generated/ops/nonzero_ops.h"
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_ops.h"
@@ -271,6 +274,21 @@ Tensor Tensor::gt_(const Tensor& other) const {
   return ops::gt__Tensor::call(*this, other);
 }
 
+// ===== dk::index.Tensor =====
+Tensor Tensor::index(ArrayRef<std::optional<Tensor>> indices) const {
+  return ops::index_Tensor::call(*this, indices);
+}
+
+// ===== dk::index_put =====
+Tensor Tensor::index_put(ArrayRef<std::optional<Tensor>> indices, const Tensor& values, bool accumulate) const {
+  return ops::index_put::call(*this, indices, values, accumulate);
+}
+
+// ===== dk::index_put_ =====
+Tensor Tensor::index_put_(ArrayRef<std::optional<Tensor>> indices, const Tensor& values, bool accumulate) const {
+  return ops::index_put_::call(*this, indices, values, accumulate);
+}
+
 // ===== dk::index_select =====
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
   return ops::index_select::call(*this, dim, index);
@@ -404,6 +422,11 @@ Tensor Tensor::neg() const {
 // ===== dk::neg_ =====
 Tensor Tensor::neg_() const {
   return ops::neg_::call(*this);
+}
+
+// ===== dk::nonzero =====
+Tensor Tensor::nonzero() const {
+  return ops::nonzero::call(*this);
 }
 
 // ===== dk::permute =====

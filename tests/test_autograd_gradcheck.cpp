@@ -45,6 +45,8 @@
 #include "dk/generated/ops/ones.h"
 #include "dk/generated/ops/max_pool2d.h"
 #include "dk/generated/ops/gather.h"
+#include "dk/generated/ops/index.h"
+#include "dk/generated/ops/index_put.h"
 #include "dk/generated/ops/index_select.h"
 #include "dk/generated/ops/scatter_add.h"
 #include "dk/generated/ops/sort.h"
@@ -605,6 +607,18 @@ TEST_CASE("gradcheck: index_select, gather, scatter_add and cumsum") {
     GRADCHECK([&](const Inputs& in) { return in[0].cumsum(dim); }, {transposedLeaf(3, 4, 409)});
   }
   GRADCHECK([](const Inputs& in) { return dk::cumsum(in[0], 0); }, {leaf({}, 410)});
+}
+
+TEST_CASE("gradcheck: advanced indexing (index.Tensor, index_put)") {
+  GRADCHECK([](const Inputs& in) { return dk::index(in[0], {longs({3}, {2, 0, 2}), std::nullopt, longs({1}, {1})}); },
+            {leaf({3, 2, 4}, 450)});
+  GRADCHECK([](const Inputs& in) { return dk::index(in[0], {std::nullopt, longs({2, 1}, {1, 0})}); },
+            {transposedLeaf(3, 4, 451)});
+  // Both self (where not overwritten) and values get gradients; accumulate keeps all of self's.
+  GRADCHECK([](const Inputs& in) { return dk::index_put(in[0], {longs({2}, {2, 0})}, in[1]); },
+            {leaf({3, 4}, 452), leaf({2, 4}, 453)});
+  GRADCHECK([](const Inputs& in) { return dk::index_put(in[0], {longs({2}, {1, 1}), longs({2}, {0, 3})}, in[1], true); },
+            {leaf({3, 4}, 454), leaf({2}, 455)});
 }
 
 TEST_CASE("gradcheck: sort and topk values") {

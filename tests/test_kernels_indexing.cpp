@@ -23,6 +23,12 @@ Tensor longs(const Values& values, const Sizes& sizes) { return make(values, siz
 // The 3x5 input the expected values below were printed for.
 Tensor sample() { return make({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9}, {3, 5}); }
 
+// The first n values of t.
+Values firstValues(const Tensor& t, size_t n) {
+  Values all = read(t);
+  return Values(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
 bool sameWithNaN(const Values& a, const Values& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -214,4 +220,76 @@ TEST_CASE("indexing: Meta shapes and errors match the CPU kernels") {
   CHECK_THROWS_WITH(dk::topk(x, 6), "selected index k out of range");
   CHECK_THROWS_WITH(dk::gather(x, 1, dk::empty({2}, TensorOptions().dtype(kLong).device(kMeta))),
                     "Index tensor must have the same number of dimensions as input tensor");
+}
+
+TEST_CASE("indexing: nonzero, index.Tensor (advanced indexing)") {
+  CHECK(sameValues(read(dk::nonzero(make({0, 1, 2, 0}, {2, 2}, kLong))), {0, 1, 1, 0}));
+  CHECK(dk::nonzero(make({0, 1, 2, 0}, {2, 2}, kLong)).sizes() == Sizes{2, 2});
+  CHECK(dk::nonzero(make({3}, {}, kLong)).sizes() == Sizes{1, 0});
+  CHECK(dk::nonzero(make({0}, {}, kLong)).sizes() == Sizes{0, 0});
+  Tensor x = iota({2, 3, 4});
+  // x[[1, 0]]: whole slabs.
+  Tensor rows = dk::index(x, {longs({1, 0}, {2})});
+  CHECK(rows.sizes() == Sizes{2, 3, 4});
+  CHECK(sameValues(firstValues(rows, 1), {12}));
+  // x[:, [2, 0], [1, 3]]: adjacent indexed dims keep their place.
+  CHECK(sameValues(read(dk::index(x, {std::nullopt, longs({2, 0}, {2}), longs({1, 3}, {2})})), {9, 3, 21, 15}));
+  // x[[1, 0], :, [1, 3]]: separated indexed dims go first.
+  Tensor apart = x.index({longs({1, 0}, {2}), std::nullopt, longs({1, 3}, {2})});
+  CHECK(apart.sizes() == Sizes{2, 3});
+  CHECK(sameValues(read(apart), {13, 17, 21, 3, 7, 11}));
+  // Broadcast index tensors; a bool mask; a negative index.
+  Tensor broadcast = dk::index(x, {longs({1, 0}, {2, 1}), longs({0, 2}, {2})});
+  CHECK(broadcast.sizes() == Sizes{2, 2, 4});
+  CHECK(sameValues(firstValues(broadcast, 8), {12, 13, 14, 15, 20, 21, 22, 23}));
+  Tensor mask = dk::gt(dk::select(dk::select(x, 2, 0), 0, 0), dk::full({}, 5.0));  // [3]: x[0, :, 0] > 5
+  CHECK(sameValues(read(dk::index(x, {std::nullopt, mask})), read(dk::index(x, {std::nullopt, longs({2}, {1})}))));
+  CHECK(sameValues(read(dk::index(x, {longs({-2}, {1})})), read(dk::index(x, {longs({0}, {1})}))));
+  // PyTorch's errors.
+  CHECK_THROWS_WITH(dk::index(x, {longs({5}, {1})}), "index 5 is out of bounds for dimension 0 with size 2");
+  CHECK_THROWS_WITH(dk::index(x, {std::nullopt, longs({-4}, {1})}), "index -4 is out of bounds for dimension 1 with size 3");
+  CHECK_THROWS_WITH(dk::index(x, {make({0}, {1})}), "tensors used as indices must be long, byte or bool tensors");
+  CHECK_THROWS_WITH(dk::index(x, {longs({0, 1}, {2}), longs({0, 1, 2}, {3})}),
+                    "shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]");
+  CHECK_THROWS_WITH(dk::index(x, {longs({0}, {1}), longs({0}, {1}), longs({0}, {1}), longs({0}, {1})}),
+                    "too many indices for tensor of dimension 3 (got 4)");
+  CHECK_THROWS_WITH(dk::index(x, {make({1, 0, 1}, {3}, kBool)}),
+                    "The shape of the mask [3] at index 0 does not match the shape of the indexed tensor [2, 3, 4] at "
+                    "index 0");
+}
+
+TEST_CASE("indexing: index_put_ and index_put") {
+  Tensor y = dk::zeros({3, 4});
+  y.index_put_({longs({0, 2}, {2})}, dk::full({}, 5.0));
+  CHECK(sameValues(read(y), {5, 5, 5, 5, 0, 0, 0, 0, 5, 5, 5, 5}));
+  // accumulate adds repeated positions up.
+  Tensor acc = dk::zeros({3, 4});
+  dk::index_put_(acc, {longs({0, 0}, {2}), longs({1, 1}, {2})}, make({1, 2}, {2}), true);
+  CHECK(sameValues(read(acc), {0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  Tensor cols = dk::zeros({3, 4});
+  cols.index_put_({std::nullopt, longs({1, 3}, {2})}, make({1, 2}, {1, 2}));
+  CHECK(sameValues(read(cols), {0, 1, 0, 2, 0, 1, 0, 2, 0, 1, 0, 2}));
+  // A transposed self is written in place.
+  Tensor t = dk::zeros({4, 3}).t();
+  t.index_put_({longs({1}, {1})}, dk::full({}, 7.0));
+  CHECK(sameValues(read(t), {0, 0, 0, 0, 7, 7, 7, 7, 0, 0, 0, 0}));
+  // A mask covering everything; the functional form leaves self alone.
+  Tensor base = dk::zeros({2, 2});
+  Tensor filled = dk::index_put(base, {dk::gt(dk::ones({2, 2}), dk::zeros({2, 2}))}, dk::full({}, 2.0));
+  CHECK(sameValues(read(filled), {2, 2, 2, 2}));
+  CHECK(sameValues(read(base), {0, 0, 0, 0}));
+  CHECK_THROWS_WITH(dk::zeros({3, 4}).index_put_({longs({0}, {1})}, make({1}, {1}, kDouble)),
+                    "Index put requires the source and destination dtypes match, got Float for the destination and "
+                    "Double for the source.");
+  CHECK_THROWS_WITH(dk::zeros({3, 4}).index_put_({longs({0}, {1})}, make({1, 2, 3}, {3})),
+                    "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [1, 4]");
+  CHECK_THROWS_WITH(dk::zeros({3, 4}).index_put_({longs({7}, {1})}, make({1}, {1})),
+                    "index 7 is out of bounds for dimension 0 with size 3");
+  // Autograd: accumulate=True through a non-leaf, as PyTorch's example.
+  Tensor a = iota({2, 3}).requires_grad_();
+  Tensor b = dk::mul(a, 1.0);
+  b.index_put_({longs({0, 0}, {2})}, make({10, 20, 30}, {3}), true);
+  CHECK(sameValues(read(b), {20, 41, 62, 3, 4, 5}));
+  dk::sum(dk::mul(b, b)).backward();
+  CHECK(sameValues(read(a.grad()), {40, 82, 124, 6, 8, 10}));
 }

@@ -1,5 +1,5 @@
 // CPU kernels that pick, scatter, scan and sort along one dim: index_select, gather,
-// scatter_add, cumsum, sort and topk. Shapes, dtypes and argument errors come from
+// scatter_add, cumsum, sort and topk; and nonzero. Shapes, dtypes and argument errors come from
 // kernels/meta/index_shapes.h (shared with Meta and CUDA); the checks that need the index values
 // run over the whole index before any output element is written.
 //
@@ -17,6 +17,7 @@
 #include "dk/generated/ops/cumsum_native.h"
 #include "dk/generated/ops/gather_native.h"
 #include "dk/generated/ops/index_select_native.h"
+#include "dk/generated/ops/nonzero_native.h"
 #include "dk/generated/ops/scatter_add_native.h"
 #include "dk/generated/ops/sort_native.h"
 #include "dk/generated/ops/topk_native.h"
@@ -282,6 +283,32 @@ DK_IMPL_FUNC(topk_out_cpu)(const Tensor& self, int64_t k, int64_t dim, bool larg
                            const Tensor& values, const Tensor& indices) {
   const int64_t d = maybe_wrap_dim(dim, self.dim());
   selectOrdered("topk", self, d, k, largest, values, indices);
+}
+
+// The coordinates of every nonzero element, in row-major order: [count, self.dim()] int64.
+Tensor nonzero_cpu(const Tensor& self) {
+  const int64_t ndim = self.dim();
+  std::vector<int64_t> coords;
+  std::vector<int64_t> position(static_cast<size_t>(ndim), 0);
+  Tensor flat = self.is_contiguous() ? self : castToDtype(self, self.dtype());
+  int64_t count = 0;
+  DK_DISPATCH_ALL_TYPES(self.dtype(), "nonzero", [&] {
+    const auto* data = flat.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < self.numel(); ++i) {
+      if (static_cast<opmath_t<scalar_t>>(data[i]) != opmath_t<scalar_t>(0)) {
+        coords.insert(coords.end(), position.begin(), position.end());
+        ++count;
+      }
+      // The next position, row-major.
+      for (int64_t d = ndim - 1; d >= 0; --d) {
+        if (++position[static_cast<size_t>(d)] < self.size(d)) break;
+        position[static_cast<size_t>(d)] = 0;
+      }
+    }
+  });
+  Tensor out = detail::empty_contiguous({count, ndim}, kLong, self.device());
+  if (!coords.empty()) std::memcpy(out.data_ptr<int64_t>(), coords.data(), coords.size() * sizeof(int64_t));
+  return out;
 }
 
 }  // namespace dk::native

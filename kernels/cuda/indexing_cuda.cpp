@@ -7,6 +7,9 @@
 #include "dk/generated/ops/cumsum_native.h"
 #include "dk/generated/ops/gather_native.h"
 #include "dk/generated/ops/index_select_native.h"
+#include "dk/generated/ops/nonzero.h"
+#include "dk/generated/ops/nonzero_native.h"
+#include "dk/generated/ops/_to_copy.h"
 #include "dk/generated/ops/scatter_add_native.h"
 #include "dk/generated/ops/sort_native.h"
 #include "dk/generated/ops/topk_native.h"
@@ -156,6 +159,14 @@ std::tuple<Tensor, Tensor> sort_cuda(const Tensor& self, int64_t dim, bool desce
 DK_IMPL_FUNC(topk_out_cuda)(const Tensor& self, int64_t k, int64_t dim, bool largest, bool /*sorted*/,
                             const Tensor& values, const Tensor& indices) {
   rankInto(self, maybe_wrap_dim(dim, self.dim()), k, largest, values, indices);
+}
+
+// nonzero's output size depends on the data, which the host must know to allocate it (PyTorch
+// synchronizes too): the tensor goes to the host, the CPU kernel finds the coordinates, and they
+// come back.
+Tensor nonzero_cuda(const Tensor& self) {
+  Tensor host = dk::_to_copy(self, std::nullopt, std::nullopt, Device(DeviceType::CPU));
+  return dk::_to_copy(dk::nonzero(host), std::nullopt, std::nullopt, self.device());
 }
 
 }  // namespace dk::native

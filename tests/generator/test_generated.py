@@ -267,7 +267,7 @@ REQUIRED_OPERATORS = """
     var var.dim std std.dim baddbmm tril triu layer_norm
     index_select gather gather.out scatter_add scatter_add_ scatter_add.out cumsum cumsum_ cumsum.out sort
     topk topk.values im2col col2im convolution conv1d conv2d max_pool2d max_pool2d_with_indices avg_pool2d
-    avg_pool2d_backward batch_norm _scaled_dot_product_attention
+    avg_pool2d_backward batch_norm _scaled_dot_product_attention nonzero index.Tensor index_put_ index_put
     empty.memory_format zeros ones full arange.start_step rand randn rand.generator randn.generator
     zeros_like ones_like empty_like
     _to_copy to.dtype clone copy_ fill_.Scalar zero_ item
@@ -275,7 +275,7 @@ REQUIRED_OPERATORS = """
 """.split()
 COMPOSITES = """matmul linear reshape flatten.using_ints stack softmax.int log_softmax.int cross_entropy_loss
     dropout to.dtype zeros_like ones_like convolution conv1d conv2d max_pool2d batch_norm
-    _scaled_dot_product_attention""".split()
+    _scaled_dot_product_attention index.Tensor index_put_ index_put""".split()
 
 
 class SchemasTest(unittest.TestCase):

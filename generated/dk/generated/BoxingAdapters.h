@@ -55,6 +55,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptTensor_OptTensor_OptTensor_OptTensor_Bool_Double_Double_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensorList.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensorList_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Tensor.h"

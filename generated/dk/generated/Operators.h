@@ -60,6 +60,8 @@
 #include "dk/generated/ops/gelu_backward_ops.h"
 #include "dk/generated/ops/gt_ops.h"
 #include "dk/generated/ops/im2col_ops.h"
+#include "dk/generated/ops/index_ops.h"
+#include "dk/generated/ops/index_put_ops.h"
 #include "dk/generated/ops/index_select_ops.h"
 #include "dk/generated/ops/item_ops.h"
 #include "dk/generated/ops/layer_norm_ops.h"
@@ -82,6 +84,7 @@
 #include "dk/generated/ops/narrow_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
+#include "dk/generated/ops/nonzero_ops.h"
 #include "dk/generated/ops/ones_ops.h"
 #include "dk/generated/ops/ones_like_ops.h"
 #include "dk/generated/ops/permute_ops.h"
@@ -210,6 +213,9 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {gt_Tensor_out::name, gt_Tensor_out::overload_name, gt_Tensor_out::schema_str, gt_Tensor_out::dispatch_bitmap},  // gt.Tensor_out
     {gt__Tensor::name, gt__Tensor::overload_name, gt__Tensor::schema_str, gt__Tensor::dispatch_bitmap},  // gt_.Tensor
     {im2col::name, im2col::overload_name, im2col::schema_str, im2col::dispatch_bitmap},  // im2col
+    {index_Tensor::name, index_Tensor::overload_name, index_Tensor::schema_str, index_Tensor::dispatch_bitmap},  // index.Tensor
+    {index_put::name, index_put::overload_name, index_put::schema_str, index_put::dispatch_bitmap},  // index_put
+    {index_put_::name, index_put_::overload_name, index_put_::schema_str, index_put_::dispatch_bitmap},  // index_put_
     {index_select::name, index_select::overload_name, index_select::schema_str, index_select::dispatch_bitmap},  // index_select
     {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
     {layer_norm::name, layer_norm::overload_name, layer_norm::schema_str, layer_norm::dispatch_bitmap},  // layer_norm
@@ -252,6 +258,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {neg_out::name, neg_out::overload_name, neg_out::schema_str, neg_out::dispatch_bitmap},  // neg.out
     {neg_::name, neg_::overload_name, neg_::schema_str, neg_::dispatch_bitmap},  // neg_
     {nll_loss::name, nll_loss::overload_name, nll_loss::schema_str, nll_loss::dispatch_bitmap},  // nll_loss
+    {nonzero::name, nonzero::overload_name, nonzero::schema_str, nonzero::dispatch_bitmap},  // nonzero
     {ones::name, ones::overload_name, ones::schema_str, ones::dispatch_bitmap},  // ones
     {ones_like::name, ones_like::overload_name, ones_like::schema_str, ones_like::dispatch_bitmap},  // ones_like
     {permute::name, permute::overload_name, permute::schema_str, permute::dispatch_bitmap},  // permute
