@@ -59,7 +59,6 @@
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
-#include "dk/generated/ops/nonzero_ops.h"
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_ops.h"
@@ -1430,25 +1429,6 @@ Tensor nll_loss_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& ta
   return result;
 }
 
-// ===== dk::nonzero @ Autograd (no derivative) =====
-Tensor nonzero_Autograd(DispatchKeySet ks, const Tensor& self) {
-  const bool requires_grad = compute_requires_grad(self);
-  std::shared_ptr<NotImplementedNode> grad_fn;
-  if (requires_grad) {
-    grad_fn = std::make_shared<NotImplementedNode>("nonzero");
-    grad_fn->set_next_edges(collect_next_edges(self));
-  }
-  Tensor result;
-  {
-    AutoDispatchBelowADInplaceOrView guard;
-    result = ops::nonzero::redispatch(ks & after_autograd_keyset, self);
-  }
-  if (grad_fn) {
-    set_history(result, grad_fn);
-  }
-  return result;
-}
-
 // ===== dk::permute @ Autograd (PermuteBackward0) =====
 Tensor permute_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef dims) {
   const bool requires_grad = compute_requires_grad(self);
@@ -2355,7 +2335,6 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("neg.out", DK_FN(autograd::generated::neg_out_Autograd));  // out=: refuses grad
   m.impl("neg_", DK_FN(autograd::generated::neg__Autograd));  // NegBackward0
   m.impl("nll_loss", DK_FN(autograd::generated::nll_loss_Autograd));  // NllLossBackward0
-  m.impl("nonzero", DK_FN(autograd::generated::nonzero_Autograd));  // no derivative
   m.impl("permute", DK_FN(autograd::generated::permute_Autograd));  // PermuteBackward0
   m.impl("pow.Tensor_Scalar", DK_FN(autograd::generated::pow_Tensor_Scalar_Autograd));  // PowBackward0
   m.impl("pow.Tensor_Scalar_out", DK_FN(autograd::generated::pow_Tensor_Scalar_out_Autograd));  // out=: refuses grad
