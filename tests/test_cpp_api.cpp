@@ -111,3 +111,13 @@ TEST_CASE("cpp api: sizes() and strides() are IntArrayRef, as in PyTorch") {
   CHECK(t.sizes().equals({2, 3, 4}));
   CHECK_THROWS_WITH(sizes.slice(4), "ArrayRef slice start 4 out of range for size 3");
 }
+
+TEST_CASE("cpp api: generated TensorOptions forms of the factories") {
+  using namespace dk;
+  Tensor z = dk::zeros_like(dk::ones({2}), TensorOptions().dtype(kDouble).requires_grad(true));
+  CHECK(z.scalar_type() == kDouble);
+  CHECK(z.requires_grad());
+  CHECK(dk::randn({3}, Generator(1), TensorOptions().dtype(kDouble)).scalar_type() == kDouble);
+  CHECK(dk::empty_like(dk::ones({2, 2}), TensorOptions().device(kMeta)).is_meta());
+  CHECK(dk::zeros({2}, kInt).scalar_type() == kInt);  // a dtype still picks the plain overload
+}

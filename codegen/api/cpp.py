@@ -139,13 +139,22 @@ class PublicBinding:
     # Note [Braced int lists]: the parameter is std::initializer_list<int64_t> in the
     # braced-list form of a function with an int[]? argument.
     braced: bool = False
+    # Note [TensorOptions forms]: this parameter stands for the dtype/layout/device/pin_memory
+    # arguments (binding is the first of them).
+    options: bool = False
 
     @property
     def type_text(self) -> str:
+        if self.options:
+            return "const O&"
         return "std::initializer_list<int64_t>" if self.braced else self.binding.type.text
 
+    @property
+    def name(self) -> str:
+        return "options" if self.options else self.binding.name
+
     def decl(self, with_default: bool = True) -> str:
-        text = f"{self.type_text} {self.binding.name}"
+        text = f"{self.type_text} {self.name}"
         return f"{text} = {self.default}" if with_default and self.default is not None else text
 
     def call_expr(self) -> str:
@@ -168,6 +177,7 @@ class PublicSignature:
     ambiguous_with: Tuple[str, ...] = ()
     braced_form: bool = False  # Note [Braced int lists]
     spelling: str = ""  # Note [Out spellings]: "outputs first" (_out) or "outputs last" (_outf)
+    options_form: bool = False  # Note [TensorOptions forms]
 
     @property
     def returns(self) -> str:
@@ -186,11 +196,13 @@ class PublicSignature:
 
     def call_args(self) -> str:
         """The dispatcher arguments in order, ``*this`` for a method's self."""
-        public = {b.binding.argument.name: b for b in self.bindings}
+        public = {b.binding.argument.name: b for b in self.bindings if not b.options}
         names = []
         for b in self.dispatcher.bindings:
             if self.is_method and b.argument.name == "self":
                 names.append("*this")
+            elif self.options_form and b.argument.name in OPTIONS_ACCESSORS:
+                names.append(f"options.{OPTIONS_ACCESSORS[b.argument.name]}()")
             else:
                 names.append(public[b.argument.name].call_expr())
         return ", ".join(names)
@@ -351,10 +363,41 @@ def out_last_signature(sig: PublicSignature) -> PublicSignature:
                    spelling="outputs last")
 
 
+# Note [TensorOptions forms]
+# An entry whose arguments include PyTorch's factory quartet, ``ScalarType? dtype, Layout?
+# layout, Device? device, bool? pin_memory`` in that order (zeros, full, arange, rand,
+# zeros_like, _to_copy, ...), gets one more free function, as torchgen gives it: the quartet
+# replaced by one TensorOptions parameter, dk::zeros({2, 3}, dk::TensorOptions().dtype(dk::kDouble)),
+# which also honours options.requires_grad() (the result is then a leaf that requires grad, as
+# torch::zeros makes it). It is a template constrained to TensorOptions, so a call that passes a
+# dtype (dk::zeros({2}, dk::kFloat)) still picks the plain overload; being a template, it takes
+# no part in the default resolution above. The arguments before the quartet keep no defaults,
+# those after it keep theirs.
+OPTIONS_ACCESSORS = {"dtype": "dtype_opt", "layout": "layout_opt", "device": "device_opt",
+                     "pin_memory": "pinned_memory_opt"}
+_OPTIONS_TYPES = ("ScalarType?", "Layout?", "Device?", "bool?")
+
+
+def options_signature(sig: PublicSignature) -> Optional[PublicSignature]:
+    names = [b.binding.argument.name for b in sig.bindings]
+    quartet = list(OPTIONS_ACCESSORS)
+    for i in range(len(names) - 3):
+        if names[i:i + 4] != quartet:
+            continue
+        if tuple(str(b.binding.argument.type) for b in sig.bindings[i:i + 4]) != _OPTIONS_TYPES:
+            return None
+        before = tuple(replace(b, default=None) for b in sig.bindings[:i])
+        options = replace(sig.bindings[i], default=None, options=True)
+        after = sig.bindings[i + 4:]
+        return replace(sig, bindings=before + (options,) + after, options_form=True, ambiguous_with=())
+    return None
+
+
 def public_functions(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:
     """The ``dk::op()`` free functions of every entry with the function variant: its plain
     form, and its braced-list form when it has an int[]? argument; an out= entry also its
-    ``_out`` and ``_outf`` spellings (Note [Out spellings])."""
+    ``_out`` and ``_outf`` spellings (Note [Out spellings]); a factory its TensorOptions form
+    (Note [TensorOptions forms])."""
     sigs: List[PublicSignature] = []
     for nf in nfs:
         if not nf.has_function_variant or nf.manual_cpp_binding:
@@ -364,7 +407,13 @@ def public_functions(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tupl
         if nf.func.kind == "out":
             sigs.append(out_first_signature(sig))
             sigs.append(out_last_signature(sig))
-    return _grouped(sigs)
+    out = _grouped(sigs)
+    for nf in list(out):
+        plain = next((s for s in out[nf] if not s.braced_form and not s.spelling), None)
+        form = options_signature(public_signature(nf, False)) if plain is not None else None
+        if form is not None:
+            out[nf] = out[nf] + (form,)
+    return out
 
 
 def public_methods(nfs: Sequence[NativeFunction]) -> Dict[NativeFunction, Tuple[PublicSignature, ...]]:

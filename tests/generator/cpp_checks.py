@@ -73,7 +73,8 @@ def stand_in_tensor_h(out_dir, header_dir="dk/generated"):
 
 
 def _call(sig, arity):
-    args = ["{0, 1}" if b.braced else ARGUMENT_EXPRESSIONS[b.binding.type.value] for b in sig.bindings[:arity]]
+    args = ["dk::TensorOptions()" if b.options else "{0, 1}" if b.braced else ARGUMENT_EXPRESSIONS[b.binding.type.value]
+            for b in sig.bindings[:arity]]
     if sig.is_method:
         return f"t.{sig.name}({', '.join(args)})"
     return f"dk::{sig.name}({', '.join(args)})"

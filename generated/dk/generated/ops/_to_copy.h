@@ -10,13 +10,21 @@
 
 #include "dk/core/generator.h"
 #include "dk/generated/ops/_to_copy_ops.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_options.h"
 
 namespace dk {
 
 // ===== dk::_to_copy =====
 inline Tensor _to_copy(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt, std::optional<Layout> layout = std::nullopt, std::optional<Device> device = std::nullopt, std::optional<bool> pin_memory = std::nullopt, bool non_blocking = false, std::optional<MemoryFormat> memory_format = std::nullopt) {
   return ops::_to_copy::call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+}
+
+// dk::_to_copy, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor _to_copy(const Tensor& self, const O& options, bool non_blocking = false, std::optional<MemoryFormat> memory_format = std::nullopt) {
+  return detail::applyRequiresGrad(ops::_to_copy::call(self, options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt(), non_blocking, memory_format), options);
 }
 
 }  // namespace dk

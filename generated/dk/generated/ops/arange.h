@@ -10,13 +10,21 @@
 
 #include "dk/core/generator.h"
 #include "dk/generated/ops/arange_ops.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_options.h"
 
 namespace dk {
 
 // ===== dk::arange.start_step =====
 inline Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, std::optional<ScalarType> dtype = std::nullopt, std::optional<Layout> layout = std::nullopt, std::optional<Device> device = std::nullopt, std::optional<bool> pin_memory = std::nullopt) {
   return ops::arange_start_step::call(start, end, step, dtype, layout, device, pin_memory);
+}
+
+// dk::arange.start_step, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const O& options) {
+  return detail::applyRequiresGrad(ops::arange_start_step::call(start, end, step, options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt()), options);
 }
 
 }  // namespace dk

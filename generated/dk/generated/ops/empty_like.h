@@ -10,13 +10,21 @@
 
 #include "dk/core/generator.h"
 #include "dk/generated/ops/empty_like_ops.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_options.h"
 
 namespace dk {
 
 // ===== dk::empty_like =====
 inline Tensor empty_like(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt, std::optional<Layout> layout = std::nullopt, std::optional<Device> device = std::nullopt, std::optional<bool> pin_memory = std::nullopt, std::optional<MemoryFormat> memory_format = std::nullopt) {
   return ops::empty_like::call(self, dtype, layout, device, pin_memory, memory_format);
+}
+
+// dk::empty_like, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor empty_like(const Tensor& self, const O& options, std::optional<MemoryFormat> memory_format = std::nullopt) {
+  return detail::applyRequiresGrad(ops::empty_like::call(self, options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt(), memory_format), options);
 }
 
 }  // namespace dk

@@ -10,13 +10,21 @@
 
 #include "dk/core/generator.h"
 #include "dk/generated/ops/full_ops.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_options.h"
 
 namespace dk {
 
 // ===== dk::full =====
 inline Tensor full(IntArrayRef size, const Scalar& fill_value, std::optional<ScalarType> dtype = std::nullopt, std::optional<Layout> layout = std::nullopt, std::optional<Device> device = std::nullopt, std::optional<bool> pin_memory = std::nullopt) {
   return ops::full::call(size, fill_value, dtype, layout, device, pin_memory);
+}
+
+// dk::full, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor full(IntArrayRef size, const Scalar& fill_value, const O& options) {
+  return detail::applyRequiresGrad(ops::full::call(size, fill_value, options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt()), options);
 }
 
 }  // namespace dk

@@ -10,13 +10,21 @@
 
 #include "dk/core/generator.h"
 #include "dk/generated/ops/ones_ops.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_options.h"
 
 namespace dk {
 
 // ===== dk::ones =====
 inline Tensor ones(IntArrayRef size, std::optional<ScalarType> dtype = std::nullopt, std::optional<Layout> layout = std::nullopt, std::optional<Device> device = std::nullopt, std::optional<bool> pin_memory = std::nullopt) {
   return ops::ones::call(size, dtype, layout, device, pin_memory);
+}
+
+// dk::ones, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor ones(IntArrayRef size, const O& options) {
+  return detail::applyRequiresGrad(ops::ones::call(size, options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt()), options);
 }
 
 }  // namespace dk

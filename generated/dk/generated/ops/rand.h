@@ -10,7 +10,9 @@
 
 #include "dk/core/generator.h"
 #include "dk/generated/ops/rand_ops.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_options.h"
 
 namespace dk {
 
@@ -19,9 +21,21 @@ inline Tensor rand(IntArrayRef size, std::optional<ScalarType> dtype = std::null
   return ops::rand::call(size, dtype, layout, device, pin_memory);
 }
 
+// dk::rand, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor rand(IntArrayRef size, const O& options) {
+  return detail::applyRequiresGrad(ops::rand::call(size, options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt()), options);
+}
+
 // ===== dk::rand.generator =====
 inline Tensor rand(IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype = std::nullopt, std::optional<Layout> layout = std::nullopt, std::optional<Device> device = std::nullopt, std::optional<bool> pin_memory = std::nullopt) {
   return ops::rand_generator::call(size, std::move(generator), dtype, layout, device, pin_memory);
+}
+
+// dk::rand.generator, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor rand(IntArrayRef size, std::optional<Generator> generator, const O& options) {
+  return detail::applyRequiresGrad(ops::rand_generator::call(size, std::move(generator), options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt()), options);
 }
 
 }  // namespace dk

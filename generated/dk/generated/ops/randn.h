@@ -10,7 +10,9 @@
 
 #include "dk/core/generator.h"
 #include "dk/generated/ops/randn_ops.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_options.h"
 
 namespace dk {
 
@@ -19,9 +21,21 @@ inline Tensor randn(IntArrayRef size, std::optional<ScalarType> dtype = std::nul
   return ops::randn::call(size, dtype, layout, device, pin_memory);
 }
 
+// dk::randn, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor randn(IntArrayRef size, const O& options) {
+  return detail::applyRequiresGrad(ops::randn::call(size, options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt()), options);
+}
+
 // ===== dk::randn.generator =====
 inline Tensor randn(IntArrayRef size, std::optional<Generator> generator, std::optional<ScalarType> dtype = std::nullopt, std::optional<Layout> layout = std::nullopt, std::optional<Device> device = std::nullopt, std::optional<bool> pin_memory = std::nullopt) {
   return ops::randn_generator::call(size, std::move(generator), dtype, layout, device, pin_memory);
+}
+
+// dk::randn.generator, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor randn(IntArrayRef size, std::optional<Generator> generator, const O& options) {
+  return detail::applyRequiresGrad(ops::randn_generator::call(size, std::move(generator), options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt()), options);
 }
 
 }  // namespace dk

@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 #include <string_view>
+#include <type_traits>
 
 #include "dk/core/core_types.h"
 
@@ -57,6 +58,7 @@ class TensorOptions {
   std::optional<ScalarType> dtype_opt() const { return dtype_; }
   std::optional<Device> device_opt() const { return device_; }
   std::optional<Layout> layout_opt() const { return layout_; }
+  std::optional<bool> pinned_memory_opt() const { return pinned_memory_; }
 
   // Fields set in `o` win over this one's (how a factory applies an override).
   TensorOptions merged_with(const TensorOptions& o) const {
@@ -95,5 +97,13 @@ inline TensorOptions requires_grad(bool on = true) { return TensorOptions().requ
 
 // "TensorOptions(dtype=float32, device=cpu, layout=Strided, requires_grad=false, pinned_memory=false)"
 std::ostream& operator<<(std::ostream& out, const TensorOptions& options);
+
+namespace detail {
+// Constrains the generated TensorOptions overloads (Note [TensorOptions forms] in
+// codegen/api/cpp.py) to a TensorOptions argument, so that dk::zeros({2}, dk::kFloat) still
+// picks the plain overload.
+template <class O>
+using IfTensorOptions = std::enable_if_t<std::is_same_v<std::decay_t<O>, TensorOptions>, int>;
+}  // namespace detail
 
 }  // namespace dk

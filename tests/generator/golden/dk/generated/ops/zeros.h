@@ -10,13 +10,21 @@
 
 #include "dk/core/generator.h"
 #include "dk/generated/ops/zeros_ops.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor.h"
+#include "dk/tensor/tensor_options.h"
 
 namespace dk {
 
 // ===== dk::zeros =====
 inline Tensor zeros(IntArrayRef size, std::optional<ScalarType> dtype = std::nullopt, std::optional<Layout> layout = std::nullopt, std::optional<Device> device = std::nullopt, std::optional<bool> pin_memory = std::nullopt) {
   return ops::zeros::call(size, dtype, layout, device, pin_memory);
+}
+
+// dk::zeros, TensorOptions form (Note [TensorOptions forms] in codegen/api/cpp.py)
+template <class O, detail::IfTensorOptions<O> = 0>
+inline Tensor zeros(IntArrayRef size, const O& options) {
+  return detail::applyRequiresGrad(ops::zeros::call(size, options.dtype_opt(), options.layout_opt(), options.device_opt(), options.pinned_memory_opt()), options);
 }
 
 }  // namespace dk
