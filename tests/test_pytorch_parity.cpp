@@ -393,6 +393,8 @@ TEST_CASE("parity: tril, triu and layer_norm") {
 }
 
 TEST_CASE("parity: the new composites at the int64 limits (fuzzer findings)") {
+  CHECK_THROWS_WITH(dk::chunk(dk::zeros({0}), std::numeric_limits<int64_t>::max()),
+                    "chunk: cannot make 9223372036854775807 empty chunks of a tensor of size 0 at dim 0");
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   Tensor x = dk::arange(0, 5, 1, kFloat);

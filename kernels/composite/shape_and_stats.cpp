@@ -67,7 +67,14 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   const int64_t size = self.size(dim);
   const int64_t split_size = size / chunks + (size % chunks != 0 ? 1 : 0);  // ceil, without overflow
   if (split_size == 0 && size == 0) {  // as PyTorch: `chunks` empty views
-    return std::vector<Tensor>(static_cast<size_t>(chunks), dk::slice(self, dim, 0, 0, 1));
+    Tensor empty = dk::slice(self, dim, 0, 0, 1);
+    std::vector<Tensor> pieces;
+    try {
+      pieces.assign(static_cast<size_t>(chunks), empty);
+    } catch (const std::exception&) {  // too many to hold (std::length_error, std::bad_alloc)
+      DK_ERROR("chunk: cannot make ", chunks, " empty chunks of a tensor of size 0 at dim ", dim);
+    }
+    return pieces;
   }
   return dk::split(self, split_size, dim);
 }
