@@ -11,7 +11,6 @@
 // index_select, writing one scatter_add. Where the result's B dims go follows PyTorch: in place
 // of the indexed dims when those are adjacent, in front otherwise.
 #include <algorithm>
-#include <numeric>
 #include <sstream>
 #include <string>
 #include <optional>
@@ -43,8 +42,6 @@
 namespace dk::native {
 
 namespace {
-
-int64_t product(IntArrayRef sizes) { return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>()); }
 
 // What an index list does to a tensor (Note [Advanced indexing]).
 struct IndexPlan {
@@ -166,7 +163,7 @@ Tensor rowsView(const Tensor& self, const IndexPlan& plan) {
 // index_put's new [P, rest...] rows: `values` (already in [B..., rest...] order) written (or added)
 // at the planned rows of `rows`.
 Tensor putRows(const Tensor& rows, const IndexPlan& plan, const Tensor& values, bool accumulate) {
-  const int64_t n = product(plan.broadcast);
+  const int64_t n = computeNumel(plan.broadcast);
   std::vector<int64_t> flat_shape = concat({n}, plan.rest);
   std::vector<int64_t> index_shape(flat_shape.size(), 1);
   index_shape[0] = n;
@@ -188,7 +185,7 @@ Tensor putRows(const Tensor& rows, const IndexPlan& plan, const Tensor& values, 
 
 Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
   IndexPlan plan = planIndex(self, indices);
-  const int64_t n = product(plan.broadcast);
+  const int64_t n = computeNumel(plan.broadcast);
   Tensor picked = dk::index_select(rowsView(self, plan), 0, dk::reshape(plan.linear, {n}));  // [n, rest...]
   Tensor shaped = dk::reshape(picked, concat(plan.broadcast, plan.rest));
   return plan.insert_at == 0 ? shaped : dk::permute(shaped, resultOrder(plan, false));

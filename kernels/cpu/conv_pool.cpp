@@ -20,8 +20,6 @@ namespace dk::native {
 
 namespace {
 
-Tensor contiguousCpu(const Tensor& t) { return t.is_contiguous() ? t : castToDtype(t, t.dtype()); }
-
 // The kernel position (ki, kj) of window (oy, ox) reads input row oy * sh - ph + ki * dh, column
 // ox * sw - pw + kj * dw. Calls fn(column index in the block matrix, input offset or -1 for padding)
 // for every element of one plane's block matrix row `row` = ki * kw + kj.
@@ -205,9 +203,8 @@ Tensor avg_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
 Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
                                IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor_override) {
-  meta::PoolSpec spec = meta::avgPool2d(self, kernel_size, stride, padding, ceil_mode, divisor_override);
-  DK_CHECK(grad_output.sizes() == spec.sizes, "avg_pool2d_backward: expected grad_output of size ",
-           IntArrayRef(spec.sizes), ", but got ", grad_output.sizes());
+  meta::PoolSpec spec =
+      meta::avgPool2dBackward(grad_output, self, kernel_size, stride, padding, ceil_mode, divisor_override);
   Tensor grad_input = detail::empty_contiguous(self.sizes(), grad_output.dtype(), self.device());
   if (grad_input.numel() == 0) return grad_input;
   Tensor grad = contiguousCpu(grad_output);

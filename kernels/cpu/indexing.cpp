@@ -77,12 +77,11 @@ T& at(const Line& line, int64_t j) {
 // Every element of the int64 `index` lies in [0, size): "index 5 is out of bounds for dimension 1
 // with size 3" names the first that does not.
 void checkIndexRange(const Tensor& index, int64_t dim, int64_t size) {
-  Tensor line = index;
-  forEachLine<1>("index range", index.sizes(), 0, {&line}, [&](const std::array<Line, 1>& lines) {
+  forEachLine<1>("index range", index.sizes(), 0, {&index}, [&](const std::array<Line, 1>& lines) {
     const int64_t n = index.dim() == 0 ? 1 : index.size(0);
     for (int64_t j = 0; j < n; ++j) {
       int64_t i = at<int64_t>(lines[0], j);
-      if (i < 0 || i >= size) meta::throwIndexOutOfBounds(i, dim, size);
+      if (i < 0 || i >= size) throw Error(meta::indexOutOfBoundsMessage(i, dim, size));
     }
   });
 }
@@ -290,7 +289,7 @@ Tensor nonzero_cpu(const Tensor& self) {
   const int64_t ndim = self.dim();
   std::vector<int64_t> coords;
   std::vector<int64_t> position(static_cast<size_t>(ndim), 0);
-  Tensor flat = self.is_contiguous() ? self : castToDtype(self, self.dtype());
+  Tensor flat = contiguousCpu(self);
   int64_t count = 0;
   DK_DISPATCH_ALL_TYPES(self.dtype(), "nonzero", [&] {
     const auto* data = flat.data_ptr<scalar_t>();

@@ -229,7 +229,7 @@ void argExtremum(const char* op, const Tensor& self, std::optional<int64_t> dim,
     extremumAlongDim<kMax>(op, self, d, Tensor(), keepdimView(out, self, d, keepdim));
     return;
   }
-  Tensor flat = self.is_contiguous() ? self : castToDtype(self, self.dtype());
+  Tensor flat = contiguousCpu(self);
   flat = detail::make_view(flat, {flat.numel()}, {1}, flat.storage_offset());
   extremumAlongDim<kMax>(op, flat, 0, Tensor(), detail::make_view(out, {1}, {1}, out.storage_offset()));
 }

@@ -190,6 +190,8 @@ bool resizeOutput(const Tensor& out, IntArrayRef shape);
 
 // A new contiguous tensor holding src's values as `dtype`.
 Tensor castToDtype(const Tensor& src, ScalarType dtype);
+// t itself when it is contiguous, else a contiguous copy.
+inline Tensor contiguousCpu(const Tensor& t) { return t.is_contiguous() ? t : castToDtype(t, t.dtype()); }
 
 // ---- the iterator ----
 

@@ -72,9 +72,8 @@ Tensor avg_pool2d_cuda(const Tensor& self, IntArrayRef kernel_size, IntArrayRef 
 Tensor avg_pool2d_backward_cuda(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
                                 IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                 std::optional<int64_t> divisor_override) {
-  meta::PoolSpec spec = meta::avgPool2d(self, kernel_size, stride, padding, ceil_mode, divisor_override);
-  DK_CHECK(grad_output.sizes() == spec.sizes, "avg_pool2d_backward: expected grad_output of size ",
-           IntArrayRef(spec.sizes), ", but got ", grad_output.sizes());
+  meta::PoolSpec spec =
+      meta::avgPool2dBackward(grad_output, self, kernel_size, stride, padding, ceil_mode, divisor_override);
   Device device = cuda::resolveDevice(self.device());
   Tensor grad_input = cuda::emptyCuda(self.sizes(), grad_output.dtype(), device);
   Tensor grad = cuda::contiguousCuda(grad_output);

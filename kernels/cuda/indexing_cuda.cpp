@@ -33,8 +33,7 @@ Tensor lineStarts(const Tensor& t, IntArrayRef sizes, int64_t dim) {
   return detail::make_view(t, sizes, strides, t.storage_offset());
 }
 
-// Raises "index 5 is out of bounds for dimension 1 with size 3" (or `message`) when an element of
-// `index` lies outside [0, size).
+// Raises message(value) when an element of `index` lies outside [0, size).
 template <class MessageFn>
 void checkIndicesOnDevice(const Tensor& index, int64_t size, MessageFn message) {
   if (index.numel() == 0) return;
@@ -84,9 +83,7 @@ DK_IMPL_FUNC(gather_out_cuda)(const Tensor& self, int64_t dim, const Tensor& ind
   if (index.numel() == 0) return;
   const int64_t d = maybe_wrap_dim(dim, self.dim());
   Tensor src = asAtLeast1d(self), idx = asAtLeast1d(index), result = asAtLeast1d(out);
-  checkIndicesOnDevice(idx, src.size(d), [&](int64_t i) {
-    return detail::concat("index ", i, " is out of bounds for dimension ", d, " with size ", src.size(d));
-  });
+  checkIndicesOnDevice(idx, src.size(d), [&](int64_t i) { return meta::indexOutOfBoundsMessage(i, d, src.size(d)); });
   Tensor starts = lineStarts(src, idx.sizes(), d);
   cuda::launch::pick(cuda::toLaunchDtype(self.dtype()), cuda::launch::Dtype::Long,
                      cuda::makeGeometry(idx.sizes(), {&result, &starts, &idx}), result.data_ptr(), starts.data_ptr(),
@@ -99,9 +96,7 @@ DK_IMPL_FUNC(scatter_add_out_cuda)(const Tensor& self, int64_t dim, const Tensor
   const int64_t size = self.dim() == 0 ? 1 : self.size(d);
   Tensor idx = asAtLeast1d(index);
   if (index.numel() > 0) {
-    checkIndicesOnDevice(idx, size, [&](int64_t i) {
-      return detail::concat("index ", i, " is out of bounds for dimension ", d, " with size ", size);
-    });
+    checkIndicesOnDevice(idx, size, [&](int64_t i) { return meta::indexOutOfBoundsMessage(i, d, size); });
   }
   if (!out.is_same(self)) cuda::copyWithinDevice(out, self);
   if (index.numel() == 0) return;

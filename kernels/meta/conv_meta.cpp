@@ -36,9 +36,7 @@ Tensor avg_pool2d_meta(const Tensor& self, IntArrayRef kernel_size, IntArrayRef 
 Tensor avg_pool2d_backward_meta(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
                                 IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool /*count_include_pad*/,
                                 std::optional<int64_t> divisor_override) {
-  meta::PoolSpec spec = meta::avgPool2d(self, kernel_size, stride, padding, ceil_mode, divisor_override);
-  DK_CHECK(grad_output.sizes() == spec.sizes, "avg_pool2d_backward: expected grad_output of size ",
-           IntArrayRef(spec.sizes), ", but got ", grad_output.sizes());
+  meta::avgPool2dBackward(grad_output, self, kernel_size, stride, padding, ceil_mode, divisor_override);  // checks
   return meta::emptyMeta(self.sizes(), grad_output.dtype());
 }
 

@@ -161,6 +161,15 @@ PoolSpec avgPool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stri
   return spec;
 }
 
+PoolSpec avgPool2dBackward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
+                           IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                           std::optional<int64_t> divisor_override) {
+  PoolSpec spec = avgPool2d(self, kernel_size, stride, padding, ceil_mode, divisor_override);
+  DK_CHECK(grad_output.sizes() == spec.sizes, "avg_pool2d_backward: expected grad_output of size ",
+           IntArrayRef(spec.sizes), ", but got ", grad_output.sizes());
+  return spec;
+}
+
 int64_t avgPoolDivisor(const Window2d& w, int64_t h0, int64_t w0, int64_t height, int64_t width,
                        bool count_include_pad, std::optional<int64_t> divisor_override) {
   if (divisor_override) return *divisor_override;

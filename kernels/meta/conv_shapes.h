@@ -65,6 +65,12 @@ PoolSpec maxPool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stri
 PoolSpec avgPool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                    bool ceil_mode, std::optional<int64_t> divisor_override);
 
+// avg_pool2d_backward: avg_pool2d's spec for self, and grad_output must have its output's
+// sizes ("avg_pool2d_backward: expected grad_output of size [1, 1, 2, 2], but got [1, 1, 3, 3]").
+PoolSpec avgPool2dBackward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
+                           IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                           std::optional<int64_t> divisor_override);
+
 // The divisor of avg_pool2d's window starting at (h0, w0) (PyTorch's rule: the window clipped to
 // the padded input when count_include_pad, to the input itself otherwise; divisor_override
 // wins).

@@ -70,8 +70,8 @@ int64_t checkScatter(const Tensor& self, int64_t dim, const Tensor& index, const
   return wrapped;
 }
 
-void throwIndexOutOfBounds(int64_t index, int64_t dim, int64_t size) {
-  DK_ERROR("index ", index, " is out of bounds for dimension ", dim, " with size ", size);
+std::string indexOutOfBoundsMessage(int64_t index, int64_t dim, int64_t size) {
+  return detail::concat("index ", index, " is out of bounds for dimension ", dim, " with size ", size);
 }
 
 CumsumSpec cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, ScalarType out_dtype) {

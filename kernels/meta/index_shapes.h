@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "dk/core/core_types.h"
@@ -38,9 +39,9 @@ int64_t checkGather(const Tensor& self, int64_t dim, const Tensor& index);
 // (skipped for an empty index), the dim range.
 int64_t checkScatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 
-// The one index an element of `index` holds along a dim of size `size`, checked: "index 5 is
-// out of bounds for dimension 1 with size 3" (gather and scatter_add; negative indices too).
-[[noreturn]] void throwIndexOutOfBounds(int64_t index, int64_t dim, int64_t size);
+// gather's and scatter_add's message for an index outside [0, size) (negative ones too):
+// "index 5 is out of bounds for dimension 1 with size 3".
+std::string indexOutOfBoundsMessage(int64_t index, int64_t dim, int64_t size);
 
 // cumsum: self's sizes; the dtype asked for, else the out= tensor's (`out_dtype`, Undefined in
 // a functional call), else int64 for integral and bool inputs and self's dtype otherwise; `dim`

@@ -14,6 +14,8 @@
 //   dk-cnn --steps N  train for N steps (default 250)
 #include <dk/dk.h>
 
+#include "demo_args.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -79,27 +81,14 @@ struct Cnn {
   std::vector<Tensor> parameters() const { return {conv1, conv1_bias, bn_weight, bn_bias, conv2, conv2_bias, fc, fc_bias}; }
 };
 
-double accuracy(const Tensor& logits, const Tensor& y) {
-  Tensor correct = dk::sum(dk::eq(dk::argmax(logits, 1), y));
-  return static_cast<double>(correct.item().toLong()) / static_cast<double>(y.numel());
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool check = false;
-  int64_t steps = 250;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--check") {
-      check = true;
-    } else if (arg == "--steps" && i + 1 < argc) {
-      steps = std::atoll(argv[++i]);
-    } else {
-      std::cerr << "usage: dk-cnn [--check] [--steps N]\n";
-      return 2;
-    }
-  }
+  std::optional<demo::Args> args = demo::parseArgs(argc, argv, "dk-cnn", 250);
+  if (!args) return 2;
+  const bool check = args->check;
+  const int64_t steps = args->steps;
   try {
     std::mt19937_64 rng(7);
     Data train = makeStrokes(rng, 1024), test = makeStrokes(rng, 512);
@@ -125,7 +114,7 @@ int main(int argc, char** argv) {
     double acc;
     {
       NoGradGuard no_grad;
-      acc = accuracy(model.forward(test.x, /*training=*/false), test.y);
+      acc = demo::accuracy(model.forward(test.x, /*training=*/false), test.y, 1);
     }
     std::cout << "  held-out accuracy " << std::setprecision(1) << 100 * acc << "% on " << test.x.size(0)
               << " new images\n";

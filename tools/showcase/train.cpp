@@ -14,6 +14,8 @@
 //   dk-train --steps N  train for N steps (default 300)
 #include <dk/dk.h>
 
+#include "demo_args.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -81,27 +83,14 @@ void printGraph(const std::shared_ptr<autograd::Node>& node, int depth, std::set
   }
 }
 
-double accuracy(const Tensor& logits, const Tensor& y) {
-  Tensor correct = dk::sum(dk::eq(dk::argmax(logits, 1), y));
-  return static_cast<double>(correct.item().toLong()) / static_cast<double>(y.numel());
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool check = false;
-  int64_t steps = 300;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--check") {
-      check = true;
-    } else if (arg == "--steps" && i + 1 < argc) {
-      steps = std::atoll(argv[++i]);
-    } else {
-      std::cerr << "usage: dk-train [--check] [--steps N]\n";
-      return 2;
-    }
-  }
+  std::optional<demo::Args> args = demo::parseArgs(argc, argv, "dk-train", 300);
+  if (!args) return 2;
+  const bool check = args->check;
+  const int64_t steps = args->steps;
 
   try {
     Generator gen(2024);
@@ -143,7 +132,7 @@ int main(int argc, char** argv) {
     double acc;
     {
       NoGradGuard no_grad;
-      acc = accuracy(model.forward(data.x), data.y);
+      acc = demo::accuracy(model.forward(data.x), data.y, 1);
     }
     std::cout << "  final loss " << final_loss << " (initial " << initial_loss << "), accuracy " << std::setprecision(1)
               << 100 * acc << "%\n";

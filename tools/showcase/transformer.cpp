@@ -15,6 +15,8 @@
 //   dk-transformer --steps N  train for N steps (default 300)
 #include <dk/dk.h>
 
+#include "demo_args.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -84,27 +86,14 @@ struct Transformer {
   }
 };
 
-double accuracy(const Tensor& logits, const Tensor& targets) {
-  Tensor correct = dk::sum(dk::eq(dk::argmax(logits, -1), targets));
-  return static_cast<double>(correct.item().toLong()) / static_cast<double>(targets.numel());
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool check = false;
-  int64_t steps = 300;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--check") {
-      check = true;
-    } else if (arg == "--steps" && i + 1 < argc) {
-      steps = std::atoll(argv[++i]);
-    } else {
-      std::cerr << "usage: dk-transformer [--check] [--steps N]\n";
-      return 2;
-    }
-  }
+  std::optional<demo::Args> args = demo::parseArgs(argc, argv, "dk-transformer", 300);
+  if (!args) return 2;
+  const bool check = args->check;
+  const int64_t steps = args->steps;
   try {
     std::mt19937_64 rng(11);
     Data train = makeSequences(rng, 4096), test = makeSequences(rng, 512);
@@ -139,7 +128,7 @@ int main(int argc, char** argv) {
     double acc;
     {
       NoGradGuard no_grad;
-      acc = accuracy(model.forward(test.tokens, /*training=*/false), test.targets);
+      acc = demo::accuracy(model.forward(test.tokens, /*training=*/false), test.targets, -1);
     }
     std::cout << "  held-out token accuracy " << std::setprecision(1) << 100 * acc << "% on " << test.tokens.size(0)
               << " new sequences\n";
