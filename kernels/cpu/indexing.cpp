@@ -225,21 +225,16 @@ struct LineOrder {
   const Line& line;
   bool descending;
 
-  static bool isNan(T v) {
-    if constexpr (std::is_floating_point_v<opmath_t<T>>) return std::isnan(static_cast<opmath_t<T>>(v));
+  static bool isNan(opmath_t<T> v) {
+    if constexpr (std::is_floating_point_v<opmath_t<T>>) return std::isnan(v);
     else return false;
   }
   bool operator()(int64_t a, int64_t b) const {
     auto x = static_cast<opmath_t<T>>(at<T>(line, a)), y = static_cast<opmath_t<T>>(at<T>(line, b));
-    bool x_nan = isNan(at<T>(line, a)), y_nan = isNan(at<T>(line, b));
-    bool before;
-    if (x_nan || y_nan) before = descending ? (x_nan && !y_nan) : (!x_nan && y_nan);
-    else before = descending ? x > y : x < y;
-    if (before) return true;
-    bool after;
-    if (x_nan || y_nan) after = descending ? (y_nan && !x_nan) : (!y_nan && x_nan);
-    else after = descending ? y > x : y < x;
-    return !after && a < b;  // equal: the earlier position first
+    bool x_nan = isNan(x), y_nan = isNan(y);
+    if (x_nan != y_nan) return descending ? x_nan : y_nan;  // the NaN is the larger
+    if (!x_nan && x != y) return descending ? x > y : x < y;
+    return a < b;  // equal: the earlier position first
   }
 };
 
