@@ -41,8 +41,12 @@ __all__ = [
 VARIANTS = ("function", "method")  # dk::op(...) and tensor.op(...), in this order
 DEVICE_CHECKS = ("NoCheck", "ExactSame")
 # How the autocast layer treats an operator's floating-point tensor arguments:
-# cast to the lower precision type, cast to float32, or cast to their widest type.
-AUTOCAST_POLICIES = ("lower_precision_fp", "fp32", "promote")
+# cast to the lower precision type, cast to float32, cast to their widest type, or leave them
+# alone and ask for a float32 result through the operator's `ScalarType? dtype` argument.
+AUTOCAST_POLICIES = ("lower_precision_fp", "fp32", "promote", "fp32_set_opt_dtype")
+# The device types with an autocast key; an entry's `autocast:` is one policy for all of them,
+# or a mapping from some of them to their policy (PyTorch's CPU and CUDA lists differ).
+AUTOCAST_DEVICES = ("CPU", "CUDA")
 
 
 def _empty_map() -> Mapping:
@@ -114,7 +118,7 @@ class NativeFunction:
     cpp_no_default_args: Tuple[str, ...] = ()
     use_const_ref_for_mutable_tensors: bool = False
     ufunc_inner_loop: Mapping[str, str] = field(default_factory=_empty_map)
-    autocast: Optional[str] = None
+    autocast: Mapping[str, str] = field(default_factory=_empty_map)  # device type -> policy
 
     @property
     def name(self) -> OperatorName:

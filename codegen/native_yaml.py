@@ -18,13 +18,14 @@ import difflib
 import functools
 import re
 from types import MappingProxyType
-from typing import AbstractSet, Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import AbstractSet, Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from codegen import structured
 from codegen.cpp_names import is_cpp_name
 from codegen.dispatch_key import COMPOSITE_KEYS, DispatchKey
 from codegen.errors import GenError, Location
 from codegen.model import (
+    AUTOCAST_DEVICES,
     AUTOCAST_POLICIES,
     DEVICE_CHECKS,
     VARIANTS,
@@ -34,6 +35,7 @@ from codegen.model import (
     FunctionSchema,
     NativeFunction,
     OperatorName,
+    OptionalType,
     Precompute,
 )
 from codegen.limits import MAX_ENTRY_ERRORS, MAX_OVERLOADS, clip
@@ -196,9 +198,7 @@ class _EntryParser:
         fields["precomputed"] = self.parse_precomputed(func)
         fields["cpp_no_default_args"] = self.parse_cpp_no_default_args(func)
         fields["ufunc_inner_loop"] = self.parse_ufunc_inner_loop()
-        fields["autocast"] = self.choice(
-            "autocast", AUTOCAST_POLICIES, "one of " + ", ".join(AUTOCAST_POLICIES)
-        )
+        fields["autocast"] = self.parse_autocast()
         self.parse_dispatch(func, fields)
         self.check_structure(func, fields)
         if self.errors:
@@ -346,6 +346,31 @@ class _EntryParser:
                 )
         return MappingProxyType(dict(loops))
 
+    def parse_autocast(self) -> Optional[Mapping[str, str]]:
+        """``autocast: fp32`` (every device type) or ``autocast: {CUDA: fp32_set_opt_dtype}``."""
+        if "autocast" not in self.raw:
+            return None
+        value = self.raw["autocast"]
+        policies = "one of " + ", ".join(AUTOCAST_POLICIES)
+        if isinstance(value, str):
+            policy = self.choice("autocast", AUTOCAST_POLICIES, policies)
+            return None if policy is None else MappingProxyType({device: policy for device in AUTOCAST_DEVICES})
+        if not isinstance(value, dict):
+            self.error(f"'autocast' must be a policy or a mapping of device types to policies, got "
+                       f"{yaml_type_name(value)}", "autocast")
+            return None
+        table: Dict[str, str] = {}
+        for device, policy in value.items():
+            if device not in AUTOCAST_DEVICES:
+                self.error(f"'autocast' names the device type '{clip(str(device))}'; expected one of "
+                           + ", ".join(AUTOCAST_DEVICES), loc=value.key_loc(device))
+            elif not isinstance(policy, str) or policy not in AUTOCAST_POLICIES:
+                shown = f"'{clip(policy)}'" if isinstance(policy, str) else yaml_type_name(policy)
+                self.error(f"'autocast' policy for {device} must be {policies}, got {shown}", loc=value.key_loc(device))
+            else:
+                table[device] = policy
+        return MappingProxyType(table) if table else None
+
     def parse_dispatch(self, func: FunctionSchema, fields: Dict[str, Any]) -> None:
         """Fill ``dispatch``, ``foreign_dispatch`` and ``dispatch_is_default``."""
         if "dispatch" not in self.raw:
@@ -422,6 +447,13 @@ class _EntryParser:
             for name in r.alias.before if r.alias is not None else ():
                 if name != "*" and name not in argument_sets:
                     self.error(f"return alias set '{clip(name)}' is not the alias set of any argument", "func")
+        if "fp32_set_opt_dtype" in (fields.get("autocast") or {}).values():
+            first = func.positional[0] if func.positional else None
+            dtype = func.argument("dtype")
+            if (first is None or first.type != BaseType("Tensor") or dtype is None
+                    or dtype.type != OptionalType(BaseType("ScalarType")) or not func.is_functional):
+                self.error("autocast policy 'fp32_set_opt_dtype' is for a functional operator that takes a Tensor "
+                           "first and a 'ScalarType? dtype' argument", "autocast")
         if func.is_inplace:
             first = func.positional[0] if func.positional else None
             if first is None or first.name != "self" or not first.is_write:

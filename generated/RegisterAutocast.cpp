@@ -6,52 +6,50 @@
 // then call the operator again below autocast. Trailing comments: operator @ key (policy).
 #include "dk/dispatch/library.h"
 #include "dk/layers/autocast.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__TensorList_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_IntList_OptTensor_OptTensor_Double_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptTensorList_Tensor_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Bool_IntList_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_IntList_IntList_IntList_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
-#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double.h"
-#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
-#include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/baddbmm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/conv1d_ops.h"
 #include "dk/generated/ops/conv2d_ops.h"
-#include "dk/generated/ops/cross_entropy_loss_ops.h"
-#include "dk/generated/ops/div_ops.h"
+#include "dk/generated/ops/convolution_ops.h"
+#include "dk/generated/ops/cumsum_ops.h"
+#include "dk/generated/ops/exp_ops.h"
+#include "dk/generated/ops/index_put_ops.h"
+#include "dk/generated/ops/layer_norm_ops.h"
 #include "dk/generated/ops/linear_ops.h"
+#include "dk/generated/ops/log_ops.h"
 #include "dk/generated/ops/log_softmax_ops.h"
 #include "dk/generated/ops/matmul_ops.h"
-#include "dk/generated/ops/maximum_ops.h"
-#include "dk/generated/ops/mean_ops.h"
-#include "dk/generated/ops/minimum_ops.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mse_loss_ops.h"
-#include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
+#include "dk/generated/ops/pow_ops.h"
+#include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/softmax_ops.h"
-#include "dk/generated/ops/sub_ops.h"
+#include "dk/generated/ops/stack_ops.h"
 #include "dk/generated/ops/sum_ops.h"
 
 namespace dk {
 
 namespace {
-
-// ===== dk::add.Tensor @ AutocastCPU (promote) =====
-Tensor AutocastCPU_add_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
-  to = autocast::promote_type(to, DeviceType::CPU, self);
-  to = autocast::promote_type(to, DeviceType::CPU, other);
-  return ops::add_Tensor::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, other, DeviceType::CPU), alpha);
-}
 
 // ===== dk::addmm @ AutocastCPU (lower_precision_fp) =====
 Tensor AutocastCPU_addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
@@ -60,11 +58,26 @@ Tensor AutocastCPU_addmm(const Tensor& self, const Tensor& mat1, const Tensor& m
   return ops::addmm::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, mat1, DeviceType::CPU), autocast::cast(to, mat2, DeviceType::CPU), beta, alpha);
 }
 
+// ===== dk::baddbmm @ AutocastCPU (lower_precision_fp) =====
+Tensor AutocastCPU_baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
+  const ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
+  return ops::baddbmm::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, batch1, DeviceType::CPU), autocast::cast(to, batch2, DeviceType::CPU), beta, alpha);
+}
+
 // ===== dk::bmm @ AutocastCPU (lower_precision_fp) =====
 Tensor AutocastCPU_bmm(const Tensor& self, const Tensor& mat2) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
   const ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
   return ops::bmm::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, mat2, DeviceType::CPU));
+}
+
+// ===== dk::cat @ AutocastCPU (promote) =====
+Tensor AutocastCPU_cat(ArrayRef<Tensor> tensors, int64_t dim) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
+  ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
+  to = autocast::promote_type(to, DeviceType::CPU, tensors);
+  return ops::cat::call(autocast::cast(to, tensors, DeviceType::CPU), dim);
 }
 
 // ===== dk::conv1d @ AutocastCPU (lower_precision_fp) =====
@@ -81,22 +94,6 @@ Tensor AutocastCPU_conv2d(const Tensor& input, const Tensor& weight, const std::
   return ops::conv2d::call(autocast::cast(to, input, DeviceType::CPU), autocast::cast(to, weight, DeviceType::CPU), autocast::cast(to, bias, DeviceType::CPU), stride, padding, dilation, groups);
 }
 
-// ===== dk::cross_entropy_loss @ AutocastCPU (fp32) =====
-Tensor AutocastCPU_cross_entropy_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  const ScalarType to = ScalarType::Float;
-  return ops::cross_entropy_loss::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, target, DeviceType::CPU), autocast::cast(to, weight, DeviceType::CPU), reduction, ignore_index, label_smoothing);
-}
-
-// ===== dk::div.Tensor @ AutocastCPU (promote) =====
-Tensor AutocastCPU_div_Tensor(const Tensor& self, const Tensor& other) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
-  to = autocast::promote_type(to, DeviceType::CPU, self);
-  to = autocast::promote_type(to, DeviceType::CPU, other);
-  return ops::div_Tensor::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, other, DeviceType::CPU));
-}
-
 // ===== dk::linear @ AutocastCPU (lower_precision_fp) =====
 Tensor AutocastCPU_linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
@@ -104,43 +101,11 @@ Tensor AutocastCPU_linear(const Tensor& input, const Tensor& weight, const std::
   return ops::linear::call(autocast::cast(to, input, DeviceType::CPU), autocast::cast(to, weight, DeviceType::CPU), autocast::cast(to, bias, DeviceType::CPU));
 }
 
-// ===== dk::log_softmax.int @ AutocastCPU (fp32) =====
-Tensor AutocastCPU_log_softmax_int(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  const ScalarType to = ScalarType::Float;
-  return ops::log_softmax_int::call(autocast::cast(to, self, DeviceType::CPU), dim, dtype);
-}
-
 // ===== dk::matmul @ AutocastCPU (lower_precision_fp) =====
 Tensor AutocastCPU_matmul(const Tensor& self, const Tensor& other) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
   const ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
   return ops::matmul::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, other, DeviceType::CPU));
-}
-
-// ===== dk::maximum @ AutocastCPU (promote) =====
-Tensor AutocastCPU_maximum(const Tensor& self, const Tensor& other) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
-  to = autocast::promote_type(to, DeviceType::CPU, self);
-  to = autocast::promote_type(to, DeviceType::CPU, other);
-  return ops::maximum::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, other, DeviceType::CPU));
-}
-
-// ===== dk::mean.dim @ AutocastCPU (fp32) =====
-Tensor AutocastCPU_mean_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  const ScalarType to = ScalarType::Float;
-  return ops::mean_dim::call(autocast::cast(to, self, DeviceType::CPU), dim, keepdim, dtype);
-}
-
-// ===== dk::minimum @ AutocastCPU (promote) =====
-Tensor AutocastCPU_minimum(const Tensor& self, const Tensor& other) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
-  to = autocast::promote_type(to, DeviceType::CPU, self);
-  to = autocast::promote_type(to, DeviceType::CPU, other);
-  return ops::minimum::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, other, DeviceType::CPU));
 }
 
 // ===== dk::mm @ AutocastCPU (lower_precision_fp) =====
@@ -157,15 +122,6 @@ Tensor AutocastCPU_mse_loss(const Tensor& self, const Tensor& target, int64_t re
   return ops::mse_loss::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, target, DeviceType::CPU), reduction);
 }
 
-// ===== dk::mul.Tensor @ AutocastCPU (promote) =====
-Tensor AutocastCPU_mul_Tensor(const Tensor& self, const Tensor& other) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
-  to = autocast::promote_type(to, DeviceType::CPU, self);
-  to = autocast::promote_type(to, DeviceType::CPU, other);
-  return ops::mul_Tensor::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, other, DeviceType::CPU));
-}
-
 // ===== dk::nll_loss @ AutocastCPU (fp32) =====
 Tensor AutocastCPU_nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
@@ -173,53 +129,12 @@ Tensor AutocastCPU_nll_loss(const Tensor& self, const Tensor& target, const std:
   return ops::nll_loss::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, target, DeviceType::CPU), autocast::cast(to, weight, DeviceType::CPU), reduction, ignore_index);
 }
 
-// ===== dk::scatter_add @ AutocastCPU (promote) =====
-Tensor AutocastCPU_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+// ===== dk::stack @ AutocastCPU (promote) =====
+Tensor AutocastCPU_stack(ArrayRef<Tensor> tensors, int64_t dim) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
   ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
-  to = autocast::promote_type(to, DeviceType::CPU, self);
-  to = autocast::promote_type(to, DeviceType::CPU, index);
-  to = autocast::promote_type(to, DeviceType::CPU, src);
-  return ops::scatter_add::call(autocast::cast(to, self, DeviceType::CPU), dim, autocast::cast(to, index, DeviceType::CPU), autocast::cast(to, src, DeviceType::CPU));
-}
-
-// ===== dk::softmax.int @ AutocastCPU (fp32) =====
-Tensor AutocastCPU_softmax_int(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  const ScalarType to = ScalarType::Float;
-  return ops::softmax_int::call(autocast::cast(to, self, DeviceType::CPU), dim, dtype);
-}
-
-// ===== dk::sub.Tensor @ AutocastCPU (promote) =====
-Tensor AutocastCPU_sub_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CPU);
-  to = autocast::promote_type(to, DeviceType::CPU, self);
-  to = autocast::promote_type(to, DeviceType::CPU, other);
-  return ops::sub_Tensor::call(autocast::cast(to, self, DeviceType::CPU), autocast::cast(to, other, DeviceType::CPU), alpha);
-}
-
-// ===== dk::sum @ AutocastCPU (fp32) =====
-Tensor AutocastCPU_sum(const Tensor& self, std::optional<ScalarType> dtype) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  const ScalarType to = ScalarType::Float;
-  return ops::sum::call(autocast::cast(to, self, DeviceType::CPU), dtype);
-}
-
-// ===== dk::sum.dim_IntList @ AutocastCPU (fp32) =====
-Tensor AutocastCPU_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCPU);
-  const ScalarType to = ScalarType::Float;
-  return ops::sum_dim_IntList::call(autocast::cast(to, self, DeviceType::CPU), dim, keepdim, dtype);
-}
-
-// ===== dk::add.Tensor @ AutocastCUDA (promote) =====
-Tensor AutocastCUDA_add_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
-  to = autocast::promote_type(to, DeviceType::CUDA, self);
-  to = autocast::promote_type(to, DeviceType::CUDA, other);
-  return ops::add_Tensor::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, other, DeviceType::CUDA), alpha);
+  to = autocast::promote_type(to, DeviceType::CPU, tensors);
+  return ops::stack::call(autocast::cast(to, tensors, DeviceType::CPU), dim);
 }
 
 // ===== dk::addmm @ AutocastCUDA (lower_precision_fp) =====
@@ -227,6 +142,13 @@ Tensor AutocastCUDA_addmm(const Tensor& self, const Tensor& mat1, const Tensor& 
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
   const ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
   return ops::addmm::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, mat1, DeviceType::CUDA), autocast::cast(to, mat2, DeviceType::CUDA), beta, alpha);
+}
+
+// ===== dk::baddbmm @ AutocastCUDA (lower_precision_fp) =====
+Tensor AutocastCUDA_baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  const ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
+  return ops::baddbmm::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, batch1, DeviceType::CUDA), autocast::cast(to, batch2, DeviceType::CUDA), beta, alpha);
 }
 
 // ===== dk::bmm @ AutocastCUDA (lower_precision_fp) =====
@@ -250,20 +172,40 @@ Tensor AutocastCUDA_conv2d(const Tensor& input, const Tensor& weight, const std:
   return ops::conv2d::call(autocast::cast(to, input, DeviceType::CUDA), autocast::cast(to, weight, DeviceType::CUDA), autocast::cast(to, bias, DeviceType::CUDA), stride, padding, dilation, groups);
 }
 
-// ===== dk::cross_entropy_loss @ AutocastCUDA (fp32) =====
-Tensor AutocastCUDA_cross_entropy_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index, double label_smoothing) {
+// ===== dk::convolution @ AutocastCUDA (lower_precision_fp) =====
+Tensor AutocastCUDA_convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding, int64_t groups) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  const ScalarType to = ScalarType::Float;
-  return ops::cross_entropy_loss::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, target, DeviceType::CUDA), autocast::cast(to, weight, DeviceType::CUDA), reduction, ignore_index, label_smoothing);
+  const ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
+  return ops::convolution::call(autocast::cast(to, input, DeviceType::CUDA), autocast::cast(to, weight, DeviceType::CUDA), autocast::cast(to, bias, DeviceType::CUDA), stride, padding, dilation, transposed, output_padding, groups);
 }
 
-// ===== dk::div.Tensor @ AutocastCUDA (promote) =====
-Tensor AutocastCUDA_div_Tensor(const Tensor& self, const Tensor& other) {
+// ===== dk::cumsum @ AutocastCUDA (fp32_set_opt_dtype) =====
+Tensor AutocastCUDA_cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  return ops::cumsum::call(self, dim, autocast::set_opt_dtype(ScalarType::Float, dtype, self, DeviceType::CUDA));
+}
+
+// ===== dk::exp @ AutocastCUDA (fp32) =====
+Tensor AutocastCUDA_exp(const Tensor& self) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  const ScalarType to = ScalarType::Float;
+  return ops::exp::call(autocast::cast(to, self, DeviceType::CUDA));
+}
+
+// ===== dk::index_put @ AutocastCUDA (promote) =====
+Tensor AutocastCUDA_index_put(const Tensor& self, ArrayRef<std::optional<Tensor>> indices, const Tensor& values, bool accumulate) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
   ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
   to = autocast::promote_type(to, DeviceType::CUDA, self);
-  to = autocast::promote_type(to, DeviceType::CUDA, other);
-  return ops::div_Tensor::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, other, DeviceType::CUDA));
+  to = autocast::promote_type(to, DeviceType::CUDA, values);
+  return ops::index_put::call(autocast::cast(to, self, DeviceType::CUDA), indices, autocast::cast(to, values, DeviceType::CUDA), accumulate);
+}
+
+// ===== dk::layer_norm @ AutocastCUDA (fp32) =====
+Tensor AutocastCUDA_layer_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, bool cudnn_enable) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  const ScalarType to = ScalarType::Float;
+  return ops::layer_norm::call(autocast::cast(to, input, DeviceType::CUDA), normalized_shape, autocast::cast(to, weight, DeviceType::CUDA), autocast::cast(to, bias, DeviceType::CUDA), eps, cudnn_enable);
 }
 
 // ===== dk::linear @ AutocastCUDA (lower_precision_fp) =====
@@ -273,11 +215,17 @@ Tensor AutocastCUDA_linear(const Tensor& input, const Tensor& weight, const std:
   return ops::linear::call(autocast::cast(to, input, DeviceType::CUDA), autocast::cast(to, weight, DeviceType::CUDA), autocast::cast(to, bias, DeviceType::CUDA));
 }
 
-// ===== dk::log_softmax.int @ AutocastCUDA (fp32) =====
-Tensor AutocastCUDA_log_softmax_int(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+// ===== dk::log @ AutocastCUDA (fp32) =====
+Tensor AutocastCUDA_log(const Tensor& self) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
   const ScalarType to = ScalarType::Float;
-  return ops::log_softmax_int::call(autocast::cast(to, self, DeviceType::CUDA), dim, dtype);
+  return ops::log::call(autocast::cast(to, self, DeviceType::CUDA));
+}
+
+// ===== dk::log_softmax.int @ AutocastCUDA (fp32_set_opt_dtype) =====
+Tensor AutocastCUDA_log_softmax_int(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  return ops::log_softmax_int::call(self, dim, autocast::set_opt_dtype(ScalarType::Float, dtype, self, DeviceType::CUDA));
 }
 
 // ===== dk::matmul @ AutocastCUDA (lower_precision_fp) =====
@@ -285,31 +233,6 @@ Tensor AutocastCUDA_matmul(const Tensor& self, const Tensor& other) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
   const ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
   return ops::matmul::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, other, DeviceType::CUDA));
-}
-
-// ===== dk::maximum @ AutocastCUDA (promote) =====
-Tensor AutocastCUDA_maximum(const Tensor& self, const Tensor& other) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
-  to = autocast::promote_type(to, DeviceType::CUDA, self);
-  to = autocast::promote_type(to, DeviceType::CUDA, other);
-  return ops::maximum::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, other, DeviceType::CUDA));
-}
-
-// ===== dk::mean.dim @ AutocastCUDA (fp32) =====
-Tensor AutocastCUDA_mean_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  const ScalarType to = ScalarType::Float;
-  return ops::mean_dim::call(autocast::cast(to, self, DeviceType::CUDA), dim, keepdim, dtype);
-}
-
-// ===== dk::minimum @ AutocastCUDA (promote) =====
-Tensor AutocastCUDA_minimum(const Tensor& self, const Tensor& other) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
-  to = autocast::promote_type(to, DeviceType::CUDA, self);
-  to = autocast::promote_type(to, DeviceType::CUDA, other);
-  return ops::minimum::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, other, DeviceType::CUDA));
 }
 
 // ===== dk::mm @ AutocastCUDA (lower_precision_fp) =====
@@ -326,20 +249,25 @@ Tensor AutocastCUDA_mse_loss(const Tensor& self, const Tensor& target, int64_t r
   return ops::mse_loss::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, target, DeviceType::CUDA), reduction);
 }
 
-// ===== dk::mul.Tensor @ AutocastCUDA (promote) =====
-Tensor AutocastCUDA_mul_Tensor(const Tensor& self, const Tensor& other) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
-  to = autocast::promote_type(to, DeviceType::CUDA, self);
-  to = autocast::promote_type(to, DeviceType::CUDA, other);
-  return ops::mul_Tensor::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, other, DeviceType::CUDA));
-}
-
 // ===== dk::nll_loss @ AutocastCUDA (fp32) =====
 Tensor AutocastCUDA_nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
   const ScalarType to = ScalarType::Float;
   return ops::nll_loss::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, target, DeviceType::CUDA), autocast::cast(to, weight, DeviceType::CUDA), reduction, ignore_index);
+}
+
+// ===== dk::pow.Tensor_Scalar @ AutocastCUDA (fp32) =====
+Tensor AutocastCUDA_pow_Tensor_Scalar(const Tensor& self, const Scalar& exponent) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  const ScalarType to = ScalarType::Float;
+  return ops::pow_Tensor_Scalar::call(autocast::cast(to, self, DeviceType::CUDA), exponent);
+}
+
+// ===== dk::rsqrt @ AutocastCUDA (fp32) =====
+Tensor AutocastCUDA_rsqrt(const Tensor& self) {
+  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
+  const ScalarType to = ScalarType::Float;
+  return ops::rsqrt::call(autocast::cast(to, self, DeviceType::CUDA));
 }
 
 // ===== dk::scatter_add @ AutocastCUDA (promote) =====
@@ -352,86 +280,65 @@ Tensor AutocastCUDA_scatter_add(const Tensor& self, int64_t dim, const Tensor& i
   return ops::scatter_add::call(autocast::cast(to, self, DeviceType::CUDA), dim, autocast::cast(to, index, DeviceType::CUDA), autocast::cast(to, src, DeviceType::CUDA));
 }
 
-// ===== dk::softmax.int @ AutocastCUDA (fp32) =====
+// ===== dk::softmax.int @ AutocastCUDA (fp32_set_opt_dtype) =====
 Tensor AutocastCUDA_softmax_int(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  const ScalarType to = ScalarType::Float;
-  return ops::softmax_int::call(autocast::cast(to, self, DeviceType::CUDA), dim, dtype);
+  return ops::softmax_int::call(self, dim, autocast::set_opt_dtype(ScalarType::Float, dtype, self, DeviceType::CUDA));
 }
 
-// ===== dk::sub.Tensor @ AutocastCUDA (promote) =====
-Tensor AutocastCUDA_sub_Tensor(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  ScalarType to = autocast::get_autocast_dtype(DeviceType::CUDA);
-  to = autocast::promote_type(to, DeviceType::CUDA, self);
-  to = autocast::promote_type(to, DeviceType::CUDA, other);
-  return ops::sub_Tensor::call(autocast::cast(to, self, DeviceType::CUDA), autocast::cast(to, other, DeviceType::CUDA), alpha);
-}
-
-// ===== dk::sum @ AutocastCUDA (fp32) =====
+// ===== dk::sum @ AutocastCUDA (fp32_set_opt_dtype) =====
 Tensor AutocastCUDA_sum(const Tensor& self, std::optional<ScalarType> dtype) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  const ScalarType to = ScalarType::Float;
-  return ops::sum::call(autocast::cast(to, self, DeviceType::CUDA), dtype);
+  return ops::sum::call(self, autocast::set_opt_dtype(ScalarType::Float, dtype, self, DeviceType::CUDA));
 }
 
-// ===== dk::sum.dim_IntList @ AutocastCUDA (fp32) =====
+// ===== dk::sum.dim_IntList @ AutocastCUDA (fp32_set_opt_dtype) =====
 Tensor AutocastCUDA_sum_dim_IntList(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<ScalarType> dtype) {
   ExcludeDispatchKeyGuard no_autocast(DispatchKey::AutocastCUDA);
-  const ScalarType to = ScalarType::Float;
-  return ops::sum_dim_IntList::call(autocast::cast(to, self, DeviceType::CUDA), dim, keepdim, dtype);
+  return ops::sum_dim_IntList::call(self, dim, keepdim, autocast::set_opt_dtype(ScalarType::Float, dtype, self, DeviceType::CUDA));
 }
 
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, AutocastCPU, m) {
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &AutocastCPU_add_Tensor>("AutocastCPU_add_Tensor"));  // add.Tensor @ AutocastCPU (promote)
   m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &AutocastCPU_addmm>("AutocastCPU_addmm"));  // addmm @ AutocastCPU (lower_precision_fp)
+  m.impl("baddbmm", ::dk::detail::kernelFor<ops::baddbmm, &AutocastCPU_baddbmm>("AutocastCPU_baddbmm"));  // baddbmm @ AutocastCPU (lower_precision_fp)
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &AutocastCPU_bmm>("AutocastCPU_bmm"));  // bmm @ AutocastCPU (lower_precision_fp)
+  m.impl("cat", ::dk::detail::kernelFor<ops::cat, &AutocastCPU_cat>("AutocastCPU_cat"));  // cat @ AutocastCPU (promote)
   m.impl("conv1d", ::dk::detail::kernelFor<ops::conv1d, &AutocastCPU_conv1d>("AutocastCPU_conv1d"));  // conv1d @ AutocastCPU (lower_precision_fp)
   m.impl("conv2d", ::dk::detail::kernelFor<ops::conv2d, &AutocastCPU_conv2d>("AutocastCPU_conv2d"));  // conv2d @ AutocastCPU (lower_precision_fp)
-  m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss, &AutocastCPU_cross_entropy_loss>("AutocastCPU_cross_entropy_loss"));  // cross_entropy_loss @ AutocastCPU (fp32)
-  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &AutocastCPU_div_Tensor>("AutocastCPU_div_Tensor"));  // div.Tensor @ AutocastCPU (promote)
   m.impl("linear", ::dk::detail::kernelFor<ops::linear, &AutocastCPU_linear>("AutocastCPU_linear"));  // linear @ AutocastCPU (lower_precision_fp)
-  m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int, &AutocastCPU_log_softmax_int>("AutocastCPU_log_softmax_int"));  // log_softmax.int @ AutocastCPU (fp32)
   m.impl("matmul", ::dk::detail::kernelFor<ops::matmul, &AutocastCPU_matmul>("AutocastCPU_matmul"));  // matmul @ AutocastCPU (lower_precision_fp)
-  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &AutocastCPU_maximum>("AutocastCPU_maximum"));  // maximum @ AutocastCPU (promote)
-  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &AutocastCPU_mean_dim>("AutocastCPU_mean_dim"));  // mean.dim @ AutocastCPU (fp32)
-  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &AutocastCPU_minimum>("AutocastCPU_minimum"));  // minimum @ AutocastCPU (promote)
   m.impl("mm", ::dk::detail::kernelFor<ops::mm, &AutocastCPU_mm>("AutocastCPU_mm"));  // mm @ AutocastCPU (lower_precision_fp)
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &AutocastCPU_mse_loss>("AutocastCPU_mse_loss"));  // mse_loss @ AutocastCPU (fp32)
-  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &AutocastCPU_mul_Tensor>("AutocastCPU_mul_Tensor"));  // mul.Tensor @ AutocastCPU (promote)
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &AutocastCPU_nll_loss>("AutocastCPU_nll_loss"));  // nll_loss @ AutocastCPU (fp32)
-  m.impl("scatter_add", ::dk::detail::kernelFor<ops::scatter_add, &AutocastCPU_scatter_add>("AutocastCPU_scatter_add"));  // scatter_add @ AutocastCPU (promote)
-  m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &AutocastCPU_softmax_int>("AutocastCPU_softmax_int"));  // softmax.int @ AutocastCPU (fp32)
-  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &AutocastCPU_sub_Tensor>("AutocastCPU_sub_Tensor"));  // sub.Tensor @ AutocastCPU (promote)
-  m.impl("sum", ::dk::detail::kernelFor<ops::sum, &AutocastCPU_sum>("AutocastCPU_sum"));  // sum @ AutocastCPU (fp32)
-  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &AutocastCPU_sum_dim_IntList>("AutocastCPU_sum_dim_IntList"));  // sum.dim_IntList @ AutocastCPU (fp32)
+  m.impl("stack", ::dk::detail::kernelFor<ops::stack, &AutocastCPU_stack>("AutocastCPU_stack"));  // stack @ AutocastCPU (promote)
 }
 
 DK_LIBRARY_IMPL(dk, AutocastCUDA, m) {
-  m.impl("add.Tensor", ::dk::detail::kernelFor<ops::add_Tensor, &AutocastCUDA_add_Tensor>("AutocastCUDA_add_Tensor"));  // add.Tensor @ AutocastCUDA (promote)
   m.impl("addmm", ::dk::detail::kernelFor<ops::addmm, &AutocastCUDA_addmm>("AutocastCUDA_addmm"));  // addmm @ AutocastCUDA (lower_precision_fp)
+  m.impl("baddbmm", ::dk::detail::kernelFor<ops::baddbmm, &AutocastCUDA_baddbmm>("AutocastCUDA_baddbmm"));  // baddbmm @ AutocastCUDA (lower_precision_fp)
   m.impl("bmm", ::dk::detail::kernelFor<ops::bmm, &AutocastCUDA_bmm>("AutocastCUDA_bmm"));  // bmm @ AutocastCUDA (lower_precision_fp)
   m.impl("conv1d", ::dk::detail::kernelFor<ops::conv1d, &AutocastCUDA_conv1d>("AutocastCUDA_conv1d"));  // conv1d @ AutocastCUDA (lower_precision_fp)
   m.impl("conv2d", ::dk::detail::kernelFor<ops::conv2d, &AutocastCUDA_conv2d>("AutocastCUDA_conv2d"));  // conv2d @ AutocastCUDA (lower_precision_fp)
-  m.impl("cross_entropy_loss", ::dk::detail::kernelFor<ops::cross_entropy_loss, &AutocastCUDA_cross_entropy_loss>("AutocastCUDA_cross_entropy_loss"));  // cross_entropy_loss @ AutocastCUDA (fp32)
-  m.impl("div.Tensor", ::dk::detail::kernelFor<ops::div_Tensor, &AutocastCUDA_div_Tensor>("AutocastCUDA_div_Tensor"));  // div.Tensor @ AutocastCUDA (promote)
+  m.impl("convolution", ::dk::detail::kernelFor<ops::convolution, &AutocastCUDA_convolution>("AutocastCUDA_convolution"));  // convolution @ AutocastCUDA (lower_precision_fp)
+  m.impl("cumsum", ::dk::detail::kernelFor<ops::cumsum, &AutocastCUDA_cumsum>("AutocastCUDA_cumsum"));  // cumsum @ AutocastCUDA (fp32_set_opt_dtype)
+  m.impl("exp", ::dk::detail::kernelFor<ops::exp, &AutocastCUDA_exp>("AutocastCUDA_exp"));  // exp @ AutocastCUDA (fp32)
+  m.impl("index_put", ::dk::detail::kernelFor<ops::index_put, &AutocastCUDA_index_put>("AutocastCUDA_index_put"));  // index_put @ AutocastCUDA (promote)
+  m.impl("layer_norm", ::dk::detail::kernelFor<ops::layer_norm, &AutocastCUDA_layer_norm>("AutocastCUDA_layer_norm"));  // layer_norm @ AutocastCUDA (fp32)
   m.impl("linear", ::dk::detail::kernelFor<ops::linear, &AutocastCUDA_linear>("AutocastCUDA_linear"));  // linear @ AutocastCUDA (lower_precision_fp)
-  m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int, &AutocastCUDA_log_softmax_int>("AutocastCUDA_log_softmax_int"));  // log_softmax.int @ AutocastCUDA (fp32)
+  m.impl("log", ::dk::detail::kernelFor<ops::log, &AutocastCUDA_log>("AutocastCUDA_log"));  // log @ AutocastCUDA (fp32)
+  m.impl("log_softmax.int", ::dk::detail::kernelFor<ops::log_softmax_int, &AutocastCUDA_log_softmax_int>("AutocastCUDA_log_softmax_int"));  // log_softmax.int @ AutocastCUDA (fp32_set_opt_dtype)
   m.impl("matmul", ::dk::detail::kernelFor<ops::matmul, &AutocastCUDA_matmul>("AutocastCUDA_matmul"));  // matmul @ AutocastCUDA (lower_precision_fp)
-  m.impl("maximum", ::dk::detail::kernelFor<ops::maximum, &AutocastCUDA_maximum>("AutocastCUDA_maximum"));  // maximum @ AutocastCUDA (promote)
-  m.impl("mean.dim", ::dk::detail::kernelFor<ops::mean_dim, &AutocastCUDA_mean_dim>("AutocastCUDA_mean_dim"));  // mean.dim @ AutocastCUDA (fp32)
-  m.impl("minimum", ::dk::detail::kernelFor<ops::minimum, &AutocastCUDA_minimum>("AutocastCUDA_minimum"));  // minimum @ AutocastCUDA (promote)
   m.impl("mm", ::dk::detail::kernelFor<ops::mm, &AutocastCUDA_mm>("AutocastCUDA_mm"));  // mm @ AutocastCUDA (lower_precision_fp)
   m.impl("mse_loss", ::dk::detail::kernelFor<ops::mse_loss, &AutocastCUDA_mse_loss>("AutocastCUDA_mse_loss"));  // mse_loss @ AutocastCUDA (fp32)
-  m.impl("mul.Tensor", ::dk::detail::kernelFor<ops::mul_Tensor, &AutocastCUDA_mul_Tensor>("AutocastCUDA_mul_Tensor"));  // mul.Tensor @ AutocastCUDA (promote)
   m.impl("nll_loss", ::dk::detail::kernelFor<ops::nll_loss, &AutocastCUDA_nll_loss>("AutocastCUDA_nll_loss"));  // nll_loss @ AutocastCUDA (fp32)
+  m.impl("pow.Tensor_Scalar", ::dk::detail::kernelFor<ops::pow_Tensor_Scalar, &AutocastCUDA_pow_Tensor_Scalar>("AutocastCUDA_pow_Tensor_Scalar"));  // pow.Tensor_Scalar @ AutocastCUDA (fp32)
+  m.impl("rsqrt", ::dk::detail::kernelFor<ops::rsqrt, &AutocastCUDA_rsqrt>("AutocastCUDA_rsqrt"));  // rsqrt @ AutocastCUDA (fp32)
   m.impl("scatter_add", ::dk::detail::kernelFor<ops::scatter_add, &AutocastCUDA_scatter_add>("AutocastCUDA_scatter_add"));  // scatter_add @ AutocastCUDA (promote)
-  m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &AutocastCUDA_softmax_int>("AutocastCUDA_softmax_int"));  // softmax.int @ AutocastCUDA (fp32)
-  m.impl("sub.Tensor", ::dk::detail::kernelFor<ops::sub_Tensor, &AutocastCUDA_sub_Tensor>("AutocastCUDA_sub_Tensor"));  // sub.Tensor @ AutocastCUDA (promote)
-  m.impl("sum", ::dk::detail::kernelFor<ops::sum, &AutocastCUDA_sum>("AutocastCUDA_sum"));  // sum @ AutocastCUDA (fp32)
-  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &AutocastCUDA_sum_dim_IntList>("AutocastCUDA_sum_dim_IntList"));  // sum.dim_IntList @ AutocastCUDA (fp32)
+  m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &AutocastCUDA_softmax_int>("AutocastCUDA_softmax_int"));  // softmax.int @ AutocastCUDA (fp32_set_opt_dtype)
+  m.impl("sum", ::dk::detail::kernelFor<ops::sum, &AutocastCUDA_sum>("AutocastCUDA_sum"));  // sum @ AutocastCUDA (fp32_set_opt_dtype)
+  m.impl("sum.dim_IntList", ::dk::detail::kernelFor<ops::sum_dim_IntList, &AutocastCUDA_sum_dim_IntList>("AutocastCUDA_sum_dim_IntList"));  // sum.dim_IntList @ AutocastCUDA (fp32_set_opt_dtype)
 }
 
 }  // namespace dk

@@ -266,6 +266,13 @@ TEST_CASE("indexing: index_put_ and index_put") {
   Tensor acc = dk::zeros({3, 4});
   dk::index_put_(acc, {longs({0, 0}, {2}), longs({1, 1}, {2})}, make({1, 2}, {2}), true);
   CHECK(sameValues(read(acc), {0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  // Without accumulate, a repeated row keeps its last value (PyTorch 1.13.1's CPU result).
+  Tensor rep = dk::zeros({3, 4});
+  rep.index_put_({longs({2, 0, 2}, {3})}, make({1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}, {3, 4}));
+  CHECK(sameValues(read(rep), {2, 2, 2, 2, 0, 0, 0, 0, 3, 3, 3, 3}));
+  Tensor rep1 = dk::zeros({3});
+  rep1.index_put_({longs({1, 1, 1, 0}, {4})}, make({5, 6, 7, 8}, {4}));
+  CHECK(sameValues(read(rep1), {8, 7, 0}));
   Tensor cols = dk::zeros({3, 4});
   cols.index_put_({std::nullopt, longs({1, 3}, {2})}, make({1, 2}, {1, 2}));
   CHECK(sameValues(read(cols), {0, 1, 0, 2, 0, 1, 0, 2, 0, 1, 0, 2}));

@@ -2,8 +2,9 @@
 ``autocast:`` policy (Note [Autocast] in dk/layers/autocast.h).
 
 Each kernel casts the floating tensor arguments that live on its device type (to the
-guard's lower-precision dtype, to float32, or to the widest dtype among them), then calls
-the operator again with its autocast key excluded, so the call continues below autocast.
+guard's lower-precision dtype, to float32, or to the widest dtype among them), or, for
+``fp32_set_opt_dtype``, fills an unset ``dtype`` argument with float32, then calls the
+operator again with its autocast key excluded, so the call continues below autocast.
 The policy is decided here, per kernel (``AutocastKernel``); the template only lays it out.
 """
 
@@ -18,8 +19,8 @@ from codegen.dest.common import GenContext, Operator, render
 # Arguments the cast applies to (dispatcher.CType.dispatch kinds); Tensor?[] is left alone.
 TENSOR_KINDS = {"tensor", "optional_tensor", "tensor_list"}
 
-# (dispatch key, device type expression), from the model's table of autocast keys.
-AUTOCAST_KEYS = tuple((key.name, f"DeviceType::{device}") for key, device in dispatch_key.AUTOCAST_KEYS)
+# (dispatch key, device type name), from the model's table of autocast keys.
+AUTOCAST_KEYS = tuple((key.name, device) for key, device in dispatch_key.AUTOCAST_KEYS)
 
 
 def is_tensor(binding) -> bool:
@@ -33,7 +34,8 @@ class AutocastKernel:
     op: Operator
     key: str                      # "AutocastCPU"
     policy: str                   # the entry's autocast: policy
-    dtype_type: str               # the declared type of `to`: "const ScalarType", or "ScalarType" when widened
+    dtype_type: str               # the declared type of `to`: "const ScalarType", or "ScalarType" when widened;
+                                  # "" when the kernel casts nothing (policy fp32_set_opt_dtype)
     dtype: str                    # the dtype `to` starts as
     widen: Tuple[str, ...]        # the tensor arguments `to` is widened over (policy promote)
     device: str                   # "DeviceType::CPU": the device type whose tensors are cast
@@ -44,8 +46,10 @@ class AutocastKernel:
         return f"{self.key}_{self.op.struct}"
 
 
-def autocast_kernel(op: Operator, key: str, device: str) -> AutocastKernel:
-    policy = op.nf.autocast
+def autocast_kernel(op: Operator, key: str, device_type: str) -> AutocastKernel:
+    """``op``'s kernel at ``key``, the autocast key of ``device_type`` ("CPU"), per its policy there."""
+    policy = op.nf.autocast[device_type]
+    device = f"DeviceType::{device_type}"
     tensors = [b.name for b in op.sig.bindings if is_tensor(b)]
     lower = f"autocast::get_autocast_dtype({device})"
     if policy == "lower_precision_fp":
@@ -54,6 +58,13 @@ def autocast_kernel(op: Operator, key: str, device: str) -> AutocastKernel:
         dtype_type, dtype, widen = "const ScalarType", "ScalarType::Float", ()
     elif policy == "promote":
         dtype_type, dtype, widen = "ScalarType", lower, tuple(tensors)
+    elif policy == "fp32_set_opt_dtype":
+        # The tensors stay as they are; an unset dtype becomes float32 when the first argument
+        # is eligible (native_yaml checks that the operator has both).
+        first = op.sig.bindings[0].name
+        args = tuple(f"autocast::set_opt_dtype(ScalarType::Float, {b.name}, {first}, {device})" if b.name == "dtype"
+                     else b.name for b in op.sig.bindings)
+        return AutocastKernel(op, key, policy, "", "", (), device, args)
     else:
         raise ValueError(f"internal error: no autocast kernel for the policy '{policy}'")
     args = tuple(f"autocast::cast(to, {b.name}, {device})" if is_tensor(b) else b.name for b in op.sig.bindings)
@@ -70,6 +81,7 @@ class AutocastKey:
 
 def emit(ctx: GenContext, files) -> None:
     ops: List[Operator] = [op for op in ctx.operators if op.nf.autocast]
-    keys = [AutocastKey(key, tuple(autocast_kernel(op, key, device) for op in ops)) for key, device in AUTOCAST_KEYS]
+    keys = [AutocastKey(key, tuple(autocast_kernel(op, key, device) for op in ops if device in op.nf.autocast))
+            for key, device in AUTOCAST_KEYS]
     files.write("RegisterAutocast.cpp", render(
         ctx, "RegisterAutocast.cpp.j2", keys=keys, includes=ctx.includes_for(ops)))

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dk/generated/ops/add.h"
+#include "dk/generated/ops/cat.h"
 #include "dk/generated/ops/clone.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/eq.h"
@@ -27,12 +28,14 @@
 #include "dk/generated/ops/max.h"
 #include "dk/generated/ops/min.h"
 #include "dk/generated/ops/mul.h"
+#include "dk/generated/ops/narrow_ops.h"
 #include "dk/generated/ops/nonzero.h"
 #include "dk/generated/ops/ones.h"
 #include "dk/generated/ops/permute.h"
 #include "dk/generated/ops/reshape.h"
 #include "dk/generated/ops/scatter_add.h"
 #include "dk/generated/ops/select.h"
+#include "dk/generated/ops/sort.h"
 #include "dk/generated/ops/where.h"
 #include "dk/generated/ops/zeros.h"
 #include "dk/generated/ops/zeros_like.h"
@@ -171,14 +174,27 @@ Tensor putRows(const Tensor& rows, const IndexPlan& plan, const Tensor& values, 
   Tensor spread = dk::reshape(flat_index, index_shape).expand(flat_shape);
   Tensor vals = dk::reshape(values, flat_shape);
   if (accumulate) return dk::scatter_add(rows, 0, spread, vals);
-  // Written rows take the values; the others keep theirs. (Repeated indices: undefined in
-  // PyTorch; here their values add up.)
+  if (n == 0) return rows;
+  // Without accumulate, a row named more than once takes the value of its last position, as a
+  // serial loop over the positions writes it (PyTorch's CPU kernel). A stable sort of the row
+  // numbers groups each row's positions in order; the last of each group is kept.
+  auto [sorted_rows, order] = dk::sort(flat_index, 0, false);
+  Tensor run_ends = dk::cat({dk::eq(dk::eq(sorted_rows.narrow(0, 1, n - 1), sorted_rows.narrow(0, 0, n - 1)), Scalar(false)),
+                             dk::ones({1}, kBool, std::nullopt, rows.device())});
+  Tensor keep = dk::reshape(dk::nonzero(run_ends), {-1});
+  Tensor unique_rows = dk::index_select(sorted_rows, 0, keep);
+  Tensor last_values = dk::index_select(vals, 0, dk::index_select(order, 0, keep));
+  const int64_t k = unique_rows.size(0);
+  flat_shape[0] = k;
+  index_shape[0] = k;
   std::vector<int64_t> row_shape(flat_shape.size(), 1);
   row_shape[0] = plan.rows;
-  Tensor hits = dk::scatter_add(dk::zeros({plan.rows}, kLong, std::nullopt, rows.device()), 0, flat_index,
-                                dk::ones({n}, kLong, std::nullopt, rows.device()));
+  Tensor hits = dk::scatter_add(dk::zeros({plan.rows}, kLong, std::nullopt, rows.device()), 0, unique_rows,
+                                dk::ones({k}, kLong, std::nullopt, rows.device()));
   Tensor untouched = dk::reshape(dk::eq(hits, Scalar(0)), row_shape);
-  return dk::where(untouched, rows, dk::scatter_add(dk::zeros_like(rows), 0, spread, vals));
+  Tensor written = dk::scatter_add(dk::zeros_like(rows), 0, dk::reshape(unique_rows, index_shape).expand(flat_shape),
+                                   last_values);
+  return dk::where(untouched, rows, written);
 }
 
 }  // namespace

@@ -368,16 +368,21 @@ class ViewModelTest(unittest.TestCase):
         self.assertIsNone(dest_autograd.inplace_or_view_kernel(self.ops["mul.Tensor"]))
 
     def test_autocast_kernels(self):
-        op = next(op for op in self.ctx.operators if op.nf.autocast == "promote")
-        k = dest_autocast.autocast_kernel(op, "AutocastCUDA", "DeviceType::CUDA")
+        op = next(op for op in self.ctx.operators if op.nf.autocast.get("CUDA") == "promote")
+        self.assertNotIn("CPU", op.nf.autocast)  # PyTorch's CPU list has no scatter_add, index_put
+        k = dest_autocast.autocast_kernel(op, "AutocastCUDA", "CUDA")
         tensors = tuple(b.name for b in op.sig.bindings if dest_autocast.is_tensor(b))
         self.assertEqual((k.function, k.dtype_type, k.dtype, k.widen),
                          (f"AutocastCUDA_{op.struct}", "ScalarType", "autocast::get_autocast_dtype(DeviceType::CUDA)",
                           tensors))
-        fp32 = next(op for op in self.ctx.operators if op.nf.autocast == "fp32")
-        k = dest_autocast.autocast_kernel(fp32, "AutocastCPU", "DeviceType::CPU")
+        fp32 = next(op for op in self.ctx.operators if op.nf.autocast.get("CPU") == "fp32")
+        k = dest_autocast.autocast_kernel(fp32, "AutocastCPU", "CPU")
         self.assertEqual((k.dtype_type, k.dtype, k.widen), ("const ScalarType", "ScalarType::Float", ()))
         self.assertIn("autocast::cast(to, self, DeviceType::CPU)", k.args)
+        sum_ = self.ops["sum"]
+        k = dest_autocast.autocast_kernel(sum_, "AutocastCUDA", "CUDA")
+        self.assertEqual((k.dtype_type, k.args),
+                         ("", ("self", "autocast::set_opt_dtype(ScalarType::Float, dtype, self, DeviceType::CUDA)")))
 
 
 @unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)

@@ -152,9 +152,10 @@ class EntryFieldsTest(support.NativeYamlTestCase):
             self.assertFalse(getattr(nf, flag), flag)
         self.assertEqual((nf.autogen, nf.cpp_no_default_args), ((), ()))
         for name in ("structured_delegate", "structured_inherits", "python_module",
-                     "category_override", "precomputed", "autocast"):
+                     "category_override", "precomputed"):
             self.assertIsNone(getattr(nf, name), name)
         self.assertEqual(dict(nf.ufunc_inner_loop), {})
+        self.assertEqual(dict(nf.autocast), {})
 
     def test_every_key(self):
         _, nf = self.parse("""
@@ -199,7 +200,7 @@ class EntryFieldsTest(support.NativeYamlTestCase):
         self.assertTrue(nf.use_const_ref_for_mutable_tensors)
         self.assertEqual(dict(nf.ufunc_inner_loop),
                          {"Generic": "add (AllAndComplex, BFloat16)", "ScalarOnly": "add (Bool)"})
-        self.assertEqual(nf.autocast, "fp32")
+        self.assertEqual(dict(nf.autocast), {"CPU": "fp32", "CUDA": "fp32"})
 
     def test_tags_as_comma_string(self):
         nf = self.parse_one("- func: relu(Tensor self) -> Tensor\n  tags: inplace_view, view_copy\n")
@@ -212,7 +213,15 @@ class EntryFieldsTest(support.NativeYamlTestCase):
     def test_autocast_policies(self):
         for policy in ("lower_precision_fp", "fp32", "promote"):
             nf = self.parse_one(f"- func: mm(Tensor self, Tensor mat2) -> Tensor\n  autocast: {policy}\n")
-            self.assertEqual(nf.autocast, policy)
+            self.assertEqual(dict(nf.autocast), {"CPU": policy, "CUDA": policy})
+
+    def test_autocast_per_device_type(self):
+        nf = self.parse_one("- func: sum(Tensor self, *, ScalarType? dtype=None) -> Tensor\n"
+                            "  autocast: {CUDA: fp32_set_opt_dtype}\n")
+        self.assertEqual(dict(nf.autocast), {"CUDA": "fp32_set_opt_dtype"})
+        nf = self.parse_one("- func: cat(Tensor[] tensors, int dim=0) -> Tensor\n"
+                            "  autocast: {CPU: promote, CUDA: fp32}\n")
+        self.assertEqual(dict(nf.autocast), {"CPU": "promote", "CUDA": "fp32"})
 
     def test_locations_are_the_func_lines(self):
         nfs = self.parse("""

@@ -95,7 +95,7 @@ class EntryShapeErrorsTest(support.NativeYamlTestCase):
              f"P:8: {RELU}: 'precomputed' must be a list of strings, got a int item",
              f"P:9: {RELU}: 'tags' must be a string or a list of strings, got int",
              f"P:10: {RELU}: 'ufunc_inner_loop' must be a mapping of ufunc keys to loop descriptions, got str",
-             f"P:11: {RELU}: 'autocast' must be one of lower_precision_fp, fp32, promote, got list",
+             f"P:11: {RELU}: 'autocast' must be a policy or a mapping of device types to policies, got list",
              f"P:12: {RELU}: 'dispatch' must be a mapping of dispatch keys to kernel names, got str"],
         )
 
@@ -110,7 +110,7 @@ class EntryShapeErrorsTest(support.NativeYamlTestCase):
                   category_override: 1x
                 """),
             [f"P:2: {RELU}: 'device_check' must be NoCheck or ExactSame, got 'Sometimes'",
-             f"P:3: {RELU}: 'autocast' must be one of lower_precision_fp, fp32, promote, got 'bf16'",
+             f"P:3: {RELU}: 'autocast' must be one of lower_precision_fp, fp32, promote, fp32_set_opt_dtype, got 'bf16'",
              f"P:4: {RELU}: 'python_module' must be an identifier, got 'not a name'",
              f"P:5: {RELU}: 'structured_inherits' must be a C++ class name, got 'Base<int>'",
              f"P:6: {RELU}: 'category_override' must be an identifier, got '1x'"],
@@ -275,6 +275,26 @@ class ListValueErrorsTest(support.NativeYamlTestCase):
 
 
 class StructureErrorsTest(support.NativeYamlTestCase):
+    def test_autocast_per_device_type_errors(self):
+        self.assertEqual(
+            self.errors(f"""
+                - func: {RELU}
+                  autocast: {{MPS: fp32, CUDA: bf16, CPU: [fp32]}}
+                """),
+            [f"P:2: {RELU}: 'autocast' names the device type 'MPS'; expected one of CPU, CUDA",
+             f"P:2: {RELU}: 'autocast' policy for CUDA must be one of lower_precision_fp, fp32, promote, "
+             "fp32_set_opt_dtype, got 'bf16'",
+             f"P:2: {RELU}: 'autocast' policy for CPU must be one of lower_precision_fp, fp32, promote, "
+             "fp32_set_opt_dtype, got list"],
+        )
+
+    def test_fp32_set_opt_dtype_needs_a_dtype_argument(self):
+        message = ("autocast policy 'fp32_set_opt_dtype' is for a functional operator that takes a Tensor first and "
+                   "a 'ScalarType? dtype' argument")
+        self.assertError(f"- func: {RELU}\n  autocast: {{CUDA: fp32_set_opt_dtype}}\n", f"P:2: {RELU}: {message}")
+        self.assertError("- func: f(Tensor self, ScalarType dtype) -> Tensor\n  autocast: fp32_set_opt_dtype\n",
+                         f"P:2: f(Tensor self, ScalarType dtype) -> Tensor: {message}")
+
     def test_duplicate_operator(self):
         self.assertError(f"""
             - func: {RELU}

@@ -25,8 +25,18 @@ bool is_enabled(DeviceType device_type) { return tls_is_dispatch_key_included(au
 
 ScalarType get_autocast_dtype(DeviceType device_type) { return dtypeSlot(device_type); }
 
+namespace {
+
+// What autocast converts: a floating tensor on the key's device type; float64 is left alone, as
+// in PyTorch (a double computation was asked for explicitly).
+bool eligible(const Tensor& t, DeviceType device_type) {
+  return t.defined() && t.device().type == device_type && isFloatingType(t.dtype()) && t.dtype() != ScalarType::Double;
+}
+
+}  // namespace
+
 Tensor cast(ScalarType to, const Tensor& t, DeviceType device_type) {
-  if (!t.defined() || t.device().type != device_type || !isFloatingType(t.dtype()) || t.dtype() == to) return t;
+  if (!eligible(t, device_type) || t.dtype() == to) return t;
   return t.to(to);
 }
 
@@ -42,9 +52,14 @@ std::vector<Tensor> cast(ScalarType to, ArrayRef<Tensor> ts, DeviceType device_t
   return out;
 }
 
+std::optional<ScalarType> set_opt_dtype(ScalarType to, const std::optional<ScalarType>& dtype, const Tensor& first,
+                                        DeviceType device_type) {
+  if (dtype) return dtype;
+  return eligible(first, device_type) ? std::optional<ScalarType>(to) : std::nullopt;
+}
+
 ScalarType promote_type(ScalarType to, DeviceType device_type, const Tensor& t) {
-  if (!t.defined() || t.device().type != device_type || !isFloatingType(t.dtype())) return to;
-  return promoteTypes(to, t.dtype());
+  return eligible(t, device_type) ? promoteTypes(to, t.dtype()) : to;
 }
 
 ScalarType promote_type(ScalarType to, DeviceType device_type, const std::optional<Tensor>& t) {
