@@ -1,9 +1,10 @@
 """The dispatch keys the generator knows: the runtime's keys and alias keys, by name.
 
-Mirrors ``dk::DispatchKey`` (runtime/include/dk, docs/semantics.md section 1). Names
-are spelled exactly as in C++, so ``key.name`` is what generated code writes.
-A YAML ``dispatch:`` map may name runtime keys and alias keys; ``Undefined`` is
-not a key one registers kernels at, so it is not listed here.
+Built from the key file, ``schemas/dispatch_keys.yaml`` (codegen/keys_yaml.py), which the
+runtime's ``dk::DispatchKey`` is generated from too (docs/semantics.md section 1). Names are
+spelled exactly as in C++, so ``key.name`` is what generated code writes. A YAML ``dispatch:``
+map may name runtime keys and alias keys; ``Undefined`` and the runtime's internal keys are
+not keys one registers kernels at, so they are not listed here.
 
 The key table also says what each key is for, so no later layer reads a key's name:
 ``key.backend`` and ``key.functionality`` for the per-backend keys, ``key.is_backend``
@@ -16,53 +17,23 @@ from __future__ import annotations
 import enum
 from typing import Dict, Optional, Tuple
 
+from codegen.keys_yaml import KeyUniverse, load_key_universe
 
-class DispatchKey(enum.Enum):
-    """A key a kernel can be registered at. Values give a stable sort order."""
+# The universe the generator runs with.
+UNIVERSE: KeyUniverse = load_key_universe()
+# Alias keys sort after every runtime key.
+_ALIAS_BASE = 100
 
-    # Runtime keys: one table slot each. Per-backend functionalities, backend by backend.
-    CPU = 1
-    CUDA = 2
-    PrivateUse1 = 3
-    PrivateUse2 = 4
-    Meta = 5
-    QuantizedCPU = 6
-    QuantizedCUDA = 7
-    QuantizedPrivateUse1 = 8
-    QuantizedPrivateUse2 = 9
-    QuantizedMeta = 10
-    SparseCPU = 11
-    SparseCUDA = 12
-    SparsePrivateUse1 = 13
-    SparsePrivateUse2 = 14
-    SparseMeta = 15
-    BackendSelect = 16
-    Python = 17
-    Functionalize = 18
-    ADInplaceOrView = 19
-    AutogradOther = 20
-    AutogradCPU = 21
-    AutogradCUDA = 22
-    AutogradPrivateUse1 = 23
-    AutogradPrivateUse2 = 24
-    AutogradMeta = 25
-    Tracer = 26
-    AutocastCPU = 27
-    AutocastCUDA = 28
-    FuncTorchBatched = 29
-    TESTING_ONLY_GenericWrapper = 30
-    TESTING_ONLY_GenericMode = 31
-    # Alias keys: no slot of their own; they expand to runtime keys at registration.
-    Autograd = 100
-    CompositeImplicitAutograd = 101
-    CompositeExplicitAutograd = 102
-    CompositeExplicitAutogradNonFunctional = 103
+
+class _Key(enum.Enum):
+    """A key a kernel can be registered at. Values give a stable sort order: runtime keys in
+    rising priority (a per-backend functionality's keys at its place), then the alias keys."""
 
     def __str__(self) -> str:
         return self.name
 
     def __lt__(self, other: "DispatchKey") -> bool:
-        if not isinstance(other, DispatchKey):
+        if not isinstance(other, _Key):
             return NotImplemented
         return self.value < other.value
 
@@ -105,14 +76,11 @@ class DispatchKey(enum.Enum):
         return cls.__members__.get(name)
 
 
-ALIAS_KEYS = frozenset(
-    {
-        DispatchKey.Autograd,
-        DispatchKey.CompositeImplicitAutograd,
-        DispatchKey.CompositeExplicitAutograd,
-        DispatchKey.CompositeExplicitAutogradNonFunctional,
-    }
-)
+_RUNTIME = tuple(k for k in UNIVERSE.runtime_keys() if not k.functionality.internal)
+DispatchKey = _Key("DispatchKey", [(k.name, i + 1) for i, k in enumerate(_RUNTIME)] +
+                   [(a.name, _ALIAS_BASE + i) for i, a in enumerate(UNIVERSE.aliases)], module=__name__)
+
+ALIAS_KEYS = frozenset(DispatchKey[a.name] for a in UNIVERSE.aliases)
 
 # At most one of these may appear in an operator's dispatch map: each subsumes the next.
 COMPOSITE_KEYS = (
@@ -123,40 +91,19 @@ COMPOSITE_KEYS = (
 
 # The per-backend runtime keys, as the runtime composes them (dk/core/dispatch_key.h): one
 # per-backend functionality for one backend component.
-_K = DispatchKey
 _PER_BACKEND: Dict[DispatchKey, Tuple[str, str]] = {
-    _K.CPU: ("Dense", "CPU"),
-    _K.CUDA: ("Dense", "CUDA"),
-    _K.PrivateUse1: ("Dense", "PrivateUse1"),
-    _K.PrivateUse2: ("Dense", "PrivateUse2"),
-    _K.Meta: ("Dense", "Meta"),
-    _K.QuantizedCPU: ("Quantized", "CPU"),
-    _K.QuantizedCUDA: ("Quantized", "CUDA"),
-    _K.QuantizedPrivateUse1: ("Quantized", "PrivateUse1"),
-    _K.QuantizedPrivateUse2: ("Quantized", "PrivateUse2"),
-    _K.QuantizedMeta: ("Quantized", "Meta"),
-    _K.SparseCPU: ("Sparse", "CPU"),
-    _K.SparseCUDA: ("Sparse", "CUDA"),
-    _K.SparsePrivateUse1: ("Sparse", "PrivateUse1"),
-    _K.SparsePrivateUse2: ("Sparse", "PrivateUse2"),
-    _K.SparseMeta: ("Sparse", "Meta"),
-    _K.AutogradCPU: ("AutogradFunctionality", "CPU"),
-    _K.AutogradCUDA: ("AutogradFunctionality", "CUDA"),
-    _K.AutogradPrivateUse1: ("AutogradFunctionality", "PrivateUse1"),
-    _K.AutogradPrivateUse2: ("AutogradFunctionality", "PrivateUse2"),
-    _K.AutogradMeta: ("AutogradFunctionality", "Meta"),
+    DispatchKey[k.name]: (k.functionality.name, k.backend.name) for k in _RUNTIME if k.backend is not None
 }
-del _K
 
-# Backend keys (Dense, Quantized and Sparse for each backend): generated wrappers there check
-# that tensor arguments share a device (Note [Generated device check]).
-BACKEND_KEYS = frozenset(k for k, (f, _) in _PER_BACKEND.items() if f != "AutogradFunctionality")
-# The backend keys of CUDA: generated wrappers there hold a CUDA device guard.
-CUDA_KEYS = frozenset(k for k in BACKEND_KEYS if _PER_BACKEND[k][1] == "CUDA")
+# Backend keys (the runtime keys of backend functionalities: Dense, Quantized and Sparse for
+# each backend): generated wrappers there check that tensor arguments share a device (Note
+# [Generated device check]).
+BACKEND_KEYS = frozenset(DispatchKey[k.name] for k in _RUNTIME if k.functionality.backend)
+# The backend keys of the CUDA backend: generated wrappers there hold a CUDA device guard.
+CUDA_KEYS = frozenset(DispatchKey[k.name] for k in _RUNTIME if k.functionality.backend and k.backend is not None
+                      and k.backend.cuda)
 
 # The autocast key of each device type, in key order (Note [Autocast] in dk/layers/autocast.h;
 # the runtime's autocastKeyFor).
-AUTOCAST_KEYS: Tuple[Tuple[DispatchKey, str], ...] = (
-    (DispatchKey.AutocastCPU, "CPU"),
-    (DispatchKey.AutocastCUDA, "CUDA"),
-)
+AUTOCAST_KEYS: Tuple[Tuple[DispatchKey, str], ...] = tuple(
+    (DispatchKey[f.name], f.autocast) for f in UNIVERSE.functionalities if f.autocast is not None)

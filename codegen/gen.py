@@ -46,6 +46,7 @@ from codegen.dest import (  # noqa: E402
     autograd,
     backend_select,
     boxing_adapters,
+    dispatch_keys,
     functions,
     manifest,
     operators,
@@ -55,6 +56,7 @@ from codegen.dest import (  # noqa: E402
     tensor_operators,
 )
 from codegen.dest.common import GenContext, display_path  # noqa: E402
+from codegen.dispatch_key import UNIVERSE  # noqa: E402
 from codegen.errors import GenError, report_lines  # noqa: E402
 from codegen.limits import clip  # noqa: E402
 from codegen.model import NativeFunction  # noqa: E402
@@ -145,6 +147,7 @@ def generate(
 ) -> None:
     """Run every emitter into ``files``: the whole output for namespace ``dk``."""
     ctx = GenContext.build(native_functions, "dk", inputs)
+    dispatch_keys.emit(UNIVERSE, files, (display_path(UNIVERSE.path, _REPO_ROOT),))
     autograd.emit(ctx, files, autograd_plan(native_functions, derivatives),
                   untracked_views(native_functions, derivatives))
     operators.emit(ctx, files)

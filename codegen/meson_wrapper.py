@@ -2,8 +2,8 @@
 
 Meson custom targets cannot name outputs inside subfolders, so the build runs the generator
 once per part: `headers` (the files gen.py writes in dk/generated/, written flat into a build
-folder that is itself .../dk/generated), `op-headers` and `sig-headers` (those of its ops/ and
-boxing/ subfolders, the same way) and `sources` (the top-level files).
+folder that is itself .../dk/generated), `op-headers`, `sig-headers` and `key-headers` (those of
+its ops/, boxing/ and keys/ subfolders, the same way) and `sources` (the top-level files).
 Files are written only when their contents changed, so an edit that does not change a file
 rebuilds nothing that depends on it, and all or nothing (codegen/writer.py's FileManager): a run
 that fails leaves the part's folder as it was.
@@ -26,7 +26,7 @@ HEADER_PREFIX = "dk/generated/"
 SCALE_HEADER_PREFIX = "dk/generated/aten/"
 # The header parts and the subfolder of the header folder each one holds ("" is the folder
 # itself, without its subfolders).
-HEADER_PARTS = {"headers": "", "op-headers": "ops/", "sig-headers": "boxing/"}
+HEADER_PARTS = {"headers": "", "op-headers": "ops/", "sig-headers": "boxing/", "key-headers": "keys/"}
 
 
 def generate(args, tmp):

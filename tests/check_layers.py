@@ -66,6 +66,9 @@ def generated_layer(name):
         return "dispatch"
     if name.startswith("boxing/"):
         return "dispatch"
+    if name.startswith("keys/"):
+        # the key universe (schemas/dispatch_keys.yaml): the enums and key sets of core
+        return "core"
     return GENERATED_LAYER.get(name)
 
 

@@ -91,25 +91,31 @@ Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
   // works on tensors that require grad; its result simply has no gradient history. Going on
   // below a key is what a fallthrough does, so the fallback is a fallthrough kernel: calls
   // skip the autograd slot through the fallthrough mask and pay nothing for it.
-  auto install = [&](DispatchKey k, KernelFunction kernel, const char* debug) {
+  auto install = [&](DispatchKey k, KernelFunction kernel, std::string_view debug) {
     AnnotatedKernel a;
     a.key = k;
     a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
-    a.debug = debug;
+    a.debug = std::string(debug);
     a.id = next_registration_id_++;
     a.is_default = true;
     backend_fallbacks_[tableIndexForRuntimeKey(k)] = std::move(a);
   };
+  // The key file's default fallthroughs (`fallback:`): BackendSelect, ADInplaceOrView, the
+  // autograd keys (Note [Autograd fallback]) and the autocast keys (operators without an
+  // autocast policy pass through them, Note [Autocast]); a per-backend functionality's at each
+  // backend's key.
   const KernelFunction fallthrough = KernelFunction::makeFallthrough();
-  install(DispatchKey::BackendSelect, fallthrough, "backend_select_fallthrough (default)");
+  for (const detail::DefaultFallthrough& f : detail::kDefaultFallthroughs) {
+    if (!isPerBackendFunctionality(f.functionality)) {
+      install(f.functionality, fallthrough, f.name);
+      continue;
+    }
+    for (int b = 0; b < kNumBackends; ++b)
+      install(toRuntimePerBackendKey(f.functionality, static_cast<BackendComponent>(b)), fallthrough, f.name);
+  }
   // The Python slot runs the thread's dispatch modes (Note [Dispatch modes]).
   install(DispatchKey::Python, KernelFunction::makeFromBoxedFunction(&detail::pythonDispatchModeFallback),
           "dispatch_mode_fallback (default)");
-  install(DispatchKey::ADInplaceOrView, fallthrough, "ad_inplace_or_view_fallthrough (default)");
-  for (DispatchKey k : autograd_dispatch_keyset) install(k, fallthrough, "autograd_fallback (default)");
-  // Operators without an autocast policy pass through the autocast keys (Note [Autocast]).
-  install(DispatchKey::AutocastCPU, fallthrough, "autocast_fallthrough (default)");
-  install(DispatchKey::AutocastCUDA, fallthrough, "autocast_fallthrough (default)");
   // Every thread's first call registers it with the kernel reclaimer (Note [Kernel reclamation]).
   install(DispatchKey::ThreadRegistration, KernelFunction::makeFromBoxedFunction(&detail::threadRegistrationFallback),
           "thread_registration (default)");

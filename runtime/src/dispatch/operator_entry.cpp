@@ -31,9 +31,6 @@ const KernelFunction& ambiguousAutogradOtherKernel() {
   static const KernelFunction* const k = new KernelFunction(KernelFunction::makeAmbiguousAutogradOther());
   return *k;
 }
-
-constexpr DispatchKeySet kQuantizedAndSparseKeys =
-    DispatchKeySet::allBackends() | DispatchKeySet{DispatchKey::Quantized, DispatchKey::Sparse};
 }  // namespace
 
 OperatorEntry::OperatorEntry(OperatorName name) : name_(std::move(name)) {
@@ -128,7 +125,7 @@ const AnnotatedKernel* OperatorEntry::firstKernelAt(DispatchKey k) const {
 // with a CPU and a CompositeImplicitAutograd kernel, QuantizedCPU takes the math kernel).
 bool OperatorEntry::hasQuantizedOrSparseKernel() const {
   for (const AnnotatedKernel& a : kernels_)
-    if (kQuantizedAndSparseKeys.has(a.key)) return true;
+    if (autogradother_backends.has(a.key)) return true;
   return false;
 }
 

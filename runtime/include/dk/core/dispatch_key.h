@@ -9,6 +9,8 @@
 // index, 1..kNumFunctionalityKeys-1), the per-backend runtime keys (blocks of kNumBackends,
 // one block per per-backend functionality, in functionality order), then the alias keys,
 // which own no bit and no table slot.
+// The enums themselves, their names and the per-backend tables are generated from
+// schemas/dispatch_keys.yaml (dk/generated/keys/DispatchKeys.h); what follows is written over them.
 #pragma once
 
 #include <cstdint>
@@ -16,85 +18,21 @@
 #include <ostream>
 #include <string_view>
 
+#include "dk/generated/keys/DispatchKeys.h"
+
 namespace dk {
-
-enum class BackendComponent : uint8_t {
-  CPUBit,
-  CUDABit,
-  PrivateUse1Bit,
-  PrivateUse2Bit,
-  MetaBit,  // stays last
-};
-inline constexpr int kNumBackends = 5;
-
-enum class DispatchKey : uint16_t {
-  Undefined = 0,
-
-  // ---- functionality keys, rising priority (value == functionality index) ----
-  Dense,                     // per-backend: CPU, CUDA, PrivateUse1, PrivateUse2, Meta
-  Quantized,                 // per-backend
-  Sparse,                    // per-backend
-  BackendSelect,
-  Python,
-  Functionalize,
-  ADInplaceOrView,
-  AutogradOther,
-  AutogradFunctionality,     // per-backend: AutogradCPU, ...
-  Tracer,
-  AutocastCPU,
-  AutocastCUDA,
-  FuncTorchBatched,
-  TESTING_ONLY_GenericWrapper,
-  TESTING_ONLY_GenericMode,
-  ThreadRegistration,        // internal: every thread's first call (Note [Kernel reclamation])
-  EndOfFunctionalityKeys,    // not a key
-
-  // ---- per-backend runtime keys (block order == BackendComponent order) ----
-  CPU = EndOfFunctionalityKeys,
-  CUDA,
-  PrivateUse1,
-  PrivateUse2,
-  Meta,
-  QuantizedCPU,
-  QuantizedCUDA,
-  QuantizedPrivateUse1,
-  QuantizedPrivateUse2,
-  QuantizedMeta,
-  SparseCPU,
-  SparseCUDA,
-  SparsePrivateUse1,
-  SparsePrivateUse2,
-  SparseMeta,
-  AutogradCPU,
-  AutogradCUDA,
-  AutogradPrivateUse1,
-  AutogradPrivateUse2,
-  AutogradMeta,
-  EndOfRuntimeBackendKeys,   // not a key
-
-  // ---- alias keys: expand at registration time, own no slot ----
-  Autograd = EndOfRuntimeBackendKeys,
-  CompositeImplicitAutograd,
-  CompositeExplicitAutograd,
-  CompositeExplicitAutogradNonFunctional,
-  EndOfAliasKeys,            // not a key
-};
-
-inline constexpr int kNumFunctionalityKeys = static_cast<int>(DispatchKey::EndOfFunctionalityKeys);
-inline constexpr int kNumPerBackendFunctionalities = 4;  // Dense, Quantized, Sparse, AutogradFunctionality
 
 constexpr bool isFunctionalityKey(DispatchKey k) {
   return k > DispatchKey::Undefined && k < DispatchKey::EndOfFunctionalityKeys;
 }
 constexpr bool isPerBackendRuntimeKey(DispatchKey k) {
-  return k >= DispatchKey::CPU && k < DispatchKey::EndOfRuntimeBackendKeys;
+  return k >= DispatchKey::EndOfFunctionalityKeys && k < DispatchKey::EndOfRuntimeBackendKeys;
 }
 constexpr bool isAliasDispatchKey(DispatchKey k) {
-  return k >= DispatchKey::Autograd && k < DispatchKey::EndOfAliasKeys;
+  return k >= DispatchKey::EndOfRuntimeBackendKeys && k < DispatchKey::EndOfAliasKeys;
 }
 constexpr bool isPerBackendFunctionality(DispatchKey k) {
-  return k == DispatchKey::Dense || k == DispatchKey::Quantized || k == DispatchKey::Sparse ||
-         k == DispatchKey::AutogradFunctionality;
+  return isFunctionalityKey(k) && detail::kPerBackendBlock[static_cast<int>(k)] >= 0;
 }
 // A runtime key owns a table slot: Undefined, every non-per-backend functionality, every
 // per-backend runtime key.
@@ -106,38 +44,32 @@ constexpr bool isRuntimeDispatchKey(DispatchKey k) {
 // The functionality part of a key: Dense for CPU, AutogradFunctionality for AutogradCUDA.
 constexpr DispatchKey toFunctionalityKey(DispatchKey k) {
   if (!isPerBackendRuntimeKey(k)) return k;
-  constexpr DispatchKey blocks[kNumPerBackendFunctionalities] = {
-      DispatchKey::Dense, DispatchKey::Quantized, DispatchKey::Sparse,
-      DispatchKey::AutogradFunctionality};
-  int block = (static_cast<int>(k) - static_cast<int>(DispatchKey::CPU)) / kNumBackends;
-  return blocks[block];
+  int block = (static_cast<int>(k) - static_cast<int>(DispatchKey::EndOfFunctionalityKeys)) / kNumBackends;
+  return detail::kPerBackendFunctionalities[block];
 }
 
 // The backend part of a per-backend runtime key; nullopt for every other key.
 constexpr std::optional<BackendComponent> toBackendComponent(DispatchKey k) {
   if (!isPerBackendRuntimeKey(k)) return std::nullopt;
-  int offset = (static_cast<int>(k) - static_cast<int>(DispatchKey::CPU)) % kNumBackends;
+  int offset = (static_cast<int>(k) - static_cast<int>(DispatchKey::EndOfFunctionalityKeys)) % kNumBackends;
   return static_cast<BackendComponent>(offset);
 }
 
 // The runtime key for {per-backend functionality, backend}: (Dense, CUDABit) -> CUDA.
 constexpr DispatchKey toRuntimePerBackendKey(DispatchKey functionality, BackendComponent b) {
-  int block = functionality == DispatchKey::Dense       ? 0
-              : functionality == DispatchKey::Quantized ? 1
-              : functionality == DispatchKey::Sparse    ? 2
-                                                        : 3;
-  return static_cast<DispatchKey>(static_cast<int>(DispatchKey::CPU) + block * kNumBackends +
+  int block = detail::kPerBackendBlock[static_cast<int>(functionality)];
+  return static_cast<DispatchKey>(static_cast<int>(DispatchKey::EndOfFunctionalityKeys) + block * kNumBackends +
                                   static_cast<int>(b));
 }
 
-// Autograd key matching a backend key (CPU -> AutogradCPU); AutogradOther for Quantized and
-// Sparse keys, which have no autograd key of their own.
+// Autograd key matching a backend key (CPU -> AutogradCPU; the key file's `autograd:`): a
+// per-backend autograd functionality pairs backend by backend, another one (AutogradOther, for
+// Quantized and Sparse keys) is shared. Undefined for keys that are not backend keys.
 constexpr DispatchKey autogradKeyForBackendKey(DispatchKey k) {
   if (!isPerBackendRuntimeKey(k)) return DispatchKey::Undefined;
-  DispatchKey f = toFunctionalityKey(k);
-  if (f == DispatchKey::Dense) return toRuntimePerBackendKey(DispatchKey::AutogradFunctionality, *toBackendComponent(k));
-  if (f == DispatchKey::Quantized || f == DispatchKey::Sparse) return DispatchKey::AutogradOther;
-  return DispatchKey::Undefined;
+  DispatchKey autograd = detail::kAutogradFunctionalityOf[static_cast<int>(toFunctionalityKey(k))];
+  if (autograd == DispatchKey::Undefined || !isPerBackendFunctionality(autograd)) return autograd;
+  return toRuntimePerBackendKey(autograd, *toBackendComponent(k));
 }
 
 std::string_view toString(DispatchKey k);

@@ -224,45 +224,12 @@ std::ostream& operator<<(std::ostream& out, DispatchKeySet ks);
 DispatchKey runtimeKeyForTableIndex(int index);
 constexpr int tableIndexForRuntimeKey(DispatchKey k) { return DispatchKeySet(k).getDispatchTableIndex(); }
 
-// ---- named key sets (docs/semantics.md section 1) ----
-namespace detail {
-constexpr DispatchKeySet functionalitiesUpTo(DispatchKey last) {
-  DispatchKeySet s = DispatchKeySet::allBackends();
-  for (int f = 1; f <= static_cast<int>(last); ++f) s = s.add(static_cast<DispatchKey>(f));
-  return s;
-}
-}  // namespace detail
+// ---- named key sets and alias expansions (docs/semantics.md section 1), from the key file ----
+}  // namespace dk
 
-inline constexpr DispatchKeySet autograd_dispatch_keyset =
-    DispatchKeySet::allBackends() |
-    DispatchKeySet{DispatchKey::AutogradFunctionality, DispatchKey::AutogradOther};
-inline constexpr DispatchKeySet after_autograd_keyset = detail::functionalitiesUpTo(DispatchKey::ADInplaceOrView);
-inline constexpr DispatchKeySet after_ADInplaceOrView_keyset = detail::functionalitiesUpTo(DispatchKey::Functionalize);
-inline constexpr DispatchKeySet default_included_set{DispatchKey::BackendSelect, DispatchKey::ADInplaceOrView};
-inline constexpr DispatchKeySet default_excluded_set{DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA};
-inline constexpr DispatchKeySet autocast_dispatch_keyset{DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA};
-// Every backend runtime key: all Dense, Quantized and Sparse keys.
-inline constexpr DispatchKeySet backend_dispatch_keyset =
-    DispatchKeySet::allBackends() | DispatchKeySet{DispatchKey::Dense, DispatchKey::Quantized, DispatchKey::Sparse};
-// Every functionality bit set: what a set "covers" when nothing is excluded.
-inline constexpr DispatchKeySet full_keyset = detail::functionalitiesUpTo(
-    static_cast<DispatchKey>(kNumFunctionalityKeys - 1));
+#include "dk/generated/keys/DispatchKeySets.h"
 
-// The runtime keys an alias covers (docs/semantics.md section 1). Empty for non-alias keys.
-constexpr DispatchKeySet getRuntimeKeySetForAlias(DispatchKey alias) {
-  switch (alias) {
-    case DispatchKey::Autograd:
-      return autograd_dispatch_keyset;
-    case DispatchKey::CompositeExplicitAutograd:
-      return backend_dispatch_keyset;
-    case DispatchKey::CompositeExplicitAutogradNonFunctional:
-      return DispatchKeySet::allBackends() | DispatchKeySet{DispatchKey::Dense, DispatchKey::Quantized};
-    case DispatchKey::CompositeImplicitAutograd:
-      return backend_dispatch_keyset | autograd_dispatch_keyset | DispatchKeySet(DispatchKey::Functionalize);
-    default:
-      return {};
-  }
-}
+namespace dk {
 
 // Does registering at `registered` (a runtime or alias key) cover runtime key `k`?
 constexpr bool keyCovers(DispatchKey registered, DispatchKey k) {

@@ -1,0 +1,195 @@
+"""The key file (schemas/dispatch_keys.yaml, codegen/keys_yaml.py) and what is generated from it."""
+
+import os
+import re
+import unittest
+
+from codegen import dispatch_key
+from codegen.dest import dispatch_keys as dest_keys
+from codegen.errors import GenError
+from codegen.keys_yaml import DEFAULT_PATH, load_key_universe
+from codegen.writer import FileManager
+from tests.generator import support
+
+with open(DEFAULT_PATH, encoding="utf-8") as f:
+    PROJECT_KEYS = f.read()
+
+
+class KeyFileTestCase(support.TempDirTestCase):
+    def load(self, text):
+        return load_key_universe(self.write("keys.yaml", text))
+
+    def errors(self, text):
+        path = self.write("keys.yaml", text)
+        with self.assertRaises(GenError) as caught:
+            load_key_universe(path)
+        return [m.replace(path, "K") for m in caught.exception.messages]
+
+    def edited(self, old, new, count=1):
+        """The project's key file with ``old`` replaced by ``new``."""
+        self.assertIn(old, PROJECT_KEYS)
+        return PROJECT_KEYS.replace(old, new, count)
+
+    def line_of(self, text, needle):
+        return text[:text.index(needle)].count("\n") + 1
+
+
+class ProjectKeysTest(KeyFileTestCase):
+    def test_the_layout_the_runtime_has_always_had(self):
+        u = load_key_universe()
+        self.assertEqual([b.name for b in u.backends], ["CPU", "CUDA", "PrivateUse1", "PrivateUse2", "Meta"])
+        self.assertEqual([f.name for f in u.per_backend], ["Dense", "Quantized", "Sparse", "AutogradFunctionality"])
+        self.assertEqual(u.slot_count, 33)
+        self.assertEqual(u.functionalities[-1].name, "ThreadRegistration")
+        self.assertEqual(u.runtime_keys_of(u.keyset("autograd_dispatch_keyset").value),
+                         ("AutogradOther", "AutogradCPU", "AutogradCUDA", "AutogradPrivateUse1", "AutogradPrivateUse2",
+                          "AutogradMeta"))
+        cea = next(a for a in u.aliases if a.name == "CompositeExplicitAutograd")
+        self.assertEqual(cea.value, u.keyset("backend_dispatch_keyset").value)
+        after = u.runtime_keys_of(u.keyset("after_autograd_keyset").value)
+        self.assertEqual(after[-1], "ADInplaceOrView")
+        self.assertNotIn("AutogradCPU", after)
+
+    def test_the_generators_key_table_comes_from_the_file(self):
+        K = dispatch_key.DispatchKey
+        self.assertEqual((K.AutogradCUDA.functionality, K.AutogradCUDA.backend), ("AutogradFunctionality", "CUDA"))
+        self.assertTrue(K.QuantizedCUDA.is_backend and K.QuantizedCUDA.is_cuda)
+        self.assertFalse(K.AutogradCUDA.is_backend)
+        self.assertTrue(K.CompositeImplicitAutograd.is_alias)
+        self.assertIsNone(K.parse("ThreadRegistration"))  # internal: no kernel is registered there from YAML
+        self.assertLess(K.Meta, K.BackendSelect)
+        self.assertLess(K.TESTING_ONLY_GenericMode, K.Autograd)
+        self.assertEqual(dispatch_key.AUTOCAST_KEYS, ((K.AutocastCPU, "CPU"), (K.AutocastCUDA, "CUDA")))
+
+    def test_generated_headers(self):
+        files = FileManager()
+        with files:
+            dest_keys.emit(load_key_universe(), files, ("schemas/dispatch_keys.yaml",))
+        keys = files.contents("dk/generated/keys/DispatchKeys.h")
+        self.assertIn("  CPU = EndOfFunctionalityKeys,\n", keys)
+        self.assertIn("  Autograd = EndOfRuntimeBackendKeys,\n", keys)
+        self.assertIn('{DispatchKey::AutogradFunctionality, "autograd_fallback (default)"}', keys)
+        sets = files.contents("dk/generated/keys/DispatchKeySets.h")
+        self.assertRegex(sets, r"inline constexpr DispatchKeySet default_included_set =\n"
+                               r"    DispatchKeySet\{DispatchKey::BackendSelect, DispatchKey::ADInplaceOrView\};")
+        self.assertIn("case DispatchKey::CompositeExplicitAutogradNonFunctional:", sets)
+
+
+class ExtendedKeysTest(KeyFileTestCase):
+    """A backend and a functionality layer added by YAML alone."""
+
+    def test_a_new_backend_and_layer(self):
+        text = self.edited("  - name: PrivateUse2\n", "  - name: PrivateUse2\n  - name: XPU\n    device: xpu\n")
+        text = text.replace("  - name: Tracer\n", "  - name: Tracer\n  - name: Logging\n    fallback: logging_fallthrough\n")
+        u = self.load(text)
+        self.assertEqual([b.name for b in u.backends][-2:], ["XPU", "Meta"])
+        names = [k.name for k in u.runtime_keys()]
+        for key in ("XPU", "QuantizedXPU", "AutogradXPU", "Logging"):
+            self.assertIn(key, names)
+        self.assertEqual(u.slot_count, 33 + 4 + 1)
+        self.assertIn("AutogradXPU", u.runtime_keys_of(u.keyset("autograd_dispatch_keyset").value))
+        self.assertNotIn("Logging", u.runtime_keys_of(u.keyset("after_autograd_keyset").value))
+
+
+class KeyFileErrorsTest(KeyFileTestCase):
+    def test_duplicate_names(self):
+        text = self.edited("  - name: Tracer\n", "  - name: Tracer\n  - name: Python\n")
+        line = self.line_of(text, "  - name: Tracer\n") + 1
+        first = self.line_of(text, "  - name: Python\n")
+        self.assertEqual(self.errors(text),
+                         [f"K:{line}: functionality 'Python': duplicate key name (first declared at line {first})"])
+
+    def test_a_per_backend_key_colliding_with_a_functionality(self):
+        text = self.edited("  - name: Tracer\n", "  - name: Tracer\n  - name: QuantizedCPU\n")
+        (message,) = self.errors(text)
+        self.assertIn("duplicate key name", message)
+        self.assertIn("the CPU key of functionality 'QuantizedCPU'", message)
+
+    def test_alias_over_an_unknown_key(self):
+        text = self.edited("covers: [autograd_dispatch_keyset]", "covers: [autograd_dispatch_keyst]")
+        line = self.line_of(text, "autograd_dispatch_keyst")
+        self.assertEqual(self.errors(text),
+                         [f"K:{line}: alias 'Autograd': unknown key or key set 'autograd_dispatch_keyst' "
+                          "(did you mean 'autograd_dispatch_keyset'?)"])
+
+    def test_a_key_set_defined_through_itself(self):
+        text = self.edited("  default_excluded_set: [AutocastCPU, AutocastCUDA]",
+                           "  default_excluded_set: [AutocastCPU, autocast_dispatch_keyset]")
+        text = text.replace("  autocast_dispatch_keyset: [AutocastCPU, AutocastCUDA]",
+                            "  autocast_dispatch_keyset: [default_excluded_set]")
+        messages = self.errors(text)
+        self.assertEqual(len(messages), 1, messages)
+        self.assertRegex(messages[0], r"^K:\d+: key set '\w+' is defined through itself: "
+                                      r"(default_excluded_set -> autocast_dispatch_keyset -> default_excluded_set|"
+                                      r"autocast_dispatch_keyset -> default_excluded_set -> autocast_dispatch_keyset)$")
+
+    def test_more_bits_than_a_key_set_holds(self):
+        extra = "".join(f"  - name: Layer{i}\n" for i in range(50))
+        text = self.edited("  - name: Tracer\n", "  - name: Tracer\n" + extra)
+        self.assertIn("K:1: 5 backends and 66 functionalities need 71 bits; a key set holds 64", self.errors(text))
+
+    def test_more_slots_than_a_byte_numbers(self):
+        extra = "".join(f"  - name: PerBackend{i}\n    per_backend: true\n    prefix: P{i}\n" for i in range(50))
+        text = self.edited("  - name: Tracer\n", "  - name: Tracer\n" + extra)
+        self.assertIn("K:1: the keys need 283 table slots; slot numbers are bytes (at most 256)", self.errors(text))
+
+    def test_what_the_runtime_names_must_be_declared(self):
+        text = self.edited("  - name: Python\n", "")
+        text = text.replace("  full_keyset: [all_functionalities]\n", "")
+        self.assertEqual(self.errors(text), [
+            "K:1: the runtime needs the functionality 'Python', which the key file does not declare",
+            "K:1: the runtime needs the key set 'full_keyset', which the key file does not declare",
+        ])
+
+    def test_thread_registration_stays_highest_and_meta_last(self):
+        text = self.edited("  - name: ThreadRegistration\n    internal: true\n", "")
+        text = text.replace("  - name: Tracer\n", "  - name: Tracer\n  - name: ThreadRegistration\n    internal: true\n")
+        text = text.replace("  - name: Meta\n    device: meta\n", "")
+        text = text.replace("  - name: CPU\n    device: cpu\n", "  - name: CPU\n    device: cpu\n  - name: Meta\n")
+        messages = self.errors(text)
+        self.assertTrue(any("'Meta' must be the last backend" in m for m in messages), messages)
+        self.assertTrue(any("'ThreadRegistration' must be the highest functionality" in m for m in messages), messages)
+
+    def test_field_errors(self):
+        messages = self.errors("""
+            backends:
+              - name: CPU
+                devise: cpu
+              - name: 1x
+            functionalities:
+              - name: Dense
+                per_backend: yes please
+              - name: Sparse
+                prefix: Sparse
+              - name: Odd
+                per_backend: true
+            aliases: []
+            keysets:
+              s: [{up_to: Nothing}]
+            """)
+        self.assertIn("K:3: backend: unknown field 'devise' (did you mean 'device'?)", messages)
+        self.assertIn("K:4: backend: 'name' must be a C++ identifier, got '1x'", messages)
+        self.assertIn("K:7: functionality 'Dense': 'per_backend' must be true or false, got str", messages)
+        self.assertIn("K:9: functionality 'Sparse': 'prefix' is only for a per-backend functionality", messages)
+        self.assertIn("K:10: functionality 'Odd': a per-backend functionality needs a 'prefix' for its keys' names "
+                      "(\"\" names them after the backends)", messages)
+        self.assertIn("K:14: key set 's': 'up_to: Nothing' names no functionality", messages)
+
+    def test_not_a_mapping(self):
+        self.assertEqual(self.errors("- a\n"),
+                         ["K:1: a key file is a mapping of backends, functionalities, aliases, keysets, got list"])
+
+
+class GeneratedKeysFreshTest(unittest.TestCase):
+    def test_checked_in_headers_match_the_file(self):
+        files = FileManager()
+        with files:
+            dest_keys.emit(load_key_universe(), files, ("schemas/dispatch_keys.yaml",))
+        for name in files.names():
+            with open(os.path.join(support.REPO_ROOT, "generated", name), encoding="utf-8") as f:
+                self.assertEqual(f.read(), files.contents(name), name)
+        self.assertTrue(re.search(r"kDispatchKeyNames", files.contents("dk/generated/keys/DispatchKeys.h")))
+
+
+if __name__ == "__main__":
+    unittest.main()
