@@ -1,7 +1,8 @@
 """The dispatch keys the generator knows: the runtime's keys and alias keys, by name.
 
-Built from the key file, ``schemas/dispatch_keys.yaml`` (codegen/keys_yaml.py), which the
-runtime's ``dk::DispatchKey`` is generated from too (docs/semantics.md section 1). Names are
+Built from the key file, ``schemas/dispatch_keys.yaml`` or the one ``gen.py --keys`` names
+(codegen/keys_yaml.py), which the runtime's ``dk::DispatchKey`` is generated from too
+(docs/semantics.md section 1). Names are
 spelled exactly as in C++, so ``key.name`` is what generated code writes. A YAML ``dispatch:``
 map may name runtime keys and alias keys; ``Undefined`` and the runtime's internal keys are
 not keys one registers kernels at, so they are not listed here.
@@ -17,10 +18,15 @@ from __future__ import annotations
 import enum
 from typing import Dict, Optional, Tuple
 
-from codegen.keys_yaml import KeyUniverse, load_key_universe
+from codegen.errors import GenError, report_lines
+from codegen.keys_yaml import KeyUniverse, active_path, load_key_universe
 
-# The universe the generator runs with.
-UNIVERSE: KeyUniverse = load_key_universe()
+# The universe the generator runs with (gen.py --keys, else the project's file). A key file with
+# errors ends the run here with its FILE:LINE messages: nothing can be generated without keys.
+try:
+    UNIVERSE: KeyUniverse = load_key_universe(active_path())
+except GenError as _error:
+    raise SystemExit("\n".join(report_lines(_error.messages))) from None
 # Alias keys sort after every runtime key.
 _ALIAS_BASE = 100
 

@@ -1,6 +1,6 @@
 """The generator's command line: read the operator YAML, check it, write the C++.
 
-    gen.py --check [--tags TAGS.yaml] [--pytorch-compat] [--debug] native_functions.yaml
+    gen.py --check [--tags TAGS.yaml] [--keys KEYS.yaml] [--pytorch-compat] [--debug] native_functions.yaml
     gen.py --list-outputs native_functions.yaml      (for the build system)
     gen.py --out DIR native_functions.yaml
     gen.py --pytorch-compat --tags TAGS.yaml --scale-out DIR native_functions.yaml
@@ -20,7 +20,8 @@ what ``--out`` does (with ``--pytorch-compat``: ``--scale-out``): the model's C+
 generated in memory first and written all or nothing (codegen/writer.py), so a failed
 run leaves the output folder as it was. Input is bounded (codegen/limits.py). Tags come
 from ``--tags``, else from a ``tags.yaml`` beside the input file; with neither, no tag is
-known. This module only wires the layers.
+known. The dispatch keys come from ``--keys``, else ``schemas/dispatch_keys.yaml``. This
+module only wires the layers.
 """
 
 from __future__ import annotations
@@ -39,6 +40,22 @@ if __package__ in (None, ""):  # run as a script: import the package, not codege
         sys.path[0] = _REPO_ROOT
     else:
         sys.path.insert(0, _REPO_ROOT)
+
+from codegen.keys_yaml import ENV_VAR as _KEYS_ENV_VAR  # noqa: E402
+
+
+def _preparse_keys(argv: Sequence[str]) -> None:
+    """``--keys FILE`` decides the generator's table of keys (codegen/dispatch_key.py), which is
+    built when the rest of the generator is imported: so it is read first, into the environment."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--keys")
+    known, _ = pre.parse_known_args(argv)
+    if known.keys:
+        os.environ[_KEYS_ENV_VAR] = os.path.abspath(known.keys)
+
+
+if __name__ == "__main__":
+    _preparse_keys(sys.argv[1:])
 
 from codegen.derivatives import DerivativeInfo, autograd_plan, parse_derivatives, untracked_views  # noqa: E402
 from codegen.dest import (  # noqa: E402
@@ -70,6 +87,9 @@ def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         prog="gen.py", description="dispatchkit code generator: operator YAML in, C++ out."
     )
     parser.add_argument("native_functions", metavar="FILE.yaml", help="the operator schemas")
+    parser.add_argument("--keys", metavar="KEYS.yaml",
+                        help="the dispatch key universe (default: schemas/dispatch_keys.yaml; read before "
+                             "anything else, so give it on the command line of a run)")
     parser.add_argument("--check", action="store_true",
                         help="parse, round-trip and validate every entry; print a summary")
     parser.add_argument("--tags", metavar="TAGS.yaml",
@@ -178,6 +198,9 @@ def generate_scale(
 
 def run(args: argparse.Namespace) -> int:
     """Do what ``args`` asks (raises GenError for bad input)."""
+    if args.keys and os.path.abspath(args.keys) != os.path.abspath(UNIVERSE.path):
+        raise GenError(f"{args.keys}: --keys must be read before the generator is imported (run gen.py as a "
+                       f"program, or set {_KEYS_ENV_VAR}); this run has the keys of {UNIVERSE.path}")
     files = FileManager()
     native_functions = load_model(args)
     derivatives = load_derivatives(args, native_functions) if not args.pytorch_compat else []

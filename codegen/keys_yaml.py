@@ -27,10 +27,18 @@ from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_n
 
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas",
                             "dispatch_keys.yaml")
+# Another key file for the whole generator run (gen.py --keys sets it; the build passes Meson's
+# dispatch_keys option): read once, when codegen/dispatch_key.py is first imported.
+ENV_VAR = "DK_DISPATCH_KEYS"
+
+
+def active_path() -> str:
+    """The key file this generator run uses: $DK_DISPATCH_KEYS, else the project's."""
+    return os.environ.get(ENV_VAR) or DEFAULT_PATH
 
 KEY_SET_BITS = 64        # DispatchKeySet's representation
 MAX_SLOTS = 256          # slot numbers are bytes (Note [Slot index table])
-MAX_BACKENDS = 8         # columns of the slot index table
+MAX_BACKENDS = 32        # columns of the slot index table (a power of two at least as large)
 
 # What the runtime's own code names (dispatcher defaults, TLS, autograd, autocast, device types):
 # a key file must declare these, whatever else it adds.
@@ -51,8 +59,6 @@ REQUIRED_KEYSETS = (
 REQUIRED_RUNTIME_KEYS = ("CPU", "CUDA", "PrivateUse1", "Meta")
 # The last functionality: every thread's first call passes it (Note [Kernel reclamation]).
 HIGHEST_FUNCTIONALITY = "ThreadRegistration"
-# The last backend: a call with meta tensors among others goes to Meta.
-HIGHEST_BACKEND = "Meta"
 
 _SECTIONS = ("backends", "functionalities", "aliases", "keysets")
 _BACKEND_FIELDS = ("name", "device", "cuda")
@@ -61,6 +67,8 @@ _ALIAS_FIELDS = ("name", "covers")
 ALL_BACKENDS = "all_backends"
 ALL_FUNCTIONALITIES = "all_functionalities"
 UP_TO = "up_to"
+EXCEPT = "except"                    # functionalities taken out of the set
+EXCEPT_BACKENDS = "except_backends"  # backend bits taken out of the set
 
 
 @dataclass(frozen=True)
@@ -100,21 +108,35 @@ class KeySetValue:
     def __or__(self, other: "KeySetValue") -> "KeySetValue":
         return KeySetValue(self.functionalities | other.functionalities, self.backends | other.backends)
 
+    def __sub__(self, other: "KeySetValue") -> "KeySetValue":
+        return KeySetValue(self.functionalities - other.functionalities, self.backends - other.backends)
+
 
 EMPTY = KeySetValue(frozenset(), frozenset())
 
 
 @dataclass(frozen=True)
 class Term:
-    """One term of a key-set expression: ``kind`` is "key", "set", "all_backends",
-    "all_functionalities" or "up_to"; ``name`` the key or set (None for the "all" terms)."""
+    """One term of a key-set expression: ``kind`` is "key" (a key or a set), "all_backends",
+    "all_functionalities", "up_to", "except" or "except_backends"; ``names`` the key, set,
+    functionalities or backends it names (empty for the "all" terms). The "except" terms take
+    their names out of the union of the others, whatever their place in the list."""
 
     kind: str
-    name: Optional[str]
+    names: Tuple[str, ...]
     loc: Location
 
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
     def __str__(self) -> str:
-        return {"key": self.name, "set": self.name, "up_to": f"up_to: {self.name}"}.get(self.kind, self.kind)
+        if self.kind == "key":
+            return self.name
+        if self.kind in (UP_TO, EXCEPT, EXCEPT_BACKENDS):
+            shown = self.name if self.kind == UP_TO else "[" + ", ".join(self.names) + "]"
+            return f"{self.kind}: {shown}"
+        return self.kind
 
 
 @dataclass(frozen=True)
@@ -256,16 +278,21 @@ class _Reader:
         terms: List[Term] = []
         for i, item in enumerate(value):
             item_loc = value.item_loc(i) if isinstance(value, LocatedList) else loc
+            key = next(iter(item)) if isinstance(item, dict) and len(item) == 1 else None
+            named = item[key] if key is not None else None
             if isinstance(item, str) and item in (ALL_BACKENDS, ALL_FUNCTIONALITIES):
-                terms.append(Term(item, None, item_loc))
+                terms.append(Term(item, (), item_loc))
             elif isinstance(item, str) and is_cpp_name(item):
-                terms.append(Term("key", item, item_loc))
-            elif isinstance(item, dict) and list(item) == [UP_TO] and isinstance(item[UP_TO], str):
-                terms.append(Term(UP_TO, item[UP_TO], item_loc))
+                terms.append(Term("key", (item,), item_loc))
+            elif key == UP_TO and isinstance(named, str):
+                terms.append(Term(UP_TO, (named,), item_loc))
+            elif key in (EXCEPT, EXCEPT_BACKENDS) and isinstance(named, list) and named and \
+                    all(isinstance(v, str) for v in named):
+                terms.append(Term(key, tuple(named), item_loc))
             else:
                 shown = f"'{clip(item)}'" if isinstance(item, str) else yaml_type_name(item)
-                self.error(item_loc, f"{what}: a term must be a key, a key set, {ALL_BACKENDS}, {ALL_FUNCTIONALITIES} "
-                                     f"or 'up_to: KEY', got {shown}")
+                self.error(item_loc, f"{what}: a term must be a key, a key set, {ALL_BACKENDS}, {ALL_FUNCTIONALITIES}, "
+                                     f"'up_to: KEY', 'except: [KEYS]' or 'except_backends: [BACKENDS]', got {shown}")
         return tuple(terms)
 
 
@@ -333,9 +360,7 @@ def load_key_universe(path: str = DEFAULT_PATH) -> KeyUniverse:
                 declare(f.prefix + b.name, f.loc, f"the {b.name} key of functionality")
         if f.autograd is not None:
             target = by_name.get(f.autograd)
-            if not f.backend:
-                r.error(f.loc, f"functionality '{f.name}': 'autograd' is only for a backend functionality")
-            elif target is None:
+            if target is None:
                 r.error(f.loc, f"functionality '{f.name}': its autograd key '{f.autograd}' is not a functionality")
         if f.autocast is not None and f.autocast not in {b.name for b in backends if b.device}:
             r.error(f.loc, f"functionality '{f.name}': 'autocast' names '{f.autocast}', which is not a backend "
@@ -377,10 +402,23 @@ def load_key_universe(path: str = DEFAULT_PATH) -> KeyUniverse:
         if name in values:
             return values[name]
         terms, loc = raw_sets[name]
-        value = EMPTY
-        for t in terms:
-            value = value | term_value(t, chain + (name,), f"key set '{name}'")
+        value = expression_value(terms, chain + (name,), f"key set '{name}'")
         values[name] = value
+        return value
+
+    def expression_value(terms: Tuple[Term, ...], chain: Tuple[str, ...], what: str) -> KeySetValue:
+        value = _union(term_value(t, chain, what) for t in terms if t.kind not in (EXCEPT, EXCEPT_BACKENDS))
+        for t in terms:
+            if t.kind == EXCEPT:
+                for name in t.names:
+                    if name not in by_name:
+                        r.error(t.loc, f"{what}: 'except' names '{clip(name)}', which is not a functionality")
+                value = value - KeySetValue(frozenset(t.names), frozenset())
+            elif t.kind == EXCEPT_BACKENDS:
+                for name in t.names:
+                    if name not in backend_names:
+                        r.error(t.loc, f"{what}: 'except_backends' names '{clip(name)}', which is not a backend")
+                value = value - KeySetValue(frozenset(), frozenset(t.names))
         return value
 
     def term_value(t: Term, chain: Tuple[str, ...], what: str) -> KeySetValue:
@@ -411,7 +449,7 @@ def load_key_universe(path: str = DEFAULT_PATH) -> KeyUniverse:
         return EMPTY
 
     keysets = tuple(NamedKeySet(name, terms, evaluate(name, ()), loc) for name, (terms, loc) in raw_sets.items())
-    aliases = tuple(Alias(name, terms, _union(term_value(t, (), f"alias '{name}'") for t in terms), loc)
+    aliases = tuple(Alias(name, terms, expression_value(terms, (), f"alias '{name}'"), loc)
                     for name, terms, loc in raw_alias)
 
     # The layout's limits, and what the runtime names.
@@ -444,8 +482,6 @@ def load_key_universe(path: str = DEFAULT_PATH) -> KeyUniverse:
     if functionalities and HIGHEST_FUNCTIONALITY in by_name and functionalities[-1].name != HIGHEST_FUNCTIONALITY:
         r.error(by_name[HIGHEST_FUNCTIONALITY].loc,
                 f"'{HIGHEST_FUNCTIONALITY}' must be the highest functionality (every thread's first call passes it)")
-    if backends and HIGHEST_BACKEND in backend_names and backends[-1].name != HIGHEST_BACKEND:
-        r.error(backend_names[HIGHEST_BACKEND], f"'{HIGHEST_BACKEND}' must be the last backend (the highest bit)")
     if r.errors:
         raise GenError.combine(sorted(r.errors, key=lambda e: e.loc.line if e.loc else 0))
     return KeyUniverse(path, tuple(backends), tuple(functionalities), aliases, keysets)

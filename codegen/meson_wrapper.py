@@ -36,6 +36,8 @@ def generate(args, tmp):
         cmd = [sys.executable, gen, "--pytorch-compat", "--tags", args.tags, "--scale-out", tmp, args.yaml]
     else:
         cmd = [sys.executable, gen, "--out", tmp, args.yaml]
+    if args.keys:
+        cmd[2:2] = ["--keys", args.keys]
     result = subprocess.run(cmd)
     written = []
     for root, _, names in os.walk(tmp):
@@ -51,6 +53,7 @@ def main(argv):
     parser.add_argument("--list", action="store_true", help="print the part's file names instead")
     parser.add_argument("--scale", action="store_true", help="PyTorch-scale output (gen.py --scale-out)")
     parser.add_argument("--tags", help="tags.yaml, with --scale")
+    parser.add_argument("--keys", help="the dispatch key file (gen.py --keys)")
     parser.add_argument("yaml")
     args = parser.parse_args(argv)
     prefix = SCALE_HEADER_PREFIX if args.scale else HEADER_PREFIX

@@ -39,6 +39,11 @@ HAND_WRITTEN_TENSOR_MEMBERS = frozenset(
         "output_nr", "retain_grad", "retains_grad", "register_hook", "remove_hook",
     }
 )
+# Hand-written members a generated method may overload: (what they return, the parameter types
+# they take). A generated overload that returns the same and takes other parameters (PyTorch's
+# size.Dimname: int64_t size(Dimname)) coexists with them.
+HAND_WRITTEN_OVERLOADS = {"size": ("int64_t", frozenset({("int64_t",)})),
+                          "stride": ("int64_t", frozenset({("int64_t",)}))}
 
 _INT = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?")
@@ -222,7 +227,7 @@ def public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
     name = nf.func.name.name
     if is_cpp_keyword(name):
         raise _located(nf, f"'{name}' is a C++ keyword and cannot name a function or method")
-    if is_method and name in HAND_WRITTEN_TENSOR_MEMBERS:
+    if is_method and name in HAND_WRITTEN_TENSOR_MEMBERS and name not in HAND_WRITTEN_OVERLOADS:
         raise _located(nf, f"method '{name}' clashes with the hand-written dk::Tensor::{name}; "
                            "drop 'method' from variants or set manual_cpp_binding: True")
     bindings = [b for b in sig.bindings if not (is_method and b.argument.name == "self")]
@@ -233,6 +238,13 @@ def public_signature(nf: NativeFunction, is_method: bool) -> PublicSignature:
         except ValueError as e:
             raise _located(nf, str(e)) from None
     public = _trailing_defaults(nf, tuple(PublicBinding(b, d) for b, d in zip(bindings, defaults)))
+    if is_method and name in HAND_WRITTEN_OVERLOADS:
+        returns, taken = HAND_WRITTEN_OVERLOADS[name]
+        required = sum(1 for b in public if b.default is None)
+        types = tuple(b.type_text for b in public)
+        if sig.returns != returns or any(types[:n] in taken for n in range(required, len(types) + 1)):
+            raise _located(nf, f"method '{name}' clashes with the hand-written dk::Tensor::{name}; "
+                               "drop 'method' from variants or set manual_cpp_binding: True")
     return PublicSignature(nf, name, is_method, sig, public)
 
 

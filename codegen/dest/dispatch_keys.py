@@ -1,9 +1,9 @@
 """``dk/generated/keys/``: the key universe of ``schemas/dispatch_keys.yaml`` as C++.
 
-- ``DispatchKeys.h`` (included by dk/core/dispatch_key.h): the ``BackendComponent`` and
-  ``DispatchKey`` enums in the layout of Note [Key layout], the per-backend block of each
-  functionality, the autograd functionality of each backend functionality, the names, and the
-  default fallthrough fallbacks.
+- ``DispatchKeys.h`` (included by dk/core/dispatch_key.h): the ``BackendComponent``,
+  ``DeviceType`` and ``DispatchKey`` enums in the layout of Note [Key layout], the per-backend
+  block of each functionality, the autograd functionality of each backend functionality, the
+  names, and the default fallthrough fallbacks.
 - ``DispatchKeySets.h`` (included by dk/core/dispatch_key_set.h): the named key sets and the
   runtime keys each alias key covers.
 
@@ -86,7 +86,7 @@ def emit(universe: KeyUniverse, files, inputs: Sequence[str]) -> None:
                for i, a in enumerate(u.aliases)]
     block = {f.name: i for i, f in enumerate(u.per_backend)}
     files.write("dk/generated/keys/DispatchKeys.h", render(
-        ctx, "DispatchKeys.h.j2", u=u, functionalities=functionalities, per_backend=per_backend, aliases=aliases,
+        ctx, "DispatchKeys.h.j2", u=u, devices=[b for b in u.backends if b.device], functionalities=functionalities, per_backend=per_backend, aliases=aliases,
         blocks=[block.get(f.name, -1) for f in u.functionalities],
         autograd_of=[f.autograd or "Undefined" for f in u.functionalities],
         key_names=["Undefined"] + [f.name for f in u.functionalities] + [k.name for k in u.per_backend_keys()] +

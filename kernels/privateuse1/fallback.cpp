@@ -2,6 +2,8 @@
 // backend] in dk/dispatch/privateuse1_backend.h).
 #include "dk/dispatch/privateuse1_backend.h"
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "dk/core/local_dispatch_key_set.h"
@@ -12,7 +14,7 @@ namespace dk::privateuse1 {
 namespace {
 std::atomic<int64_t> g_fallback_calls{0};
 
-bool onBackend(const Tensor& t) { return t.defined() && t.device().type == DeviceType::PrivateUse1; }
+bool onDevice(const Tensor& t, DeviceType device) { return t.defined() && t.device().type == device; }
 
 // A CPU tensor over the same host memory as `t` (PrivateUse1 keeps its data in host memory):
 // lets the CPU copy kernel move data in and out without dispatching on PrivateUse1.
@@ -29,8 +31,8 @@ Tensor toCpu(const Tensor& t) {
   return out;
 }
 
-Tensor fromCpu(const Tensor& cpu) {
-  Tensor out = detail::empty_contiguous(cpu.sizes(), cpu.dtype(), Device(DeviceType::PrivateUse1));
+Tensor fromCpu(const Tensor& cpu, DeviceType device) {
+  Tensor out = detail::empty_contiguous(cpu.sizes(), cpu.dtype(), Device(device));
   if (cpu.numel() > 0) {
     AutoDispatchBelowADInplaceOrView below;  // a data move: nothing for autograd to record
     cpuAlias(out).copy_(cpu);
@@ -46,8 +48,15 @@ void writeBack(const Tensor& original, const Tensor& cpu) {
   }
 }
 
-void fallback(const OperatorHandle& op, Stack* stack) {
+// The backend's device comes from the key set: the slot that ran this fallback is the Dense key
+// of the highest backend bit.
+void fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   g_fallback_calls.fetch_add(1, std::memory_order_relaxed);
+  const std::optional<DeviceType> found = toDeviceType(ks.highestBackend());
+  DK_CHECK(found.has_value(), "host-memory fallback for ", op.operator_name(), ": the backend ", ks.highestBackend(),
+           " has no device type");
+  const DeviceType device = *found;
+  auto onBackend = [device](const Tensor& t) { return onDevice(t, device); };
   const auto& args = op.schema().arguments();
   const size_t n = args.size();
   DK_CHECK(stack->size() >= n, "privateuseone fallback for ", op.operator_name(), ": ", n,
@@ -68,6 +77,8 @@ void fallback(const OperatorHandle& op, Stack* stack) {
     if (v.isTensor()) {
       Tensor t = v.toTensor();
       if (onBackend(t)) v = IValue(convert(t));
+    } else if (v.isDevice() && v.toDevice().type == device) {
+      v = IValue(Device(DeviceType::CPU));  // a factory's device: made on the CPU, moved below
     } else if (v.isList()) {
       std::vector<IValue> elements = v.toListElements();
       bool any = false;
@@ -86,7 +97,7 @@ void fallback(const OperatorHandle& op, Stack* stack) {
     for (const auto& [original, cpu] : moved) {
       if (cpu.is_same(r)) return original;  // an in-place or out= result: the original, updated
     }
-    return r.defined() && r.device().type == DeviceType::CPU ? fromCpu(r) : r;
+    return r.defined() && r.device().type == DeviceType::CPU ? fromCpu(r, device) : r;
   };
   for (size_t i = base; i < stack->size(); ++i) {
     IValue& v = (*stack)[i];
@@ -102,9 +113,11 @@ void fallback(const OperatorHandle& op, Stack* stack) {
 }
 }  // namespace
 
-std::unique_ptr<Library> installFallbackBackend() {
-  auto lib = std::make_unique<Library>(Library::IMPL, "_", DispatchKey::PrivateUse1, __FILE__, __LINE__);
-  lib->fallback(CppFunction::makeFromBoxedFunction<&fallback>().debug("privateuse1_cpu_fallback"));
+std::unique_ptr<Library> installFallbackBackend(DeviceType device) {
+  const DispatchKey key = toRuntimePerBackendKey(DispatchKey::Dense, toBackendComponent(device));
+  auto lib = std::make_unique<Library>(Library::IMPL, "_", key, __FILE__, __LINE__);
+  std::string name = device == DeviceType::PrivateUse1 ? "privateuse1" : std::string(toString(device));
+  lib->fallback(CppFunction::makeFromBoxedFunction<&fallback>().debug(name + "_cpu_fallback"));
   return lib;
 }
 

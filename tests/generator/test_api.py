@@ -334,6 +334,20 @@ class PublicApiTest(support.NativeYamlTestCase):
                          "P:1: sizes(Tensor self) -> int[]: method 'sizes' clashes with the hand-written "
                          "dk::Tensor::sizes; drop 'method' from variants or set manual_cpp_binding: True")
 
+    def test_overloading_a_hand_written_member(self):
+        # PyTorch's size.Dimname: int64_t size(Dimname) coexists with the hand-written size(int64_t).
+        nfs = self.parse("""
+            - func: size.Dimname(Tensor self, Dimname dim) -> int
+              variants: method
+            """)
+        ((method,),) = cpp.public_methods(nfs).values()
+        self.assertEqual(method.params(), "IValue dim")  # dispatchkit has no Dimname type: an IValue
+        for schema in ("size.int(Tensor self, int dim) -> int", "size.other(Tensor self, Dimname dim) -> Tensor"):
+            nfs = self.parse(f"- func: {schema}\n  variants: method\n")
+            with self.assertRaises(GenError) as caught:
+                cpp.public_methods(nfs)
+            self.assertIn("method 'size' clashes with the hand-written dk::Tensor::size", str(caught.exception))
+
     def test_unknown_default_is_a_located_error(self):
         nfs = self.parse("- func: f(Tensor self, ScalarType dtype=Short) -> Tensor\n")
         with self.assertRaises(GenError) as caught:

@@ -91,6 +91,40 @@ class ExtendedKeysTest(KeyFileTestCase):
         self.assertNotIn("Logging", u.runtime_keys_of(u.keyset("after_autograd_keyset").value))
 
 
+class PyTorchKeysTest(KeyFileTestCase):
+    def test_pytorch_1_13_universe(self):
+        u = load_key_universe(os.path.join(support.REPO_ROOT, "schemas", "pytorch_keys.yaml"))
+        self.assertEqual(len(u.backends), 14)
+        self.assertEqual([f.name for f in u.per_backend],
+                         ["Dense", "Quantized", "Sparse", "NestedTensor", "AutogradFunctionality"])
+        self.assertEqual(u.slot_count, 1 + (len(u.functionalities) - 5) + 5 * 14)
+        self.assertLessEqual(len(u.backends) + len(u.functionalities), 64)
+        nonfunctional = u.runtime_keys_of(next(a for a in u.aliases
+                                              if a.name == "CompositeExplicitAutogradNonFunctional").value)
+        self.assertIn("MkldnnCPU", nonfunctional)
+        self.assertNotIn("SparseCPU", nonfunctional)
+        self.assertNotIn("XLA", nonfunctional)
+        self.assertIn("XLA", u.runtime_keys_of(u.keyset("backend_dispatch_keyset").value))
+        nested = u.runtime_keys_of(next(a for a in u.aliases if a.name == "CompositeImplicitAutogradNestedTensor").value)
+        self.assertEqual(set(nested), {f"NestedTensor{b.name}" for b in u.backends} | {"AutogradNestedTensor"})
+
+
+class FixtureKeysTest(KeyFileTestCase):
+    def test_the_fixture_is_the_project_file_plus_xpu_and_logging(self):
+        project = load_key_universe()
+        fixture = load_key_universe(os.path.join(support.REPO_ROOT, "tests", "keys", "xpu_keys.yaml"))
+        backends = [b.name for b in project.backends]
+        backends.insert(backends.index("Meta"), "XPU")
+        self.assertEqual([b.name for b in fixture.backends], backends)
+        layers = [f.name for f in project.functionalities]
+        layers.insert(layers.index("Tracer") + 1, "Logging")
+        self.assertEqual([f.name for f in fixture.functionalities], layers)
+        self.assertEqual([(a.name, [str(t) for t in a.terms]) for a in fixture.aliases],
+                         [(a.name, [str(t) for t in a.terms]) for a in project.aliases])
+        self.assertEqual([s.name for s in fixture.keysets], [s.name for s in project.keysets])
+        self.assertEqual(fixture.functionality("Logging").fallback, "logging_fallthrough")
+
+
 class KeyFileErrorsTest(KeyFileTestCase):
     def test_duplicate_names(self):
         text = self.edited("  - name: Tracer\n", "  - name: Tracer\n  - name: Python\n")
@@ -141,14 +175,27 @@ class KeyFileErrorsTest(KeyFileTestCase):
             "K:1: the runtime needs the key set 'full_keyset', which the key file does not declare",
         ])
 
-    def test_thread_registration_stays_highest_and_meta_last(self):
+    def test_thread_registration_stays_highest(self):
         text = self.edited("  - name: ThreadRegistration\n    internal: true\n", "")
         text = text.replace("  - name: Tracer\n", "  - name: Tracer\n  - name: ThreadRegistration\n    internal: true\n")
-        text = text.replace("  - name: Meta\n    device: meta\n", "")
-        text = text.replace("  - name: CPU\n    device: cpu\n", "  - name: CPU\n    device: cpu\n  - name: Meta\n")
+        line = self.line_of(text, "  - name: ThreadRegistration\n")
+        self.assertEqual(self.errors(text), [f"K:{line}: 'ThreadRegistration' must be the highest functionality "
+                                             "(every thread's first call passes it)"])
+
+    def test_except_terms(self):
+        text = self.edited("  full_keyset: [all_functionalities]\n",
+                           "  full_keyset: [all_functionalities]\n"
+                           "  no_sparse: [backend_dispatch_keyset, except: [Sparse], except_backends: [Meta]]\n"
+                           "  bad: [Dense, except: [Nothing], except_backends: [Mars]]\n")
         messages = self.errors(text)
-        self.assertTrue(any("'Meta' must be the last backend" in m for m in messages), messages)
-        self.assertTrue(any("'ThreadRegistration' must be the highest functionality" in m for m in messages), messages)
+        self.assertEqual(len(messages), 2, messages)
+        self.assertIn("key set 'bad': 'except' names 'Nothing', which is not a functionality", messages[0])
+        self.assertIn("key set 'bad': 'except_backends' names 'Mars', which is not a backend", messages[1])
+        u = self.load(text.replace("  bad: [Dense, except: [Nothing], except_backends: [Mars]]\n", ""))
+        keys = u.runtime_keys_of(u.keyset("no_sparse").value)
+        self.assertIn("QuantizedCPU", keys)
+        self.assertNotIn("SparseCPU", keys)
+        self.assertNotIn("Meta", keys)
 
     def test_field_errors(self):
         messages = self.errors("""

@@ -87,3 +87,28 @@ class PyTorchFileTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(support.HAVE_PYTORCH_FILE, support.NO_PYTORCH_FILE)
+class PyTorchKeysGenerateTest(unittest.TestCase):
+    """With PyTorch's own key universe (schemas/pytorch_keys.yaml), PyTorch's file is ordinary
+    input: no compatibility flag, no foreign key, every operator through the same checks and a
+    whole generation in memory (gen.py --check)."""
+
+    def test_check_with_pytorch_keys_and_no_compat_flag(self):
+        import os
+        import subprocess
+        import sys
+        keys = os.path.join(support.REPO_ROOT, "schemas", "pytorch_keys.yaml")
+        result = subprocess.run(
+            [sys.executable, support.GEN_PY, "--keys", keys, "--check", "--tags", support.PYTORCH_TAGS,
+             support.PYTORCH_NATIVE_FUNCTIONS], capture_output=True, text=True, timeout=600)
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertEqual(result.stdout.strip(), "2493 operators OK")
+        self.assertEqual(result.stderr, "")
+        # With the project's keys the same file names keys that do not exist.
+        result = subprocess.run(
+            [sys.executable, support.GEN_PY, "--check", "--tags", support.PYTORCH_TAGS,
+             support.PYTORCH_NATIVE_FUNCTIONS], capture_output=True, text=True, timeout=600)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("unknown dispatch key 'MPS'", result.stderr)

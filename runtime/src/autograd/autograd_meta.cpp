@@ -21,14 +21,8 @@ namespace {
 
 // PyTorch's type string of a tensor in hook errors: "CPUFloatType", "CUDADoubleType".
 std::string typeString(const Tensor& t) {
-  std::string device;
-  switch (t.device().type) {
-    case DeviceType::CPU: device = "CPU"; break;
-    case DeviceType::CUDA: device = "CUDA"; break;
-    case DeviceType::Meta: device = "Meta"; break;
-    case DeviceType::PrivateUse1: device = "PrivateUse1"; break;
-  }
-  return device + std::string(toString(t.scalar_type())) + "Type";
+  std::string type(detail::kDeviceTypeBackendNames[static_cast<size_t>(t.device().type)]);
+  return type + std::string(toString(t.scalar_type())) + "Type";
 }
 
 // A hook may replace a gradient only with one of the same device, dtype and sizes (the

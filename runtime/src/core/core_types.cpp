@@ -37,26 +37,23 @@ std::string_view toString(MemoryFormat m) {
 std::ostream& operator<<(std::ostream& out, MemoryFormat m) { return out << toString(m); }
 
 std::string_view toString(DeviceType t) {
-  switch (t) {
-    case DeviceType::CPU: return "cpu";
-    case DeviceType::CUDA: return "cuda";
-    case DeviceType::Meta: return "meta";
-    case DeviceType::PrivateUse1: return "privateuseone";
-  }
-  return "unknown";
+  auto i = static_cast<size_t>(t);
+  return i < detail::kDeviceTypeNames.size() ? detail::kDeviceTypeNames[i] : std::string_view("unknown");
 }
 
 Device::Device(std::string_view spec) {
   std::string_view type_name = spec.substr(0, spec.find(':'));
   bool found = false;
-  for (DeviceType t : {DeviceType::CPU, DeviceType::CUDA, DeviceType::Meta, DeviceType::PrivateUse1}) {
-    if (toString(t) == type_name) {
-      type = t;
+  std::string names;  // "cpu, cuda, privateuseone or meta"
+  for (size_t i = 0; i < detail::kDeviceTypeNames.size(); ++i) {
+    if (detail::kDeviceTypeNames[i] == type_name) {
+      type = static_cast<DeviceType>(i);
       found = true;
     }
+    names += i == 0 ? "" : i + 1 == detail::kDeviceTypeNames.size() ? " or " : ", ";
+    names += detail::kDeviceTypeNames[i];
   }
-  DK_CHECK(found, "invalid device string '", spec,
-           "': expected cpu, cuda, meta or privateuseone, optionally followed by :<index>");
+  DK_CHECK(found, "invalid device string '", spec, "': expected ", names, ", optionally followed by :<index>");
   if (type_name.size() < spec.size()) {
     std::string_view digits = spec.substr(type_name.size() + 1);
     int value = -1;

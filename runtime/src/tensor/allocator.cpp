@@ -41,17 +41,19 @@ class MetaAllocator final : public Allocator {
 HostAllocator host_allocator;
 MetaAllocator meta_allocator;
 
-constexpr size_t kNumDeviceTypes = 4;
 constexpr size_t slot(DeviceType t) { return static_cast<size_t>(t); }
 
-// Indexed by DeviceType; constant-initialized, so usable from other static initializers.
-constinit std::atomic<Allocator*> registry[kNumDeviceTypes] = {
-    &host_allocator,  // CPU
-    nullptr,          // CUDA: registered by kernels/cuda
-    &meta_allocator,  // Meta
-    &host_allocator,  // PrivateUse1: host memory underneath
-};
-static_assert(slot(DeviceType::PrivateUse1) == kNumDeviceTypes - 1);
+// Indexed by DeviceType; zero-initialized (constinit), so usable from other static initializers.
+// An empty slot means the device type's default (defaultFor).
+constinit std::atomic<Allocator*> registry[kNumDeviceTypes] = {};
+
+// CPU and PrivateUse1 (host memory underneath) use the host allocator, Meta allocates nothing;
+// CUDA's is registered by kernels/cuda, a backend added by the key file registers its own.
+Allocator* defaultFor(DeviceType t) {
+  if (t == DeviceType::CPU || t == DeviceType::PrivateUse1) return &host_allocator;
+  if (t == DeviceType::Meta) return &meta_allocator;
+  return nullptr;
+}
 
 }  // namespace
 
@@ -61,13 +63,15 @@ Allocator* metaAllocator() { return &meta_allocator; }
 Allocator* getAllocator(DeviceType type) {
   DK_CHECK(slot(type) < kNumDeviceTypes, "getAllocator: invalid device type ", static_cast<int>(type));
   Allocator* allocator = registry[slot(type)].load(std::memory_order_acquire);
+  if (allocator == nullptr) allocator = defaultFor(type);
   DK_CHECK(allocator != nullptr, "no allocator is registered for device type ", toString(type));
   return allocator;
 }
 
 Allocator* setAllocator(DeviceType type, Allocator* allocator) {
   DK_CHECK(slot(type) < kNumDeviceTypes, "setAllocator: invalid device type ", static_cast<int>(type));
-  return registry[slot(type)].exchange(allocator, std::memory_order_acq_rel);
+  Allocator* previous = registry[slot(type)].exchange(allocator, std::memory_order_acq_rel);
+  return previous != nullptr ? previous : defaultFor(type);
 }
 
 }  // namespace dk

@@ -22,6 +22,15 @@ enum class BackendComponent : uint8_t {
 };
 inline constexpr int kNumBackends = 5;
 
+// Device types: the backends with a device, in backend order.
+enum class DeviceType : int8_t {
+  CPU,  // 'cpu'
+  CUDA,  // 'cuda'
+  PrivateUse1,  // 'privateuseone'
+  Meta,  // 'meta'
+};
+inline constexpr int kNumDeviceTypes = 4;
+
 enum class DispatchKey : uint16_t {
   Undefined = 0,
 
@@ -177,6 +186,26 @@ inline constexpr std::array<std::string_view, kNumBackends> kBackendComponentNam
     "PrivateUse1Bit",
     "PrivateUse2Bit",
     "MetaBit",
+};
+// By device type: its name ("cpu"), the name of its backend ("CPU", as type strings such as
+// "CPUFloatType" spell it), and its backend component.
+inline constexpr std::array<std::string_view, kNumDeviceTypes> kDeviceTypeNames = {
+    "cpu",
+    "cuda",
+    "privateuseone",
+    "meta",
+};
+inline constexpr std::array<std::string_view, kNumDeviceTypes> kDeviceTypeBackendNames = {
+    "CPU",
+    "CUDA",
+    "PrivateUse1",
+    "Meta",
+};
+inline constexpr std::array<BackendComponent, kNumDeviceTypes> kDeviceTypeBackends = {
+    BackendComponent::CPUBit,
+    BackendComponent::CUDABit,
+    BackendComponent::PrivateUse1Bit,
+    BackendComponent::MetaBit,
 };
 // The functionalities whose default backend fallback is a fallthrough (every backend's key for a
 // per-backend one), with the name introspection shows for it.

@@ -84,7 +84,7 @@ enum class MemoryFormat : int8_t { Contiguous, Preserve, ChannelsLast };
 std::string_view toString(MemoryFormat m);
 std::ostream& operator<<(std::ostream& out, MemoryFormat m);
 
-enum class DeviceType : int8_t { CPU, CUDA, Meta, PrivateUse1 };
+// DeviceType: one per backend with a device in schemas/dispatch_keys.yaml (dk/generated/keys/).
 std::string_view toString(DeviceType t);  // "cpu", "cuda", "meta", "privateuseone"
 
 // A device: a type plus an index (-1 means "the current one").
@@ -106,13 +106,13 @@ inline constexpr DeviceType kCPU = DeviceType::CPU, kCUDA = DeviceType::CUDA, kM
 
 // The backend bit a device's data lives behind.
 constexpr BackendComponent toBackendComponent(DeviceType t) {
-  switch (t) {
-    case DeviceType::CPU: return BackendComponent::CPUBit;
-    case DeviceType::CUDA: return BackendComponent::CUDABit;
-    case DeviceType::Meta: return BackendComponent::MetaBit;
-    case DeviceType::PrivateUse1: return BackendComponent::PrivateUse1Bit;
-  }
-  return BackendComponent::CPUBit;
+  return detail::kDeviceTypeBackends[static_cast<size_t>(t)];
+}
+// The device type of a backend component; nullopt for one without a device (PrivateUse2).
+constexpr std::optional<DeviceType> toDeviceType(BackendComponent b) {
+  for (size_t i = 0; i < detail::kDeviceTypeBackends.size(); ++i)
+    if (detail::kDeviceTypeBackends[i] == b) return static_cast<DeviceType>(i);
+  return std::nullopt;
 }
 
 }  // namespace dk

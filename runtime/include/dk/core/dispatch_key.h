@@ -64,8 +64,10 @@ constexpr DispatchKey toRuntimePerBackendKey(DispatchKey functionality, BackendC
 
 // Autograd key matching a backend key (CPU -> AutogradCPU; the key file's `autograd:`): a
 // per-backend autograd functionality pairs backend by backend, another one (AutogradOther, for
-// Quantized and Sparse keys) is shared. Undefined for keys that are not backend keys.
+// Quantized and Sparse keys) is shared. Undefined for keys that have none.
 constexpr DispatchKey autogradKeyForBackendKey(DispatchKey k) {
+  if (isFunctionalityKey(k) && !isPerBackendFunctionality(k))
+    return detail::kAutogradFunctionalityOf[static_cast<int>(k)];  // e.g. MkldnnCPU in PyTorch's keys
   if (!isPerBackendRuntimeKey(k)) return DispatchKey::Undefined;
   DispatchKey autograd = detail::kAutogradFunctionalityOf[static_cast<int>(toFunctionalityKey(k))];
   if (autograd == DispatchKey::Undefined || !isPerBackendFunctionality(autograd)) return autograd;

@@ -35,8 +35,10 @@ namespace detail {
 // backend bit. kSlotIndex maps that pair straight to a slot, so the hot path does one byte
 // load instead of decoding an offset and a per-backend mask: rows are bit positions (a row
 // below kNumBackends means "no functionality bit": slot 0, Undefined), columns backends
-// (padded to 8 so the address is one lea).
-inline constexpr int kSlotIndexColumns = 8;
+// (padded to a power of two, at least 8, so the address is one shift and add).
+inline constexpr int kSlotIndexColumns = std::bit_ceil(static_cast<unsigned>(kNumBackends)) < 8
+                                             ? 8
+                                             : static_cast<int>(std::bit_ceil(static_cast<unsigned>(kNumBackends)));
 static_assert(kNumBackends <= kSlotIndexColumns);
 constexpr std::array<std::array<uint8_t, kSlotIndexColumns>, 64> computeSlotIndex() {
   std::array<uint8_t, kNumFunctionalityKeys> first_slot{};  // first slot of each functionality
@@ -129,8 +131,8 @@ class DispatchKeySet {
 
   // Note [Dispatch table index]
   // Fast: two branch-free bit scans (the highest bit, the highest backend bit) and one byte
-  // load from a 512-byte constant table (Note [Slot index table]). Sets with no functionality
-  // bit land on slot 0 (Undefined).
+  // load from a 64 x kSlotIndexColumns byte constant table (512 bytes for up to 8 backends;
+  // Note [Slot index table]). Sets with no functionality bit land on slot 0 (Undefined).
   constexpr int getDispatchTableIndex() const {
     return static_cast<int>(tableIndexFor(repr_, highestBackendIndex(repr_)));
   }

@@ -4,7 +4,8 @@
 // Note [Allocators]
 // Defaults: CPU and PrivateUse1 get host memory aligned to kHostAlignment bytes; Meta gets an
 // allocator that returns no memory at all (meta tensors have sizes but no data); CUDA has none
-// until kernels/cuda registers one with setAllocator. A zero-byte request gives a null pointer.
+// until kernels/cuda registers one with setAllocator, nor has a backend added by the key file
+// until its code registers one. A zero-byte request gives a null pointer.
 // Registered allocators are never freed by the registry: the caller keeps them alive.
 #pragma once
 
@@ -79,7 +80,8 @@ class Allocator {
 // The registered allocator for a device type; raises dk::Error when there is none
 // ("no allocator is registered for device type cuda").
 Allocator* getAllocator(DeviceType type);
-// Registers `allocator` (not owned; may be null to unregister) and returns the previous one.
+// Registers `allocator` (not owned; null goes back to the device type's default) and returns
+// the one that was in use (the default when none was registered).
 Allocator* setAllocator(DeviceType type, Allocator* allocator);
 
 // The built-in allocators, whatever is registered.
