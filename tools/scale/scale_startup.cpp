@@ -1,11 +1,17 @@
 // Measures the startup registration of the PyTorch-scale library: loads it (its static
-// initializers register 2,493 operator schemas), times that, and checks every one is there.
+// initializers register 2,493 operator schemas), times that, checks every one is there, and
+// checks that calling one (they have no kernels) fails with the dispatcher's usual error.
+// Also prints the key universe the runtime was built with and the dispatch table's bytes per
+// operator under it.
 #include <dlfcn.h>
 
 #include <chrono>
 #include <iostream>
+#include <string>
 
 #include <dk/dispatch.h>
+#include <dk/dispatch/operator_entry.h>
+#include <dk/generated/ops/zeros.h>
 
 int main() {
   auto& d = dk::Dispatcher::singleton();
@@ -23,5 +29,27 @@ int main() {
   double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   std::cout << "registered " << registered << " aten operators (" << d.getAllOpNames().size() - before
             << " new) in " << ms << " ms, including loading the library\n";
-  return registered == 2493 ? 0 : 1;
+  std::cout << "key universe: " << dk::kNumBackends << " backends, " << dk::kNumFunctionalityKeys - 1
+            << " functionalities, " << dk::kDispatchTableSize << " table slots; dispatch table "
+            << dk::kDispatchTableSize * sizeof(void*) << " B per operator (OperatorEntry "
+            << sizeof(dk::OperatorEntry) << " B)\n";
+  if (registered != 2493) return 1;
+
+  // An operator with a schema and no kernel: the usual error, naming it and the backend.
+  auto relu = d.findSchemaOrThrow("aten::relu", "");
+  dk::Stack stack{dk::IValue(dk::zeros({2}))};
+  try {
+    relu.callBoxed(&stack);
+    std::cerr << "aten::relu ran without a kernel\n";
+    return 1;
+  } catch (const dk::Error& e) {
+    const std::string expected = "Could not run 'aten::relu' with arguments from the 'CPU' backend.";
+    if (std::string(e.what()).find(expected) == std::string::npos) {
+      std::cerr << "unexpected error for aten::relu: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cout << "a call without a kernel: Could not run 'aten::relu' with arguments from the 'CPU' backend (as "
+               "expected)\n";
+  return 0;
 }

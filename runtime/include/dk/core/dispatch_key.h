@@ -82,4 +82,6 @@ std::ostream& operator<<(std::ostream& out, BackendComponent b);
 
 }  // namespace dk
 
-static_assert(static_cast<int>(dk::DispatchKey::EndOfAliasKeys) <= 64, "one bit per key must fit in 64 bits");
+// One bit per backend and per functionality (Note [Key layout]); codegen/keys_yaml.py checks it first.
+static_assert(dk::kNumBackends + dk::kNumFunctionalityKeys - 1 <= 64,
+              "one bit per backend and per functionality must fit in 64 bits");
