@@ -190,10 +190,6 @@ class KeyUniverse:
     def per_backend_key_name(self, f: Functionality, b: Backend) -> str:
         return f.prefix + b.name
 
-    def per_backend_keys(self) -> Tuple[RuntimeKey, ...]:
-        """The per-backend runtime keys, block by block (the enum's order)."""
-        return tuple(RuntimeKey(self.per_backend_key_name(f, b), f, b) for f in self.per_backend for b in self.backends)
-
     def runtime_keys(self) -> Tuple[RuntimeKey, ...]:
         """Every runtime key in rising priority, a per-backend functionality's keys at its place."""
         keys: List[RuntimeKey] = []
@@ -204,9 +200,13 @@ class KeyUniverse:
                 keys.append(RuntimeKey(f.name, f, None))
         return tuple(keys)
 
+    def per_backend_keys(self) -> Tuple[RuntimeKey, ...]:
+        """The per-backend runtime keys, block by block (the enum's order: the same as priority)."""
+        return tuple(k for k in self.runtime_keys() if k.backend is not None)
+
     @property
     def slot_count(self) -> int:
-        return 1 + sum(len(self.backends) if f.per_backend else 1 for f in self.functionalities)
+        return _slot_count(len(self.backends), self.functionalities)
 
     def runtime_keys_of(self, value: KeySetValue) -> Tuple[str, ...]:
         """The runtime keys a set holds, in rising priority (a per-backend key needs both bits)."""
@@ -460,31 +460,29 @@ def load_key_universe(path: str = DEFAULT_PATH) -> KeyUniverse:
                      f"a key set holds {KEY_SET_BITS}")
     if len(backends) > MAX_BACKENDS:
         r.error(end, f"{len(backends)} backends; the slot index table has {MAX_BACKENDS} columns")
-    slots = 1 + sum(len(backends) if f.per_backend else 1 for f in functionalities)
+    slots = _slot_count(len(backends), functionalities)
     if slots > MAX_SLOTS:
         r.error(end, f"the keys need {slots} table slots; slot numbers are bytes (at most {MAX_SLOTS})")
-    for name in REQUIRED_BACKENDS:
-        if name not in backend_names:
-            r.error(end, f"the runtime needs the backend '{name}', which the key file does not declare")
-    for name in REQUIRED_RUNTIME_KEYS:
-        if name not in runtime_values:
-            r.error(end, f"the runtime needs the runtime key '{name}', which the key file does not declare")
-    for name in REQUIRED_FUNCTIONALITIES:
-        if name not in by_name:
-            r.error(end, f"the runtime needs the functionality '{name}', which the key file does not declare")
     alias_names = {a for a, _, _ in raw_alias}
-    for name in REQUIRED_ALIASES:
-        if name not in alias_names:
-            r.error(end, f"the runtime needs the alias key '{name}', which the key file does not declare")
-    for name in REQUIRED_KEYSETS:
-        if name not in raw_sets:
-            r.error(end, f"the runtime needs the key set '{name}', which the key file does not declare")
+    for what, required, declared in (("backend", REQUIRED_BACKENDS, backend_names),
+                                     ("runtime key", REQUIRED_RUNTIME_KEYS, runtime_values),
+                                     ("functionality", REQUIRED_FUNCTIONALITIES, by_name),
+                                     ("alias key", REQUIRED_ALIASES, alias_names),
+                                     ("key set", REQUIRED_KEYSETS, raw_sets)):
+        for name in required:
+            if name not in declared:
+                r.error(end, f"the runtime needs the {what} '{name}', which the key file does not declare")
     if functionalities and HIGHEST_FUNCTIONALITY in by_name and functionalities[-1].name != HIGHEST_FUNCTIONALITY:
         r.error(by_name[HIGHEST_FUNCTIONALITY].loc,
                 f"'{HIGHEST_FUNCTIONALITY}' must be the highest functionality (every thread's first call passes it)")
     if r.errors:
         raise GenError.combine(sorted(r.errors, key=lambda e: e.loc.line if e.loc else 0))
     return KeyUniverse(path, tuple(backends), tuple(functionalities), aliases, keysets)
+
+
+def _slot_count(backends: int, functionalities: Sequence[Functionality]) -> int:
+    """Undefined's slot, one per functionality, and one per backend for a per-backend one."""
+    return 1 + sum(backends if f.per_backend else 1 for f in functionalities)
 
 
 def _union(values) -> KeySetValue:

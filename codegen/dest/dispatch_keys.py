@@ -79,14 +79,14 @@ def emit(universe: KeyUniverse, files, inputs: Sequence[str]) -> None:
     u = universe
     ctx = _BannerContext(tuple(inputs))
     functionalities = [EnumEntry(f.name, "", _functionality_comment(u, f)) for f in u.functionalities]
-    per_backend: List[EnumEntry] = []
-    for i, key in enumerate(u.per_backend_keys()):
-        per_backend.append(EnumEntry(key.name, " = EndOfFunctionalityKeys" if i == 0 else "", ""))
+    per_backend = [EnumEntry(k.name, " = EndOfFunctionalityKeys" if i == 0 else "", "")
+                   for i, k in enumerate(u.per_backend_keys())]
     aliases = [EnumEntry(a.name, " = EndOfRuntimeBackendKeys" if i == 0 else "", "")
                for i, a in enumerate(u.aliases)]
     block = {f.name: i for i, f in enumerate(u.per_backend)}
     files.write("dk/generated/keys/DispatchKeys.h", render(
-        ctx, "DispatchKeys.h.j2", u=u, devices=[b for b in u.backends if b.device], functionalities=functionalities, per_backend=per_backend, aliases=aliases,
+        ctx, "DispatchKeys.h.j2", u=u, devices=[b for b in u.backends if b.device], functionalities=functionalities,
+        per_backend=per_backend, aliases=aliases,
         blocks=[block.get(f.name, -1) for f in u.functionalities],
         autograd_of=[f.autograd or "Undefined" for f in u.functionalities],
         key_names=["Undefined"] + [f.name for f in u.functionalities] + [k.name for k in u.per_backend_keys()] +

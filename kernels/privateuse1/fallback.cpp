@@ -14,8 +14,6 @@ namespace dk::privateuse1 {
 namespace {
 std::atomic<int64_t> g_fallback_calls{0};
 
-bool onDevice(const Tensor& t, DeviceType device) { return t.defined() && t.device().type == device; }
-
 // A CPU tensor over the same host memory as `t` (PrivateUse1 keeps its data in host memory):
 // lets the CPU copy kernel move data in and out without dispatching on PrivateUse1.
 Tensor cpuAlias(const Tensor& t) {
@@ -56,7 +54,7 @@ void fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   DK_CHECK(found.has_value(), "host-memory fallback for ", op.operator_name(), ": the backend ", ks.highestBackend(),
            " has no device type");
   const DeviceType device = *found;
-  auto onBackend = [device](const Tensor& t) { return onDevice(t, device); };
+  auto onBackend = [device](const Tensor& t) { return t.defined() && t.device().type == device; };
   const auto& args = op.schema().arguments();
   const size_t n = args.size();
   DK_CHECK(stack->size() >= n, "privateuseone fallback for ", op.operator_name(), ": ", n,

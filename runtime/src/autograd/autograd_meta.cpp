@@ -3,6 +3,7 @@
 #include "dk/autograd/autograd_meta.h"
 
 #include <string>
+#include <string_view>
 
 #include "dk/util/error.h"
 
@@ -21,8 +22,9 @@ namespace {
 
 // PyTorch's type string of a tensor in hook errors: "CPUFloatType", "CUDADoubleType".
 std::string typeString(const Tensor& t) {
-  std::string type(detail::kDeviceTypeBackendNames[static_cast<size_t>(t.device().type)]);
-  return type + std::string(toString(t.scalar_type())) + "Type";
+  std::string_view backend = toString(toBackendComponent(t.device().type));  // "CPUBit"
+  backend.remove_suffix(3);
+  return std::string(backend) + std::string(toString(t.scalar_type())) + "Type";
 }
 
 // A hook may replace a gradient only with one of the same device, dtype and sizes (the

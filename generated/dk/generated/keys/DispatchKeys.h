@@ -187,19 +187,12 @@ inline constexpr std::array<std::string_view, kNumBackends> kBackendComponentNam
     "PrivateUse2Bit",
     "MetaBit",
 };
-// By device type: its name ("cpu"), the name of its backend ("CPU", as type strings such as
-// "CPUFloatType" spell it), and its backend component.
+// By device type: its name ("cpu") and its backend component.
 inline constexpr std::array<std::string_view, kNumDeviceTypes> kDeviceTypeNames = {
     "cpu",
     "cuda",
     "privateuseone",
     "meta",
-};
-inline constexpr std::array<std::string_view, kNumDeviceTypes> kDeviceTypeBackendNames = {
-    "CPU",
-    "CUDA",
-    "PrivateUse1",
-    "Meta",
 };
 inline constexpr std::array<BackendComponent, kNumDeviceTypes> kDeviceTypeBackends = {
     BackendComponent::CPUBit,

@@ -1,6 +1,7 @@
 // dk/core/dispatch_key_set.h: the 64-bit set of backend and functionality bits (Note [Key layout]).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -36,9 +37,7 @@ namespace detail {
 // load instead of decoding an offset and a per-backend mask: rows are bit positions (a row
 // below kNumBackends means "no functionality bit": slot 0, Undefined), columns backends
 // (padded to a power of two, at least 8, so the address is one shift and add).
-inline constexpr int kSlotIndexColumns = std::bit_ceil(static_cast<unsigned>(kNumBackends)) < 8
-                                             ? 8
-                                             : static_cast<int>(std::bit_ceil(static_cast<unsigned>(kNumBackends)));
+inline constexpr int kSlotIndexColumns = std::max(8, static_cast<int>(std::bit_ceil(unsigned{kNumBackends})));
 static_assert(kNumBackends <= kSlotIndexColumns);
 constexpr std::array<std::array<uint8_t, kSlotIndexColumns>, 64> computeSlotIndex() {
   std::array<uint8_t, kNumFunctionalityKeys> first_slot{};  // first slot of each functionality
