@@ -192,7 +192,7 @@ def generate_scale(
     """The PyTorch-scale subset: operator structs, schema registrations, boxing adapters."""
     ctx = GenContext.build(native_functions, namespace, inputs)
     operators.emit(ctx, files)
-    register_schema.emit(ctx, files, shards=max(1, shards // 4))
+    register_schema.emit(ctx, files, shards=max(1, shards // 2))
     boxing_adapters.emit(ctx, files, shards=max(1, shards // 2))
 
 

@@ -28,17 +28,55 @@
 using namespace dk;
 
 TEST_CASE("generated: every operator is registered with the schema its struct carries") {
+  // The registrations are built from the generator's constant data (Note [Pre-built schemas]);
+  // the struct's schema string, parsed here, must give the same schema, printed the same way.
   size_t n = 0;
   for (const ops::OperatorInfo& info : ops::all_operators()) {
+    INFO(info.name << "." << info.overload_name);
     auto op = Dispatcher::singleton().findSchema(OperatorName{info.name, info.overload_name});
     REQUIRE(op.has_value());
-    // The struct's schema string is the registered schema, minus the namespace.
     FunctionSchema parsed = parseSchema(info.schema_str);
-    CHECK(op->schema().arguments() == parsed.arguments());
-    CHECK(op->schema().returns() == parsed.returns());
+    parsed.set_operator_name(OperatorName{info.name, info.overload_name});
+    CHECK(op->schema() == parsed);
+    CHECK(op->schema().str() == "dk::" + std::string(info.schema_str));
     ++n;
   }
   CHECK(n == 188);
+}
+
+TEST_CASE("generated: a def from schema data builds the schema the text parses to") {
+  using namespace dk::schema_data;
+  static constexpr ArgumentData args[] = {
+      {.name = "self", .type = {TypeKind::Tensor}, .alias = {.before = "a", .is_write = true}},
+      {.name = "indices", .type = {TypeKind::Tensor, {kOptional, kList}}},
+      {.name = "sizes", .type = {TypeKind::SymInt, {listOf(2), kOptional}}, .default_value = "None"},
+      {.name = "views", .type = {TypeKind::Tensor, {kList}}, .alias = {.before = "b|c", .after = "*"}},
+      {.name = "mode", .type = {TypeKind::Str}, .default_value = "\"sum\"", .kwarg_only = true},
+  };
+  static constexpr ArgumentData rets[] = {
+      {.name = "out", .type = {TypeKind::Tensor}, .alias = {.before = "a", .is_write = true}},
+      {.type = {TypeKind::Int}},
+  };
+  static constexpr SchemaData data{
+      .name = "f", .overload_name = "data", .arguments = args, .returns = rets, .dispatch_bitmap = 0b11010};
+  Library lib(Library::FRAGMENT, "t_data");
+  lib.def(data);
+  auto op = Dispatcher::singleton().findSchemaOrThrow("t_data::f", "data");
+  const char* text =
+      "t_data::f.data(Tensor(a!) self, Tensor?[] indices, SymInt[2]? sizes=None, Tensor(b|c -> *)[] views, *, "
+      "str mode=\"sum\") -> (Tensor(a!) out, int)";
+  CHECK(op.schema() == parseSchema(text));
+  CHECK(op.schema().str() == text);
+  CHECK(op.entry().dispatchArgumentBitmap() == 0b11010);
+
+  // The same rules as a def from text: a wrong bitmap, or a name taken, changes nothing.
+  static constexpr SchemaData wrong_bitmap{.name = "g", .arguments = args, .dispatch_bitmap = 0b1};
+  CHECK_THROWS_WITH(lib.def(wrong_bitmap), Catch::Matchers::StartsWith("t_data::g: the generated dispatch-argument "
+                                                                       "bitmap 0b1 does not match the schema's 0b11010"));
+  CHECK_FALSE(Dispatcher::singleton().findOp(OperatorName{"t_data::g", ""}).has_value());
+  CHECK_THROWS_WITH(lib.def(data), Catch::Matchers::StartsWith("Tried to register an operator (t_data::f.data("));
+  Library impl(Library::IMPL, "t_data", DispatchKey::CPU);
+  CHECK_THROWS_WITH(impl.def(data), Catch::Matchers::StartsWith("def() is not allowed in DK_LIBRARY_IMPL"));
 }
 
 TEST_CASE("generated: the constexpr bitmaps equal the runtime's, computed from the schema") {

@@ -1,7 +1,11 @@
-"""``RegisterSchema*.cpp``: the ``m.def(schema, bitmap)`` of every operator, sorted by name.
+"""``RegisterSchema*.cpp``: every operator's schema as constant data, and its registration.
 
-Each def passes the operator struct's dispatch-argument bitmap, which the runtime checks
-once against the schema's and then uses (Note [Dispatch-argument bitmap]).
+The generator has parsed each schema already, so it emits the parsed form (the
+``dk::schema_data`` structs of runtime/include/dk/dispatch/schema_data.h: Note [Pre-built
+schemas]) rather than text for the runtime to parse again at startup. Each operator's entry
+carries the operator struct's dispatch-argument bitmap, which the runtime checks once against
+the schema's and then uses (Note [Dispatch-argument bitmap]). Entries are sorted by name, and
+each is preceded by its schema's text as a comment, for review.
 
 With one shard it is one ``DK_LIBRARY(ns, m)`` block; with several, the first shard
 holds ``DK_LIBRARY`` and the others ``DK_LIBRARY_FRAGMENT`` (a namespace has one
@@ -11,13 +15,127 @@ adding an operator moves no other one.
 
 from __future__ import annotations
 
-from codegen.dest.common import GenContext, render, shard_by_hash, shard_name
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple, Union
+
+from codegen.api.cpp import cpp_string_literal
+from codegen.dest.common import GenContext, Operator, render, shard_by_hash, shard_name
+from codegen.errors import GenError
+from codegen.limits import MAX_LIST_SIZE, MAX_TYPE_DEPTH
+from codegen.schema import AliasInfo, Argument, BaseType, ListType, OptionalType, Return, Type
 
 DEFAULT_SHARDS = 1
+
+# Schema spelling -> dk::TypeKind enumerator (runtime/include/dk/dispatch/function_schema.h).
+TYPE_KINDS = {
+    "Tensor": "Tensor", "int": "Int", "SymInt": "SymInt", "float": "Float", "bool": "Bool",
+    "str": "Str", "Scalar": "Scalar", "ScalarType": "ScalarType", "Layout": "Layout",
+    "Device": "Device", "MemoryFormat": "MemoryFormat", "Generator": "Generator",
+    "Dimname": "Dimname", "Storage": "Storage", "Stream": "Stream", "QScheme": "QScheme",
+    "complex": "Complex",
+}
+
+# The runtime's wrapper codes (dk::schema_data): kOptional, kList, listOf(N) for T[N].
+assert MAX_TYPE_DEPTH <= 4 and MAX_LIST_SIZE <= 253, "wrapper codes are one byte, at most 4 of them"
+
+
+def type_data(type_: Type, where: str) -> str:
+    """``{Tensor, {kOptional, kList}}`` for ``Tensor?[]``: the base kind, then the wrappers
+    innermost first."""
+    wrappers: List[str] = []
+    while not isinstance(type_, BaseType):
+        if isinstance(type_, OptionalType):
+            wrappers.append("kOptional")
+        else:
+            assert isinstance(type_, ListType)
+            wrappers.append("kList" if type_.size is None else f"listOf({type_.size})")
+        type_ = type_.elem
+    kind = TYPE_KINDS.get(type_.name)
+    if kind is None:
+        raise GenError(f"{where}: type '{type_.name}' has no runtime type kind; it may appear only in "
+                       "'precomputed' lists, not in a schema")
+    wrappers.reverse()
+    return f"{{{kind}, {{{', '.join(wrappers)}}}}}" if wrappers else f"{{{kind}}}"
+
+
+def alias_data(alias: AliasInfo) -> str:
+    fields = [f".before = {cpp_string_literal('|'.join(alias.before))}"]
+    if alias.after:
+        fields.append(f".after = {cpp_string_literal('|'.join(alias.after))}")
+    if alias.is_write:
+        fields.append(".is_write = true")
+    return "{" + ", ".join(fields) + "}"
+
+
+def argument_data(arg: Union[Argument, Return], kwarg_only: bool, where: str) -> str:
+    """One ``dk::schema_data::ArgumentData`` initializer; fields at their defaults are left out."""
+    fields = []
+    name = arg.name
+    if name:
+        fields.append(f".name = {cpp_string_literal(name)}")
+    fields.append(f".type = {type_data(arg.type, where)}")
+    default = getattr(arg, "default", None)
+    if default is not None:
+        fields.append(f".default_value = {cpp_string_literal(default)}")
+    if arg.alias is not None:
+        fields.append(f".alias = {alias_data(arg.alias)}")
+    if kwarg_only:
+        fields.append(".kwarg_only = true")
+    return "{" + ", ".join(fields) + "}"
+
+
+@dataclass(frozen=True)
+class SchemaEntry:
+    """What the template writes for one operator."""
+
+    op: Operator
+    arguments: Tuple[str, ...]   # ArgumentData initializers
+    returns: Tuple[str, ...]
+
+    @property
+    def arguments_name(self) -> str:
+        return f"{self.op.struct}_arguments"
+
+    @property
+    def returns_name(self) -> str:
+        return f"{self.op.struct}_returns"
+
+    @property
+    def schema_name(self) -> str:
+        return f"{self.op.struct}_schema"
+
+    def schema_fields(self, cpp_namespace: str) -> List[str]:
+        """The designated initializers of the ``dk::schema_data::SchemaData``, for one line each
+        of name, argument lists and the operator struct's bitmap."""
+        func = self.op.nf.func
+        names = f".name = {cpp_string_literal(func.name.name)}"
+        if func.name.overload_name:
+            names += f", .overload_name = {cpp_string_literal(func.name.overload_name)}"
+        lists = []
+        if self.arguments:
+            lists.append(f".arguments = {self.arguments_name}")
+        if self.returns:
+            lists.append(f".returns = {self.returns_name}")
+        fields = [names]
+        if lists:
+            fields.append(", ".join(lists))
+        fields.append(f".dispatch_bitmap = ::{cpp_namespace}::ops::{self.op.struct}::dispatch_bitmap")
+        return fields
+
+
+def schema_entry(op: Operator) -> SchemaEntry:
+    func = op.nf.func
+    where = f"operator {op.qualified}"
+    arguments = [argument_data(a, False, where) for a in func.positional]
+    arguments += [argument_data(a, True, where) for a in func.kwarg_only + func.out]
+    returns = [argument_data(r, False, where) for r in func.returns]
+    return SchemaEntry(op, tuple(arguments), tuple(returns))
 
 
 def emit(ctx: GenContext, files, shards: int = DEFAULT_SHARDS) -> None:
     for index, ops in enumerate(shard_by_hash(ctx.operators, lambda op: op.qualified, shards)):
+        entries: Sequence[SchemaEntry] = [schema_entry(op) for op in ops]
         files.write(shard_name("RegisterSchema", index, shards, "cpp"),
-                    render(ctx, "RegisterSchema.cpp.j2", operators=ops, shard=index, shards=shards,
+                    render(ctx, "RegisterSchema.cpp.j2", entries=entries, shard=index, shards=shards,
+                           tables=f"tables_{ctx.namespace}" + (f"_{index}" if shards > 1 else ""),
                            includes=ctx.includes_for(ops, adapters=False)))

@@ -359,3 +359,41 @@ class PublicApiTest(support.NativeYamlTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SchemaDataTest(unittest.TestCase):
+    """codegen/dest/register_schema.py: schemas as dk::schema_data initializers (Note
+    [Pre-built schemas]); the runtime side is tested in tests/test_generated_ops.cpp."""
+
+    def test_types_list_their_wrappers_innermost_first(self):
+        from codegen.dest.register_schema import type_data
+        for text, expected in [
+            ("Tensor", "{Tensor}"),
+            ("int", "{Int}"),
+            ("complex", "{Complex}"),
+            ("Tensor?", "{Tensor, {kOptional}}"),
+            ("Tensor?[]", "{Tensor, {kOptional, kList}}"),
+            ("int[2]", "{Int, {listOf(2)}}"),
+            ("SymInt[1]?", "{SymInt, {listOf(1), kOptional}}"),
+            ("float[]?", "{Float, {kList, kOptional}}"),
+        ]:
+            with self.subTest(text):
+                self.assertEqual(type_data(parse_type(text), "op"), expected)
+
+    def test_arguments_leave_defaults_out(self):
+        from codegen.dest.register_schema import argument_data
+        schema = FunctionSchema.parse(
+            'f.out(Tensor(a!) self, Tensor(b -> *)[] xs, *, str mode="a\\"b", Tensor(c!) out) -> Tensor(c!) r')
+        self.assertEqual(argument_data(schema.positional[0], False, "f"),
+                         '{.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}}')
+        self.assertEqual(argument_data(schema.positional[1], False, "f"),
+                         '{.name = "xs", .type = {Tensor, {kList}}, .alias = {.before = "b", .after = "*"}}')
+        self.assertEqual(argument_data(schema.kwarg_only[0], True, "f"),
+                         '{.name = "mode", .type = {Str}, .default_value = "\\"a\\\\\\"b\\"", .kwarg_only = true}')
+        self.assertEqual(argument_data(schema.returns[0], False, "f"),
+                         '{.name = "r", .type = {Tensor}, .alias = {.before = "c", .is_write = true}}')
+
+    def test_a_type_the_runtime_lacks_is_refused_with_the_operator(self):
+        from codegen.dest.register_schema import type_data
+        with self.assertRaisesRegex(GenError, "operator dk::f: type 'DimVector' has no runtime type kind"):
+            type_data(parse_type("DimVector"), "operator dk::f")

@@ -145,8 +145,26 @@ Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const {
 
     def test_schema_registration(self):
         self.assertFragment("RegisterSchema.cpp", """\
+// add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+constexpr ArgumentData add_out_arguments[] = {
+    {.name = "self", .type = {Tensor}},
+    {.name = "other", .type = {Tensor}},
+    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+};
+constexpr ArgumentData add_out_returns[] = {
+    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+};
+constexpr SchemaData add_out_schema = {
+    .name = "add", .overload_name = "out",
+    .arguments = add_out_arguments, .returns = add_out_returns,
+    .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap};
+""")
+        self.assertFragment("RegisterSchema.cpp", """\
 DK_LIBRARY(dk, m) {
-  m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", ::dk::DispatchArgumentBitmap{::dk::ops::add_Tensor::dispatch_bitmap});  // dk::add.Tensor
+  using namespace ::dk::schema_data::tables_dk;
+  m.def(add_Tensor_schema);
+  m.def(add_out_schema);
 """)
 
     def test_backend_wrapper(self):
@@ -411,7 +429,7 @@ class PyTorchScaleTest(unittest.TestCase):
         names = self.files.names()
         self.assertFalse([n for n in names if n.startswith("Operators")])  # calls are inline
         self.assertEqual(sum(n.startswith("BoxingAdapters_") for n in names), 16)
-        self.assertEqual(sum(n.startswith("RegisterSchema_") for n in names), 8)
+        self.assertEqual(sum(n.startswith("RegisterSchema_") for n in names), 16)
         for name in names:
             with self.subTest(name):
                 if name.endswith(".cpp"):

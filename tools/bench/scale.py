@@ -14,7 +14,7 @@ tools/bench/run; writes tools/bench/results/scale.csv (case,median,min,max,unit,
   whole scale output is estimated (shards x median), and one file including all 2,493 scale
   operator structs (aten/Operators.h: what a file including every operator pays for the
   inline calls, Note [Generated calls]).
-- startup_registration_2493: dk-bench-startup loading a library of the 8 RegisterSchema shards
+- startup_registration_2493: dk-bench-startup loading a library of the 16 RegisterSchema shards
   (the only scale sources with static registrations), one process per repetition; checked:
   2,493 aten schemas afterwards.
 - memory_per_operator_entry: dk-bench-memory (and c10-bench-memory with --c10 BUILD_DIR).
@@ -158,7 +158,7 @@ def main():
             if out.returncode != 0:
                 fail(f"startup: {vals.get('operators')} aten schemas registered, not 2493 {out.stderr}")
             times.append(float(vals["startup_ms"]))
-        add("startup_registration_2493", times, "ms", "dlopen of the 8 RegisterSchema shards, one process each")
+        add("startup_registration_2493", times, "ms", "dlopen of the 16 RegisterSchema shards, one process each")
 
     # ---- case 7: memory per operator entry
     for side, path in (("dk", os.path.join(build, "tools", "bench", "dk-bench-memory")),

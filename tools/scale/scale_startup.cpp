@@ -1,6 +1,7 @@
 // Measures the startup registration of the PyTorch-scale library: loads it (its static
-// initializers register 2,493 operator schemas), times that, checks every one is there, and
-// checks that calling one (they have no kernels) fails with the dispatcher's usual error.
+// initializers register 2,493 operator schemas, from the generator's constant data), times
+// that, checks every one is there and equals the schema its text parses to, and checks that
+// calling one (they have no kernels) fails with the dispatcher's usual error.
 // Also prints the key universe the runtime was built with and the dispatch table's bytes per
 // operator under it.
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 
 #include <dk/dispatch.h>
 #include <dk/dispatch/operator_entry.h>
+#include <dk/generated/aten/Operators.h>
 #include <dk/generated/ops/zeros.h>
 
 int main() {
@@ -34,6 +36,23 @@ int main() {
             << dk::kDispatchTableSize * sizeof(void*) << " B per operator (OperatorEntry "
             << sizeof(dk::OperatorEntry) << " B)\n";
   if (registered != 2493) return 1;
+
+  // Every schema built from constant data (Note [Pre-built schemas]) is the one its text
+  // parses to, and prints back to that text.
+  size_t checked = 0;
+  for (const dk::aten::ops::OperatorInfo& info : dk::aten::ops::all_operators()) {
+    auto op = d.findSchema(dk::OperatorName{info.name, info.overload_name});
+    dk::FunctionSchema parsed = dk::parseSchema(info.schema_str);
+    parsed.set_operator_name(dk::OperatorName{info.name, info.overload_name});
+    if (!op || !(op->schema() == parsed) || op->schema().str() != "aten::" + std::string(info.schema_str)) {
+      std::cerr << "schema of " << info.name << "." << info.overload_name << " differs from its text: "
+                << (op ? op->schema().str() : std::string("(not registered)")) << " vs aten::" << info.schema_str
+                << "\n";
+      return 1;
+    }
+    ++checked;
+  }
+  std::cout << checked << " schemas equal to their parsed text\n";
 
   // An operator with a schema and no kernel: the usual error, naming it and the backend.
   auto relu = d.findSchemaOrThrow("aten::relu", "");

@@ -69,9 +69,21 @@ Library& Library::def(std::string_view schema_text, DispatchArgumentBitmap bitma
   return *this;
 }
 
-OperatorName Library::defSchema(std::string_view schema_text, std::optional<uint64_t> bitmap) {
+void Library::checkMayDefine() const {
   DK_CHECK(kind_ != IMPL, "def() is not allowed in ", kindName(kind_), " ", site(),
            ": define operators in DK_LIBRARY or DK_LIBRARY_FRAGMENT");
+}
+
+Library& Library::def(const schema_data::SchemaData& data) & {
+  checkMayDefine();
+  OperatorName name = qualify(OperatorName{data.name, data.overload_name}, "define");
+  FunctionSchema schema = schema_data::toFunctionSchema(data, std::move(name));
+  registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site(), data.dispatch_bitmap));
+  return *this;
+}
+
+OperatorName Library::defSchema(std::string_view schema_text, std::optional<uint64_t> bitmap) {
+  checkMayDefine();
   auto parsed = parseSchemaOrName(schema_text);
   DK_CHECK(std::holds_alternative<FunctionSchema>(parsed), "def(\"", schema_text, "\") ", site(),
            ": needs a full schema, e.g. \"foo(Tensor x) -> Tensor\"");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dk/dispatch/dispatcher.h"
+#include "dk/dispatch/schema_data.h"
 
 namespace dk {
 
@@ -115,6 +116,9 @@ class Library {
   // def with the dispatch-argument bitmap the generator computed (ops::X::dispatch_bitmap):
   // checked once against the parsed schema's, so generator and runtime cannot disagree.
   Library& def(std::string_view schema, DispatchArgumentBitmap bitmap) &;
+  // def from the generator's constant schema data, bitmap included: nothing is parsed
+  // (Note [Pre-built schemas]). The name is unqualified; the library's namespace is added.
+  Library& def(const schema_data::SchemaData& schema) &;
   // def + impl at CompositeImplicitAutograd (or the library's key).
   Library& def(std::string_view schema, CppFunction fn) &;
   template <class Func>
@@ -156,6 +160,7 @@ class Library {
   Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn);
   // Parses once; returns the qualified name.
   OperatorName defSchema(std::string_view schema_text, std::optional<uint64_t> bitmap = std::nullopt);
+  void checkMayDefine() const;
 
   Kind kind_;
   std::string ns_;

@@ -11,7 +11,7 @@
 // dispatch_bitmap has bit (nargs-1-i) set when argument i is a Tensor, Tensor?, Tensor[] or
 // Tensor?[] (out= arguments included), so bit 0 is the top of the boxed stack; the literal
 // reads left to right in argument order. The schema registration passes it to def(), which
-// checks it once against the parsed schema's (OperatorEntry::computeDispatchArgumentBitmap)
+// checks it once against the schema's (OperatorEntry::computeDispatchArgumentBitmap)
 // and refuses a mismatch; boxed calls read the arguments it selects.
 #pragma once
 

@@ -1,0 +1,65 @@
+// Builds FunctionSchemas from the generator's constant tables (Note [Pre-built schemas]).
+#include "dk/dispatch/schema_data.h"
+
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dk::schema_data {
+namespace {
+
+Type toType(const TypeData& data) {
+  Type t = Type::base(data.base);
+  for (uint8_t w : data.wrappers) {
+    if (w == 0) break;
+    if (w == kOptional) {
+      t = Type::optional(std::move(t));
+    } else if (w == kList) {
+      t = Type::list(std::move(t));
+    } else {  // kList + N
+      t = Type::list(std::move(t), static_cast<int64_t>(w - kList));
+    }
+  }
+  return t;
+}
+
+// "a|b" -> {"a", "b"}; "" -> {}.
+std::vector<std::string> splitAliasSet(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    size_t bar = text.find('|');
+    out.emplace_back(text.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    text.remove_prefix(bar + 1);
+  }
+  return out;
+}
+
+std::vector<Argument> toArguments(std::span<const ArgumentData> data) {
+  std::vector<Argument> out(data.size());
+  for (size_t i = 0; i < data.size(); ++i) {
+    const ArgumentData& d = data[i];
+    Argument& a = out[i];
+    a.name = d.name;
+    a.type = toType(d.type);
+    if (d.default_value != nullptr) a.default_value = d.default_value;
+    a.kwarg_only = d.kwarg_only;
+    if (d.alias.before != nullptr) {
+      // The generator writes an annotation right after the base type, so on a wrapped type it
+      // belongs to the element (Note [Schema round trip]).
+      a.alias_info = AliasInfo{.before_set = splitAliasSet(d.alias.before),
+                               .after_set = splitAliasSet(d.alias.after),
+                               .is_write = d.alias.is_write,
+                               .on_element = !a.type.isBase()};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+FunctionSchema toFunctionSchema(const SchemaData& data, OperatorName name) {
+  return FunctionSchema(std::move(name), toArguments(data.arguments), toArguments(data.returns));
+}
+
+}  // namespace dk::schema_data
