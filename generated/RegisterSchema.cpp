@@ -119,2671 +119,3191 @@
 namespace dk::schema_data::tables_dk {
 using enum TypeKind;
 
+// Every name, default value and alias set below, once, as consecutive char arrays: the tables
+// hold their offsets (the enumerators), computed by the compiler.
+struct Strings {
+  char s_empty[1] = "";
+  char s__log_softmax[13] = "_log_softmax";
+  char s_self[5] = "self";
+  char s_dim[4] = "dim";
+  char s_half_to_float[14] = "half_to_float";
+  char s__scaled_dot_product_attention[30] = "_scaled_dot_product_attention";
+  char s_query[6] = "query";
+  char s_key[4] = "key";
+  char s_value[6] = "value";
+  char s_attn_mask[10] = "attn_mask";
+  char s_None[5] = "None";
+  char s_dropout_p[10] = "dropout_p";
+  char s_0_0[4] = "0.0";
+  char s_need_attn_weights[18] = "need_attn_weights";
+  char s_False[6] = "False";
+  char s_is_causal[10] = "is_causal";
+  char s__softmax[9] = "_softmax";
+  char s__to_copy[9] = "_to_copy";
+  char s_dtype[6] = "dtype";
+  char s_layout[7] = "layout";
+  char s_device[7] = "device";
+  char s_pin_memory[11] = "pin_memory";
+  char s_non_blocking[13] = "non_blocking";
+  char s_memory_format[14] = "memory_format";
+  char s_abs[4] = "abs";
+  char s_add[4] = "add";
+  char s_Scalar[7] = "Scalar";
+  char s_other[6] = "other";
+  char s_alpha[6] = "alpha";
+  char s_1[2] = "1";
+  char s_Tensor[7] = "Tensor";
+  char s_out[4] = "out";
+  char s_a[2] = "a";
+  char s_add_[5] = "add_";
+  char s_addmm[6] = "addmm";
+  char s_mat1[5] = "mat1";
+  char s_mat2[5] = "mat2";
+  char s_beta[5] = "beta";
+  char s_addmm_[7] = "addmm_";
+  char s_arange[7] = "arange";
+  char s_start_step[11] = "start_step";
+  char s_start[6] = "start";
+  char s_end[4] = "end";
+  char s_step[5] = "step";
+  char s_argmax[7] = "argmax";
+  char s_keepdim[8] = "keepdim";
+  char s_argmin[7] = "argmin";
+  char s_avg_pool2d[11] = "avg_pool2d";
+  char s_kernel_size[12] = "kernel_size";
+  char s_stride[7] = "stride";
+  char s_list_[3] = "[]";
+  char s_padding[8] = "padding";
+  char s_0[2] = "0";
+  char s_ceil_mode[10] = "ceil_mode";
+  char s_count_include_pad[18] = "count_include_pad";
+  char s_True[5] = "True";
+  char s_divisor_override[17] = "divisor_override";
+  char s_avg_pool2d_backward[20] = "avg_pool2d_backward";
+  char s_grad_output[12] = "grad_output";
+  char s_baddbmm[8] = "baddbmm";
+  char s_batch1[7] = "batch1";
+  char s_batch2[7] = "batch2";
+  char s_batch_norm[11] = "batch_norm";
+  char s_input[6] = "input";
+  char s_weight[7] = "weight";
+  char s_bias[5] = "bias";
+  char s_running_mean[13] = "running_mean";
+  char s_running_var[12] = "running_var";
+  char s_training[9] = "training";
+  char s_momentum[9] = "momentum";
+  char s_eps[4] = "eps";
+  char s_cudnn_enabled[14] = "cudnn_enabled";
+  char s_bmm[4] = "bmm";
+  char s_cat[4] = "cat";
+  char s_tensors[8] = "tensors";
+  char s_chunk[6] = "chunk";
+  char s_star[2] = "*";
+  char s_chunks[7] = "chunks";
+  char s_clamp[6] = "clamp";
+  char s_min[4] = "min";
+  char s_max[4] = "max";
+  char s_clamp_[7] = "clamp_";
+  char s_clone[6] = "clone";
+  char s_col2im[7] = "col2im";
+  char s_output_size[12] = "output_size";
+  char s_dilation[9] = "dilation";
+  char s_contiguous[11] = "contiguous";
+  char s_contiguous_format[18] = "contiguous_format";
+  char s_conv1d[7] = "conv1d";
+  char s_groups[7] = "groups";
+  char s_conv2d[7] = "conv2d";
+  char s_convolution[12] = "convolution";
+  char s_transposed[11] = "transposed";
+  char s_output_padding[15] = "output_padding";
+  char s_copy_[6] = "copy_";
+  char s_src[4] = "src";
+  char s_cos[4] = "cos";
+  char s_cos_[5] = "cos_";
+  char s_cross_entropy_loss[19] = "cross_entropy_loss";
+  char s_target[7] = "target";
+  char s_reduction[10] = "reduction";
+  char s_Mean[5] = "Mean";
+  char s_ignore_index[13] = "ignore_index";
+  char s_neg100[5] = "-100";
+  char s_label_smoothing[16] = "label_smoothing";
+  char s_cumsum[7] = "cumsum";
+  char s_cumsum_[8] = "cumsum_";
+  char s_detach[7] = "detach";
+  char s_div[4] = "div";
+  char s_div_[5] = "div_";
+  char s_dropout[8] = "dropout";
+  char s_p[2] = "p";
+  char s_train[6] = "train";
+  char s_embedding[10] = "embedding";
+  char s_indices[8] = "indices";
+  char s_padding_idx[12] = "padding_idx";
+  char s_neg1[3] = "-1";
+  char s_scale_grad_by_freq[19] = "scale_grad_by_freq";
+  char s_sparse[7] = "sparse";
+  char s_empty_2[6] = "empty";
+  char s_size[5] = "size";
+  char s_empty_like[11] = "empty_like";
+  char s_eq[3] = "eq";
+  char s_Scalar_out[11] = "Scalar_out";
+  char s_Tensor_out[11] = "Tensor_out";
+  char s_eq_[4] = "eq_";
+  char s_exp[4] = "exp";
+  char s_exp_[5] = "exp_";
+  char s_expand[7] = "expand";
+  char s_implicit[9] = "implicit";
+  char s_fill_[6] = "fill_";
+  char s_flatten[8] = "flatten";
+  char s_using_ints[11] = "using_ints";
+  char s_start_dim[10] = "start_dim";
+  char s_end_dim[8] = "end_dim";
+  char s_full[5] = "full";
+  char s_fill_value[11] = "fill_value";
+  char s_gather[7] = "gather";
+  char s_index[6] = "index";
+  char s_sparse_grad[12] = "sparse_grad";
+  char s_gelu[5] = "gelu";
+  char s_approximate[12] = "approximate";
+  char s_str_none[7] = "'none'";
+  char s_gelu_[6] = "gelu_";
+  char s_gelu_backward[14] = "gelu_backward";
+  char s_gt[3] = "gt";
+  char s_gt_[4] = "gt_";
+  char s_im2col[7] = "im2col";
+  char s_index_put[10] = "index_put";
+  char s_values[7] = "values";
+  char s_accumulate[11] = "accumulate";
+  char s_index_put_[11] = "index_put_";
+  char s_index_select[13] = "index_select";
+  char s_item[5] = "item";
+  char s_layer_norm[11] = "layer_norm";
+  char s_normalized_shape[17] = "normalized_shape";
+  char s_1eneg05[6] = "1e-05";
+  char s_cudnn_enable[13] = "cudnn_enable";
+  char s_linear[7] = "linear";
+  char s_log[4] = "log";
+  char s_log_[5] = "log_";
+  char s_log_softmax[12] = "log_softmax";
+  char s_int[4] = "int";
+  char s_lt[3] = "lt";
+  char s_lt_[4] = "lt_";
+  char s_masked_fill[12] = "masked_fill";
+  char s_mask[5] = "mask";
+  char s_matmul[7] = "matmul";
+  char s_dim_max[8] = "dim_max";
+  char s_max_values[11] = "max_values";
+  char s_b[2] = "b";
+  char s_max_pool2d[11] = "max_pool2d";
+  char s_max_pool2d_with_indices[24] = "max_pool2d_with_indices";
+  char s_maximum[8] = "maximum";
+  char s_mean[5] = "mean";
+  char s_dim_min[8] = "dim_min";
+  char s_min_indices[12] = "min_indices";
+  char s_minimum[8] = "minimum";
+  char s_mm[3] = "mm";
+  char s_mse_loss[9] = "mse_loss";
+  char s_mul[4] = "mul";
+  char s_mul_[5] = "mul_";
+  char s_narrow[7] = "narrow";
+  char s_length[7] = "length";
+  char s_neg[4] = "neg";
+  char s_neg_[5] = "neg_";
+  char s_nll_loss[9] = "nll_loss";
+  char s_nonzero[8] = "nonzero";
+  char s_ones[5] = "ones";
+  char s_ones_like[10] = "ones_like";
+  char s_permute[8] = "permute";
+  char s_dims[5] = "dims";
+  char s_pow[4] = "pow";
+  char s_Tensor_Scalar[14] = "Tensor_Scalar";
+  char s_exponent[9] = "exponent";
+  char s_Tensor_Scalar_out[18] = "Tensor_Scalar_out";
+  char s_pow_[5] = "pow_";
+  char s_rand[5] = "rand";
+  char s_generator[10] = "generator";
+  char s_randn[6] = "randn";
+  char s_relu[5] = "relu";
+  char s_relu_[6] = "relu_";
+  char s_repeat[7] = "repeat";
+  char s_repeats[8] = "repeats";
+  char s_reshape[8] = "reshape";
+  char s_shape[6] = "shape";
+  char s_rsqrt[6] = "rsqrt";
+  char s_rsqrt_[7] = "rsqrt_";
+  char s_scatter_add[12] = "scatter_add";
+  char s_scatter_add_[13] = "scatter_add_";
+  char s_select[7] = "select";
+  char s_sigmoid[8] = "sigmoid";
+  char s_sigmoid_[9] = "sigmoid_";
+  char s_sin[4] = "sin";
+  char s_sin_[5] = "sin_";
+  char s_slice[6] = "slice";
+  char s_softmax[8] = "softmax";
+  char s_sort[5] = "sort";
+  char s_descending[11] = "descending";
+  char s_split[6] = "split";
+  char s_split_size[11] = "split_size";
+  char s_sqrt[5] = "sqrt";
+  char s_sqrt_[6] = "sqrt_";
+  char s_squeeze[8] = "squeeze";
+  char s_stack[6] = "stack";
+  char s_std[4] = "std";
+  char s_unbiased[9] = "unbiased";
+  char s_sub[4] = "sub";
+  char s_sub_[5] = "sub_";
+  char s_sum[4] = "sum";
+  char s_IntList_out[12] = "IntList_out";
+  char s_dim_IntList[12] = "dim_IntList";
+  char s_t[2] = "t";
+  char s_tanh[5] = "tanh";
+  char s_tanh_[6] = "tanh_";
+  char s_to[3] = "to";
+  char s_copy[5] = "copy";
+  char s_topk[5] = "topk";
+  char s_k[2] = "k";
+  char s_largest[8] = "largest";
+  char s_sorted[7] = "sorted";
+  char s_transpose[10] = "transpose";
+  char s_dim0[5] = "dim0";
+  char s_dim1[5] = "dim1";
+  char s_tril[5] = "tril";
+  char s_diagonal[9] = "diagonal";
+  char s_triu[5] = "triu";
+  char s_unbind[7] = "unbind";
+  char s_unsqueeze[10] = "unsqueeze";
+  char s_var[4] = "var";
+  char s_view[5] = "view";
+  char s_where[6] = "where";
+  char s_condition[10] = "condition";
+  char s_zero_[6] = "zero_";
+  char s_zeros[6] = "zeros";
+  char s_zeros_like[11] = "zeros_like";
+};
+constexpr Strings kStrings{};
+enum : StringOffset {
+  s_empty = offsetof(Strings, s_empty),
+  s__log_softmax = offsetof(Strings, s__log_softmax),
+  s_self = offsetof(Strings, s_self),
+  s_dim = offsetof(Strings, s_dim),
+  s_half_to_float = offsetof(Strings, s_half_to_float),
+  s__scaled_dot_product_attention = offsetof(Strings, s__scaled_dot_product_attention),
+  s_query = offsetof(Strings, s_query),
+  s_key = offsetof(Strings, s_key),
+  s_value = offsetof(Strings, s_value),
+  s_attn_mask = offsetof(Strings, s_attn_mask),
+  s_None = offsetof(Strings, s_None),
+  s_dropout_p = offsetof(Strings, s_dropout_p),
+  s_0_0 = offsetof(Strings, s_0_0),
+  s_need_attn_weights = offsetof(Strings, s_need_attn_weights),
+  s_False = offsetof(Strings, s_False),
+  s_is_causal = offsetof(Strings, s_is_causal),
+  s__softmax = offsetof(Strings, s__softmax),
+  s__to_copy = offsetof(Strings, s__to_copy),
+  s_dtype = offsetof(Strings, s_dtype),
+  s_layout = offsetof(Strings, s_layout),
+  s_device = offsetof(Strings, s_device),
+  s_pin_memory = offsetof(Strings, s_pin_memory),
+  s_non_blocking = offsetof(Strings, s_non_blocking),
+  s_memory_format = offsetof(Strings, s_memory_format),
+  s_abs = offsetof(Strings, s_abs),
+  s_add = offsetof(Strings, s_add),
+  s_Scalar = offsetof(Strings, s_Scalar),
+  s_other = offsetof(Strings, s_other),
+  s_alpha = offsetof(Strings, s_alpha),
+  s_1 = offsetof(Strings, s_1),
+  s_Tensor = offsetof(Strings, s_Tensor),
+  s_out = offsetof(Strings, s_out),
+  s_a = offsetof(Strings, s_a),
+  s_add_ = offsetof(Strings, s_add_),
+  s_addmm = offsetof(Strings, s_addmm),
+  s_mat1 = offsetof(Strings, s_mat1),
+  s_mat2 = offsetof(Strings, s_mat2),
+  s_beta = offsetof(Strings, s_beta),
+  s_addmm_ = offsetof(Strings, s_addmm_),
+  s_arange = offsetof(Strings, s_arange),
+  s_start_step = offsetof(Strings, s_start_step),
+  s_start = offsetof(Strings, s_start),
+  s_end = offsetof(Strings, s_end),
+  s_step = offsetof(Strings, s_step),
+  s_argmax = offsetof(Strings, s_argmax),
+  s_keepdim = offsetof(Strings, s_keepdim),
+  s_argmin = offsetof(Strings, s_argmin),
+  s_avg_pool2d = offsetof(Strings, s_avg_pool2d),
+  s_kernel_size = offsetof(Strings, s_kernel_size),
+  s_stride = offsetof(Strings, s_stride),
+  s_list_ = offsetof(Strings, s_list_),
+  s_padding = offsetof(Strings, s_padding),
+  s_0 = offsetof(Strings, s_0),
+  s_ceil_mode = offsetof(Strings, s_ceil_mode),
+  s_count_include_pad = offsetof(Strings, s_count_include_pad),
+  s_True = offsetof(Strings, s_True),
+  s_divisor_override = offsetof(Strings, s_divisor_override),
+  s_avg_pool2d_backward = offsetof(Strings, s_avg_pool2d_backward),
+  s_grad_output = offsetof(Strings, s_grad_output),
+  s_baddbmm = offsetof(Strings, s_baddbmm),
+  s_batch1 = offsetof(Strings, s_batch1),
+  s_batch2 = offsetof(Strings, s_batch2),
+  s_batch_norm = offsetof(Strings, s_batch_norm),
+  s_input = offsetof(Strings, s_input),
+  s_weight = offsetof(Strings, s_weight),
+  s_bias = offsetof(Strings, s_bias),
+  s_running_mean = offsetof(Strings, s_running_mean),
+  s_running_var = offsetof(Strings, s_running_var),
+  s_training = offsetof(Strings, s_training),
+  s_momentum = offsetof(Strings, s_momentum),
+  s_eps = offsetof(Strings, s_eps),
+  s_cudnn_enabled = offsetof(Strings, s_cudnn_enabled),
+  s_bmm = offsetof(Strings, s_bmm),
+  s_cat = offsetof(Strings, s_cat),
+  s_tensors = offsetof(Strings, s_tensors),
+  s_chunk = offsetof(Strings, s_chunk),
+  s_star = offsetof(Strings, s_star),
+  s_chunks = offsetof(Strings, s_chunks),
+  s_clamp = offsetof(Strings, s_clamp),
+  s_min = offsetof(Strings, s_min),
+  s_max = offsetof(Strings, s_max),
+  s_clamp_ = offsetof(Strings, s_clamp_),
+  s_clone = offsetof(Strings, s_clone),
+  s_col2im = offsetof(Strings, s_col2im),
+  s_output_size = offsetof(Strings, s_output_size),
+  s_dilation = offsetof(Strings, s_dilation),
+  s_contiguous = offsetof(Strings, s_contiguous),
+  s_contiguous_format = offsetof(Strings, s_contiguous_format),
+  s_conv1d = offsetof(Strings, s_conv1d),
+  s_groups = offsetof(Strings, s_groups),
+  s_conv2d = offsetof(Strings, s_conv2d),
+  s_convolution = offsetof(Strings, s_convolution),
+  s_transposed = offsetof(Strings, s_transposed),
+  s_output_padding = offsetof(Strings, s_output_padding),
+  s_copy_ = offsetof(Strings, s_copy_),
+  s_src = offsetof(Strings, s_src),
+  s_cos = offsetof(Strings, s_cos),
+  s_cos_ = offsetof(Strings, s_cos_),
+  s_cross_entropy_loss = offsetof(Strings, s_cross_entropy_loss),
+  s_target = offsetof(Strings, s_target),
+  s_reduction = offsetof(Strings, s_reduction),
+  s_Mean = offsetof(Strings, s_Mean),
+  s_ignore_index = offsetof(Strings, s_ignore_index),
+  s_neg100 = offsetof(Strings, s_neg100),
+  s_label_smoothing = offsetof(Strings, s_label_smoothing),
+  s_cumsum = offsetof(Strings, s_cumsum),
+  s_cumsum_ = offsetof(Strings, s_cumsum_),
+  s_detach = offsetof(Strings, s_detach),
+  s_div = offsetof(Strings, s_div),
+  s_div_ = offsetof(Strings, s_div_),
+  s_dropout = offsetof(Strings, s_dropout),
+  s_p = offsetof(Strings, s_p),
+  s_train = offsetof(Strings, s_train),
+  s_embedding = offsetof(Strings, s_embedding),
+  s_indices = offsetof(Strings, s_indices),
+  s_padding_idx = offsetof(Strings, s_padding_idx),
+  s_neg1 = offsetof(Strings, s_neg1),
+  s_scale_grad_by_freq = offsetof(Strings, s_scale_grad_by_freq),
+  s_sparse = offsetof(Strings, s_sparse),
+  s_empty_2 = offsetof(Strings, s_empty_2),
+  s_size = offsetof(Strings, s_size),
+  s_empty_like = offsetof(Strings, s_empty_like),
+  s_eq = offsetof(Strings, s_eq),
+  s_Scalar_out = offsetof(Strings, s_Scalar_out),
+  s_Tensor_out = offsetof(Strings, s_Tensor_out),
+  s_eq_ = offsetof(Strings, s_eq_),
+  s_exp = offsetof(Strings, s_exp),
+  s_exp_ = offsetof(Strings, s_exp_),
+  s_expand = offsetof(Strings, s_expand),
+  s_implicit = offsetof(Strings, s_implicit),
+  s_fill_ = offsetof(Strings, s_fill_),
+  s_flatten = offsetof(Strings, s_flatten),
+  s_using_ints = offsetof(Strings, s_using_ints),
+  s_start_dim = offsetof(Strings, s_start_dim),
+  s_end_dim = offsetof(Strings, s_end_dim),
+  s_full = offsetof(Strings, s_full),
+  s_fill_value = offsetof(Strings, s_fill_value),
+  s_gather = offsetof(Strings, s_gather),
+  s_index = offsetof(Strings, s_index),
+  s_sparse_grad = offsetof(Strings, s_sparse_grad),
+  s_gelu = offsetof(Strings, s_gelu),
+  s_approximate = offsetof(Strings, s_approximate),
+  s_str_none = offsetof(Strings, s_str_none),
+  s_gelu_ = offsetof(Strings, s_gelu_),
+  s_gelu_backward = offsetof(Strings, s_gelu_backward),
+  s_gt = offsetof(Strings, s_gt),
+  s_gt_ = offsetof(Strings, s_gt_),
+  s_im2col = offsetof(Strings, s_im2col),
+  s_index_put = offsetof(Strings, s_index_put),
+  s_values = offsetof(Strings, s_values),
+  s_accumulate = offsetof(Strings, s_accumulate),
+  s_index_put_ = offsetof(Strings, s_index_put_),
+  s_index_select = offsetof(Strings, s_index_select),
+  s_item = offsetof(Strings, s_item),
+  s_layer_norm = offsetof(Strings, s_layer_norm),
+  s_normalized_shape = offsetof(Strings, s_normalized_shape),
+  s_1eneg05 = offsetof(Strings, s_1eneg05),
+  s_cudnn_enable = offsetof(Strings, s_cudnn_enable),
+  s_linear = offsetof(Strings, s_linear),
+  s_log = offsetof(Strings, s_log),
+  s_log_ = offsetof(Strings, s_log_),
+  s_log_softmax = offsetof(Strings, s_log_softmax),
+  s_int = offsetof(Strings, s_int),
+  s_lt = offsetof(Strings, s_lt),
+  s_lt_ = offsetof(Strings, s_lt_),
+  s_masked_fill = offsetof(Strings, s_masked_fill),
+  s_mask = offsetof(Strings, s_mask),
+  s_matmul = offsetof(Strings, s_matmul),
+  s_dim_max = offsetof(Strings, s_dim_max),
+  s_max_values = offsetof(Strings, s_max_values),
+  s_b = offsetof(Strings, s_b),
+  s_max_pool2d = offsetof(Strings, s_max_pool2d),
+  s_max_pool2d_with_indices = offsetof(Strings, s_max_pool2d_with_indices),
+  s_maximum = offsetof(Strings, s_maximum),
+  s_mean = offsetof(Strings, s_mean),
+  s_dim_min = offsetof(Strings, s_dim_min),
+  s_min_indices = offsetof(Strings, s_min_indices),
+  s_minimum = offsetof(Strings, s_minimum),
+  s_mm = offsetof(Strings, s_mm),
+  s_mse_loss = offsetof(Strings, s_mse_loss),
+  s_mul = offsetof(Strings, s_mul),
+  s_mul_ = offsetof(Strings, s_mul_),
+  s_narrow = offsetof(Strings, s_narrow),
+  s_length = offsetof(Strings, s_length),
+  s_neg = offsetof(Strings, s_neg),
+  s_neg_ = offsetof(Strings, s_neg_),
+  s_nll_loss = offsetof(Strings, s_nll_loss),
+  s_nonzero = offsetof(Strings, s_nonzero),
+  s_ones = offsetof(Strings, s_ones),
+  s_ones_like = offsetof(Strings, s_ones_like),
+  s_permute = offsetof(Strings, s_permute),
+  s_dims = offsetof(Strings, s_dims),
+  s_pow = offsetof(Strings, s_pow),
+  s_Tensor_Scalar = offsetof(Strings, s_Tensor_Scalar),
+  s_exponent = offsetof(Strings, s_exponent),
+  s_Tensor_Scalar_out = offsetof(Strings, s_Tensor_Scalar_out),
+  s_pow_ = offsetof(Strings, s_pow_),
+  s_rand = offsetof(Strings, s_rand),
+  s_generator = offsetof(Strings, s_generator),
+  s_randn = offsetof(Strings, s_randn),
+  s_relu = offsetof(Strings, s_relu),
+  s_relu_ = offsetof(Strings, s_relu_),
+  s_repeat = offsetof(Strings, s_repeat),
+  s_repeats = offsetof(Strings, s_repeats),
+  s_reshape = offsetof(Strings, s_reshape),
+  s_shape = offsetof(Strings, s_shape),
+  s_rsqrt = offsetof(Strings, s_rsqrt),
+  s_rsqrt_ = offsetof(Strings, s_rsqrt_),
+  s_scatter_add = offsetof(Strings, s_scatter_add),
+  s_scatter_add_ = offsetof(Strings, s_scatter_add_),
+  s_select = offsetof(Strings, s_select),
+  s_sigmoid = offsetof(Strings, s_sigmoid),
+  s_sigmoid_ = offsetof(Strings, s_sigmoid_),
+  s_sin = offsetof(Strings, s_sin),
+  s_sin_ = offsetof(Strings, s_sin_),
+  s_slice = offsetof(Strings, s_slice),
+  s_softmax = offsetof(Strings, s_softmax),
+  s_sort = offsetof(Strings, s_sort),
+  s_descending = offsetof(Strings, s_descending),
+  s_split = offsetof(Strings, s_split),
+  s_split_size = offsetof(Strings, s_split_size),
+  s_sqrt = offsetof(Strings, s_sqrt),
+  s_sqrt_ = offsetof(Strings, s_sqrt_),
+  s_squeeze = offsetof(Strings, s_squeeze),
+  s_stack = offsetof(Strings, s_stack),
+  s_std = offsetof(Strings, s_std),
+  s_unbiased = offsetof(Strings, s_unbiased),
+  s_sub = offsetof(Strings, s_sub),
+  s_sub_ = offsetof(Strings, s_sub_),
+  s_sum = offsetof(Strings, s_sum),
+  s_IntList_out = offsetof(Strings, s_IntList_out),
+  s_dim_IntList = offsetof(Strings, s_dim_IntList),
+  s_t = offsetof(Strings, s_t),
+  s_tanh = offsetof(Strings, s_tanh),
+  s_tanh_ = offsetof(Strings, s_tanh_),
+  s_to = offsetof(Strings, s_to),
+  s_copy = offsetof(Strings, s_copy),
+  s_topk = offsetof(Strings, s_topk),
+  s_k = offsetof(Strings, s_k),
+  s_largest = offsetof(Strings, s_largest),
+  s_sorted = offsetof(Strings, s_sorted),
+  s_transpose = offsetof(Strings, s_transpose),
+  s_dim0 = offsetof(Strings, s_dim0),
+  s_dim1 = offsetof(Strings, s_dim1),
+  s_tril = offsetof(Strings, s_tril),
+  s_diagonal = offsetof(Strings, s_diagonal),
+  s_triu = offsetof(Strings, s_triu),
+  s_unbind = offsetof(Strings, s_unbind),
+  s_unsqueeze = offsetof(Strings, s_unsqueeze),
+  s_var = offsetof(Strings, s_var),
+  s_view = offsetof(Strings, s_view),
+  s_where = offsetof(Strings, s_where),
+  s_condition = offsetof(Strings, s_condition),
+  s_zero_ = offsetof(Strings, s_zero_),
+  s_zeros = offsetof(Strings, s_zeros),
+  s_zeros_like = offsetof(Strings, s_zeros_like),
+};
+
 // _log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor
 constexpr ArgumentData _log_softmax_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "half_to_float", .type = {Bool}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_half_to_float, .type = {Bool}},
 };
 constexpr ArgumentData _log_softmax_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData _log_softmax_schema = {
-    .name = "_log_softmax",
+    .strings = &kStrings, .name = s__log_softmax,
     .arguments = _log_softmax_arguments, .returns = _log_softmax_returns,
     .dispatch_bitmap = ::dk::ops::_log_softmax::dispatch_bitmap};
 
 // _scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool need_attn_weights=False, bool is_causal=False) -> (Tensor, Tensor)
 constexpr ArgumentData _scaled_dot_product_attention_arguments[] = {
-    {.name = "query", .type = {Tensor}},
-    {.name = "key", .type = {Tensor}},
-    {.name = "value", .type = {Tensor}},
-    {.name = "attn_mask", .type = {Tensor, {kOptional}}, .default_value = "None"},
-    {.name = "dropout_p", .type = {Float}, .default_value = "0.0"},
-    {.name = "need_attn_weights", .type = {Bool}, .default_value = "False"},
-    {.name = "is_causal", .type = {Bool}, .default_value = "False"},
+    {.name = s_query, .type = {Tensor}},
+    {.name = s_key, .type = {Tensor}},
+    {.name = s_value, .type = {Tensor}},
+    {.name = s_attn_mask, .type = {Tensor, {kOptional}}, .default_value = s_None},
+    {.name = s_dropout_p, .type = {Float}, .default_value = s_0_0},
+    {.name = s_need_attn_weights, .type = {Bool}, .default_value = s_False},
+    {.name = s_is_causal, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData _scaled_dot_product_attention_returns[] = {
     {.type = {Tensor}},
     {.type = {Tensor}},
 };
 constexpr SchemaData _scaled_dot_product_attention_schema = {
-    .name = "_scaled_dot_product_attention",
+    .strings = &kStrings, .name = s__scaled_dot_product_attention,
     .arguments = _scaled_dot_product_attention_arguments, .returns = _scaled_dot_product_attention_returns,
     .dispatch_bitmap = ::dk::ops::_scaled_dot_product_attention::dispatch_bitmap};
 
 // _softmax(Tensor self, int dim, bool half_to_float) -> Tensor
 constexpr ArgumentData _softmax_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "half_to_float", .type = {Bool}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_half_to_float, .type = {Bool}},
 };
 constexpr ArgumentData _softmax_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData _softmax_schema = {
-    .name = "_softmax",
+    .strings = &kStrings, .name = s__softmax,
     .arguments = _softmax_arguments, .returns = _softmax_returns,
     .dispatch_bitmap = ::dk::ops::_softmax::dispatch_bitmap};
 
 // _to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData _to_copy_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "non_blocking", .type = {Bool}, .default_value = "False", .kwarg_only = true},
-    {.name = "memory_format", .type = {MemoryFormat, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_non_blocking, .type = {Bool}, .default_value = s_False, .kwarg_only = true},
+    {.name = s_memory_format, .type = {MemoryFormat, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData _to_copy_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData _to_copy_schema = {
-    .name = "_to_copy",
+    .strings = &kStrings, .name = s__to_copy,
     .arguments = _to_copy_arguments, .returns = _to_copy_returns,
     .dispatch_bitmap = ::dk::ops::_to_copy::dispatch_bitmap};
 
 // abs(Tensor self) -> Tensor
 constexpr ArgumentData abs_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData abs_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData abs_schema = {
-    .name = "abs",
+    .strings = &kStrings, .name = s_abs,
     .arguments = abs_arguments, .returns = abs_returns,
     .dispatch_bitmap = ::dk::ops::abs::dispatch_bitmap};
 
 // add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 constexpr ArgumentData add_Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Scalar}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Scalar}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1},
 };
 constexpr ArgumentData add_Scalar_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData add_Scalar_schema = {
-    .name = "add", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_add, .overload_name = s_Scalar,
     .arguments = add_Scalar_arguments, .returns = add_Scalar_returns,
     .dispatch_bitmap = ::dk::ops::add_Scalar::dispatch_bitmap};
 
 // add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 constexpr ArgumentData add_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
 };
 constexpr ArgumentData add_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData add_Tensor_schema = {
-    .name = "add", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_add, .overload_name = s_Tensor,
     .arguments = add_Tensor_arguments, .returns = add_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::add_Tensor::dispatch_bitmap};
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData add_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData add_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData add_out_schema = {
-    .name = "add", .overload_name = "out",
+    .strings = &kStrings, .name = s_add, .overload_name = s_out,
     .arguments = add_out_arguments, .returns = add_out_returns,
     .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap};
 
 // add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData add__Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Scalar}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Scalar}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1},
 };
 constexpr ArgumentData add__Scalar_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData add__Scalar_schema = {
-    .name = "add_", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_add_, .overload_name = s_Scalar,
     .arguments = add__Scalar_arguments, .returns = add__Scalar_returns,
     .dispatch_bitmap = ::dk::ops::add__Scalar::dispatch_bitmap};
 
 // add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData add__Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
 };
 constexpr ArgumentData add__Tensor_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData add__Tensor_schema = {
-    .name = "add_", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_add_, .overload_name = s_Tensor,
     .arguments = add__Tensor_arguments, .returns = add__Tensor_returns,
     .dispatch_bitmap = ::dk::ops::add__Tensor::dispatch_bitmap};
 
 // addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 constexpr ArgumentData addmm_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "mat1", .type = {Tensor}},
-    {.name = "mat2", .type = {Tensor}},
-    {.name = "beta", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_mat1, .type = {Tensor}},
+    {.name = s_mat2, .type = {Tensor}},
+    {.name = s_beta, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
 };
 constexpr ArgumentData addmm_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData addmm_schema = {
-    .name = "addmm",
+    .strings = &kStrings, .name = s_addmm,
     .arguments = addmm_arguments, .returns = addmm_returns,
     .dispatch_bitmap = ::dk::ops::addmm::dispatch_bitmap};
 
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData addmm_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "mat1", .type = {Tensor}},
-    {.name = "mat2", .type = {Tensor}},
-    {.name = "beta", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_mat1, .type = {Tensor}},
+    {.name = s_mat2, .type = {Tensor}},
+    {.name = s_beta, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData addmm_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData addmm_out_schema = {
-    .name = "addmm", .overload_name = "out",
+    .strings = &kStrings, .name = s_addmm, .overload_name = s_out,
     .arguments = addmm_out_arguments, .returns = addmm_out_returns,
     .dispatch_bitmap = ::dk::ops::addmm_out::dispatch_bitmap};
 
 // addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData addmm__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "mat1", .type = {Tensor}},
-    {.name = "mat2", .type = {Tensor}},
-    {.name = "beta", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_mat1, .type = {Tensor}},
+    {.name = s_mat2, .type = {Tensor}},
+    {.name = s_beta, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
 };
 constexpr ArgumentData addmm__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData addmm__schema = {
-    .name = "addmm_",
+    .strings = &kStrings, .name = s_addmm_,
     .arguments = addmm__arguments, .returns = addmm__returns,
     .dispatch_bitmap = ::dk::ops::addmm_::dispatch_bitmap};
 
 // arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData arange_start_step_arguments[] = {
-    {.name = "start", .type = {Scalar}},
-    {.name = "end", .type = {Scalar}},
-    {.name = "step", .type = {Scalar}, .default_value = "1"},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_start, .type = {Scalar}},
+    {.name = s_end, .type = {Scalar}},
+    {.name = s_step, .type = {Scalar}, .default_value = s_1},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData arange_start_step_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData arange_start_step_schema = {
-    .name = "arange", .overload_name = "start_step",
+    .strings = &kStrings, .name = s_arange, .overload_name = s_start_step,
     .arguments = arange_start_step_arguments, .returns = arange_start_step_returns,
     .dispatch_bitmap = ::dk::ops::arange_start_step::dispatch_bitmap};
 
 // argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
 constexpr ArgumentData argmax_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {kOptional}}, .default_value = "None"},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {kOptional}}, .default_value = s_None},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData argmax_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData argmax_schema = {
-    .name = "argmax",
+    .strings = &kStrings, .name = s_argmax,
     .arguments = argmax_arguments, .returns = argmax_returns,
     .dispatch_bitmap = ::dk::ops::argmax::dispatch_bitmap};
 
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData argmax_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {kOptional}}, .default_value = "None"},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {kOptional}}, .default_value = s_None},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData argmax_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData argmax_out_schema = {
-    .name = "argmax", .overload_name = "out",
+    .strings = &kStrings, .name = s_argmax, .overload_name = s_out,
     .arguments = argmax_out_arguments, .returns = argmax_out_returns,
     .dispatch_bitmap = ::dk::ops::argmax_out::dispatch_bitmap};
 
 // argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
 constexpr ArgumentData argmin_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {kOptional}}, .default_value = "None"},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {kOptional}}, .default_value = s_None},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData argmin_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData argmin_schema = {
-    .name = "argmin",
+    .strings = &kStrings, .name = s_argmin,
     .arguments = argmin_arguments, .returns = argmin_returns,
     .dispatch_bitmap = ::dk::ops::argmin::dispatch_bitmap};
 
 // argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData argmin_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {kOptional}}, .default_value = "None"},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {kOptional}}, .default_value = s_None},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData argmin_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData argmin_out_schema = {
-    .name = "argmin", .overload_name = "out",
+    .strings = &kStrings, .name = s_argmin, .overload_name = s_out,
     .arguments = argmin_out_arguments, .returns = argmin_out_returns,
     .dispatch_bitmap = ::dk::ops::argmin_out::dispatch_bitmap};
 
 // avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
 constexpr ArgumentData avg_pool2d_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "kernel_size", .type = {Int, {listOf(2)}}},
-    {.name = "stride", .type = {Int, {listOf(2)}}, .default_value = "[]"},
-    {.name = "padding", .type = {Int, {listOf(2)}}, .default_value = "0"},
-    {.name = "ceil_mode", .type = {Bool}, .default_value = "False"},
-    {.name = "count_include_pad", .type = {Bool}, .default_value = "True"},
-    {.name = "divisor_override", .type = {Int, {kOptional}}, .default_value = "None"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_kernel_size, .type = {Int, {listOf(2)}}},
+    {.name = s_stride, .type = {Int, {listOf(2)}}, .default_value = s_list_},
+    {.name = s_padding, .type = {Int, {listOf(2)}}, .default_value = s_0},
+    {.name = s_ceil_mode, .type = {Bool}, .default_value = s_False},
+    {.name = s_count_include_pad, .type = {Bool}, .default_value = s_True},
+    {.name = s_divisor_override, .type = {Int, {kOptional}}, .default_value = s_None},
 };
 constexpr ArgumentData avg_pool2d_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData avg_pool2d_schema = {
-    .name = "avg_pool2d",
+    .strings = &kStrings, .name = s_avg_pool2d,
     .arguments = avg_pool2d_arguments, .returns = avg_pool2d_returns,
     .dispatch_bitmap = ::dk::ops::avg_pool2d::dispatch_bitmap};
 
 // avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
 constexpr ArgumentData avg_pool2d_backward_arguments[] = {
-    {.name = "grad_output", .type = {Tensor}},
-    {.name = "self", .type = {Tensor}},
-    {.name = "kernel_size", .type = {Int, {listOf(2)}}},
-    {.name = "stride", .type = {Int, {listOf(2)}}},
-    {.name = "padding", .type = {Int, {listOf(2)}}},
-    {.name = "ceil_mode", .type = {Bool}},
-    {.name = "count_include_pad", .type = {Bool}},
-    {.name = "divisor_override", .type = {Int, {kOptional}}},
+    {.name = s_grad_output, .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_kernel_size, .type = {Int, {listOf(2)}}},
+    {.name = s_stride, .type = {Int, {listOf(2)}}},
+    {.name = s_padding, .type = {Int, {listOf(2)}}},
+    {.name = s_ceil_mode, .type = {Bool}},
+    {.name = s_count_include_pad, .type = {Bool}},
+    {.name = s_divisor_override, .type = {Int, {kOptional}}},
 };
 constexpr ArgumentData avg_pool2d_backward_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData avg_pool2d_backward_schema = {
-    .name = "avg_pool2d_backward",
+    .strings = &kStrings, .name = s_avg_pool2d_backward,
     .arguments = avg_pool2d_backward_arguments, .returns = avg_pool2d_backward_returns,
     .dispatch_bitmap = ::dk::ops::avg_pool2d_backward::dispatch_bitmap};
 
 // baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 constexpr ArgumentData baddbmm_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "batch1", .type = {Tensor}},
-    {.name = "batch2", .type = {Tensor}},
-    {.name = "beta", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_batch1, .type = {Tensor}},
+    {.name = s_batch2, .type = {Tensor}},
+    {.name = s_beta, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
 };
 constexpr ArgumentData baddbmm_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData baddbmm_schema = {
-    .name = "baddbmm",
+    .strings = &kStrings, .name = s_baddbmm,
     .arguments = baddbmm_arguments, .returns = baddbmm_returns,
     .dispatch_bitmap = ::dk::ops::baddbmm::dispatch_bitmap};
 
 // batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
 constexpr ArgumentData batch_norm_arguments[] = {
-    {.name = "input", .type = {Tensor}},
-    {.name = "weight", .type = {Tensor, {kOptional}}},
-    {.name = "bias", .type = {Tensor, {kOptional}}},
-    {.name = "running_mean", .type = {Tensor, {kOptional}}},
-    {.name = "running_var", .type = {Tensor, {kOptional}}},
-    {.name = "training", .type = {Bool}},
-    {.name = "momentum", .type = {Float}},
-    {.name = "eps", .type = {Float}},
-    {.name = "cudnn_enabled", .type = {Bool}},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor, {kOptional}}},
+    {.name = s_bias, .type = {Tensor, {kOptional}}},
+    {.name = s_running_mean, .type = {Tensor, {kOptional}}},
+    {.name = s_running_var, .type = {Tensor, {kOptional}}},
+    {.name = s_training, .type = {Bool}},
+    {.name = s_momentum, .type = {Float}},
+    {.name = s_eps, .type = {Float}},
+    {.name = s_cudnn_enabled, .type = {Bool}},
 };
 constexpr ArgumentData batch_norm_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData batch_norm_schema = {
-    .name = "batch_norm",
+    .strings = &kStrings, .name = s_batch_norm,
     .arguments = batch_norm_arguments, .returns = batch_norm_returns,
     .dispatch_bitmap = ::dk::ops::batch_norm::dispatch_bitmap};
 
 // bmm(Tensor self, Tensor mat2) -> Tensor
 constexpr ArgumentData bmm_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "mat2", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_mat2, .type = {Tensor}},
 };
 constexpr ArgumentData bmm_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData bmm_schema = {
-    .name = "bmm",
+    .strings = &kStrings, .name = s_bmm,
     .arguments = bmm_arguments, .returns = bmm_returns,
     .dispatch_bitmap = ::dk::ops::bmm::dispatch_bitmap};
 
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData bmm_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "mat2", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_mat2, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData bmm_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData bmm_out_schema = {
-    .name = "bmm", .overload_name = "out",
+    .strings = &kStrings, .name = s_bmm, .overload_name = s_out,
     .arguments = bmm_out_arguments, .returns = bmm_out_returns,
     .dispatch_bitmap = ::dk::ops::bmm_out::dispatch_bitmap};
 
 // cat(Tensor[] tensors, int dim=0) -> Tensor
 constexpr ArgumentData cat_arguments[] = {
-    {.name = "tensors", .type = {Tensor, {kList}}},
-    {.name = "dim", .type = {Int}, .default_value = "0"},
+    {.name = s_tensors, .type = {Tensor, {kList}}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
 };
 constexpr ArgumentData cat_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData cat_schema = {
-    .name = "cat",
+    .strings = &kStrings, .name = s_cat,
     .arguments = cat_arguments, .returns = cat_returns,
     .dispatch_bitmap = ::dk::ops::cat::dispatch_bitmap};
 
 // chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]
 constexpr ArgumentData chunk_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .after = "*"}},
-    {.name = "chunks", .type = {Int}},
-    {.name = "dim", .type = {Int}, .default_value = "0"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .after = s_star}},
+    {.name = s_chunks, .type = {Int}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
 };
 constexpr ArgumentData chunk_returns[] = {
-    {.type = {Tensor, {kList}}, .alias = {.before = "a"}},
+    {.type = {Tensor, {kList}}, .alias = {.before = s_a}},
 };
 constexpr SchemaData chunk_schema = {
-    .name = "chunk",
+    .strings = &kStrings, .name = s_chunk,
     .arguments = chunk_arguments, .returns = chunk_returns,
     .dispatch_bitmap = ::dk::ops::chunk::dispatch_bitmap};
 
 // clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 constexpr ArgumentData clamp_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "min", .type = {Scalar, {kOptional}}, .default_value = "None"},
-    {.name = "max", .type = {Scalar, {kOptional}}, .default_value = "None"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_min, .type = {Scalar, {kOptional}}, .default_value = s_None},
+    {.name = s_max, .type = {Scalar, {kOptional}}, .default_value = s_None},
 };
 constexpr ArgumentData clamp_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData clamp_schema = {
-    .name = "clamp",
+    .strings = &kStrings, .name = s_clamp,
     .arguments = clamp_arguments, .returns = clamp_returns,
     .dispatch_bitmap = ::dk::ops::clamp::dispatch_bitmap};
 
 // clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData clamp_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "min", .type = {Scalar, {kOptional}}, .default_value = "None"},
-    {.name = "max", .type = {Scalar, {kOptional}}, .default_value = "None"},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_min, .type = {Scalar, {kOptional}}, .default_value = s_None},
+    {.name = s_max, .type = {Scalar, {kOptional}}, .default_value = s_None},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData clamp_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData clamp_out_schema = {
-    .name = "clamp", .overload_name = "out",
+    .strings = &kStrings, .name = s_clamp, .overload_name = s_out,
     .arguments = clamp_out_arguments, .returns = clamp_out_returns,
     .dispatch_bitmap = ::dk::ops::clamp_out::dispatch_bitmap};
 
 // clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)
 constexpr ArgumentData clamp__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "min", .type = {Scalar, {kOptional}}, .default_value = "None"},
-    {.name = "max", .type = {Scalar, {kOptional}}, .default_value = "None"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_min, .type = {Scalar, {kOptional}}, .default_value = s_None},
+    {.name = s_max, .type = {Scalar, {kOptional}}, .default_value = s_None},
 };
 constexpr ArgumentData clamp__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData clamp__schema = {
-    .name = "clamp_",
+    .strings = &kStrings, .name = s_clamp_,
     .arguments = clamp__arguments, .returns = clamp__returns,
     .dispatch_bitmap = ::dk::ops::clamp_::dispatch_bitmap};
 
 // clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData clone_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "memory_format", .type = {MemoryFormat, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_memory_format, .type = {MemoryFormat, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData clone_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData clone_schema = {
-    .name = "clone",
+    .strings = &kStrings, .name = s_clone,
     .arguments = clone_arguments, .returns = clone_returns,
     .dispatch_bitmap = ::dk::ops::clone::dispatch_bitmap};
 
 // col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor
 constexpr ArgumentData col2im_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "output_size", .type = {SymInt, {listOf(2)}}},
-    {.name = "kernel_size", .type = {Int, {listOf(2)}}},
-    {.name = "dilation", .type = {Int, {listOf(2)}}},
-    {.name = "padding", .type = {Int, {listOf(2)}}},
-    {.name = "stride", .type = {Int, {listOf(2)}}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_output_size, .type = {SymInt, {listOf(2)}}},
+    {.name = s_kernel_size, .type = {Int, {listOf(2)}}},
+    {.name = s_dilation, .type = {Int, {listOf(2)}}},
+    {.name = s_padding, .type = {Int, {listOf(2)}}},
+    {.name = s_stride, .type = {Int, {listOf(2)}}},
 };
 constexpr ArgumentData col2im_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData col2im_schema = {
-    .name = "col2im",
+    .strings = &kStrings, .name = s_col2im,
     .arguments = col2im_arguments, .returns = col2im_returns,
     .dispatch_bitmap = ::dk::ops::col2im::dispatch_bitmap};
 
 // contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)
 constexpr ArgumentData contiguous_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "memory_format", .type = {MemoryFormat}, .default_value = "contiguous_format", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_memory_format, .type = {MemoryFormat}, .default_value = s_contiguous_format, .kwarg_only = true},
 };
 constexpr ArgumentData contiguous_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData contiguous_schema = {
-    .name = "contiguous",
+    .strings = &kStrings, .name = s_contiguous,
     .arguments = contiguous_arguments, .returns = contiguous_returns,
     .dispatch_bitmap = ::dk::ops::contiguous::dispatch_bitmap};
 
 // conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] dilation=1, int groups=1) -> Tensor
 constexpr ArgumentData conv1d_arguments[] = {
-    {.name = "input", .type = {Tensor}},
-    {.name = "weight", .type = {Tensor}},
-    {.name = "bias", .type = {Tensor, {kOptional}}, .default_value = "None"},
-    {.name = "stride", .type = {Int, {listOf(1)}}, .default_value = "1"},
-    {.name = "padding", .type = {Int, {listOf(1)}}, .default_value = "0"},
-    {.name = "dilation", .type = {Int, {listOf(1)}}, .default_value = "1"},
-    {.name = "groups", .type = {Int}, .default_value = "1"},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor}},
+    {.name = s_bias, .type = {Tensor, {kOptional}}, .default_value = s_None},
+    {.name = s_stride, .type = {Int, {listOf(1)}}, .default_value = s_1},
+    {.name = s_padding, .type = {Int, {listOf(1)}}, .default_value = s_0},
+    {.name = s_dilation, .type = {Int, {listOf(1)}}, .default_value = s_1},
+    {.name = s_groups, .type = {Int}, .default_value = s_1},
 };
 constexpr ArgumentData conv1d_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData conv1d_schema = {
-    .name = "conv1d",
+    .strings = &kStrings, .name = s_conv1d,
     .arguments = conv1d_arguments, .returns = conv1d_returns,
     .dispatch_bitmap = ::dk::ops::conv1d::dispatch_bitmap};
 
 // conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor
 constexpr ArgumentData conv2d_arguments[] = {
-    {.name = "input", .type = {Tensor}},
-    {.name = "weight", .type = {Tensor}},
-    {.name = "bias", .type = {Tensor, {kOptional}}, .default_value = "None"},
-    {.name = "stride", .type = {Int, {listOf(2)}}, .default_value = "1"},
-    {.name = "padding", .type = {Int, {listOf(2)}}, .default_value = "0"},
-    {.name = "dilation", .type = {Int, {listOf(2)}}, .default_value = "1"},
-    {.name = "groups", .type = {Int}, .default_value = "1"},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor}},
+    {.name = s_bias, .type = {Tensor, {kOptional}}, .default_value = s_None},
+    {.name = s_stride, .type = {Int, {listOf(2)}}, .default_value = s_1},
+    {.name = s_padding, .type = {Int, {listOf(2)}}, .default_value = s_0},
+    {.name = s_dilation, .type = {Int, {listOf(2)}}, .default_value = s_1},
+    {.name = s_groups, .type = {Int}, .default_value = s_1},
 };
 constexpr ArgumentData conv2d_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData conv2d_schema = {
-    .name = "conv2d",
+    .strings = &kStrings, .name = s_conv2d,
     .arguments = conv2d_arguments, .returns = conv2d_returns,
     .dispatch_bitmap = ::dk::ops::conv2d::dispatch_bitmap};
 
 // convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor
 constexpr ArgumentData convolution_arguments[] = {
-    {.name = "input", .type = {Tensor}},
-    {.name = "weight", .type = {Tensor}},
-    {.name = "bias", .type = {Tensor, {kOptional}}},
-    {.name = "stride", .type = {Int, {kList}}},
-    {.name = "padding", .type = {Int, {kList}}},
-    {.name = "dilation", .type = {Int, {kList}}},
-    {.name = "transposed", .type = {Bool}},
-    {.name = "output_padding", .type = {Int, {kList}}},
-    {.name = "groups", .type = {Int}},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor}},
+    {.name = s_bias, .type = {Tensor, {kOptional}}},
+    {.name = s_stride, .type = {Int, {kList}}},
+    {.name = s_padding, .type = {Int, {kList}}},
+    {.name = s_dilation, .type = {Int, {kList}}},
+    {.name = s_transposed, .type = {Bool}},
+    {.name = s_output_padding, .type = {Int, {kList}}},
+    {.name = s_groups, .type = {Int}},
 };
 constexpr ArgumentData convolution_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData convolution_schema = {
-    .name = "convolution",
+    .strings = &kStrings, .name = s_convolution,
     .arguments = convolution_arguments, .returns = convolution_returns,
     .dispatch_bitmap = ::dk::ops::convolution::dispatch_bitmap};
 
 // copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)
 constexpr ArgumentData copy__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "src", .type = {Tensor}},
-    {.name = "non_blocking", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_src, .type = {Tensor}},
+    {.name = s_non_blocking, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData copy__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData copy__schema = {
-    .name = "copy_",
+    .strings = &kStrings, .name = s_copy_,
     .arguments = copy__arguments, .returns = copy__returns,
     .dispatch_bitmap = ::dk::ops::copy_::dispatch_bitmap};
 
 // cos(Tensor self) -> Tensor
 constexpr ArgumentData cos_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData cos_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData cos_schema = {
-    .name = "cos",
+    .strings = &kStrings, .name = s_cos,
     .arguments = cos_arguments, .returns = cos_returns,
     .dispatch_bitmap = ::dk::ops::cos::dispatch_bitmap};
 
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData cos_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData cos_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData cos_out_schema = {
-    .name = "cos", .overload_name = "out",
+    .strings = &kStrings, .name = s_cos, .overload_name = s_out,
     .arguments = cos_out_arguments, .returns = cos_out_returns,
     .dispatch_bitmap = ::dk::ops::cos_out::dispatch_bitmap};
 
 // cos_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData cos__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData cos__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData cos__schema = {
-    .name = "cos_",
+    .strings = &kStrings, .name = s_cos_,
     .arguments = cos__arguments, .returns = cos__returns,
     .dispatch_bitmap = ::dk::ops::cos_::dispatch_bitmap};
 
 // cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
 constexpr ArgumentData cross_entropy_loss_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "target", .type = {Tensor}},
-    {.name = "weight", .type = {Tensor, {kOptional}}, .default_value = "None"},
-    {.name = "reduction", .type = {Int}, .default_value = "Mean"},
-    {.name = "ignore_index", .type = {Int}, .default_value = "-100"},
-    {.name = "label_smoothing", .type = {Float}, .default_value = "0.0"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_target, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor, {kOptional}}, .default_value = s_None},
+    {.name = s_reduction, .type = {Int}, .default_value = s_Mean},
+    {.name = s_ignore_index, .type = {Int}, .default_value = s_neg100},
+    {.name = s_label_smoothing, .type = {Float}, .default_value = s_0_0},
 };
 constexpr ArgumentData cross_entropy_loss_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData cross_entropy_loss_schema = {
-    .name = "cross_entropy_loss",
+    .strings = &kStrings, .name = s_cross_entropy_loss,
     .arguments = cross_entropy_loss_arguments, .returns = cross_entropy_loss_returns,
     .dispatch_bitmap = ::dk::ops::cross_entropy_loss::dispatch_bitmap};
 
 // cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData cumsum_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData cumsum_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData cumsum_schema = {
-    .name = "cumsum",
+    .strings = &kStrings, .name = s_cumsum,
     .arguments = cumsum_arguments, .returns = cumsum_returns,
     .dispatch_bitmap = ::dk::ops::cumsum::dispatch_bitmap};
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData cumsum_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData cumsum_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData cumsum_out_schema = {
-    .name = "cumsum", .overload_name = "out",
+    .strings = &kStrings, .name = s_cumsum, .overload_name = s_out,
     .arguments = cumsum_out_arguments, .returns = cumsum_out_returns,
     .dispatch_bitmap = ::dk::ops::cumsum_out::dispatch_bitmap};
 
 // cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)
 constexpr ArgumentData cumsum__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "dim", .type = {Int}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData cumsum__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData cumsum__schema = {
-    .name = "cumsum_",
+    .strings = &kStrings, .name = s_cumsum_,
     .arguments = cumsum__arguments, .returns = cumsum__returns,
     .dispatch_bitmap = ::dk::ops::cumsum_::dispatch_bitmap};
 
 // detach(Tensor(a) self) -> Tensor(a)
 constexpr ArgumentData detach_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr ArgumentData detach_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData detach_schema = {
-    .name = "detach",
+    .strings = &kStrings, .name = s_detach,
     .arguments = detach_arguments, .returns = detach_returns,
     .dispatch_bitmap = ::dk::ops::detach::dispatch_bitmap};
 
 // div.Scalar(Tensor self, Scalar other) -> Tensor
 constexpr ArgumentData div_Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Scalar}},
 };
 constexpr ArgumentData div_Scalar_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData div_Scalar_schema = {
-    .name = "div", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_div, .overload_name = s_Scalar,
     .arguments = div_Scalar_arguments, .returns = div_Scalar_returns,
     .dispatch_bitmap = ::dk::ops::div_Scalar::dispatch_bitmap};
 
 // div.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData div_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData div_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData div_Tensor_schema = {
-    .name = "div", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_div, .overload_name = s_Tensor,
     .arguments = div_Tensor_arguments, .returns = div_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::div_Tensor::dispatch_bitmap};
 
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData div_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData div_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData div_out_schema = {
-    .name = "div", .overload_name = "out",
+    .strings = &kStrings, .name = s_div, .overload_name = s_out,
     .arguments = div_out_arguments, .returns = div_out_returns,
     .dispatch_bitmap = ::dk::ops::div_out::dispatch_bitmap};
 
 // div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
 constexpr ArgumentData div__Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Scalar}},
 };
 constexpr ArgumentData div__Scalar_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData div__Scalar_schema = {
-    .name = "div_", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_div_, .overload_name = s_Scalar,
     .arguments = div__Scalar_arguments, .returns = div__Scalar_returns,
     .dispatch_bitmap = ::dk::ops::div__Scalar::dispatch_bitmap};
 
 // div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData div__Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData div__Tensor_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData div__Tensor_schema = {
-    .name = "div_", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_div_, .overload_name = s_Tensor,
     .arguments = div__Tensor_arguments, .returns = div__Tensor_returns,
     .dispatch_bitmap = ::dk::ops::div__Tensor::dispatch_bitmap};
 
 // dropout(Tensor input, float p, bool train) -> Tensor
 constexpr ArgumentData dropout_arguments[] = {
-    {.name = "input", .type = {Tensor}},
-    {.name = "p", .type = {Float}},
-    {.name = "train", .type = {Bool}},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_p, .type = {Float}},
+    {.name = s_train, .type = {Bool}},
 };
 constexpr ArgumentData dropout_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData dropout_schema = {
-    .name = "dropout",
+    .strings = &kStrings, .name = s_dropout,
     .arguments = dropout_arguments, .returns = dropout_returns,
     .dispatch_bitmap = ::dk::ops::dropout::dispatch_bitmap};
 
 // embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
 constexpr ArgumentData embedding_arguments[] = {
-    {.name = "weight", .type = {Tensor}},
-    {.name = "indices", .type = {Tensor}},
-    {.name = "padding_idx", .type = {Int}, .default_value = "-1"},
-    {.name = "scale_grad_by_freq", .type = {Bool}, .default_value = "False"},
-    {.name = "sparse", .type = {Bool}, .default_value = "False"},
+    {.name = s_weight, .type = {Tensor}},
+    {.name = s_indices, .type = {Tensor}},
+    {.name = s_padding_idx, .type = {Int}, .default_value = s_neg1},
+    {.name = s_scale_grad_by_freq, .type = {Bool}, .default_value = s_False},
+    {.name = s_sparse, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData embedding_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData embedding_schema = {
-    .name = "embedding",
+    .strings = &kStrings, .name = s_embedding,
     .arguments = embedding_arguments, .returns = embedding_returns,
     .dispatch_bitmap = ::dk::ops::embedding::dispatch_bitmap};
 
 // empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData empty_memory_format_arguments[] = {
-    {.name = "size", .type = {SymInt, {kList}}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "memory_format", .type = {MemoryFormat, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {SymInt, {kList}}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_memory_format, .type = {MemoryFormat, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData empty_memory_format_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData empty_memory_format_schema = {
-    .name = "empty", .overload_name = "memory_format",
+    .strings = &kStrings, .name = s_empty_2, .overload_name = s_memory_format,
     .arguments = empty_memory_format_arguments, .returns = empty_memory_format_returns,
     .dispatch_bitmap = ::dk::ops::empty_memory_format::dispatch_bitmap};
 
 // empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData empty_like_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "memory_format", .type = {MemoryFormat, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_memory_format, .type = {MemoryFormat, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData empty_like_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData empty_like_schema = {
-    .name = "empty_like",
+    .strings = &kStrings, .name = s_empty_like,
     .arguments = empty_like_arguments, .returns = empty_like_returns,
     .dispatch_bitmap = ::dk::ops::empty_like::dispatch_bitmap};
 
 // eq.Scalar(Tensor self, Scalar other) -> Tensor
 constexpr ArgumentData eq_Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Scalar}},
 };
 constexpr ArgumentData eq_Scalar_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData eq_Scalar_schema = {
-    .name = "eq", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_eq, .overload_name = s_Scalar,
     .arguments = eq_Scalar_arguments, .returns = eq_Scalar_returns,
     .dispatch_bitmap = ::dk::ops::eq_Scalar::dispatch_bitmap};
 
 // eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData eq_Scalar_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Scalar}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Scalar}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData eq_Scalar_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData eq_Scalar_out_schema = {
-    .name = "eq", .overload_name = "Scalar_out",
+    .strings = &kStrings, .name = s_eq, .overload_name = s_Scalar_out,
     .arguments = eq_Scalar_out_arguments, .returns = eq_Scalar_out_returns,
     .dispatch_bitmap = ::dk::ops::eq_Scalar_out::dispatch_bitmap};
 
 // eq.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData eq_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData eq_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData eq_Tensor_schema = {
-    .name = "eq", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_eq, .overload_name = s_Tensor,
     .arguments = eq_Tensor_arguments, .returns = eq_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::eq_Tensor::dispatch_bitmap};
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData eq_Tensor_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData eq_Tensor_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData eq_Tensor_out_schema = {
-    .name = "eq", .overload_name = "Tensor_out",
+    .strings = &kStrings, .name = s_eq, .overload_name = s_Tensor_out,
     .arguments = eq_Tensor_out_arguments, .returns = eq_Tensor_out_returns,
     .dispatch_bitmap = ::dk::ops::eq_Tensor_out::dispatch_bitmap};
 
 // eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
 constexpr ArgumentData eq__Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Scalar}},
 };
 constexpr ArgumentData eq__Scalar_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData eq__Scalar_schema = {
-    .name = "eq_", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_eq_, .overload_name = s_Scalar,
     .arguments = eq__Scalar_arguments, .returns = eq__Scalar_returns,
     .dispatch_bitmap = ::dk::ops::eq__Scalar::dispatch_bitmap};
 
 // eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData eq__Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData eq__Tensor_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData eq__Tensor_schema = {
-    .name = "eq_", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_eq_, .overload_name = s_Tensor,
     .arguments = eq__Tensor_arguments, .returns = eq__Tensor_returns,
     .dispatch_bitmap = ::dk::ops::eq__Tensor::dispatch_bitmap};
 
 // exp(Tensor self) -> Tensor
 constexpr ArgumentData exp_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData exp_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData exp_schema = {
-    .name = "exp",
+    .strings = &kStrings, .name = s_exp,
     .arguments = exp_arguments, .returns = exp_returns,
     .dispatch_bitmap = ::dk::ops::exp::dispatch_bitmap};
 
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData exp_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData exp_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData exp_out_schema = {
-    .name = "exp", .overload_name = "out",
+    .strings = &kStrings, .name = s_exp, .overload_name = s_out,
     .arguments = exp_out_arguments, .returns = exp_out_returns,
     .dispatch_bitmap = ::dk::ops::exp_out::dispatch_bitmap};
 
 // exp_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData exp__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData exp__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData exp__schema = {
-    .name = "exp_",
+    .strings = &kStrings, .name = s_exp_,
     .arguments = exp__arguments, .returns = exp__returns,
     .dispatch_bitmap = ::dk::ops::exp_::dispatch_bitmap};
 
 // expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
 constexpr ArgumentData expand_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "size", .type = {SymInt, {kList}}},
-    {.name = "implicit", .type = {Bool}, .default_value = "False", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_size, .type = {SymInt, {kList}}},
+    {.name = s_implicit, .type = {Bool}, .default_value = s_False, .kwarg_only = true},
 };
 constexpr ArgumentData expand_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData expand_schema = {
-    .name = "expand",
+    .strings = &kStrings, .name = s_expand,
     .arguments = expand_arguments, .returns = expand_returns,
     .dispatch_bitmap = ::dk::ops::expand::dispatch_bitmap};
 
 // fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)
 constexpr ArgumentData fill__Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "value", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_value, .type = {Scalar}},
 };
 constexpr ArgumentData fill__Scalar_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData fill__Scalar_schema = {
-    .name = "fill_", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_fill_, .overload_name = s_Scalar,
     .arguments = fill__Scalar_arguments, .returns = fill__Scalar_returns,
     .dispatch_bitmap = ::dk::ops::fill__Scalar::dispatch_bitmap};
 
 // flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)
 constexpr ArgumentData flatten_using_ints_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "start_dim", .type = {Int}, .default_value = "0"},
-    {.name = "end_dim", .type = {Int}, .default_value = "-1"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_start_dim, .type = {Int}, .default_value = s_0},
+    {.name = s_end_dim, .type = {Int}, .default_value = s_neg1},
 };
 constexpr ArgumentData flatten_using_ints_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData flatten_using_ints_schema = {
-    .name = "flatten", .overload_name = "using_ints",
+    .strings = &kStrings, .name = s_flatten, .overload_name = s_using_ints,
     .arguments = flatten_using_ints_arguments, .returns = flatten_using_ints_returns,
     .dispatch_bitmap = ::dk::ops::flatten_using_ints::dispatch_bitmap};
 
 // full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData full_arguments[] = {
-    {.name = "size", .type = {SymInt, {kList}}},
-    {.name = "fill_value", .type = {Scalar}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {SymInt, {kList}}},
+    {.name = s_fill_value, .type = {Scalar}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData full_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData full_schema = {
-    .name = "full",
+    .strings = &kStrings, .name = s_full,
     .arguments = full_arguments, .returns = full_returns,
     .dispatch_bitmap = ::dk::ops::full::dispatch_bitmap};
 
 // gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
 constexpr ArgumentData gather_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "index", .type = {Tensor}},
-    {.name = "sparse_grad", .type = {Bool}, .default_value = "False", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Tensor}},
+    {.name = s_sparse_grad, .type = {Bool}, .default_value = s_False, .kwarg_only = true},
 };
 constexpr ArgumentData gather_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData gather_schema = {
-    .name = "gather",
+    .strings = &kStrings, .name = s_gather,
     .arguments = gather_arguments, .returns = gather_returns,
     .dispatch_bitmap = ::dk::ops::gather::dispatch_bitmap};
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData gather_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "index", .type = {Tensor}},
-    {.name = "sparse_grad", .type = {Bool}, .default_value = "False", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Tensor}},
+    {.name = s_sparse_grad, .type = {Bool}, .default_value = s_False, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData gather_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData gather_out_schema = {
-    .name = "gather", .overload_name = "out",
+    .strings = &kStrings, .name = s_gather, .overload_name = s_out,
     .arguments = gather_out_arguments, .returns = gather_out_returns,
     .dispatch_bitmap = ::dk::ops::gather_out::dispatch_bitmap};
 
 // gelu(Tensor self, *, str approximate='none') -> Tensor
 constexpr ArgumentData gelu_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "approximate", .type = {Str}, .default_value = "'none'", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_approximate, .type = {Str}, .default_value = s_str_none, .kwarg_only = true},
 };
 constexpr ArgumentData gelu_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData gelu_schema = {
-    .name = "gelu",
+    .strings = &kStrings, .name = s_gelu,
     .arguments = gelu_arguments, .returns = gelu_returns,
     .dispatch_bitmap = ::dk::ops::gelu::dispatch_bitmap};
 
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData gelu_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "approximate", .type = {Str}, .default_value = "'none'", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_approximate, .type = {Str}, .default_value = s_str_none, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData gelu_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData gelu_out_schema = {
-    .name = "gelu", .overload_name = "out",
+    .strings = &kStrings, .name = s_gelu, .overload_name = s_out,
     .arguments = gelu_out_arguments, .returns = gelu_out_returns,
     .dispatch_bitmap = ::dk::ops::gelu_out::dispatch_bitmap};
 
 // gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)
 constexpr ArgumentData gelu__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "approximate", .type = {Str}, .default_value = "'none'", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_approximate, .type = {Str}, .default_value = s_str_none, .kwarg_only = true},
 };
 constexpr ArgumentData gelu__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData gelu__schema = {
-    .name = "gelu_",
+    .strings = &kStrings, .name = s_gelu_,
     .arguments = gelu__arguments, .returns = gelu__returns,
     .dispatch_bitmap = ::dk::ops::gelu_::dispatch_bitmap};
 
 // gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
 constexpr ArgumentData gelu_backward_arguments[] = {
-    {.name = "grad_output", .type = {Tensor}},
-    {.name = "self", .type = {Tensor}},
-    {.name = "approximate", .type = {Str}, .default_value = "'none'", .kwarg_only = true},
+    {.name = s_grad_output, .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_approximate, .type = {Str}, .default_value = s_str_none, .kwarg_only = true},
 };
 constexpr ArgumentData gelu_backward_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData gelu_backward_schema = {
-    .name = "gelu_backward",
+    .strings = &kStrings, .name = s_gelu_backward,
     .arguments = gelu_backward_arguments, .returns = gelu_backward_returns,
     .dispatch_bitmap = ::dk::ops::gelu_backward::dispatch_bitmap};
 
 // gt.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData gt_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData gt_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData gt_Tensor_schema = {
-    .name = "gt", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_gt, .overload_name = s_Tensor,
     .arguments = gt_Tensor_arguments, .returns = gt_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::gt_Tensor::dispatch_bitmap};
 
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData gt_Tensor_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData gt_Tensor_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData gt_Tensor_out_schema = {
-    .name = "gt", .overload_name = "Tensor_out",
+    .strings = &kStrings, .name = s_gt, .overload_name = s_Tensor_out,
     .arguments = gt_Tensor_out_arguments, .returns = gt_Tensor_out_returns,
     .dispatch_bitmap = ::dk::ops::gt_Tensor_out::dispatch_bitmap};
 
 // gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData gt__Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData gt__Tensor_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData gt__Tensor_schema = {
-    .name = "gt_", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_gt_, .overload_name = s_Tensor,
     .arguments = gt__Tensor_arguments, .returns = gt__Tensor_returns,
     .dispatch_bitmap = ::dk::ops::gt__Tensor::dispatch_bitmap};
 
 // im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor
 constexpr ArgumentData im2col_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "kernel_size", .type = {Int, {listOf(2)}}},
-    {.name = "dilation", .type = {Int, {listOf(2)}}},
-    {.name = "padding", .type = {Int, {listOf(2)}}},
-    {.name = "stride", .type = {Int, {listOf(2)}}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_kernel_size, .type = {Int, {listOf(2)}}},
+    {.name = s_dilation, .type = {Int, {listOf(2)}}},
+    {.name = s_padding, .type = {Int, {listOf(2)}}},
+    {.name = s_stride, .type = {Int, {listOf(2)}}},
 };
 constexpr ArgumentData im2col_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData im2col_schema = {
-    .name = "im2col",
+    .strings = &kStrings, .name = s_im2col,
     .arguments = im2col_arguments, .returns = im2col_returns,
     .dispatch_bitmap = ::dk::ops::im2col::dispatch_bitmap};
 
 // index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
 constexpr ArgumentData index_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "indices", .type = {Tensor, {kOptional, kList}}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_indices, .type = {Tensor, {kOptional, kList}}},
 };
 constexpr ArgumentData index_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData index_Tensor_schema = {
-    .name = "index", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_index, .overload_name = s_Tensor,
     .arguments = index_Tensor_arguments, .returns = index_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::index_Tensor::dispatch_bitmap};
 
 // index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
 constexpr ArgumentData index_put_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "indices", .type = {Tensor, {kOptional, kList}}},
-    {.name = "values", .type = {Tensor}},
-    {.name = "accumulate", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_indices, .type = {Tensor, {kOptional, kList}}},
+    {.name = s_values, .type = {Tensor}},
+    {.name = s_accumulate, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData index_put_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData index_put_schema = {
-    .name = "index_put",
+    .strings = &kStrings, .name = s_index_put,
     .arguments = index_put_arguments, .returns = index_put_returns,
     .dispatch_bitmap = ::dk::ops::index_put::dispatch_bitmap};
 
 // index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)
 constexpr ArgumentData index_put__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "indices", .type = {Tensor, {kOptional, kList}}},
-    {.name = "values", .type = {Tensor}},
-    {.name = "accumulate", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_indices, .type = {Tensor, {kOptional, kList}}},
+    {.name = s_values, .type = {Tensor}},
+    {.name = s_accumulate, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData index_put__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData index_put__schema = {
-    .name = "index_put_",
+    .strings = &kStrings, .name = s_index_put_,
     .arguments = index_put__arguments, .returns = index_put__returns,
     .dispatch_bitmap = ::dk::ops::index_put_::dispatch_bitmap};
 
 // index_select(Tensor self, int dim, Tensor index) -> Tensor
 constexpr ArgumentData index_select_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "index", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Tensor}},
 };
 constexpr ArgumentData index_select_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData index_select_schema = {
-    .name = "index_select",
+    .strings = &kStrings, .name = s_index_select,
     .arguments = index_select_arguments, .returns = index_select_returns,
     .dispatch_bitmap = ::dk::ops::index_select::dispatch_bitmap};
 
 // item(Tensor self) -> Scalar
 constexpr ArgumentData item_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData item_returns[] = {
     {.type = {Scalar}},
 };
 constexpr SchemaData item_schema = {
-    .name = "item",
+    .strings = &kStrings, .name = s_item,
     .arguments = item_arguments, .returns = item_returns,
     .dispatch_bitmap = ::dk::ops::item::dispatch_bitmap};
 
 // layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
 constexpr ArgumentData layer_norm_arguments[] = {
-    {.name = "input", .type = {Tensor}},
-    {.name = "normalized_shape", .type = {Int, {kList}}},
-    {.name = "weight", .type = {Tensor, {kOptional}}, .default_value = "None"},
-    {.name = "bias", .type = {Tensor, {kOptional}}, .default_value = "None"},
-    {.name = "eps", .type = {Float}, .default_value = "1e-05"},
-    {.name = "cudnn_enable", .type = {Bool}, .default_value = "True"},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_normalized_shape, .type = {Int, {kList}}},
+    {.name = s_weight, .type = {Tensor, {kOptional}}, .default_value = s_None},
+    {.name = s_bias, .type = {Tensor, {kOptional}}, .default_value = s_None},
+    {.name = s_eps, .type = {Float}, .default_value = s_1eneg05},
+    {.name = s_cudnn_enable, .type = {Bool}, .default_value = s_True},
 };
 constexpr ArgumentData layer_norm_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData layer_norm_schema = {
-    .name = "layer_norm",
+    .strings = &kStrings, .name = s_layer_norm,
     .arguments = layer_norm_arguments, .returns = layer_norm_returns,
     .dispatch_bitmap = ::dk::ops::layer_norm::dispatch_bitmap};
 
 // linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
 constexpr ArgumentData linear_arguments[] = {
-    {.name = "input", .type = {Tensor}},
-    {.name = "weight", .type = {Tensor}},
-    {.name = "bias", .type = {Tensor, {kOptional}}, .default_value = "None"},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor}},
+    {.name = s_bias, .type = {Tensor, {kOptional}}, .default_value = s_None},
 };
 constexpr ArgumentData linear_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData linear_schema = {
-    .name = "linear",
+    .strings = &kStrings, .name = s_linear,
     .arguments = linear_arguments, .returns = linear_returns,
     .dispatch_bitmap = ::dk::ops::linear::dispatch_bitmap};
 
 // log(Tensor self) -> Tensor
 constexpr ArgumentData log_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData log_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData log_schema = {
-    .name = "log",
+    .strings = &kStrings, .name = s_log,
     .arguments = log_arguments, .returns = log_returns,
     .dispatch_bitmap = ::dk::ops::log::dispatch_bitmap};
 
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData log_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData log_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData log_out_schema = {
-    .name = "log", .overload_name = "out",
+    .strings = &kStrings, .name = s_log, .overload_name = s_out,
     .arguments = log_out_arguments, .returns = log_out_returns,
     .dispatch_bitmap = ::dk::ops::log_out::dispatch_bitmap};
 
 // log_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData log__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData log__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData log__schema = {
-    .name = "log_",
+    .strings = &kStrings, .name = s_log_,
     .arguments = log__arguments, .returns = log__returns,
     .dispatch_bitmap = ::dk::ops::log_::dispatch_bitmap};
 
 // log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData log_softmax_int_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None},
 };
 constexpr ArgumentData log_softmax_int_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData log_softmax_int_schema = {
-    .name = "log_softmax", .overload_name = "int",
+    .strings = &kStrings, .name = s_log_softmax, .overload_name = s_int,
     .arguments = log_softmax_int_arguments, .returns = log_softmax_int_returns,
     .dispatch_bitmap = ::dk::ops::log_softmax_int::dispatch_bitmap};
 
 // lt.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData lt_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData lt_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData lt_Tensor_schema = {
-    .name = "lt", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_lt, .overload_name = s_Tensor,
     .arguments = lt_Tensor_arguments, .returns = lt_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::lt_Tensor::dispatch_bitmap};
 
 // lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData lt_Tensor_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData lt_Tensor_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData lt_Tensor_out_schema = {
-    .name = "lt", .overload_name = "Tensor_out",
+    .strings = &kStrings, .name = s_lt, .overload_name = s_Tensor_out,
     .arguments = lt_Tensor_out_arguments, .returns = lt_Tensor_out_returns,
     .dispatch_bitmap = ::dk::ops::lt_Tensor_out::dispatch_bitmap};
 
 // lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData lt__Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData lt__Tensor_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData lt__Tensor_schema = {
-    .name = "lt_", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_lt_, .overload_name = s_Tensor,
     .arguments = lt__Tensor_arguments, .returns = lt__Tensor_returns,
     .dispatch_bitmap = ::dk::ops::lt__Tensor::dispatch_bitmap};
 
 // masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
 constexpr ArgumentData masked_fill_Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "mask", .type = {Tensor}},
-    {.name = "value", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_mask, .type = {Tensor}},
+    {.name = s_value, .type = {Scalar}},
 };
 constexpr ArgumentData masked_fill_Scalar_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData masked_fill_Scalar_schema = {
-    .name = "masked_fill", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_masked_fill, .overload_name = s_Scalar,
     .arguments = masked_fill_Scalar_arguments, .returns = masked_fill_Scalar_returns,
     .dispatch_bitmap = ::dk::ops::masked_fill_Scalar::dispatch_bitmap};
 
 // masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
 constexpr ArgumentData masked_fill_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "mask", .type = {Tensor}},
-    {.name = "value", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_mask, .type = {Tensor}},
+    {.name = s_value, .type = {Tensor}},
 };
 constexpr ArgumentData masked_fill_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData masked_fill_Tensor_schema = {
-    .name = "masked_fill", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_masked_fill, .overload_name = s_Tensor,
     .arguments = masked_fill_Tensor_arguments, .returns = masked_fill_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::masked_fill_Tensor::dispatch_bitmap};
 
 // matmul(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData matmul_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData matmul_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData matmul_schema = {
-    .name = "matmul",
+    .strings = &kStrings, .name = s_matmul,
     .arguments = matmul_arguments, .returns = matmul_returns,
     .dispatch_bitmap = ::dk::ops::matmul::dispatch_bitmap};
 
 // max(Tensor self) -> Tensor
 constexpr ArgumentData max_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData max_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData max_schema = {
-    .name = "max",
+    .strings = &kStrings, .name = s_max,
     .arguments = max_arguments, .returns = max_returns,
     .dispatch_bitmap = ::dk::ops::max::dispatch_bitmap};
 
 // max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 constexpr ArgumentData max_dim_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData max_dim_returns[] = {
-    {.name = "values", .type = {Tensor}},
-    {.name = "indices", .type = {Tensor}},
+    {.name = s_values, .type = {Tensor}},
+    {.name = s_indices, .type = {Tensor}},
 };
 constexpr SchemaData max_dim_schema = {
-    .name = "max", .overload_name = "dim",
+    .strings = &kStrings, .name = s_max, .overload_name = s_dim,
     .arguments = max_dim_arguments, .returns = max_dim_returns,
     .dispatch_bitmap = ::dk::ops::max_dim::dispatch_bitmap};
 
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
 constexpr ArgumentData max_dim_max_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
-    {.name = "max", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
-    {.name = "max_values", .type = {Tensor}, .alias = {.before = "b", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
+    {.name = s_max, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
+    {.name = s_max_values, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData max_dim_max_returns[] = {
-    {.name = "values", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "indices", .type = {Tensor}, .alias = {.before = "b", .is_write = true}},
+    {.name = s_values, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_indices, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}},
 };
 constexpr SchemaData max_dim_max_schema = {
-    .name = "max", .overload_name = "dim_max",
+    .strings = &kStrings, .name = s_max, .overload_name = s_dim_max,
     .arguments = max_dim_max_arguments, .returns = max_dim_max_returns,
     .dispatch_bitmap = ::dk::ops::max_dim_max::dispatch_bitmap};
 
 // max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor
 constexpr ArgumentData max_pool2d_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "kernel_size", .type = {Int, {listOf(2)}}},
-    {.name = "stride", .type = {Int, {listOf(2)}}, .default_value = "[]"},
-    {.name = "padding", .type = {Int, {listOf(2)}}, .default_value = "0"},
-    {.name = "dilation", .type = {Int, {listOf(2)}}, .default_value = "1"},
-    {.name = "ceil_mode", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_kernel_size, .type = {Int, {listOf(2)}}},
+    {.name = s_stride, .type = {Int, {listOf(2)}}, .default_value = s_list_},
+    {.name = s_padding, .type = {Int, {listOf(2)}}, .default_value = s_0},
+    {.name = s_dilation, .type = {Int, {listOf(2)}}, .default_value = s_1},
+    {.name = s_ceil_mode, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData max_pool2d_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData max_pool2d_schema = {
-    .name = "max_pool2d",
+    .strings = &kStrings, .name = s_max_pool2d,
     .arguments = max_pool2d_arguments, .returns = max_pool2d_returns,
     .dispatch_bitmap = ::dk::ops::max_pool2d::dispatch_bitmap};
 
 // max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
 constexpr ArgumentData max_pool2d_with_indices_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "kernel_size", .type = {Int, {listOf(2)}}},
-    {.name = "stride", .type = {Int, {listOf(2)}}, .default_value = "[]"},
-    {.name = "padding", .type = {Int, {listOf(2)}}, .default_value = "0"},
-    {.name = "dilation", .type = {Int, {listOf(2)}}, .default_value = "1"},
-    {.name = "ceil_mode", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_kernel_size, .type = {Int, {listOf(2)}}},
+    {.name = s_stride, .type = {Int, {listOf(2)}}, .default_value = s_list_},
+    {.name = s_padding, .type = {Int, {listOf(2)}}, .default_value = s_0},
+    {.name = s_dilation, .type = {Int, {listOf(2)}}, .default_value = s_1},
+    {.name = s_ceil_mode, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData max_pool2d_with_indices_returns[] = {
     {.type = {Tensor}},
     {.type = {Tensor}},
 };
 constexpr SchemaData max_pool2d_with_indices_schema = {
-    .name = "max_pool2d_with_indices",
+    .strings = &kStrings, .name = s_max_pool2d_with_indices,
     .arguments = max_pool2d_with_indices_arguments, .returns = max_pool2d_with_indices_returns,
     .dispatch_bitmap = ::dk::ops::max_pool2d_with_indices::dispatch_bitmap};
 
 // maximum(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData maximum_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData maximum_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData maximum_schema = {
-    .name = "maximum",
+    .strings = &kStrings, .name = s_maximum,
     .arguments = maximum_arguments, .returns = maximum_returns,
     .dispatch_bitmap = ::dk::ops::maximum::dispatch_bitmap};
 
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData maximum_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData maximum_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData maximum_out_schema = {
-    .name = "maximum", .overload_name = "out",
+    .strings = &kStrings, .name = s_maximum, .overload_name = s_out,
     .arguments = maximum_out_arguments, .returns = maximum_out_returns,
     .dispatch_bitmap = ::dk::ops::maximum_out::dispatch_bitmap};
 
 // mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData mean_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData mean_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData mean_schema = {
-    .name = "mean",
+    .strings = &kStrings, .name = s_mean,
     .arguments = mean_arguments, .returns = mean_returns,
     .dispatch_bitmap = ::dk::ops::mean::dispatch_bitmap};
 
 // mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData mean_dim_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {listOf(1), kOptional}}},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {listOf(1), kOptional}}},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData mean_dim_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData mean_dim_schema = {
-    .name = "mean", .overload_name = "dim",
+    .strings = &kStrings, .name = s_mean, .overload_name = s_dim,
     .arguments = mean_dim_arguments, .returns = mean_dim_returns,
     .dispatch_bitmap = ::dk::ops::mean_dim::dispatch_bitmap};
 
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData mean_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {listOf(1), kOptional}}},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {listOf(1), kOptional}}},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData mean_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData mean_out_schema = {
-    .name = "mean", .overload_name = "out",
+    .strings = &kStrings, .name = s_mean, .overload_name = s_out,
     .arguments = mean_out_arguments, .returns = mean_out_returns,
     .dispatch_bitmap = ::dk::ops::mean_out::dispatch_bitmap};
 
 // min(Tensor self) -> Tensor
 constexpr ArgumentData min_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData min_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData min_schema = {
-    .name = "min",
+    .strings = &kStrings, .name = s_min,
     .arguments = min_arguments, .returns = min_returns,
     .dispatch_bitmap = ::dk::ops::min::dispatch_bitmap};
 
 // min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 constexpr ArgumentData min_dim_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData min_dim_returns[] = {
-    {.name = "values", .type = {Tensor}},
-    {.name = "indices", .type = {Tensor}},
+    {.name = s_values, .type = {Tensor}},
+    {.name = s_indices, .type = {Tensor}},
 };
 constexpr SchemaData min_dim_schema = {
-    .name = "min", .overload_name = "dim",
+    .strings = &kStrings, .name = s_min, .overload_name = s_dim,
     .arguments = min_dim_arguments, .returns = min_dim_returns,
     .dispatch_bitmap = ::dk::ops::min_dim::dispatch_bitmap};
 
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
 constexpr ArgumentData min_dim_min_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
-    {.name = "min", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
-    {.name = "min_indices", .type = {Tensor}, .alias = {.before = "b", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
+    {.name = s_min, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
+    {.name = s_min_indices, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData min_dim_min_returns[] = {
-    {.name = "values", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "indices", .type = {Tensor}, .alias = {.before = "b", .is_write = true}},
+    {.name = s_values, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_indices, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}},
 };
 constexpr SchemaData min_dim_min_schema = {
-    .name = "min", .overload_name = "dim_min",
+    .strings = &kStrings, .name = s_min, .overload_name = s_dim_min,
     .arguments = min_dim_min_arguments, .returns = min_dim_min_returns,
     .dispatch_bitmap = ::dk::ops::min_dim_min::dispatch_bitmap};
 
 // minimum(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData minimum_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData minimum_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData minimum_schema = {
-    .name = "minimum",
+    .strings = &kStrings, .name = s_minimum,
     .arguments = minimum_arguments, .returns = minimum_returns,
     .dispatch_bitmap = ::dk::ops::minimum::dispatch_bitmap};
 
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData minimum_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData minimum_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData minimum_out_schema = {
-    .name = "minimum", .overload_name = "out",
+    .strings = &kStrings, .name = s_minimum, .overload_name = s_out,
     .arguments = minimum_out_arguments, .returns = minimum_out_returns,
     .dispatch_bitmap = ::dk::ops::minimum_out::dispatch_bitmap};
 
 // mm(Tensor self, Tensor mat2) -> Tensor
 constexpr ArgumentData mm_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "mat2", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_mat2, .type = {Tensor}},
 };
 constexpr ArgumentData mm_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData mm_schema = {
-    .name = "mm",
+    .strings = &kStrings, .name = s_mm,
     .arguments = mm_arguments, .returns = mm_returns,
     .dispatch_bitmap = ::dk::ops::mm::dispatch_bitmap};
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData mm_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "mat2", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_mat2, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData mm_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData mm_out_schema = {
-    .name = "mm", .overload_name = "out",
+    .strings = &kStrings, .name = s_mm, .overload_name = s_out,
     .arguments = mm_out_arguments, .returns = mm_out_returns,
     .dispatch_bitmap = ::dk::ops::mm_out::dispatch_bitmap};
 
 // mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor
 constexpr ArgumentData mse_loss_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "target", .type = {Tensor}},
-    {.name = "reduction", .type = {Int}, .default_value = "Mean"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_target, .type = {Tensor}},
+    {.name = s_reduction, .type = {Int}, .default_value = s_Mean},
 };
 constexpr ArgumentData mse_loss_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData mse_loss_schema = {
-    .name = "mse_loss",
+    .strings = &kStrings, .name = s_mse_loss,
     .arguments = mse_loss_arguments, .returns = mse_loss_returns,
     .dispatch_bitmap = ::dk::ops::mse_loss::dispatch_bitmap};
 
 // mul.Scalar(Tensor self, Scalar other) -> Tensor
 constexpr ArgumentData mul_Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Scalar}},
 };
 constexpr ArgumentData mul_Scalar_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData mul_Scalar_schema = {
-    .name = "mul", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_mul, .overload_name = s_Scalar,
     .arguments = mul_Scalar_arguments, .returns = mul_Scalar_returns,
     .dispatch_bitmap = ::dk::ops::mul_Scalar::dispatch_bitmap};
 
 // mul.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData mul_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData mul_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData mul_Tensor_schema = {
-    .name = "mul", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_mul, .overload_name = s_Tensor,
     .arguments = mul_Tensor_arguments, .returns = mul_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::mul_Tensor::dispatch_bitmap};
 
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData mul_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData mul_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData mul_out_schema = {
-    .name = "mul", .overload_name = "out",
+    .strings = &kStrings, .name = s_mul, .overload_name = s_out,
     .arguments = mul_out_arguments, .returns = mul_out_returns,
     .dispatch_bitmap = ::dk::ops::mul_out::dispatch_bitmap};
 
 // mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
 constexpr ArgumentData mul__Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Scalar}},
 };
 constexpr ArgumentData mul__Scalar_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData mul__Scalar_schema = {
-    .name = "mul_", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_mul_, .overload_name = s_Scalar,
     .arguments = mul__Scalar_arguments, .returns = mul__Scalar_returns,
     .dispatch_bitmap = ::dk::ops::mul__Scalar::dispatch_bitmap};
 
 // mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData mul__Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData mul__Tensor_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData mul__Tensor_schema = {
-    .name = "mul_", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_mul_, .overload_name = s_Tensor,
     .arguments = mul__Tensor_arguments, .returns = mul__Tensor_returns,
     .dispatch_bitmap = ::dk::ops::mul__Tensor::dispatch_bitmap};
 
 // narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)
 constexpr ArgumentData narrow_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "dim", .type = {Int}},
-    {.name = "start", .type = {Int}},
-    {.name = "length", .type = {Int}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_start, .type = {Int}},
+    {.name = s_length, .type = {Int}},
 };
 constexpr ArgumentData narrow_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData narrow_schema = {
-    .name = "narrow",
+    .strings = &kStrings, .name = s_narrow,
     .arguments = narrow_arguments, .returns = narrow_returns,
     .dispatch_bitmap = ::dk::ops::narrow::dispatch_bitmap};
 
 // neg(Tensor self) -> Tensor
 constexpr ArgumentData neg_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData neg_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData neg_schema = {
-    .name = "neg",
+    .strings = &kStrings, .name = s_neg,
     .arguments = neg_arguments, .returns = neg_returns,
     .dispatch_bitmap = ::dk::ops::neg::dispatch_bitmap};
 
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData neg_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData neg_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData neg_out_schema = {
-    .name = "neg", .overload_name = "out",
+    .strings = &kStrings, .name = s_neg, .overload_name = s_out,
     .arguments = neg_out_arguments, .returns = neg_out_returns,
     .dispatch_bitmap = ::dk::ops::neg_out::dispatch_bitmap};
 
 // neg_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData neg__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData neg__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData neg__schema = {
-    .name = "neg_",
+    .strings = &kStrings, .name = s_neg_,
     .arguments = neg__arguments, .returns = neg__returns,
     .dispatch_bitmap = ::dk::ops::neg_::dispatch_bitmap};
 
 // nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor
 constexpr ArgumentData nll_loss_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "target", .type = {Tensor}},
-    {.name = "weight", .type = {Tensor, {kOptional}}, .default_value = "None"},
-    {.name = "reduction", .type = {Int}, .default_value = "Mean"},
-    {.name = "ignore_index", .type = {Int}, .default_value = "-100"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_target, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor, {kOptional}}, .default_value = s_None},
+    {.name = s_reduction, .type = {Int}, .default_value = s_Mean},
+    {.name = s_ignore_index, .type = {Int}, .default_value = s_neg100},
 };
 constexpr ArgumentData nll_loss_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData nll_loss_schema = {
-    .name = "nll_loss",
+    .strings = &kStrings, .name = s_nll_loss,
     .arguments = nll_loss_arguments, .returns = nll_loss_returns,
     .dispatch_bitmap = ::dk::ops::nll_loss::dispatch_bitmap};
 
 // nonzero(Tensor self) -> Tensor
 constexpr ArgumentData nonzero_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData nonzero_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData nonzero_schema = {
-    .name = "nonzero",
+    .strings = &kStrings, .name = s_nonzero,
     .arguments = nonzero_arguments, .returns = nonzero_returns,
     .dispatch_bitmap = ::dk::ops::nonzero::dispatch_bitmap};
 
 // ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData ones_arguments[] = {
-    {.name = "size", .type = {SymInt, {kList}}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {SymInt, {kList}}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData ones_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData ones_schema = {
-    .name = "ones",
+    .strings = &kStrings, .name = s_ones,
     .arguments = ones_arguments, .returns = ones_returns,
     .dispatch_bitmap = ::dk::ops::ones::dispatch_bitmap};
 
 // ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData ones_like_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "memory_format", .type = {MemoryFormat, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_memory_format, .type = {MemoryFormat, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData ones_like_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData ones_like_schema = {
-    .name = "ones_like",
+    .strings = &kStrings, .name = s_ones_like,
     .arguments = ones_like_arguments, .returns = ones_like_returns,
     .dispatch_bitmap = ::dk::ops::ones_like::dispatch_bitmap};
 
 // permute(Tensor(a) self, int[] dims) -> Tensor(a)
 constexpr ArgumentData permute_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "dims", .type = {Int, {kList}}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_dims, .type = {Int, {kList}}},
 };
 constexpr ArgumentData permute_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData permute_schema = {
-    .name = "permute",
+    .strings = &kStrings, .name = s_permute,
     .arguments = permute_arguments, .returns = permute_returns,
     .dispatch_bitmap = ::dk::ops::permute::dispatch_bitmap};
 
 // pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
 constexpr ArgumentData pow_Tensor_Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "exponent", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_exponent, .type = {Scalar}},
 };
 constexpr ArgumentData pow_Tensor_Scalar_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData pow_Tensor_Scalar_schema = {
-    .name = "pow", .overload_name = "Tensor_Scalar",
+    .strings = &kStrings, .name = s_pow, .overload_name = s_Tensor_Scalar,
     .arguments = pow_Tensor_Scalar_arguments, .returns = pow_Tensor_Scalar_returns,
     .dispatch_bitmap = ::dk::ops::pow_Tensor_Scalar::dispatch_bitmap};
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData pow_Tensor_Scalar_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "exponent", .type = {Scalar}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_exponent, .type = {Scalar}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData pow_Tensor_Scalar_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData pow_Tensor_Scalar_out_schema = {
-    .name = "pow", .overload_name = "Tensor_Scalar_out",
+    .strings = &kStrings, .name = s_pow, .overload_name = s_Tensor_Scalar_out,
     .arguments = pow_Tensor_Scalar_out_arguments, .returns = pow_Tensor_Scalar_out_returns,
     .dispatch_bitmap = ::dk::ops::pow_Tensor_Scalar_out::dispatch_bitmap};
 
 // pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)
 constexpr ArgumentData pow__Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "exponent", .type = {Scalar}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_exponent, .type = {Scalar}},
 };
 constexpr ArgumentData pow__Scalar_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData pow__Scalar_schema = {
-    .name = "pow_", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_pow_, .overload_name = s_Scalar,
     .arguments = pow__Scalar_arguments, .returns = pow__Scalar_returns,
     .dispatch_bitmap = ::dk::ops::pow__Scalar::dispatch_bitmap};
 
 // rand(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData rand_arguments[] = {
-    {.name = "size", .type = {Int, {kList}}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {Int, {kList}}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData rand_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData rand_schema = {
-    .name = "rand",
+    .strings = &kStrings, .name = s_rand,
     .arguments = rand_arguments, .returns = rand_returns,
     .dispatch_bitmap = ::dk::ops::rand::dispatch_bitmap};
 
 // rand.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData rand_generator_arguments[] = {
-    {.name = "size", .type = {Int, {kList}}},
-    {.name = "generator", .type = {Generator, {kOptional}}, .kwarg_only = true},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {Int, {kList}}},
+    {.name = s_generator, .type = {Generator, {kOptional}}, .kwarg_only = true},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData rand_generator_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData rand_generator_schema = {
-    .name = "rand", .overload_name = "generator",
+    .strings = &kStrings, .name = s_rand, .overload_name = s_generator,
     .arguments = rand_generator_arguments, .returns = rand_generator_returns,
     .dispatch_bitmap = ::dk::ops::rand_generator::dispatch_bitmap};
 
 // randn(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData randn_arguments[] = {
-    {.name = "size", .type = {Int, {kList}}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {Int, {kList}}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData randn_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData randn_schema = {
-    .name = "randn",
+    .strings = &kStrings, .name = s_randn,
     .arguments = randn_arguments, .returns = randn_returns,
     .dispatch_bitmap = ::dk::ops::randn::dispatch_bitmap};
 
 // randn.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData randn_generator_arguments[] = {
-    {.name = "size", .type = {Int, {kList}}},
-    {.name = "generator", .type = {Generator, {kOptional}}, .kwarg_only = true},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {Int, {kList}}},
+    {.name = s_generator, .type = {Generator, {kOptional}}, .kwarg_only = true},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData randn_generator_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData randn_generator_schema = {
-    .name = "randn", .overload_name = "generator",
+    .strings = &kStrings, .name = s_randn, .overload_name = s_generator,
     .arguments = randn_generator_arguments, .returns = randn_generator_returns,
     .dispatch_bitmap = ::dk::ops::randn_generator::dispatch_bitmap};
 
 // relu(Tensor self) -> Tensor
 constexpr ArgumentData relu_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData relu_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData relu_schema = {
-    .name = "relu",
+    .strings = &kStrings, .name = s_relu,
     .arguments = relu_arguments, .returns = relu_returns,
     .dispatch_bitmap = ::dk::ops::relu::dispatch_bitmap};
 
 // relu_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData relu__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData relu__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData relu__schema = {
-    .name = "relu_",
+    .strings = &kStrings, .name = s_relu_,
     .arguments = relu__arguments, .returns = relu__returns,
     .dispatch_bitmap = ::dk::ops::relu_::dispatch_bitmap};
 
 // repeat(Tensor self, SymInt[] repeats) -> Tensor
 constexpr ArgumentData repeat_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "repeats", .type = {SymInt, {kList}}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_repeats, .type = {SymInt, {kList}}},
 };
 constexpr ArgumentData repeat_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData repeat_schema = {
-    .name = "repeat",
+    .strings = &kStrings, .name = s_repeat,
     .arguments = repeat_arguments, .returns = repeat_returns,
     .dispatch_bitmap = ::dk::ops::repeat::dispatch_bitmap};
 
 // reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)
 constexpr ArgumentData reshape_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "shape", .type = {SymInt, {kList}}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_shape, .type = {SymInt, {kList}}},
 };
 constexpr ArgumentData reshape_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData reshape_schema = {
-    .name = "reshape",
+    .strings = &kStrings, .name = s_reshape,
     .arguments = reshape_arguments, .returns = reshape_returns,
     .dispatch_bitmap = ::dk::ops::reshape::dispatch_bitmap};
 
 // rsqrt(Tensor self) -> Tensor
 constexpr ArgumentData rsqrt_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData rsqrt_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData rsqrt_schema = {
-    .name = "rsqrt",
+    .strings = &kStrings, .name = s_rsqrt,
     .arguments = rsqrt_arguments, .returns = rsqrt_returns,
     .dispatch_bitmap = ::dk::ops::rsqrt::dispatch_bitmap};
 
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData rsqrt_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData rsqrt_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData rsqrt_out_schema = {
-    .name = "rsqrt", .overload_name = "out",
+    .strings = &kStrings, .name = s_rsqrt, .overload_name = s_out,
     .arguments = rsqrt_out_arguments, .returns = rsqrt_out_returns,
     .dispatch_bitmap = ::dk::ops::rsqrt_out::dispatch_bitmap};
 
 // rsqrt_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData rsqrt__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData rsqrt__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData rsqrt__schema = {
-    .name = "rsqrt_",
+    .strings = &kStrings, .name = s_rsqrt_,
     .arguments = rsqrt__arguments, .returns = rsqrt__returns,
     .dispatch_bitmap = ::dk::ops::rsqrt_::dispatch_bitmap};
 
 // scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
 constexpr ArgumentData scatter_add_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "index", .type = {Tensor}},
-    {.name = "src", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Tensor}},
+    {.name = s_src, .type = {Tensor}},
 };
 constexpr ArgumentData scatter_add_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData scatter_add_schema = {
-    .name = "scatter_add",
+    .strings = &kStrings, .name = s_scatter_add,
     .arguments = scatter_add_arguments, .returns = scatter_add_returns,
     .dispatch_bitmap = ::dk::ops::scatter_add::dispatch_bitmap};
 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData scatter_add_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "index", .type = {Tensor}},
-    {.name = "src", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Tensor}},
+    {.name = s_src, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData scatter_add_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData scatter_add_out_schema = {
-    .name = "scatter_add", .overload_name = "out",
+    .strings = &kStrings, .name = s_scatter_add, .overload_name = s_out,
     .arguments = scatter_add_out_arguments, .returns = scatter_add_out_returns,
     .dispatch_bitmap = ::dk::ops::scatter_add_out::dispatch_bitmap};
 
 // scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)
 constexpr ArgumentData scatter_add__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "dim", .type = {Int}},
-    {.name = "index", .type = {Tensor}},
-    {.name = "src", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Tensor}},
+    {.name = s_src, .type = {Tensor}},
 };
 constexpr ArgumentData scatter_add__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData scatter_add__schema = {
-    .name = "scatter_add_",
+    .strings = &kStrings, .name = s_scatter_add_,
     .arguments = scatter_add__arguments, .returns = scatter_add__returns,
     .dispatch_bitmap = ::dk::ops::scatter_add_::dispatch_bitmap};
 
 // select.int(Tensor(a) self, int dim, int index) -> Tensor(a)
 constexpr ArgumentData select_int_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "dim", .type = {Int}},
-    {.name = "index", .type = {Int}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Int}},
 };
 constexpr ArgumentData select_int_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData select_int_schema = {
-    .name = "select", .overload_name = "int",
+    .strings = &kStrings, .name = s_select, .overload_name = s_int,
     .arguments = select_int_arguments, .returns = select_int_returns,
     .dispatch_bitmap = ::dk::ops::select_int::dispatch_bitmap};
 
 // sigmoid(Tensor self) -> Tensor
 constexpr ArgumentData sigmoid_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData sigmoid_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData sigmoid_schema = {
-    .name = "sigmoid",
+    .strings = &kStrings, .name = s_sigmoid,
     .arguments = sigmoid_arguments, .returns = sigmoid_returns,
     .dispatch_bitmap = ::dk::ops::sigmoid::dispatch_bitmap};
 
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sigmoid_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData sigmoid_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sigmoid_out_schema = {
-    .name = "sigmoid", .overload_name = "out",
+    .strings = &kStrings, .name = s_sigmoid, .overload_name = s_out,
     .arguments = sigmoid_out_arguments, .returns = sigmoid_out_returns,
     .dispatch_bitmap = ::dk::ops::sigmoid_out::dispatch_bitmap};
 
 // sigmoid_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData sigmoid__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData sigmoid__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sigmoid__schema = {
-    .name = "sigmoid_",
+    .strings = &kStrings, .name = s_sigmoid_,
     .arguments = sigmoid__arguments, .returns = sigmoid__returns,
     .dispatch_bitmap = ::dk::ops::sigmoid_::dispatch_bitmap};
 
 // sin(Tensor self) -> Tensor
 constexpr ArgumentData sin_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData sin_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData sin_schema = {
-    .name = "sin",
+    .strings = &kStrings, .name = s_sin,
     .arguments = sin_arguments, .returns = sin_returns,
     .dispatch_bitmap = ::dk::ops::sin::dispatch_bitmap};
 
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sin_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData sin_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sin_out_schema = {
-    .name = "sin", .overload_name = "out",
+    .strings = &kStrings, .name = s_sin, .overload_name = s_out,
     .arguments = sin_out_arguments, .returns = sin_out_returns,
     .dispatch_bitmap = ::dk::ops::sin_out::dispatch_bitmap};
 
 // sin_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData sin__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData sin__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sin__schema = {
-    .name = "sin_",
+    .strings = &kStrings, .name = s_sin_,
     .arguments = sin__arguments, .returns = sin__returns,
     .dispatch_bitmap = ::dk::ops::sin_::dispatch_bitmap};
 
 // slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)
 constexpr ArgumentData slice_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "dim", .type = {Int}, .default_value = "0"},
-    {.name = "start", .type = {SymInt, {kOptional}}, .default_value = "None"},
-    {.name = "end", .type = {SymInt, {kOptional}}, .default_value = "None"},
-    {.name = "step", .type = {SymInt}, .default_value = "1"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
+    {.name = s_start, .type = {SymInt, {kOptional}}, .default_value = s_None},
+    {.name = s_end, .type = {SymInt, {kOptional}}, .default_value = s_None},
+    {.name = s_step, .type = {SymInt}, .default_value = s_1},
 };
 constexpr ArgumentData slice_Tensor_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData slice_Tensor_schema = {
-    .name = "slice", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_slice, .overload_name = s_Tensor,
     .arguments = slice_Tensor_arguments, .returns = slice_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::slice_Tensor::dispatch_bitmap};
 
 // softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData softmax_int_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None},
 };
 constexpr ArgumentData softmax_int_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData softmax_int_schema = {
-    .name = "softmax", .overload_name = "int",
+    .strings = &kStrings, .name = s_softmax, .overload_name = s_int,
     .arguments = softmax_int_arguments, .returns = softmax_int_returns,
     .dispatch_bitmap = ::dk::ops::softmax_int::dispatch_bitmap};
 
 // sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
 constexpr ArgumentData sort_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int}, .default_value = "-1"},
-    {.name = "descending", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}, .default_value = s_neg1},
+    {.name = s_descending, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData sort_returns[] = {
-    {.name = "values", .type = {Tensor}},
-    {.name = "indices", .type = {Tensor}},
+    {.name = s_values, .type = {Tensor}},
+    {.name = s_indices, .type = {Tensor}},
 };
 constexpr SchemaData sort_schema = {
-    .name = "sort",
+    .strings = &kStrings, .name = s_sort,
     .arguments = sort_arguments, .returns = sort_returns,
     .dispatch_bitmap = ::dk::ops::sort::dispatch_bitmap};
 
 // split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]
 constexpr ArgumentData split_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .after = "*"}},
-    {.name = "split_size", .type = {Int}},
-    {.name = "dim", .type = {Int}, .default_value = "0"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .after = s_star}},
+    {.name = s_split_size, .type = {Int}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
 };
 constexpr ArgumentData split_Tensor_returns[] = {
-    {.type = {Tensor, {kList}}, .alias = {.before = "a"}},
+    {.type = {Tensor, {kList}}, .alias = {.before = s_a}},
 };
 constexpr SchemaData split_Tensor_schema = {
-    .name = "split", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_split, .overload_name = s_Tensor,
     .arguments = split_Tensor_arguments, .returns = split_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::split_Tensor::dispatch_bitmap};
 
 // sqrt(Tensor self) -> Tensor
 constexpr ArgumentData sqrt_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData sqrt_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData sqrt_schema = {
-    .name = "sqrt",
+    .strings = &kStrings, .name = s_sqrt,
     .arguments = sqrt_arguments, .returns = sqrt_returns,
     .dispatch_bitmap = ::dk::ops::sqrt::dispatch_bitmap};
 
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sqrt_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData sqrt_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sqrt_out_schema = {
-    .name = "sqrt", .overload_name = "out",
+    .strings = &kStrings, .name = s_sqrt, .overload_name = s_out,
     .arguments = sqrt_out_arguments, .returns = sqrt_out_returns,
     .dispatch_bitmap = ::dk::ops::sqrt_out::dispatch_bitmap};
 
 // sqrt_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData sqrt__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData sqrt__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sqrt__schema = {
-    .name = "sqrt_",
+    .strings = &kStrings, .name = s_sqrt_,
     .arguments = sqrt__arguments, .returns = sqrt__returns,
     .dispatch_bitmap = ::dk::ops::sqrt_::dispatch_bitmap};
 
 // squeeze(Tensor(a) self) -> Tensor(a)
 constexpr ArgumentData squeeze_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr ArgumentData squeeze_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData squeeze_schema = {
-    .name = "squeeze",
+    .strings = &kStrings, .name = s_squeeze,
     .arguments = squeeze_arguments, .returns = squeeze_returns,
     .dispatch_bitmap = ::dk::ops::squeeze::dispatch_bitmap};
 
 // squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)
 constexpr ArgumentData squeeze_dim_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "dim", .type = {Int}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_dim, .type = {Int}},
 };
 constexpr ArgumentData squeeze_dim_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData squeeze_dim_schema = {
-    .name = "squeeze", .overload_name = "dim",
+    .strings = &kStrings, .name = s_squeeze, .overload_name = s_dim,
     .arguments = squeeze_dim_arguments, .returns = squeeze_dim_returns,
     .dispatch_bitmap = ::dk::ops::squeeze_dim::dispatch_bitmap};
 
 // stack(Tensor[] tensors, int dim=0) -> Tensor
 constexpr ArgumentData stack_arguments[] = {
-    {.name = "tensors", .type = {Tensor, {kList}}},
-    {.name = "dim", .type = {Int}, .default_value = "0"},
+    {.name = s_tensors, .type = {Tensor, {kList}}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
 };
 constexpr ArgumentData stack_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData stack_schema = {
-    .name = "stack",
+    .strings = &kStrings, .name = s_stack,
     .arguments = stack_arguments, .returns = stack_returns,
     .dispatch_bitmap = ::dk::ops::stack::dispatch_bitmap};
 
 // std(Tensor self, bool unbiased=True) -> Tensor
 constexpr ArgumentData std__arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "unbiased", .type = {Bool}, .default_value = "True"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_unbiased, .type = {Bool}, .default_value = s_True},
 };
 constexpr ArgumentData std__returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData std__schema = {
-    .name = "std",
+    .strings = &kStrings, .name = s_std,
     .arguments = std__arguments, .returns = std__returns,
     .dispatch_bitmap = ::dk::ops::std_::dispatch_bitmap};
 
 // std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor
 constexpr ArgumentData std_dim_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {listOf(1), kOptional}}},
-    {.name = "unbiased", .type = {Bool}, .default_value = "True"},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {listOf(1), kOptional}}},
+    {.name = s_unbiased, .type = {Bool}, .default_value = s_True},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData std_dim_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData std_dim_schema = {
-    .name = "std", .overload_name = "dim",
+    .strings = &kStrings, .name = s_std, .overload_name = s_dim,
     .arguments = std_dim_arguments, .returns = std_dim_returns,
     .dispatch_bitmap = ::dk::ops::std_dim::dispatch_bitmap};
 
 // sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 constexpr ArgumentData sub_Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Scalar}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Scalar}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1},
 };
 constexpr ArgumentData sub_Scalar_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData sub_Scalar_schema = {
-    .name = "sub", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_sub, .overload_name = s_Scalar,
     .arguments = sub_Scalar_arguments, .returns = sub_Scalar_returns,
     .dispatch_bitmap = ::dk::ops::sub_Scalar::dispatch_bitmap};
 
 // sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 constexpr ArgumentData sub_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
 };
 constexpr ArgumentData sub_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData sub_Tensor_schema = {
-    .name = "sub", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_sub, .overload_name = s_Tensor,
     .arguments = sub_Tensor_arguments, .returns = sub_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::sub_Tensor::dispatch_bitmap};
 
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sub_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData sub_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sub_out_schema = {
-    .name = "sub", .overload_name = "out",
+    .strings = &kStrings, .name = s_sub, .overload_name = s_out,
     .arguments = sub_out_arguments, .returns = sub_out_returns,
     .dispatch_bitmap = ::dk::ops::sub_out::dispatch_bitmap};
 
 // sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData sub__Scalar_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Scalar}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Scalar}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1},
 };
 constexpr ArgumentData sub__Scalar_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sub__Scalar_schema = {
-    .name = "sub_", .overload_name = "Scalar",
+    .strings = &kStrings, .name = s_sub_, .overload_name = s_Scalar,
     .arguments = sub__Scalar_arguments, .returns = sub__Scalar_returns,
     .dispatch_bitmap = ::dk::ops::sub__Scalar::dispatch_bitmap};
 
 // sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData sub__Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
 };
 constexpr ArgumentData sub__Tensor_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sub__Tensor_schema = {
-    .name = "sub_", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_sub_, .overload_name = s_Tensor,
     .arguments = sub__Tensor_arguments, .returns = sub__Tensor_returns,
     .dispatch_bitmap = ::dk::ops::sub__Tensor::dispatch_bitmap};
 
 // sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData sum_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData sum_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData sum_schema = {
-    .name = "sum",
+    .strings = &kStrings, .name = s_sum,
     .arguments = sum_arguments, .returns = sum_returns,
     .dispatch_bitmap = ::dk::ops::sum::dispatch_bitmap};
 
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sum_IntList_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {listOf(1), kOptional}}},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {listOf(1), kOptional}}},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData sum_IntList_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData sum_IntList_out_schema = {
-    .name = "sum", .overload_name = "IntList_out",
+    .strings = &kStrings, .name = s_sum, .overload_name = s_IntList_out,
     .arguments = sum_IntList_out_arguments, .returns = sum_IntList_out_returns,
     .dispatch_bitmap = ::dk::ops::sum_IntList_out::dispatch_bitmap};
 
 // sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData sum_dim_IntList_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {listOf(1), kOptional}}},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {listOf(1), kOptional}}},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData sum_dim_IntList_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData sum_dim_IntList_schema = {
-    .name = "sum", .overload_name = "dim_IntList",
+    .strings = &kStrings, .name = s_sum, .overload_name = s_dim_IntList,
     .arguments = sum_dim_IntList_arguments, .returns = sum_dim_IntList_returns,
     .dispatch_bitmap = ::dk::ops::sum_dim_IntList::dispatch_bitmap};
 
 // t(Tensor(a) self) -> Tensor(a)
 constexpr ArgumentData t_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr ArgumentData t_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData t_schema = {
-    .name = "t",
+    .strings = &kStrings, .name = s_t,
     .arguments = t_arguments, .returns = t_returns,
     .dispatch_bitmap = ::dk::ops::t::dispatch_bitmap};
 
 // tanh(Tensor self) -> Tensor
 constexpr ArgumentData tanh_arguments[] = {
-    {.name = "self", .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
 };
 constexpr ArgumentData tanh_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData tanh_schema = {
-    .name = "tanh",
+    .strings = &kStrings, .name = s_tanh,
     .arguments = tanh_arguments, .returns = tanh_returns,
     .dispatch_bitmap = ::dk::ops::tanh::dispatch_bitmap};
 
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData tanh_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData tanh_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData tanh_out_schema = {
-    .name = "tanh", .overload_name = "out",
+    .strings = &kStrings, .name = s_tanh, .overload_name = s_out,
     .arguments = tanh_out_arguments, .returns = tanh_out_returns,
     .dispatch_bitmap = ::dk::ops::tanh_out::dispatch_bitmap};
 
 // tanh_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData tanh__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData tanh__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData tanh__schema = {
-    .name = "tanh_",
+    .strings = &kStrings, .name = s_tanh_,
     .arguments = tanh__arguments, .returns = tanh__returns,
     .dispatch_bitmap = ::dk::ops::tanh_::dispatch_bitmap};
 
 // to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)
 constexpr ArgumentData to_dtype_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "dtype", .type = {ScalarType}},
-    {.name = "non_blocking", .type = {Bool}, .default_value = "False"},
-    {.name = "copy", .type = {Bool}, .default_value = "False"},
-    {.name = "memory_format", .type = {MemoryFormat, {kOptional}}, .default_value = "None"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_dtype, .type = {ScalarType}},
+    {.name = s_non_blocking, .type = {Bool}, .default_value = s_False},
+    {.name = s_copy, .type = {Bool}, .default_value = s_False},
+    {.name = s_memory_format, .type = {MemoryFormat, {kOptional}}, .default_value = s_None},
 };
 constexpr ArgumentData to_dtype_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData to_dtype_schema = {
-    .name = "to", .overload_name = "dtype",
+    .strings = &kStrings, .name = s_to, .overload_name = s_dtype,
     .arguments = to_dtype_arguments, .returns = to_dtype_returns,
     .dispatch_bitmap = ::dk::ops::to_dtype::dispatch_bitmap};
 
 // topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
 constexpr ArgumentData topk_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "k", .type = {Int}},
-    {.name = "dim", .type = {Int}, .default_value = "-1"},
-    {.name = "largest", .type = {Bool}, .default_value = "True"},
-    {.name = "sorted", .type = {Bool}, .default_value = "True"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_k, .type = {Int}},
+    {.name = s_dim, .type = {Int}, .default_value = s_neg1},
+    {.name = s_largest, .type = {Bool}, .default_value = s_True},
+    {.name = s_sorted, .type = {Bool}, .default_value = s_True},
 };
 constexpr ArgumentData topk_returns[] = {
-    {.name = "values", .type = {Tensor}},
-    {.name = "indices", .type = {Tensor}},
+    {.name = s_values, .type = {Tensor}},
+    {.name = s_indices, .type = {Tensor}},
 };
 constexpr SchemaData topk_schema = {
-    .name = "topk",
+    .strings = &kStrings, .name = s_topk,
     .arguments = topk_arguments, .returns = topk_returns,
     .dispatch_bitmap = ::dk::ops::topk::dispatch_bitmap};
 
 // topk.values(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 constexpr ArgumentData topk_values_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "k", .type = {Int}},
-    {.name = "dim", .type = {Int}, .default_value = "-1"},
-    {.name = "largest", .type = {Bool}, .default_value = "True"},
-    {.name = "sorted", .type = {Bool}, .default_value = "True"},
-    {.name = "values", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
-    {.name = "indices", .type = {Tensor}, .alias = {.before = "b", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_k, .type = {Int}},
+    {.name = s_dim, .type = {Int}, .default_value = s_neg1},
+    {.name = s_largest, .type = {Bool}, .default_value = s_True},
+    {.name = s_sorted, .type = {Bool}, .default_value = s_True},
+    {.name = s_values, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
+    {.name = s_indices, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData topk_values_returns[] = {
-    {.name = "values", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
-    {.name = "indices", .type = {Tensor}, .alias = {.before = "b", .is_write = true}},
+    {.name = s_values, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_indices, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}},
 };
 constexpr SchemaData topk_values_schema = {
-    .name = "topk", .overload_name = "values",
+    .strings = &kStrings, .name = s_topk, .overload_name = s_values,
     .arguments = topk_values_arguments, .returns = topk_values_returns,
     .dispatch_bitmap = ::dk::ops::topk_values::dispatch_bitmap};
 
 // transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)
 constexpr ArgumentData transpose_int_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "dim0", .type = {Int}},
-    {.name = "dim1", .type = {Int}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_dim0, .type = {Int}},
+    {.name = s_dim1, .type = {Int}},
 };
 constexpr ArgumentData transpose_int_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData transpose_int_schema = {
-    .name = "transpose", .overload_name = "int",
+    .strings = &kStrings, .name = s_transpose, .overload_name = s_int,
     .arguments = transpose_int_arguments, .returns = transpose_int_returns,
     .dispatch_bitmap = ::dk::ops::transpose_int::dispatch_bitmap};
 
 // tril(Tensor self, int diagonal=0) -> Tensor
 constexpr ArgumentData tril_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "diagonal", .type = {Int}, .default_value = "0"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_diagonal, .type = {Int}, .default_value = s_0},
 };
 constexpr ArgumentData tril_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData tril_schema = {
-    .name = "tril",
+    .strings = &kStrings, .name = s_tril,
     .arguments = tril_arguments, .returns = tril_returns,
     .dispatch_bitmap = ::dk::ops::tril::dispatch_bitmap};
 
 // triu(Tensor self, int diagonal=0) -> Tensor
 constexpr ArgumentData triu_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "diagonal", .type = {Int}, .default_value = "0"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_diagonal, .type = {Int}, .default_value = s_0},
 };
 constexpr ArgumentData triu_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData triu_schema = {
-    .name = "triu",
+    .strings = &kStrings, .name = s_triu,
     .arguments = triu_arguments, .returns = triu_returns,
     .dispatch_bitmap = ::dk::ops::triu::dispatch_bitmap};
 
 // unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]
 constexpr ArgumentData unbind_int_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .after = "*"}},
-    {.name = "dim", .type = {Int}, .default_value = "0"},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .after = s_star}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
 };
 constexpr ArgumentData unbind_int_returns[] = {
-    {.type = {Tensor, {kList}}, .alias = {.before = "a"}},
+    {.type = {Tensor, {kList}}, .alias = {.before = s_a}},
 };
 constexpr SchemaData unbind_int_schema = {
-    .name = "unbind", .overload_name = "int",
+    .strings = &kStrings, .name = s_unbind, .overload_name = s_int,
     .arguments = unbind_int_arguments, .returns = unbind_int_returns,
     .dispatch_bitmap = ::dk::ops::unbind_int::dispatch_bitmap};
 
 // unsqueeze(Tensor(a) self, int dim) -> Tensor(a)
 constexpr ArgumentData unsqueeze_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "dim", .type = {Int}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_dim, .type = {Int}},
 };
 constexpr ArgumentData unsqueeze_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData unsqueeze_schema = {
-    .name = "unsqueeze",
+    .strings = &kStrings, .name = s_unsqueeze,
     .arguments = unsqueeze_arguments, .returns = unsqueeze_returns,
     .dispatch_bitmap = ::dk::ops::unsqueeze::dispatch_bitmap};
 
 // var(Tensor self, bool unbiased=True) -> Tensor
 constexpr ArgumentData var_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "unbiased", .type = {Bool}, .default_value = "True"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_unbiased, .type = {Bool}, .default_value = s_True},
 };
 constexpr ArgumentData var_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData var_schema = {
-    .name = "var",
+    .strings = &kStrings, .name = s_var,
     .arguments = var_arguments, .returns = var_returns,
     .dispatch_bitmap = ::dk::ops::var::dispatch_bitmap};
 
 // var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor
 constexpr ArgumentData var_dim_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dim", .type = {Int, {listOf(1), kOptional}}},
-    {.name = "unbiased", .type = {Bool}, .default_value = "True"},
-    {.name = "keepdim", .type = {Bool}, .default_value = "False"},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int, {listOf(1), kOptional}}},
+    {.name = s_unbiased, .type = {Bool}, .default_value = s_True},
+    {.name = s_keepdim, .type = {Bool}, .default_value = s_False},
 };
 constexpr ArgumentData var_dim_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData var_dim_schema = {
-    .name = "var", .overload_name = "dim",
+    .strings = &kStrings, .name = s_var, .overload_name = s_dim,
     .arguments = var_dim_arguments, .returns = var_dim_returns,
     .dispatch_bitmap = ::dk::ops::var_dim::dispatch_bitmap};
 
 // view(Tensor(a) self, SymInt[] size) -> Tensor(a)
 constexpr ArgumentData view_arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a"}},
-    {.name = "size", .type = {SymInt, {kList}}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
+    {.name = s_size, .type = {SymInt, {kList}}},
 };
 constexpr ArgumentData view_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a"}},
+    {.type = {Tensor}, .alias = {.before = s_a}},
 };
 constexpr SchemaData view_schema = {
-    .name = "view",
+    .strings = &kStrings, .name = s_view,
     .arguments = view_arguments, .returns = view_returns,
     .dispatch_bitmap = ::dk::ops::view::dispatch_bitmap};
 
 // where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData where_self_arguments[] = {
-    {.name = "condition", .type = {Tensor}},
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
+    {.name = s_condition, .type = {Tensor}},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData where_self_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData where_self_schema = {
-    .name = "where", .overload_name = "self",
+    .strings = &kStrings, .name = s_where, .overload_name = s_self,
     .arguments = where_self_arguments, .returns = where_self_returns,
     .dispatch_bitmap = ::dk::ops::where_self::dispatch_bitmap};
 
 // zero_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData zero__arguments[] = {
-    {.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr ArgumentData zero__returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData zero__schema = {
-    .name = "zero_",
+    .strings = &kStrings, .name = s_zero_,
     .arguments = zero__arguments, .returns = zero__returns,
     .dispatch_bitmap = ::dk::ops::zero_::dispatch_bitmap};
 
 // zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData zeros_arguments[] = {
-    {.name = "size", .type = {SymInt, {kList}}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {SymInt, {kList}}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData zeros_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData zeros_schema = {
-    .name = "zeros",
+    .strings = &kStrings, .name = s_zeros,
     .arguments = zeros_arguments, .returns = zeros_returns,
     .dispatch_bitmap = ::dk::ops::zeros::dispatch_bitmap};
 
 // zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData zeros_like_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "memory_format", .type = {MemoryFormat, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_memory_format, .type = {MemoryFormat, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData zeros_like_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData zeros_like_schema = {
-    .name = "zeros_like",
+    .strings = &kStrings, .name = s_zeros_like,
     .arguments = zeros_like_arguments, .returns = zeros_like_returns,
     .dispatch_bitmap = ::dk::ops::zeros_like::dispatch_bitmap};
 }  // namespace dk::schema_data::tables_dk

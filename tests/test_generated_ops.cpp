@@ -46,19 +46,23 @@ TEST_CASE("generated: every operator is registered with the schema its struct ca
 
 TEST_CASE("generated: a def from schema data builds the schema the text parses to") {
   using namespace dk::schema_data;
+  // The pool and its offsets, as the generator lays them out.
+  static constexpr char strings[] = "\0f\0data\0self\0a\0indices\0sizes\0None\0views\0b|c\0*\0mode\0\"sum\"\0out";
+  enum : StringOffset { f = 1, data_ = 3, self = 8, a = 13, indices = 15, sizes = 23, None = 29, views = 34,
+                        b_or_c = 40, star = 44, mode = 46, sum = 51, out = 57 };
   static constexpr ArgumentData args[] = {
-      {.name = "self", .type = {TypeKind::Tensor}, .alias = {.before = "a", .is_write = true}},
-      {.name = "indices", .type = {TypeKind::Tensor, {kOptional, kList}}},
-      {.name = "sizes", .type = {TypeKind::SymInt, {listOf(2), kOptional}}, .default_value = "None"},
-      {.name = "views", .type = {TypeKind::Tensor, {kList}}, .alias = {.before = "b|c", .after = "*"}},
-      {.name = "mode", .type = {TypeKind::Str}, .default_value = "\"sum\"", .kwarg_only = true},
+      {.name = self, .type = {TypeKind::Tensor}, .alias = {.before = a, .is_write = true}},
+      {.name = indices, .type = {TypeKind::Tensor, {kOptional, kList}}},
+      {.name = sizes, .type = {TypeKind::SymInt, {listOf(2), kOptional}}, .default_value = None},
+      {.name = views, .type = {TypeKind::Tensor, {kList}}, .alias = {.before = b_or_c, .after = star}},
+      {.name = mode, .type = {TypeKind::Str}, .default_value = sum, .kwarg_only = true},
   };
   static constexpr ArgumentData rets[] = {
-      {.name = "out", .type = {TypeKind::Tensor}, .alias = {.before = "a", .is_write = true}},
+      {.name = out, .type = {TypeKind::Tensor}, .alias = {.before = a, .is_write = true}},
       {.type = {TypeKind::Int}},
   };
-  static constexpr SchemaData data{
-      .name = "f", .overload_name = "data", .arguments = args, .returns = rets, .dispatch_bitmap = 0b11010};
+  static constexpr SchemaData data{.strings = strings, .name = f, .overload_name = data_, .arguments = args,
+                                   .returns = rets, .dispatch_bitmap = 0b11010};
   Library lib(Library::FRAGMENT, "t_data");
   lib.def(data);
   auto op = Dispatcher::singleton().findSchemaOrThrow("t_data::f", "data");
@@ -70,7 +74,8 @@ TEST_CASE("generated: a def from schema data builds the schema the text parses t
   CHECK(op.entry().dispatchArgumentBitmap() == 0b11010);
 
   // The same rules as a def from text: a wrong bitmap, or a name taken, changes nothing.
-  static constexpr SchemaData wrong_bitmap{.name = "g", .arguments = args, .dispatch_bitmap = 0b1};
+  static constexpr char g_strings[] = "\0g";
+  static constexpr SchemaData wrong_bitmap{.strings = g_strings, .name = 1, .arguments = args, .dispatch_bitmap = 0b1};
   CHECK_THROWS_WITH(lib.def(wrong_bitmap), Catch::Matchers::StartsWith("t_data::g: the generated dispatch-argument "
                                                                        "bitmap 0b1 does not match the schema's 0b11010"));
   CHECK_FALSE(Dispatcher::singleton().findOp(OperatorName{"t_data::g", ""}).has_value());

@@ -380,18 +380,30 @@ class SchemaDataTest(unittest.TestCase):
             with self.subTest(text):
                 self.assertEqual(type_data(parse_type(text), "op"), expected)
 
-    def test_arguments_leave_defaults_out(self):
-        from codegen.dest.register_schema import argument_data
+    def test_arguments_leave_defaults_out_and_name_strings_from_the_pool(self):
+        from codegen.dest.register_schema import StringPool, argument_data
         schema = FunctionSchema.parse(
-            'f.out(Tensor(a!) self, Tensor(b -> *)[] xs, *, str mode="a\\"b", Tensor(c!) out) -> Tensor(c!) r')
-        self.assertEqual(argument_data(schema.positional[0], False, "f"),
-                         '{.name = "self", .type = {Tensor}, .alias = {.before = "a", .is_write = true}}')
-        self.assertEqual(argument_data(schema.positional[1], False, "f"),
-                         '{.name = "xs", .type = {Tensor, {kList}}, .alias = {.before = "b", .after = "*"}}')
-        self.assertEqual(argument_data(schema.kwarg_only[0], True, "f"),
-                         '{.name = "mode", .type = {Str}, .default_value = "\\"a\\\\\\"b\\"", .kwarg_only = true}')
-        self.assertEqual(argument_data(schema.returns[0], False, "f"),
-                         '{.name = "r", .type = {Tensor}, .alias = {.before = "c", .is_write = true}}')
+            'f.out(Tensor(a!) self, Tensor(b -> *)[] xs, *, str mode="a\\"b", int n=-1, Tensor(c!) out) -> Tensor(c!) r')
+        pool = StringPool()
+        self.assertEqual(argument_data(schema.positional[0], False, pool, "f"),
+                         "{.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}}")
+        self.assertEqual(argument_data(schema.positional[1], False, pool, "f"),
+                         "{.name = s_xs, .type = {Tensor, {kList}}, .alias = {.before = s_b, .after = s_star}}")
+        self.assertEqual(argument_data(schema.kwarg_only[0], True, pool, "f"),
+                         "{.name = s_mode, .type = {Str}, .default_value = s_str_a__b, .kwarg_only = true}")
+        self.assertEqual(argument_data(schema.kwarg_only[1], True, pool, "f"),
+                         "{.name = s_n, .type = {Int}, .default_value = s_neg1, .kwarg_only = true}")
+        self.assertEqual(argument_data(schema.returns[0], False, pool, "f"),
+                         "{.name = s_r, .type = {Tensor}, .alias = {.before = s_c, .is_write = true}}")
+        # Strings in order of first use, each once, the empty one first; as char array members.
+        self.assertEqual(pool.entries[:4], [("s_empty", ""), ("s_self", "self"), ("s_a", "a"), ("s_xs", "xs")])
+        self.assertEqual(pool.member("s_str_a__b", '"a\\"b"'), 'char s_str_a__b[7] = "\\"a\\\\\\"b\\"";')
+
+    def test_pool_names_stay_distinct(self):
+        from codegen.dest.register_schema import StringPool
+        pool = StringPool()
+        self.assertEqual([pool.ref(t) for t in ("0.0", "0_0", "0.0", "_x", "x")],
+                         ["s_0_0", "s_0_0_2", "s_0_0", "s__x", "s_x"])
 
     def test_a_type_the_runtime_lacks_is_refused_with_the_operator(self):
         from codegen.dest.register_schema import type_data

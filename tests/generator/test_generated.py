@@ -147,18 +147,31 @@ Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const {
         self.assertFragment("RegisterSchema.cpp", """\
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData add_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData add_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData add_out_schema = {
-    .name = "add", .overload_name = "out",
+    .strings = &kStrings, .name = s_add, .overload_name = s_out,
     .arguments = add_out_arguments, .returns = add_out_returns,
     .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap};
+""")
+        self.assertFragment("RegisterSchema.cpp", """\
+struct Strings {
+  char s_empty[1] = "";
+  char s_add[4] = "add";
+  char s_Tensor[7] = "Tensor";
+  char s_self[5] = "self";
+""")
+        self.assertFragment("RegisterSchema.cpp", """\
+constexpr Strings kStrings{};
+enum : StringOffset {
+  s_empty = offsetof(Strings, s_empty),
+  s_add = offsetof(Strings, s_add),
 """)
         self.assertFragment("RegisterSchema.cpp", """\
 DK_LIBRARY(dk, m) {

@@ -76,7 +76,8 @@ void Library::checkMayDefine() const {
 
 Library& Library::def(const schema_data::SchemaData& data) & {
   checkMayDefine();
-  OperatorName name = qualify(OperatorName{data.name, data.overload_name}, "define");
+  const char* strings = static_cast<const char*>(data.strings);
+  OperatorName name = qualify(OperatorName{strings + data.name, strings + data.overload_name}, "define");
   FunctionSchema schema = schema_data::toFunctionSchema(data, std::move(name));
   registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site(), data.dispatch_bitmap));
   return *this;

@@ -23,34 +23,34 @@ Type toType(const TypeData& data) {
   return t;
 }
 
-// "a|b" -> {"a", "b"}; "" -> {}.
+// "a|b" -> {"a", "b"}.
 std::vector<std::string> splitAliasSet(std::string_view text) {
   std::vector<std::string> out;
-  while (!text.empty()) {
+  for (;;) {
     size_t bar = text.find('|');
     out.emplace_back(text.substr(0, bar));
-    if (bar == std::string_view::npos) break;
+    if (bar == std::string_view::npos) return out;
     text.remove_prefix(bar + 1);
   }
-  return out;
 }
 
-std::vector<Argument> toArguments(std::span<const ArgumentData> data) {
+std::vector<Argument> toArguments(const char* strings, std::span<const ArgumentData> data) {
   std::vector<Argument> out(data.size());
   for (size_t i = 0; i < data.size(); ++i) {
     const ArgumentData& d = data[i];
     Argument& a = out[i];
-    a.name = d.name;
+    a.name = strings + d.name;
     a.type = toType(d.type);
-    if (d.default_value != nullptr) a.default_value = d.default_value;
+    if (d.default_value != kNoString) a.default_value = strings + d.default_value;
     a.kwarg_only = d.kwarg_only;
-    if (d.alias.before != nullptr) {
+    if (d.alias.before != kNoString) {
       // The generator writes an annotation right after the base type, so on a wrapped type it
       // belongs to the element (Note [Schema round trip]).
-      a.alias_info = AliasInfo{.before_set = splitAliasSet(d.alias.before),
-                               .after_set = splitAliasSet(d.alias.after),
-                               .is_write = d.alias.is_write,
-                               .on_element = !a.type.isBase()};
+      a.alias_info = AliasInfo{
+          .before_set = splitAliasSet(strings + d.alias.before),
+          .after_set = d.alias.after == kNoString ? std::vector<std::string>{} : splitAliasSet(strings + d.alias.after),
+          .is_write = d.alias.is_write,
+          .on_element = !a.type.isBase()};
     }
   }
   return out;
@@ -59,7 +59,8 @@ std::vector<Argument> toArguments(std::span<const ArgumentData> data) {
 }  // namespace
 
 FunctionSchema toFunctionSchema(const SchemaData& data, OperatorName name) {
-  return FunctionSchema(std::move(name), toArguments(data.arguments), toArguments(data.returns));
+  const char* strings = static_cast<const char*>(data.strings);
+  return FunctionSchema(std::move(name), toArguments(strings, data.arguments), toArguments(strings, data.returns));
 }
 
 }  // namespace dk::schema_data

@@ -14,75 +14,131 @@
 namespace dk::schema_data::tables_dk {
 using enum TypeKind;
 
+// Every name, default value and alias set below, once, as consecutive char arrays: the tables
+// hold their offsets (the enumerators), computed by the compiler.
+struct Strings {
+  char s_empty[1] = "";
+  char s_add[4] = "add";
+  char s_Tensor[7] = "Tensor";
+  char s_self[5] = "self";
+  char s_other[6] = "other";
+  char s_alpha[6] = "alpha";
+  char s_1[2] = "1";
+  char s_out[4] = "out";
+  char s_a[2] = "a";
+  char s_cat[4] = "cat";
+  char s_tensors[8] = "tensors";
+  char s_dim[4] = "dim";
+  char s_0[2] = "0";
+  char s_linear[7] = "linear";
+  char s_input[6] = "input";
+  char s_weight[7] = "weight";
+  char s_bias[5] = "bias";
+  char s_None[5] = "None";
+  char s_zeros[6] = "zeros";
+  char s_size[5] = "size";
+  char s_dtype[6] = "dtype";
+  char s_layout[7] = "layout";
+  char s_device[7] = "device";
+  char s_pin_memory[11] = "pin_memory";
+};
+constexpr Strings kStrings{};
+enum : StringOffset {
+  s_empty = offsetof(Strings, s_empty),
+  s_add = offsetof(Strings, s_add),
+  s_Tensor = offsetof(Strings, s_Tensor),
+  s_self = offsetof(Strings, s_self),
+  s_other = offsetof(Strings, s_other),
+  s_alpha = offsetof(Strings, s_alpha),
+  s_1 = offsetof(Strings, s_1),
+  s_out = offsetof(Strings, s_out),
+  s_a = offsetof(Strings, s_a),
+  s_cat = offsetof(Strings, s_cat),
+  s_tensors = offsetof(Strings, s_tensors),
+  s_dim = offsetof(Strings, s_dim),
+  s_0 = offsetof(Strings, s_0),
+  s_linear = offsetof(Strings, s_linear),
+  s_input = offsetof(Strings, s_input),
+  s_weight = offsetof(Strings, s_weight),
+  s_bias = offsetof(Strings, s_bias),
+  s_None = offsetof(Strings, s_None),
+  s_zeros = offsetof(Strings, s_zeros),
+  s_size = offsetof(Strings, s_size),
+  s_dtype = offsetof(Strings, s_dtype),
+  s_layout = offsetof(Strings, s_layout),
+  s_device = offsetof(Strings, s_device),
+  s_pin_memory = offsetof(Strings, s_pin_memory),
+};
+
 // add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 constexpr ArgumentData add_Tensor_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
 };
 constexpr ArgumentData add_Tensor_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData add_Tensor_schema = {
-    .name = "add", .overload_name = "Tensor",
+    .strings = &kStrings, .name = s_add, .overload_name = s_Tensor,
     .arguments = add_Tensor_arguments, .returns = add_Tensor_returns,
     .dispatch_bitmap = ::dk::ops::add_Tensor::dispatch_bitmap};
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData add_out_arguments[] = {
-    {.name = "self", .type = {Tensor}},
-    {.name = "other", .type = {Tensor}},
-    {.name = "alpha", .type = {Scalar}, .default_value = "1", .kwarg_only = true},
-    {.name = "out", .type = {Tensor}, .alias = {.before = "a", .is_write = true}, .kwarg_only = true},
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_other, .type = {Tensor}},
+    {.name = s_alpha, .type = {Scalar}, .default_value = s_1, .kwarg_only = true},
+    {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData add_out_returns[] = {
-    {.type = {Tensor}, .alias = {.before = "a", .is_write = true}},
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 constexpr SchemaData add_out_schema = {
-    .name = "add", .overload_name = "out",
+    .strings = &kStrings, .name = s_add, .overload_name = s_out,
     .arguments = add_out_arguments, .returns = add_out_returns,
     .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap};
 
 // cat(Tensor[] tensors, int dim=0) -> Tensor
 constexpr ArgumentData cat_arguments[] = {
-    {.name = "tensors", .type = {Tensor, {kList}}},
-    {.name = "dim", .type = {Int}, .default_value = "0"},
+    {.name = s_tensors, .type = {Tensor, {kList}}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
 };
 constexpr ArgumentData cat_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData cat_schema = {
-    .name = "cat",
+    .strings = &kStrings, .name = s_cat,
     .arguments = cat_arguments, .returns = cat_returns,
     .dispatch_bitmap = ::dk::ops::cat::dispatch_bitmap};
 
 // linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
 constexpr ArgumentData linear_arguments[] = {
-    {.name = "input", .type = {Tensor}},
-    {.name = "weight", .type = {Tensor}},
-    {.name = "bias", .type = {Tensor, {kOptional}}, .default_value = "None"},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor}},
+    {.name = s_bias, .type = {Tensor, {kOptional}}, .default_value = s_None},
 };
 constexpr ArgumentData linear_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData linear_schema = {
-    .name = "linear",
+    .strings = &kStrings, .name = s_linear,
     .arguments = linear_arguments, .returns = linear_returns,
     .dispatch_bitmap = ::dk::ops::linear::dispatch_bitmap};
 
 // zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData zeros_arguments[] = {
-    {.name = "size", .type = {SymInt, {kList}}},
-    {.name = "dtype", .type = {ScalarType, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "layout", .type = {Layout, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "device", .type = {Device, {kOptional}}, .default_value = "None", .kwarg_only = true},
-    {.name = "pin_memory", .type = {Bool, {kOptional}}, .default_value = "None", .kwarg_only = true},
+    {.name = s_size, .type = {SymInt, {kList}}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData zeros_returns[] = {
     {.type = {Tensor}},
 };
 constexpr SchemaData zeros_schema = {
-    .name = "zeros",
+    .strings = &kStrings, .name = s_zeros,
     .arguments = zeros_arguments, .returns = zeros_returns,
     .dispatch_bitmap = ::dk::ops::zeros::dispatch_bitmap};
 }  // namespace dk::schema_data::tables_dk

@@ -5,9 +5,12 @@
 // as text for the runtime to parse a second time at startup, it emits the parsed form as
 // constant tables of the structs below (one SchemaData per operator, in the RegisterSchema
 // sources), and Library::def(const SchemaData&) builds the FunctionSchema from them: no
-// tokens, no error paths, the dispatch-argument bitmap already computed. These tables live in
-// read-only data, cost no dynamic initialization, and print back (FunctionSchema::str) to the
-// same text the YAML holds: tests/test_generated_ops.cpp compares every generated operator's
+// tokens, no error paths, the dispatch-argument bitmap already computed. Names, default values
+// and alias sets are offsets into one string pool per source file, not pointers, so the
+// argument tables stay in read-only pages that the loader neither relocates nor copies (with
+// PyTorch's 2,493 operators, pointers made startup slower than parsing text: the pages they
+// dirty cost more than the parsing saved). Every table prints back (FunctionSchema::str) to
+// the text the YAML holds: tests/test_generated_ops.cpp compares each generated operator's
 // registered schema with its parsed text, and the scale test does so for PyTorch's 2,493.
 // Library::def(string) keeps parsing, for operators written by hand.
 #pragma once
@@ -19,6 +22,10 @@
 #include "dk/dispatch/function_schema.h"
 
 namespace dk::schema_data {
+
+// An offset into the SchemaData's string pool; kNoString where a field is absent.
+using StringOffset = uint32_t;
+inline constexpr StringOffset kNoString = UINT32_MAX;
 
 // The '?' and '[]' around a base type, innermost first: Tensor?[] is {Tensor, {kOptional,
 // kList}}; int[2] is {Int, {listOf(2)}}. A zero ends the list.
@@ -32,26 +39,29 @@ struct TypeData {
   uint8_t wrappers[kMaxWrappers] = {};
 };
 
-// An alias annotation on a Tensor: before "a" (or "a|b"), after "" (no "->"), "*" or "b|c".
+// An alias annotation on a Tensor: before "a" (or "a|b"), after absent (no "->"), "*" or "b|c".
 // An annotation on a wrapped type (Tensor(a!)[]) belongs to the element, as the parser reads it.
 struct AliasData {
-  const char* before = nullptr;  // nullptr: the argument has no annotation
-  const char* after = "";
+  StringOffset before = kNoString;  // kNoString: the argument has no annotation
+  StringOffset after = kNoString;
   bool is_write = false;
 };
 
 struct ArgumentData {
-  const char* name = "";
+  StringOffset name = 0;  // 0 is the pool's empty string (an unnamed return)
   TypeData type{};
-  const char* default_value = nullptr;  // as written in the schema; nullptr: none
+  StringOffset default_value = kNoString;  // as written in the schema
   AliasData alias{};
   bool kwarg_only = false;
 };
 
 // One operator. `name` carries no namespace: the Library that defines it adds its own.
 struct SchemaData {
-  const char* name = "";
-  const char* overload_name = "";
+  // The pool the offsets index: NUL-terminated strings, the empty one at offset 0 (the
+  // generator's is a struct of char arrays, hence not a char pointer).
+  const void* strings = "";
+  StringOffset name = 0;
+  StringOffset overload_name = 0;
   std::span<const ArgumentData> arguments{};
   std::span<const ArgumentData> returns{};
   uint64_t dispatch_bitmap = 0;  // the generator's (ops::X::dispatch_bitmap), checked at def
