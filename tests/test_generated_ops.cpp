@@ -47,9 +47,9 @@ TEST_CASE("generated: every operator is registered with the schema its struct ca
 TEST_CASE("generated: a def from schema data builds the schema the text parses to") {
   using namespace dk::schema_data;
   // The pool and its offsets, as the generator lays them out.
-  static constexpr char strings[] = "\0f\0data\0self\0a\0indices\0sizes\0None\0views\0b|c\0*\0mode\0\"sum\"\0out";
+  static constexpr char strings[] = "\0f\0data\0self\0a\0indices\0sizes\0None\0views\0b|c\0*\0mode\0\"sum\"\0out\0g";
   enum : StringOffset { f = 1, data_ = 3, self = 8, a = 13, indices = 15, sizes = 23, None = 29, views = 34,
-                        b_or_c = 40, star = 44, mode = 46, sum = 51, out = 57 };
+                        b_or_c = 40, star = 44, mode = 46, sum = 51, out = 57, g = 61 };
   static constexpr ArgumentData args[] = {
       {.name = self, .type = {TypeKind::Tensor}, .alias = {.before = a, .is_write = true}},
       {.name = indices, .type = {TypeKind::Tensor, {kOptional, kList}}},
@@ -74,8 +74,7 @@ TEST_CASE("generated: a def from schema data builds the schema the text parses t
   CHECK(op.entry().dispatchArgumentBitmap() == 0b11010);
 
   // The same rules as a def from text: a wrong bitmap, or a name taken, changes nothing.
-  static constexpr char g_strings[] = "\0g";
-  static constexpr SchemaData wrong_bitmap{.strings = g_strings, .name = 1, .arguments = args, .dispatch_bitmap = 0b1};
+  static constexpr SchemaData wrong_bitmap{.strings = strings, .name = g, .arguments = args, .dispatch_bitmap = 0b1};
   CHECK_THROWS_WITH(lib.def(wrong_bitmap), Catch::Matchers::StartsWith("t_data::g: the generated dispatch-argument "
                                                                        "bitmap 0b1 does not match the schema's 0b11010"));
   CHECK_FALSE(Dispatcher::singleton().findOp(OperatorName{"t_data::g", ""}).has_value());
