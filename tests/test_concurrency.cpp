@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "dispatch_test_util.h"
 
@@ -127,4 +128,33 @@ TEST_CASE("concurrency: thread-local state is per thread") {
   CHECK(op.call(cpuTensor()) == 1);
   std::thread([&] { seen_other = op.call(cpuTensor()); }).join();
   CHECK(seen_other.load() == 7);
+}
+
+TEST_CASE("concurrency: threads asking first for a schema built on first use agree on one") {
+  // A def from schema data builds its FunctionSchema on first use (Note [Schemas built on
+  // first use]); threads racing to be first must all get the same, complete schema.
+  using namespace dk::schema_data;
+  static constexpr char strings[] = "\0lazy\0self\0n";
+  static constexpr ArgumentData args[] = {{.name = 6, .type = {TypeKind::Tensor}}, {.name = 11, .type = {TypeKind::Int}}};
+  static constexpr ArgumentData rets[] = {{.type = {TypeKind::Tensor}}};
+  static constexpr SchemaData data{.strings = strings, .name = 1, .arguments = args, .returns = rets,
+                                   .dispatch_bitmap = 0b10};
+  for (int round = 0; round < 20; ++round) {
+    Library lib(Library::FRAGMENT, "t_conc_lazy");
+    lib.def(data);
+    const OperatorHandle op = Dispatcher::singleton().findSchemaOrThrow("t_conc_lazy::lazy", "");
+    std::atomic<bool> go{false};
+    const FunctionSchema* seen[4] = {};
+    std::vector<std::thread> threads;
+    for (auto& s : seen)
+      threads.emplace_back([&] {
+        while (!go.load(std::memory_order_acquire)) {
+        }
+        s = &op.schema();
+      });
+    go.store(true, std::memory_order_release);
+    for (auto& t : threads) t.join();
+    for (const FunctionSchema* s : seen) CHECK(s == seen[0]);
+    CHECK(seen[0]->str() == "t_conc_lazy::lazy(Tensor self, int n) -> Tensor");
+  }
 }

@@ -238,36 +238,57 @@ std::string bitmapText(uint64_t bits) {
 }
 }  // namespace
 
-RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std::string& debug,
-                                               std::optional<uint64_t> expected_bitmap) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const OperatorName name = schema.operator_name();
+OperatorEntry& Dispatcher::checkDef(const OperatorName& name, const FunctionSchema* schema,
+                                    const schema_data::SchemaData* data, uint64_t bitmap,
+                                    std::optional<uint64_t> expected_bitmap, const std::string& debug) {
+  // Schema data is built into a FunctionSchema only for an error or a kernel's check.
+  std::optional<FunctionSchema> built;
+  auto full = [&]() -> const FunctionSchema& {
+    if (schema != nullptr) return *schema;
+    if (!built) built = schema_data::toFunctionSchema(*data, name);
+    return *built;
+  };
   OperatorEntry* existing = lookupEntry(name);
   // Every check comes before any change: a rejected registration changes nothing.
   if (existing && existing->hasSchema()) {
-    DK_ERROR("Tried to register an operator (", schema, ") with the same name and overload name multiple times. "
+    DK_ERROR("Tried to register an operator (", full(), ") with the same name and overload name multiple times. "
              "Each overload's schema should only be registered with a single call to def(). "
              "Duplicate registration: ", debug, ". Original registration: ", existing->schemaDebug());
   }
-  const uint64_t bitmap = OperatorEntry::computeDispatchArgumentBitmap(schema);
   if (expected_bitmap && *expected_bitmap != bitmap) {
     DK_ERROR(name, ": the generated dispatch-argument bitmap 0b", bitmapText(*expected_bitmap),
-             " does not match the schema's 0b", bitmapText(bitmap), " (", schema, "); ", debug,
+             " does not match the schema's 0b", bitmapText(bitmap), " (", full(), "); ", debug,
              ". Regenerate the operator code from the YAML");
   }
   if (existing) {
     for (const AnnotatedKernel& a : existing->kernels()) {
       if (!a.infer_schema) continue;
       FunctionSchema inferred = a.infer_schema();
-      if (auto why = findSchemaDifference(inferred, schema)) {
+      if (auto why = findSchemaDifference(inferred, full())) {
         DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
-                 "  operator: ", name, "\n  expected schema: ", schema, "\n    ", debug,
+                 "  operator: ", name, "\n  expected schema: ", full(), "\n    ", debug,
                  "\n  inferred schema: ", inferred, "\n    ", a.debug, "\n  reason: ", *why);
       }
     }
   }
-  OperatorEntry& entry = existing ? *existing : createEntry(name);
-  entry.setSchema(std::move(schema), debug, bitmap);
+  return existing ? *existing : createEntry(name);
+}
+
+RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std::string& debug,
+                                               std::optional<uint64_t> expected_bitmap) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t bitmap = OperatorEntry::computeDispatchArgumentBitmap(schema);
+  OperatorEntry& entry = checkDef(schema.operator_name(), &schema, nullptr, bitmap, expected_bitmap, debug);
+  entry.setSchema(std::move(schema), std::make_shared<const std::string>(debug), bitmap);
+  return RegistrationHandleRAII([this, &entry] { deregisterDef(entry); });
+}
+
+RegistrationHandleRAII Dispatcher::registerDef(const schema_data::SchemaData& data, OperatorName name,
+                                               std::shared_ptr<const std::string> debug) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t bitmap = schema_data::dispatchArgumentBitmap(data, name);
+  OperatorEntry& entry = checkDef(name, nullptr, &data, bitmap, data.dispatch_bitmap, *debug);
+  entry.setSchema(data, std::move(debug), bitmap);
   return RegistrationHandleRAII([this, &entry] { deregisterDef(entry); });
 }
 

@@ -28,7 +28,8 @@ Library::Library(Kind kind, std::string ns, std::optional<DispatchKey> key, cons
       key_(key),
       file_(file ? file : ""),
       line_(line),
-      site_(file_.empty() ? "registered at (unknown site)" : "registered at " + file_ + ":" + std::to_string(line_)) {
+      site_(std::make_shared<const std::string>(file_.empty() ? "registered at (unknown site)"
+                                                              : "registered at " + file_ + ":" + std::to_string(line_))) {
   DK_CHECK(isIdentifier(ns_), kindName(kind_), " ", site(), ": '", ns_,
            "' is not a valid namespace (use a C++ identifier such as 'myops')");
   DK_CHECK(ns_ != "_" || kind_ == IMPL, kindName(kind_), " ", site(),
@@ -78,8 +79,7 @@ Library& Library::def(const schema_data::SchemaData& data) & {
   checkMayDefine();
   const char* strings = static_cast<const char*>(data.strings);
   OperatorName name = qualify(OperatorName{strings + data.name, strings + data.overload_name}, "define");
-  FunctionSchema schema = schema_data::toFunctionSchema(data, std::move(name));
-  registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site(), data.dispatch_bitmap));
+  registrations_.push_back(Dispatcher::singleton().registerDef(data, std::move(name), site_));
   return *this;
 }
 

@@ -39,24 +39,45 @@ OperatorEntry::OperatorEntry(OperatorName name) : name_(std::move(name)) {
   for (auto& slot : dispatch_table_) slot.store(missing, std::memory_order_relaxed);
 }
 
-const FunctionSchema& OperatorEntry::schema() const {
-  DK_CHECK(schema_.has_value(), "operator '", name_, "' has no schema: only kernels were registered for it, "
-           "no def() with its schema");
-  return schema_->schema;
+OperatorEntry::~OperatorEntry() { delete schema_.load(std::memory_order_relaxed); }
+
+const FunctionSchema& OperatorEntry::buildSchema() const {
+  DK_CHECK(has_schema_ && schema_data_ != nullptr, "operator '", name_,
+           "' has no schema: only kernels were registered for it, no def() with its schema");
+  auto built = std::make_unique<const FunctionSchema>(schema_data::toFunctionSchema(*schema_data_, name_));
+  const FunctionSchema* published = nullptr;
+  if (schema_.compare_exchange_strong(published, built.get(), std::memory_order_acq_rel, std::memory_order_acquire))
+    return *built.release();
+  return *published;  // another thread built it first; ours is dropped
 }
 
 const std::string& OperatorEntry::schemaDebug() const {
   static const std::string none = "(none)";
-  return schema_ ? schema_->debug : none;
+  return has_schema_ ? *schema_debug_ : none;
 }
 
-void OperatorEntry::setSchema(FunctionSchema schema, std::string debug, uint64_t bitmap) {
-  schema_ = SchemaRegistration{std::move(schema), std::move(debug)};
+void OperatorEntry::setSchema(FunctionSchema schema, std::shared_ptr<const std::string> debug, uint64_t bitmap) {
+  delete schema_.exchange(new FunctionSchema(std::move(schema)), std::memory_order_acq_rel);
+  schema_data_ = nullptr;
+  schema_debug_ = std::move(debug);
+  has_schema_ = true;
+  dispatch_arg_bitmap_.store(bitmap, std::memory_order_relaxed);
+}
+
+void OperatorEntry::setSchema(const schema_data::SchemaData& data, std::shared_ptr<const std::string> debug,
+                              uint64_t bitmap) {
+  delete schema_.exchange(nullptr, std::memory_order_acq_rel);
+  schema_data_ = &data;
+  schema_debug_ = std::move(debug);
+  has_schema_ = true;
   dispatch_arg_bitmap_.store(bitmap, std::memory_order_relaxed);
 }
 
 void OperatorEntry::clearSchema() {
-  schema_.reset();
+  delete schema_.exchange(nullptr, std::memory_order_acq_rel);
+  schema_data_ = nullptr;
+  schema_debug_.reset();
+  has_schema_ = false;
   dispatch_arg_bitmap_.store(0, std::memory_order_relaxed);
 }
 
@@ -238,7 +259,7 @@ std::vector<DispatchKey> OperatorEntry::keysWithValidSlot(const Fallbacks& fallb
 std::string OperatorEntry::dumpState() const {
   std::ostringstream out;
   out << "name: " << name_ << "\n";
-  out << "schema: " << (schema_ ? schema_->schema.str() : std::string("(none)")) << "\n";
+  out << "schema: " << (has_schema_ ? schema().str() : std::string("(none)")) << "\n";
   out << "debug: " << schemaDebug() << "\n";
   // Kernels grouped by key: runtime keys in table order, then alias keys; within a key
   // newest first, older ones inactive.

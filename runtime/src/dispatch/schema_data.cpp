@@ -1,6 +1,8 @@
 // Builds FunctionSchemas from the generator's constant tables (Note [Pre-built schemas]).
 #include "dk/dispatch/schema_data.h"
 
+#include "dk/util/error.h"
+
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -56,7 +58,25 @@ std::vector<Argument> toArguments(const char* strings, std::span<const ArgumentD
   return out;
 }
 
+// Type::isTensorLike on the table form: Tensor, Tensor?, Tensor[] (any size) and Tensor?[].
+bool isTensorLike(const TypeData& type) {
+  if (type.base != TypeKind::Tensor) return false;
+  size_t i = 0;
+  if (type.wrappers[i] == kOptional) ++i;  // Tensor?, or the element of Tensor?[]
+  if (type.wrappers[i] >= kList) ++i;      // Tensor[], Tensor[N], Tensor?[]
+  return type.wrappers[i] == 0;            // nothing around that: not Tensor[]? nor Tensor[][]
+}
+
 }  // namespace
+
+uint64_t dispatchArgumentBitmap(const SchemaData& data, const OperatorName& name) {
+  const size_t n = data.arguments.size();
+  DK_CHECK(n <= 64, "operator '", name, "' has ", n, " arguments; the dispatcher supports at most 64");
+  uint64_t bitmap = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (isTensorLike(data.arguments[i].type)) bitmap |= uint64_t{1} << (n - 1 - i);
+  return bitmap;
+}
 
 FunctionSchema toFunctionSchema(const SchemaData& data, OperatorName name) {
   const char* strings = static_cast<const char*>(data.strings);

@@ -190,6 +190,11 @@ class Dispatcher {
   // a registration whose bitmap differs from the schema's is refused.
   RegistrationHandleRAII registerDef(FunctionSchema schema, const std::string& debug,
                                      std::optional<uint64_t> expected_bitmap = std::nullopt);
+  // A def from the generator's schema data, named `name` (qualified): the FunctionSchema is
+  // built on first use (Note [Schemas built on first use]), so `data` must outlive the
+  // registration. Its dispatch_bitmap is checked against its arguments as above.
+  RegistrationHandleRAII registerDef(const schema_data::SchemaData& data, OperatorName name,
+                                     std::shared_ptr<const std::string> debug);
   RegistrationHandleRAII registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
                                       std::optional<CppSignature> cpp_signature,
                                       SchemaInferenceFn infer_schema, std::string debug);
@@ -224,6 +229,10 @@ class Dispatcher {
   // A new entry for `name`, which the caller (holding mutex_) has looked up and not found.
   OperatorEntry& createEntry(const OperatorName& name);
   OperatorEntry* lookupEntry(const OperatorName& name) const;  // lock-free
+  // The checks every def passes before anything changes (caller holds mutex_); returns the
+  // entry to give the schema to. `schema` is the parsed schema, or null for `data`'s.
+  OperatorEntry& checkDef(const OperatorName& name, const FunctionSchema* schema, const schema_data::SchemaData* data,
+                          uint64_t bitmap, std::optional<uint64_t> expected_bitmap, const std::string& debug);
   void deregisterDef(OperatorEntry& entry);
   void deregisterImpl(OperatorEntry& entry, uint64_t id);
   void deregisterFallback(DispatchKey key, uint64_t id);

@@ -154,7 +154,7 @@ class Library {
       return CppFunction(std::forward<Func>(fn));
     }
   }
-  const std::string& site() const { return site_; }  // "registered at FILE:LINE", made once
+  const std::string& site() const { return *site_; }  // "registered at FILE:LINE", made once
   OperatorName qualify(std::string_view name, const char* what) const;
   OperatorName qualify(OperatorName op, const char* what) const;
   Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn);
@@ -167,7 +167,7 @@ class Library {
   std::optional<DispatchKey> key_;
   std::string file_;
   uint32_t line_;
-  std::string site_;
+  std::shared_ptr<const std::string> site_;  // shared by the schemas of def(SchemaData)
   std::vector<RegistrationHandleRAII> registrations_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "dk/core/local_dispatch_key_set.h"
 #include "dk/dispatch/function_schema.h"
+#include "dk/dispatch/schema_data.h"
 #include "dk/dispatch/ivalue.h"
 #include "dk/dispatch/kernel_function.h"
 #include "dk/util/array_ref.h"
@@ -82,16 +83,22 @@ struct FallbackOnlyTable {
 class OperatorEntry {
  public:
   explicit OperatorEntry(OperatorName name);
+  ~OperatorEntry();
   // An entry whose slow-path flag is set for good: detail::unresolved_operator_entry.
   struct AlwaysSlow {};
   OperatorEntry(OperatorName name, AlwaysSlow) : OperatorEntry(std::move(name)) { setSlowPath(true); }
 
   const OperatorName& operator_name() const { return name_; }
-  bool hasSchema() const { return schema_.has_value(); }
-  const FunctionSchema& schema() const;
+  bool hasSchema() const { return has_schema_; }
+  // Built on first use for a def from schema data (Note [Schemas built on first use]); after
+  // that, one acquire load.
+  const FunctionSchema& schema() const {
+    if (const FunctionSchema* s = schema_.load(std::memory_order_acquire)) return *s;
+    return buildSchema();
+  }
   const std::string& schemaDebug() const;
   // An operator exists from its first def or kernel until its last one is gone.
-  bool isPresent() const { return schema_.has_value() || !kernels_.empty(); }
+  bool isPresent() const { return has_schema_ || !kernels_.empty(); }
 
   // ---- hot path ----
 
@@ -172,7 +179,9 @@ class OperatorEntry {
   // ---- registration (the dispatcher calls these under its mutex, after its checks) ----
   static FallbackOnlyTable computeFallbackOnlyTable(const Fallbacks& fallbacks);
   // `bitmap` is computeDispatchArgumentBitmap(schema), computed (and checked) before any change.
-  void setSchema(FunctionSchema schema, std::string debug, uint64_t bitmap);
+  void setSchema(FunctionSchema schema, std::shared_ptr<const std::string> debug, uint64_t bitmap);
+  // `data` outlives the registration (the generator's tables are static).
+  void setSchema(const schema_data::SchemaData& data, std::shared_ptr<const std::string> debug, uint64_t bitmap);
   void clearSchema();
   // The newest registration wins its key; the table is recomputed and published.
   void addKernel(AnnotatedKernel kernel, const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only);
@@ -188,10 +197,6 @@ class OperatorEntry {
   void setSlowPath(bool on) { slow_path_.store(on ? 1 : 0, std::memory_order_relaxed); }
 
  private:
-  struct SchemaRegistration {
-    FunctionSchema schema;
-    std::string debug;
-  };
   struct SlotInfo {
     SlotSource source = SlotSource::Missing;
     const AnnotatedKernel* from = nullptr;  // null for missing/ambiguous slots
@@ -202,6 +207,7 @@ class OperatorEntry {
   bool hasQuantizedOrSparseKernel() const;
   SlotInfo computeDispatchTableEntry(DispatchKey k, const AnnotatedKernel* backend_fallback) const;
   void computeTable(const Fallbacks& fallbacks, FallbackOnlyTable& out) const;
+  const FunctionSchema& buildSchema() const;
 
   // Read by every call: first, so the table sits at offset 0 and the masks and the slow-path
   // flag on the cache lines right after it.
@@ -220,7 +226,18 @@ class OperatorEntry {
   // gives what the table holds because every change recomputes the table under the same mutex.
   // Keeping it would cost every operator 16 bytes per slot.
   OperatorName name_;
-  std::optional<SchemaRegistration> schema_;
+  // Note [Schemas built on first use]
+  // A def from the generator's schema data (Note [Pre-built schemas]) keeps a pointer to the
+  // tables; the FunctionSchema is built the first time something asks for it (a boxed call
+  // reading argument names, a dump, a signature check) and published with a compare-and-swap,
+  // so concurrent first readers agree on one copy without a lock. Most operators of a large
+  // library are never asked: startup then touches only the entry, not a schema's vectors and
+  // strings (with PyTorch's 2,493 operators, the pages those took cost more time than building
+  // them). The site string is shared by every def of a Library.
+  bool has_schema_ = false;
+  const schema_data::SchemaData* schema_data_ = nullptr;
+  mutable std::atomic<const FunctionSchema*> schema_{nullptr};  // owned
+  std::shared_ptr<const std::string> schema_debug_;
   std::list<AnnotatedKernel> kernels_;  // newest first; nodes never move while listed
   uint64_t warned_override_keys_ = 0;    // keys whose override warning was given (one bit per DispatchKey)
 };

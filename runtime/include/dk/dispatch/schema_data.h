@@ -70,4 +70,9 @@ struct SchemaData {
 // The FunctionSchema `data` describes, named `name` (the caller qualifies it).
 FunctionSchema toFunctionSchema(const SchemaData& data, OperatorName name);
 
+// The dispatch-argument bitmap of `data`'s arguments, read from the tables without building
+// the schema: OperatorEntry::computeDispatchArgumentBitmap(toFunctionSchema(data, name)).
+// `name` is for the error when there are more than 64 arguments.
+uint64_t dispatchArgumentBitmap(const SchemaData& data, const OperatorName& name);
+
 }  // namespace dk::schema_data
