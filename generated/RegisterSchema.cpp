@@ -124,125 +124,49 @@ using enum TypeKind;
 struct Strings {
   char s_empty[1] = "";
   char s__log_softmax[13] = "_log_softmax";
-  char s_self[5] = "self";
-  char s_dim[4] = "dim";
-  char s_half_to_float[14] = "half_to_float";
   char s__scaled_dot_product_attention[30] = "_scaled_dot_product_attention";
-  char s_query[6] = "query";
-  char s_key[4] = "key";
-  char s_value[6] = "value";
-  char s_attn_mask[10] = "attn_mask";
-  char s_None[5] = "None";
-  char s_dropout_p[10] = "dropout_p";
-  char s_0_0[4] = "0.0";
-  char s_need_attn_weights[18] = "need_attn_weights";
-  char s_False[6] = "False";
-  char s_is_causal[10] = "is_causal";
   char s__softmax[9] = "_softmax";
   char s__to_copy[9] = "_to_copy";
-  char s_dtype[6] = "dtype";
-  char s_layout[7] = "layout";
-  char s_device[7] = "device";
-  char s_pin_memory[11] = "pin_memory";
-  char s_non_blocking[13] = "non_blocking";
-  char s_memory_format[14] = "memory_format";
   char s_abs[4] = "abs";
   char s_add[4] = "add";
   char s_Scalar[7] = "Scalar";
-  char s_other[6] = "other";
-  char s_alpha[6] = "alpha";
-  char s_1[2] = "1";
   char s_Tensor[7] = "Tensor";
   char s_out[4] = "out";
-  char s_a[2] = "a";
   char s_add_[5] = "add_";
   char s_addmm[6] = "addmm";
-  char s_mat1[5] = "mat1";
-  char s_mat2[5] = "mat2";
-  char s_beta[5] = "beta";
   char s_addmm_[7] = "addmm_";
   char s_arange[7] = "arange";
   char s_start_step[11] = "start_step";
-  char s_start[6] = "start";
-  char s_end[4] = "end";
-  char s_step[5] = "step";
   char s_argmax[7] = "argmax";
-  char s_keepdim[8] = "keepdim";
   char s_argmin[7] = "argmin";
   char s_avg_pool2d[11] = "avg_pool2d";
-  char s_kernel_size[12] = "kernel_size";
-  char s_stride[7] = "stride";
-  char s_list_[3] = "[]";
-  char s_padding[8] = "padding";
-  char s_0[2] = "0";
-  char s_ceil_mode[10] = "ceil_mode";
-  char s_count_include_pad[18] = "count_include_pad";
-  char s_True[5] = "True";
-  char s_divisor_override[17] = "divisor_override";
   char s_avg_pool2d_backward[20] = "avg_pool2d_backward";
-  char s_grad_output[12] = "grad_output";
   char s_baddbmm[8] = "baddbmm";
-  char s_batch1[7] = "batch1";
-  char s_batch2[7] = "batch2";
   char s_batch_norm[11] = "batch_norm";
-  char s_input[6] = "input";
-  char s_weight[7] = "weight";
-  char s_bias[5] = "bias";
-  char s_running_mean[13] = "running_mean";
-  char s_running_var[12] = "running_var";
-  char s_training[9] = "training";
-  char s_momentum[9] = "momentum";
-  char s_eps[4] = "eps";
-  char s_cudnn_enabled[14] = "cudnn_enabled";
   char s_bmm[4] = "bmm";
   char s_cat[4] = "cat";
-  char s_tensors[8] = "tensors";
   char s_chunk[6] = "chunk";
-  char s_star[2] = "*";
-  char s_chunks[7] = "chunks";
   char s_clamp[6] = "clamp";
-  char s_min[4] = "min";
-  char s_max[4] = "max";
   char s_clamp_[7] = "clamp_";
   char s_clone[6] = "clone";
   char s_col2im[7] = "col2im";
-  char s_output_size[12] = "output_size";
-  char s_dilation[9] = "dilation";
   char s_contiguous[11] = "contiguous";
-  char s_contiguous_format[18] = "contiguous_format";
   char s_conv1d[7] = "conv1d";
-  char s_groups[7] = "groups";
   char s_conv2d[7] = "conv2d";
   char s_convolution[12] = "convolution";
-  char s_transposed[11] = "transposed";
-  char s_output_padding[15] = "output_padding";
   char s_copy_[6] = "copy_";
-  char s_src[4] = "src";
   char s_cos[4] = "cos";
   char s_cos_[5] = "cos_";
   char s_cross_entropy_loss[19] = "cross_entropy_loss";
-  char s_target[7] = "target";
-  char s_reduction[10] = "reduction";
-  char s_Mean[5] = "Mean";
-  char s_ignore_index[13] = "ignore_index";
-  char s_neg100[5] = "-100";
-  char s_label_smoothing[16] = "label_smoothing";
   char s_cumsum[7] = "cumsum";
   char s_cumsum_[8] = "cumsum_";
   char s_detach[7] = "detach";
   char s_div[4] = "div";
   char s_div_[5] = "div_";
   char s_dropout[8] = "dropout";
-  char s_p[2] = "p";
-  char s_train[6] = "train";
   char s_embedding[10] = "embedding";
-  char s_indices[8] = "indices";
-  char s_padding_idx[12] = "padding_idx";
-  char s_neg1[3] = "-1";
-  char s_scale_grad_by_freq[19] = "scale_grad_by_freq";
-  char s_sparse[7] = "sparse";
   char s_empty_2[6] = "empty";
-  char s_size[5] = "size";
+  char s_memory_format[14] = "memory_format";
   char s_empty_like[11] = "empty_like";
   char s_eq[3] = "eq";
   char s_Scalar_out[11] = "Scalar_out";
@@ -251,35 +175,23 @@ struct Strings {
   char s_exp[4] = "exp";
   char s_exp_[5] = "exp_";
   char s_expand[7] = "expand";
-  char s_implicit[9] = "implicit";
   char s_fill_[6] = "fill_";
   char s_flatten[8] = "flatten";
   char s_using_ints[11] = "using_ints";
-  char s_start_dim[10] = "start_dim";
-  char s_end_dim[8] = "end_dim";
   char s_full[5] = "full";
-  char s_fill_value[11] = "fill_value";
   char s_gather[7] = "gather";
-  char s_index[6] = "index";
-  char s_sparse_grad[12] = "sparse_grad";
   char s_gelu[5] = "gelu";
-  char s_approximate[12] = "approximate";
-  char s_str_none[7] = "'none'";
   char s_gelu_[6] = "gelu_";
   char s_gelu_backward[14] = "gelu_backward";
   char s_gt[3] = "gt";
   char s_gt_[4] = "gt_";
   char s_im2col[7] = "im2col";
+  char s_index[6] = "index";
   char s_index_put[10] = "index_put";
-  char s_values[7] = "values";
-  char s_accumulate[11] = "accumulate";
   char s_index_put_[11] = "index_put_";
   char s_index_select[13] = "index_select";
   char s_item[5] = "item";
   char s_layer_norm[11] = "layer_norm";
-  char s_normalized_shape[17] = "normalized_shape";
-  char s_1eneg05[6] = "1e-05";
-  char s_cudnn_enable[13] = "cudnn_enable";
   char s_linear[7] = "linear";
   char s_log[4] = "log";
   char s_log_[5] = "log_";
@@ -288,24 +200,22 @@ struct Strings {
   char s_lt[3] = "lt";
   char s_lt_[4] = "lt_";
   char s_masked_fill[12] = "masked_fill";
-  char s_mask[5] = "mask";
   char s_matmul[7] = "matmul";
+  char s_max[4] = "max";
+  char s_dim[4] = "dim";
   char s_dim_max[8] = "dim_max";
-  char s_max_values[11] = "max_values";
-  char s_b[2] = "b";
   char s_max_pool2d[11] = "max_pool2d";
   char s_max_pool2d_with_indices[24] = "max_pool2d_with_indices";
   char s_maximum[8] = "maximum";
   char s_mean[5] = "mean";
+  char s_min[4] = "min";
   char s_dim_min[8] = "dim_min";
-  char s_min_indices[12] = "min_indices";
   char s_minimum[8] = "minimum";
   char s_mm[3] = "mm";
   char s_mse_loss[9] = "mse_loss";
   char s_mul[4] = "mul";
   char s_mul_[5] = "mul_";
   char s_narrow[7] = "narrow";
-  char s_length[7] = "length";
   char s_neg[4] = "neg";
   char s_neg_[5] = "neg_";
   char s_nll_loss[9] = "nll_loss";
@@ -313,10 +223,8 @@ struct Strings {
   char s_ones[5] = "ones";
   char s_ones_like[10] = "ones_like";
   char s_permute[8] = "permute";
-  char s_dims[5] = "dims";
   char s_pow[4] = "pow";
   char s_Tensor_Scalar[14] = "Tensor_Scalar";
-  char s_exponent[9] = "exponent";
   char s_Tensor_Scalar_out[18] = "Tensor_Scalar_out";
   char s_pow_[5] = "pow_";
   char s_rand[5] = "rand";
@@ -325,9 +233,7 @@ struct Strings {
   char s_relu[5] = "relu";
   char s_relu_[6] = "relu_";
   char s_repeat[7] = "repeat";
-  char s_repeats[8] = "repeats";
   char s_reshape[8] = "reshape";
-  char s_shape[6] = "shape";
   char s_rsqrt[6] = "rsqrt";
   char s_rsqrt_[7] = "rsqrt_";
   char s_scatter_add[12] = "scatter_add";
@@ -340,15 +246,12 @@ struct Strings {
   char s_slice[6] = "slice";
   char s_softmax[8] = "softmax";
   char s_sort[5] = "sort";
-  char s_descending[11] = "descending";
   char s_split[6] = "split";
-  char s_split_size[11] = "split_size";
   char s_sqrt[5] = "sqrt";
   char s_sqrt_[6] = "sqrt_";
   char s_squeeze[8] = "squeeze";
   char s_stack[6] = "stack";
   char s_std[4] = "std";
-  char s_unbiased[9] = "unbiased";
   char s_sub[4] = "sub";
   char s_sub_[5] = "sub_";
   char s_sum[4] = "sum";
@@ -358,150 +261,171 @@ struct Strings {
   char s_tanh[5] = "tanh";
   char s_tanh_[6] = "tanh_";
   char s_to[3] = "to";
-  char s_copy[5] = "copy";
+  char s_dtype[6] = "dtype";
   char s_topk[5] = "topk";
-  char s_k[2] = "k";
-  char s_largest[8] = "largest";
-  char s_sorted[7] = "sorted";
+  char s_values[7] = "values";
   char s_transpose[10] = "transpose";
-  char s_dim0[5] = "dim0";
-  char s_dim1[5] = "dim1";
   char s_tril[5] = "tril";
-  char s_diagonal[9] = "diagonal";
   char s_triu[5] = "triu";
   char s_unbind[7] = "unbind";
   char s_unsqueeze[10] = "unsqueeze";
   char s_var[4] = "var";
   char s_view[5] = "view";
   char s_where[6] = "where";
-  char s_condition[10] = "condition";
+  char s_self[5] = "self";
   char s_zero_[6] = "zero_";
   char s_zeros[6] = "zeros";
   char s_zeros_like[11] = "zeros_like";
+  char s_half_to_float[14] = "half_to_float";
+  char s_query[6] = "query";
+  char s_key[4] = "key";
+  char s_value[6] = "value";
+  char s_attn_mask[10] = "attn_mask";
+  char s_None[5] = "None";
+  char s_dropout_p[10] = "dropout_p";
+  char s_0_0[4] = "0.0";
+  char s_need_attn_weights[18] = "need_attn_weights";
+  char s_False[6] = "False";
+  char s_is_causal[10] = "is_causal";
+  char s_layout[7] = "layout";
+  char s_device[7] = "device";
+  char s_pin_memory[11] = "pin_memory";
+  char s_non_blocking[13] = "non_blocking";
+  char s_other[6] = "other";
+  char s_alpha[6] = "alpha";
+  char s_1[2] = "1";
+  char s_a[2] = "a";
+  char s_mat1[5] = "mat1";
+  char s_mat2[5] = "mat2";
+  char s_beta[5] = "beta";
+  char s_start[6] = "start";
+  char s_end[4] = "end";
+  char s_step[5] = "step";
+  char s_keepdim[8] = "keepdim";
+  char s_kernel_size[12] = "kernel_size";
+  char s_stride[7] = "stride";
+  char s_list_[3] = "[]";
+  char s_padding[8] = "padding";
+  char s_0[2] = "0";
+  char s_ceil_mode[10] = "ceil_mode";
+  char s_count_include_pad[18] = "count_include_pad";
+  char s_True[5] = "True";
+  char s_divisor_override[17] = "divisor_override";
+  char s_grad_output[12] = "grad_output";
+  char s_batch1[7] = "batch1";
+  char s_batch2[7] = "batch2";
+  char s_input[6] = "input";
+  char s_weight[7] = "weight";
+  char s_bias[5] = "bias";
+  char s_running_mean[13] = "running_mean";
+  char s_running_var[12] = "running_var";
+  char s_training[9] = "training";
+  char s_momentum[9] = "momentum";
+  char s_eps[4] = "eps";
+  char s_cudnn_enabled[14] = "cudnn_enabled";
+  char s_tensors[8] = "tensors";
+  char s_star[2] = "*";
+  char s_chunks[7] = "chunks";
+  char s_output_size[12] = "output_size";
+  char s_dilation[9] = "dilation";
+  char s_contiguous_format[18] = "contiguous_format";
+  char s_groups[7] = "groups";
+  char s_transposed[11] = "transposed";
+  char s_output_padding[15] = "output_padding";
+  char s_src[4] = "src";
+  char s_target[7] = "target";
+  char s_reduction[10] = "reduction";
+  char s_Mean[5] = "Mean";
+  char s_ignore_index[13] = "ignore_index";
+  char s_neg100[5] = "-100";
+  char s_label_smoothing[16] = "label_smoothing";
+  char s_p[2] = "p";
+  char s_train[6] = "train";
+  char s_indices[8] = "indices";
+  char s_padding_idx[12] = "padding_idx";
+  char s_neg1[3] = "-1";
+  char s_scale_grad_by_freq[19] = "scale_grad_by_freq";
+  char s_sparse[7] = "sparse";
+  char s_size[5] = "size";
+  char s_implicit[9] = "implicit";
+  char s_start_dim[10] = "start_dim";
+  char s_end_dim[8] = "end_dim";
+  char s_fill_value[11] = "fill_value";
+  char s_sparse_grad[12] = "sparse_grad";
+  char s_approximate[12] = "approximate";
+  char s_str_none[7] = "'none'";
+  char s_accumulate[11] = "accumulate";
+  char s_normalized_shape[17] = "normalized_shape";
+  char s_1eneg05[6] = "1e-05";
+  char s_cudnn_enable[13] = "cudnn_enable";
+  char s_mask[5] = "mask";
+  char s_max_values[11] = "max_values";
+  char s_b[2] = "b";
+  char s_min_indices[12] = "min_indices";
+  char s_length[7] = "length";
+  char s_dims[5] = "dims";
+  char s_exponent[9] = "exponent";
+  char s_repeats[8] = "repeats";
+  char s_shape[6] = "shape";
+  char s_descending[11] = "descending";
+  char s_split_size[11] = "split_size";
+  char s_unbiased[9] = "unbiased";
+  char s_copy[5] = "copy";
+  char s_k[2] = "k";
+  char s_largest[8] = "largest";
+  char s_sorted[7] = "sorted";
+  char s_dim0[5] = "dim0";
+  char s_dim1[5] = "dim1";
+  char s_diagonal[9] = "diagonal";
+  char s_condition[10] = "condition";
 };
 constexpr Strings kStrings{};
 enum : StringOffset {
   s_empty = offsetof(Strings, s_empty),
   s__log_softmax = offsetof(Strings, s__log_softmax),
-  s_self = offsetof(Strings, s_self),
-  s_dim = offsetof(Strings, s_dim),
-  s_half_to_float = offsetof(Strings, s_half_to_float),
   s__scaled_dot_product_attention = offsetof(Strings, s__scaled_dot_product_attention),
-  s_query = offsetof(Strings, s_query),
-  s_key = offsetof(Strings, s_key),
-  s_value = offsetof(Strings, s_value),
-  s_attn_mask = offsetof(Strings, s_attn_mask),
-  s_None = offsetof(Strings, s_None),
-  s_dropout_p = offsetof(Strings, s_dropout_p),
-  s_0_0 = offsetof(Strings, s_0_0),
-  s_need_attn_weights = offsetof(Strings, s_need_attn_weights),
-  s_False = offsetof(Strings, s_False),
-  s_is_causal = offsetof(Strings, s_is_causal),
   s__softmax = offsetof(Strings, s__softmax),
   s__to_copy = offsetof(Strings, s__to_copy),
-  s_dtype = offsetof(Strings, s_dtype),
-  s_layout = offsetof(Strings, s_layout),
-  s_device = offsetof(Strings, s_device),
-  s_pin_memory = offsetof(Strings, s_pin_memory),
-  s_non_blocking = offsetof(Strings, s_non_blocking),
-  s_memory_format = offsetof(Strings, s_memory_format),
   s_abs = offsetof(Strings, s_abs),
   s_add = offsetof(Strings, s_add),
   s_Scalar = offsetof(Strings, s_Scalar),
-  s_other = offsetof(Strings, s_other),
-  s_alpha = offsetof(Strings, s_alpha),
-  s_1 = offsetof(Strings, s_1),
   s_Tensor = offsetof(Strings, s_Tensor),
   s_out = offsetof(Strings, s_out),
-  s_a = offsetof(Strings, s_a),
   s_add_ = offsetof(Strings, s_add_),
   s_addmm = offsetof(Strings, s_addmm),
-  s_mat1 = offsetof(Strings, s_mat1),
-  s_mat2 = offsetof(Strings, s_mat2),
-  s_beta = offsetof(Strings, s_beta),
   s_addmm_ = offsetof(Strings, s_addmm_),
   s_arange = offsetof(Strings, s_arange),
   s_start_step = offsetof(Strings, s_start_step),
-  s_start = offsetof(Strings, s_start),
-  s_end = offsetof(Strings, s_end),
-  s_step = offsetof(Strings, s_step),
   s_argmax = offsetof(Strings, s_argmax),
-  s_keepdim = offsetof(Strings, s_keepdim),
   s_argmin = offsetof(Strings, s_argmin),
   s_avg_pool2d = offsetof(Strings, s_avg_pool2d),
-  s_kernel_size = offsetof(Strings, s_kernel_size),
-  s_stride = offsetof(Strings, s_stride),
-  s_list_ = offsetof(Strings, s_list_),
-  s_padding = offsetof(Strings, s_padding),
-  s_0 = offsetof(Strings, s_0),
-  s_ceil_mode = offsetof(Strings, s_ceil_mode),
-  s_count_include_pad = offsetof(Strings, s_count_include_pad),
-  s_True = offsetof(Strings, s_True),
-  s_divisor_override = offsetof(Strings, s_divisor_override),
   s_avg_pool2d_backward = offsetof(Strings, s_avg_pool2d_backward),
-  s_grad_output = offsetof(Strings, s_grad_output),
   s_baddbmm = offsetof(Strings, s_baddbmm),
-  s_batch1 = offsetof(Strings, s_batch1),
-  s_batch2 = offsetof(Strings, s_batch2),
   s_batch_norm = offsetof(Strings, s_batch_norm),
-  s_input = offsetof(Strings, s_input),
-  s_weight = offsetof(Strings, s_weight),
-  s_bias = offsetof(Strings, s_bias),
-  s_running_mean = offsetof(Strings, s_running_mean),
-  s_running_var = offsetof(Strings, s_running_var),
-  s_training = offsetof(Strings, s_training),
-  s_momentum = offsetof(Strings, s_momentum),
-  s_eps = offsetof(Strings, s_eps),
-  s_cudnn_enabled = offsetof(Strings, s_cudnn_enabled),
   s_bmm = offsetof(Strings, s_bmm),
   s_cat = offsetof(Strings, s_cat),
-  s_tensors = offsetof(Strings, s_tensors),
   s_chunk = offsetof(Strings, s_chunk),
-  s_star = offsetof(Strings, s_star),
-  s_chunks = offsetof(Strings, s_chunks),
   s_clamp = offsetof(Strings, s_clamp),
-  s_min = offsetof(Strings, s_min),
-  s_max = offsetof(Strings, s_max),
   s_clamp_ = offsetof(Strings, s_clamp_),
   s_clone = offsetof(Strings, s_clone),
   s_col2im = offsetof(Strings, s_col2im),
-  s_output_size = offsetof(Strings, s_output_size),
-  s_dilation = offsetof(Strings, s_dilation),
   s_contiguous = offsetof(Strings, s_contiguous),
-  s_contiguous_format = offsetof(Strings, s_contiguous_format),
   s_conv1d = offsetof(Strings, s_conv1d),
-  s_groups = offsetof(Strings, s_groups),
   s_conv2d = offsetof(Strings, s_conv2d),
   s_convolution = offsetof(Strings, s_convolution),
-  s_transposed = offsetof(Strings, s_transposed),
-  s_output_padding = offsetof(Strings, s_output_padding),
   s_copy_ = offsetof(Strings, s_copy_),
-  s_src = offsetof(Strings, s_src),
   s_cos = offsetof(Strings, s_cos),
   s_cos_ = offsetof(Strings, s_cos_),
   s_cross_entropy_loss = offsetof(Strings, s_cross_entropy_loss),
-  s_target = offsetof(Strings, s_target),
-  s_reduction = offsetof(Strings, s_reduction),
-  s_Mean = offsetof(Strings, s_Mean),
-  s_ignore_index = offsetof(Strings, s_ignore_index),
-  s_neg100 = offsetof(Strings, s_neg100),
-  s_label_smoothing = offsetof(Strings, s_label_smoothing),
   s_cumsum = offsetof(Strings, s_cumsum),
   s_cumsum_ = offsetof(Strings, s_cumsum_),
   s_detach = offsetof(Strings, s_detach),
   s_div = offsetof(Strings, s_div),
   s_div_ = offsetof(Strings, s_div_),
   s_dropout = offsetof(Strings, s_dropout),
-  s_p = offsetof(Strings, s_p),
-  s_train = offsetof(Strings, s_train),
   s_embedding = offsetof(Strings, s_embedding),
-  s_indices = offsetof(Strings, s_indices),
-  s_padding_idx = offsetof(Strings, s_padding_idx),
-  s_neg1 = offsetof(Strings, s_neg1),
-  s_scale_grad_by_freq = offsetof(Strings, s_scale_grad_by_freq),
-  s_sparse = offsetof(Strings, s_sparse),
   s_empty_2 = offsetof(Strings, s_empty_2),
-  s_size = offsetof(Strings, s_size),
+  s_memory_format = offsetof(Strings, s_memory_format),
   s_empty_like = offsetof(Strings, s_empty_like),
   s_eq = offsetof(Strings, s_eq),
   s_Scalar_out = offsetof(Strings, s_Scalar_out),
@@ -510,35 +434,23 @@ enum : StringOffset {
   s_exp = offsetof(Strings, s_exp),
   s_exp_ = offsetof(Strings, s_exp_),
   s_expand = offsetof(Strings, s_expand),
-  s_implicit = offsetof(Strings, s_implicit),
   s_fill_ = offsetof(Strings, s_fill_),
   s_flatten = offsetof(Strings, s_flatten),
   s_using_ints = offsetof(Strings, s_using_ints),
-  s_start_dim = offsetof(Strings, s_start_dim),
-  s_end_dim = offsetof(Strings, s_end_dim),
   s_full = offsetof(Strings, s_full),
-  s_fill_value = offsetof(Strings, s_fill_value),
   s_gather = offsetof(Strings, s_gather),
-  s_index = offsetof(Strings, s_index),
-  s_sparse_grad = offsetof(Strings, s_sparse_grad),
   s_gelu = offsetof(Strings, s_gelu),
-  s_approximate = offsetof(Strings, s_approximate),
-  s_str_none = offsetof(Strings, s_str_none),
   s_gelu_ = offsetof(Strings, s_gelu_),
   s_gelu_backward = offsetof(Strings, s_gelu_backward),
   s_gt = offsetof(Strings, s_gt),
   s_gt_ = offsetof(Strings, s_gt_),
   s_im2col = offsetof(Strings, s_im2col),
+  s_index = offsetof(Strings, s_index),
   s_index_put = offsetof(Strings, s_index_put),
-  s_values = offsetof(Strings, s_values),
-  s_accumulate = offsetof(Strings, s_accumulate),
   s_index_put_ = offsetof(Strings, s_index_put_),
   s_index_select = offsetof(Strings, s_index_select),
   s_item = offsetof(Strings, s_item),
   s_layer_norm = offsetof(Strings, s_layer_norm),
-  s_normalized_shape = offsetof(Strings, s_normalized_shape),
-  s_1eneg05 = offsetof(Strings, s_1eneg05),
-  s_cudnn_enable = offsetof(Strings, s_cudnn_enable),
   s_linear = offsetof(Strings, s_linear),
   s_log = offsetof(Strings, s_log),
   s_log_ = offsetof(Strings, s_log_),
@@ -547,24 +459,22 @@ enum : StringOffset {
   s_lt = offsetof(Strings, s_lt),
   s_lt_ = offsetof(Strings, s_lt_),
   s_masked_fill = offsetof(Strings, s_masked_fill),
-  s_mask = offsetof(Strings, s_mask),
   s_matmul = offsetof(Strings, s_matmul),
+  s_max = offsetof(Strings, s_max),
+  s_dim = offsetof(Strings, s_dim),
   s_dim_max = offsetof(Strings, s_dim_max),
-  s_max_values = offsetof(Strings, s_max_values),
-  s_b = offsetof(Strings, s_b),
   s_max_pool2d = offsetof(Strings, s_max_pool2d),
   s_max_pool2d_with_indices = offsetof(Strings, s_max_pool2d_with_indices),
   s_maximum = offsetof(Strings, s_maximum),
   s_mean = offsetof(Strings, s_mean),
+  s_min = offsetof(Strings, s_min),
   s_dim_min = offsetof(Strings, s_dim_min),
-  s_min_indices = offsetof(Strings, s_min_indices),
   s_minimum = offsetof(Strings, s_minimum),
   s_mm = offsetof(Strings, s_mm),
   s_mse_loss = offsetof(Strings, s_mse_loss),
   s_mul = offsetof(Strings, s_mul),
   s_mul_ = offsetof(Strings, s_mul_),
   s_narrow = offsetof(Strings, s_narrow),
-  s_length = offsetof(Strings, s_length),
   s_neg = offsetof(Strings, s_neg),
   s_neg_ = offsetof(Strings, s_neg_),
   s_nll_loss = offsetof(Strings, s_nll_loss),
@@ -572,10 +482,8 @@ enum : StringOffset {
   s_ones = offsetof(Strings, s_ones),
   s_ones_like = offsetof(Strings, s_ones_like),
   s_permute = offsetof(Strings, s_permute),
-  s_dims = offsetof(Strings, s_dims),
   s_pow = offsetof(Strings, s_pow),
   s_Tensor_Scalar = offsetof(Strings, s_Tensor_Scalar),
-  s_exponent = offsetof(Strings, s_exponent),
   s_Tensor_Scalar_out = offsetof(Strings, s_Tensor_Scalar_out),
   s_pow_ = offsetof(Strings, s_pow_),
   s_rand = offsetof(Strings, s_rand),
@@ -584,9 +492,7 @@ enum : StringOffset {
   s_relu = offsetof(Strings, s_relu),
   s_relu_ = offsetof(Strings, s_relu_),
   s_repeat = offsetof(Strings, s_repeat),
-  s_repeats = offsetof(Strings, s_repeats),
   s_reshape = offsetof(Strings, s_reshape),
-  s_shape = offsetof(Strings, s_shape),
   s_rsqrt = offsetof(Strings, s_rsqrt),
   s_rsqrt_ = offsetof(Strings, s_rsqrt_),
   s_scatter_add = offsetof(Strings, s_scatter_add),
@@ -599,15 +505,12 @@ enum : StringOffset {
   s_slice = offsetof(Strings, s_slice),
   s_softmax = offsetof(Strings, s_softmax),
   s_sort = offsetof(Strings, s_sort),
-  s_descending = offsetof(Strings, s_descending),
   s_split = offsetof(Strings, s_split),
-  s_split_size = offsetof(Strings, s_split_size),
   s_sqrt = offsetof(Strings, s_sqrt),
   s_sqrt_ = offsetof(Strings, s_sqrt_),
   s_squeeze = offsetof(Strings, s_squeeze),
   s_stack = offsetof(Strings, s_stack),
   s_std = offsetof(Strings, s_std),
-  s_unbiased = offsetof(Strings, s_unbiased),
   s_sub = offsetof(Strings, s_sub),
   s_sub_ = offsetof(Strings, s_sub_),
   s_sum = offsetof(Strings, s_sum),
@@ -617,26 +520,123 @@ enum : StringOffset {
   s_tanh = offsetof(Strings, s_tanh),
   s_tanh_ = offsetof(Strings, s_tanh_),
   s_to = offsetof(Strings, s_to),
-  s_copy = offsetof(Strings, s_copy),
+  s_dtype = offsetof(Strings, s_dtype),
   s_topk = offsetof(Strings, s_topk),
-  s_k = offsetof(Strings, s_k),
-  s_largest = offsetof(Strings, s_largest),
-  s_sorted = offsetof(Strings, s_sorted),
+  s_values = offsetof(Strings, s_values),
   s_transpose = offsetof(Strings, s_transpose),
-  s_dim0 = offsetof(Strings, s_dim0),
-  s_dim1 = offsetof(Strings, s_dim1),
   s_tril = offsetof(Strings, s_tril),
-  s_diagonal = offsetof(Strings, s_diagonal),
   s_triu = offsetof(Strings, s_triu),
   s_unbind = offsetof(Strings, s_unbind),
   s_unsqueeze = offsetof(Strings, s_unsqueeze),
   s_var = offsetof(Strings, s_var),
   s_view = offsetof(Strings, s_view),
   s_where = offsetof(Strings, s_where),
-  s_condition = offsetof(Strings, s_condition),
+  s_self = offsetof(Strings, s_self),
   s_zero_ = offsetof(Strings, s_zero_),
   s_zeros = offsetof(Strings, s_zeros),
   s_zeros_like = offsetof(Strings, s_zeros_like),
+  s_half_to_float = offsetof(Strings, s_half_to_float),
+  s_query = offsetof(Strings, s_query),
+  s_key = offsetof(Strings, s_key),
+  s_value = offsetof(Strings, s_value),
+  s_attn_mask = offsetof(Strings, s_attn_mask),
+  s_None = offsetof(Strings, s_None),
+  s_dropout_p = offsetof(Strings, s_dropout_p),
+  s_0_0 = offsetof(Strings, s_0_0),
+  s_need_attn_weights = offsetof(Strings, s_need_attn_weights),
+  s_False = offsetof(Strings, s_False),
+  s_is_causal = offsetof(Strings, s_is_causal),
+  s_layout = offsetof(Strings, s_layout),
+  s_device = offsetof(Strings, s_device),
+  s_pin_memory = offsetof(Strings, s_pin_memory),
+  s_non_blocking = offsetof(Strings, s_non_blocking),
+  s_other = offsetof(Strings, s_other),
+  s_alpha = offsetof(Strings, s_alpha),
+  s_1 = offsetof(Strings, s_1),
+  s_a = offsetof(Strings, s_a),
+  s_mat1 = offsetof(Strings, s_mat1),
+  s_mat2 = offsetof(Strings, s_mat2),
+  s_beta = offsetof(Strings, s_beta),
+  s_start = offsetof(Strings, s_start),
+  s_end = offsetof(Strings, s_end),
+  s_step = offsetof(Strings, s_step),
+  s_keepdim = offsetof(Strings, s_keepdim),
+  s_kernel_size = offsetof(Strings, s_kernel_size),
+  s_stride = offsetof(Strings, s_stride),
+  s_list_ = offsetof(Strings, s_list_),
+  s_padding = offsetof(Strings, s_padding),
+  s_0 = offsetof(Strings, s_0),
+  s_ceil_mode = offsetof(Strings, s_ceil_mode),
+  s_count_include_pad = offsetof(Strings, s_count_include_pad),
+  s_True = offsetof(Strings, s_True),
+  s_divisor_override = offsetof(Strings, s_divisor_override),
+  s_grad_output = offsetof(Strings, s_grad_output),
+  s_batch1 = offsetof(Strings, s_batch1),
+  s_batch2 = offsetof(Strings, s_batch2),
+  s_input = offsetof(Strings, s_input),
+  s_weight = offsetof(Strings, s_weight),
+  s_bias = offsetof(Strings, s_bias),
+  s_running_mean = offsetof(Strings, s_running_mean),
+  s_running_var = offsetof(Strings, s_running_var),
+  s_training = offsetof(Strings, s_training),
+  s_momentum = offsetof(Strings, s_momentum),
+  s_eps = offsetof(Strings, s_eps),
+  s_cudnn_enabled = offsetof(Strings, s_cudnn_enabled),
+  s_tensors = offsetof(Strings, s_tensors),
+  s_star = offsetof(Strings, s_star),
+  s_chunks = offsetof(Strings, s_chunks),
+  s_output_size = offsetof(Strings, s_output_size),
+  s_dilation = offsetof(Strings, s_dilation),
+  s_contiguous_format = offsetof(Strings, s_contiguous_format),
+  s_groups = offsetof(Strings, s_groups),
+  s_transposed = offsetof(Strings, s_transposed),
+  s_output_padding = offsetof(Strings, s_output_padding),
+  s_src = offsetof(Strings, s_src),
+  s_target = offsetof(Strings, s_target),
+  s_reduction = offsetof(Strings, s_reduction),
+  s_Mean = offsetof(Strings, s_Mean),
+  s_ignore_index = offsetof(Strings, s_ignore_index),
+  s_neg100 = offsetof(Strings, s_neg100),
+  s_label_smoothing = offsetof(Strings, s_label_smoothing),
+  s_p = offsetof(Strings, s_p),
+  s_train = offsetof(Strings, s_train),
+  s_indices = offsetof(Strings, s_indices),
+  s_padding_idx = offsetof(Strings, s_padding_idx),
+  s_neg1 = offsetof(Strings, s_neg1),
+  s_scale_grad_by_freq = offsetof(Strings, s_scale_grad_by_freq),
+  s_sparse = offsetof(Strings, s_sparse),
+  s_size = offsetof(Strings, s_size),
+  s_implicit = offsetof(Strings, s_implicit),
+  s_start_dim = offsetof(Strings, s_start_dim),
+  s_end_dim = offsetof(Strings, s_end_dim),
+  s_fill_value = offsetof(Strings, s_fill_value),
+  s_sparse_grad = offsetof(Strings, s_sparse_grad),
+  s_approximate = offsetof(Strings, s_approximate),
+  s_str_none = offsetof(Strings, s_str_none),
+  s_accumulate = offsetof(Strings, s_accumulate),
+  s_normalized_shape = offsetof(Strings, s_normalized_shape),
+  s_1eneg05 = offsetof(Strings, s_1eneg05),
+  s_cudnn_enable = offsetof(Strings, s_cudnn_enable),
+  s_mask = offsetof(Strings, s_mask),
+  s_max_values = offsetof(Strings, s_max_values),
+  s_b = offsetof(Strings, s_b),
+  s_min_indices = offsetof(Strings, s_min_indices),
+  s_length = offsetof(Strings, s_length),
+  s_dims = offsetof(Strings, s_dims),
+  s_exponent = offsetof(Strings, s_exponent),
+  s_repeats = offsetof(Strings, s_repeats),
+  s_shape = offsetof(Strings, s_shape),
+  s_descending = offsetof(Strings, s_descending),
+  s_split_size = offsetof(Strings, s_split_size),
+  s_unbiased = offsetof(Strings, s_unbiased),
+  s_copy = offsetof(Strings, s_copy),
+  s_k = offsetof(Strings, s_k),
+  s_largest = offsetof(Strings, s_largest),
+  s_sorted = offsetof(Strings, s_sorted),
+  s_dim0 = offsetof(Strings, s_dim0),
+  s_dim1 = offsetof(Strings, s_dim1),
+  s_diagonal = offsetof(Strings, s_diagonal),
+  s_condition = offsetof(Strings, s_condition),
 };
 
 // _log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor
@@ -648,10 +648,6 @@ constexpr ArgumentData _log_softmax_arguments[] = {
 constexpr ArgumentData _log_softmax_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData _log_softmax_schema = {
-    .strings = &kStrings, .name = s__log_softmax,
-    .arguments = _log_softmax_arguments, .returns = _log_softmax_returns,
-    .dispatch_bitmap = ::dk::ops::_log_softmax::dispatch_bitmap};
 
 // _scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool need_attn_weights=False, bool is_causal=False) -> (Tensor, Tensor)
 constexpr ArgumentData _scaled_dot_product_attention_arguments[] = {
@@ -667,10 +663,6 @@ constexpr ArgumentData _scaled_dot_product_attention_returns[] = {
     {.type = {Tensor}},
     {.type = {Tensor}},
 };
-constexpr SchemaData _scaled_dot_product_attention_schema = {
-    .strings = &kStrings, .name = s__scaled_dot_product_attention,
-    .arguments = _scaled_dot_product_attention_arguments, .returns = _scaled_dot_product_attention_returns,
-    .dispatch_bitmap = ::dk::ops::_scaled_dot_product_attention::dispatch_bitmap};
 
 // _softmax(Tensor self, int dim, bool half_to_float) -> Tensor
 constexpr ArgumentData _softmax_arguments[] = {
@@ -681,10 +673,6 @@ constexpr ArgumentData _softmax_arguments[] = {
 constexpr ArgumentData _softmax_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData _softmax_schema = {
-    .strings = &kStrings, .name = s__softmax,
-    .arguments = _softmax_arguments, .returns = _softmax_returns,
-    .dispatch_bitmap = ::dk::ops::_softmax::dispatch_bitmap};
 
 // _to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData _to_copy_arguments[] = {
@@ -699,10 +687,6 @@ constexpr ArgumentData _to_copy_arguments[] = {
 constexpr ArgumentData _to_copy_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData _to_copy_schema = {
-    .strings = &kStrings, .name = s__to_copy,
-    .arguments = _to_copy_arguments, .returns = _to_copy_returns,
-    .dispatch_bitmap = ::dk::ops::_to_copy::dispatch_bitmap};
 
 // abs(Tensor self) -> Tensor
 constexpr ArgumentData abs_arguments[] = {
@@ -711,10 +695,6 @@ constexpr ArgumentData abs_arguments[] = {
 constexpr ArgumentData abs_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData abs_schema = {
-    .strings = &kStrings, .name = s_abs,
-    .arguments = abs_arguments, .returns = abs_returns,
-    .dispatch_bitmap = ::dk::ops::abs::dispatch_bitmap};
 
 // add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 constexpr ArgumentData add_Scalar_arguments[] = {
@@ -725,10 +705,6 @@ constexpr ArgumentData add_Scalar_arguments[] = {
 constexpr ArgumentData add_Scalar_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData add_Scalar_schema = {
-    .strings = &kStrings, .name = s_add, .overload_name = s_Scalar,
-    .arguments = add_Scalar_arguments, .returns = add_Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::add_Scalar::dispatch_bitmap};
 
 // add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 constexpr ArgumentData add_Tensor_arguments[] = {
@@ -739,10 +715,6 @@ constexpr ArgumentData add_Tensor_arguments[] = {
 constexpr ArgumentData add_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData add_Tensor_schema = {
-    .strings = &kStrings, .name = s_add, .overload_name = s_Tensor,
-    .arguments = add_Tensor_arguments, .returns = add_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::add_Tensor::dispatch_bitmap};
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData add_out_arguments[] = {
@@ -754,10 +726,6 @@ constexpr ArgumentData add_out_arguments[] = {
 constexpr ArgumentData add_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData add_out_schema = {
-    .strings = &kStrings, .name = s_add, .overload_name = s_out,
-    .arguments = add_out_arguments, .returns = add_out_returns,
-    .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap};
 
 // add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData add__Scalar_arguments[] = {
@@ -768,10 +736,6 @@ constexpr ArgumentData add__Scalar_arguments[] = {
 constexpr ArgumentData add__Scalar_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData add__Scalar_schema = {
-    .strings = &kStrings, .name = s_add_, .overload_name = s_Scalar,
-    .arguments = add__Scalar_arguments, .returns = add__Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::add__Scalar::dispatch_bitmap};
 
 // add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData add__Tensor_arguments[] = {
@@ -782,10 +746,6 @@ constexpr ArgumentData add__Tensor_arguments[] = {
 constexpr ArgumentData add__Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData add__Tensor_schema = {
-    .strings = &kStrings, .name = s_add_, .overload_name = s_Tensor,
-    .arguments = add__Tensor_arguments, .returns = add__Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::add__Tensor::dispatch_bitmap};
 
 // addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 constexpr ArgumentData addmm_arguments[] = {
@@ -798,10 +758,6 @@ constexpr ArgumentData addmm_arguments[] = {
 constexpr ArgumentData addmm_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData addmm_schema = {
-    .strings = &kStrings, .name = s_addmm,
-    .arguments = addmm_arguments, .returns = addmm_returns,
-    .dispatch_bitmap = ::dk::ops::addmm::dispatch_bitmap};
 
 // addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData addmm_out_arguments[] = {
@@ -815,10 +771,6 @@ constexpr ArgumentData addmm_out_arguments[] = {
 constexpr ArgumentData addmm_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData addmm_out_schema = {
-    .strings = &kStrings, .name = s_addmm, .overload_name = s_out,
-    .arguments = addmm_out_arguments, .returns = addmm_out_returns,
-    .dispatch_bitmap = ::dk::ops::addmm_out::dispatch_bitmap};
 
 // addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData addmm__arguments[] = {
@@ -831,10 +783,6 @@ constexpr ArgumentData addmm__arguments[] = {
 constexpr ArgumentData addmm__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData addmm__schema = {
-    .strings = &kStrings, .name = s_addmm_,
-    .arguments = addmm__arguments, .returns = addmm__returns,
-    .dispatch_bitmap = ::dk::ops::addmm_::dispatch_bitmap};
 
 // arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData arange_start_step_arguments[] = {
@@ -849,10 +797,6 @@ constexpr ArgumentData arange_start_step_arguments[] = {
 constexpr ArgumentData arange_start_step_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData arange_start_step_schema = {
-    .strings = &kStrings, .name = s_arange, .overload_name = s_start_step,
-    .arguments = arange_start_step_arguments, .returns = arange_start_step_returns,
-    .dispatch_bitmap = ::dk::ops::arange_start_step::dispatch_bitmap};
 
 // argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
 constexpr ArgumentData argmax_arguments[] = {
@@ -863,10 +807,6 @@ constexpr ArgumentData argmax_arguments[] = {
 constexpr ArgumentData argmax_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData argmax_schema = {
-    .strings = &kStrings, .name = s_argmax,
-    .arguments = argmax_arguments, .returns = argmax_returns,
-    .dispatch_bitmap = ::dk::ops::argmax::dispatch_bitmap};
 
 // argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData argmax_out_arguments[] = {
@@ -878,10 +818,6 @@ constexpr ArgumentData argmax_out_arguments[] = {
 constexpr ArgumentData argmax_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData argmax_out_schema = {
-    .strings = &kStrings, .name = s_argmax, .overload_name = s_out,
-    .arguments = argmax_out_arguments, .returns = argmax_out_returns,
-    .dispatch_bitmap = ::dk::ops::argmax_out::dispatch_bitmap};
 
 // argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
 constexpr ArgumentData argmin_arguments[] = {
@@ -892,10 +828,6 @@ constexpr ArgumentData argmin_arguments[] = {
 constexpr ArgumentData argmin_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData argmin_schema = {
-    .strings = &kStrings, .name = s_argmin,
-    .arguments = argmin_arguments, .returns = argmin_returns,
-    .dispatch_bitmap = ::dk::ops::argmin::dispatch_bitmap};
 
 // argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData argmin_out_arguments[] = {
@@ -907,10 +839,6 @@ constexpr ArgumentData argmin_out_arguments[] = {
 constexpr ArgumentData argmin_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData argmin_out_schema = {
-    .strings = &kStrings, .name = s_argmin, .overload_name = s_out,
-    .arguments = argmin_out_arguments, .returns = argmin_out_returns,
-    .dispatch_bitmap = ::dk::ops::argmin_out::dispatch_bitmap};
 
 // avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
 constexpr ArgumentData avg_pool2d_arguments[] = {
@@ -925,10 +853,6 @@ constexpr ArgumentData avg_pool2d_arguments[] = {
 constexpr ArgumentData avg_pool2d_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData avg_pool2d_schema = {
-    .strings = &kStrings, .name = s_avg_pool2d,
-    .arguments = avg_pool2d_arguments, .returns = avg_pool2d_returns,
-    .dispatch_bitmap = ::dk::ops::avg_pool2d::dispatch_bitmap};
 
 // avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
 constexpr ArgumentData avg_pool2d_backward_arguments[] = {
@@ -944,10 +868,6 @@ constexpr ArgumentData avg_pool2d_backward_arguments[] = {
 constexpr ArgumentData avg_pool2d_backward_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData avg_pool2d_backward_schema = {
-    .strings = &kStrings, .name = s_avg_pool2d_backward,
-    .arguments = avg_pool2d_backward_arguments, .returns = avg_pool2d_backward_returns,
-    .dispatch_bitmap = ::dk::ops::avg_pool2d_backward::dispatch_bitmap};
 
 // baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
 constexpr ArgumentData baddbmm_arguments[] = {
@@ -960,10 +880,6 @@ constexpr ArgumentData baddbmm_arguments[] = {
 constexpr ArgumentData baddbmm_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData baddbmm_schema = {
-    .strings = &kStrings, .name = s_baddbmm,
-    .arguments = baddbmm_arguments, .returns = baddbmm_returns,
-    .dispatch_bitmap = ::dk::ops::baddbmm::dispatch_bitmap};
 
 // batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
 constexpr ArgumentData batch_norm_arguments[] = {
@@ -980,10 +896,6 @@ constexpr ArgumentData batch_norm_arguments[] = {
 constexpr ArgumentData batch_norm_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData batch_norm_schema = {
-    .strings = &kStrings, .name = s_batch_norm,
-    .arguments = batch_norm_arguments, .returns = batch_norm_returns,
-    .dispatch_bitmap = ::dk::ops::batch_norm::dispatch_bitmap};
 
 // bmm(Tensor self, Tensor mat2) -> Tensor
 constexpr ArgumentData bmm_arguments[] = {
@@ -993,10 +905,6 @@ constexpr ArgumentData bmm_arguments[] = {
 constexpr ArgumentData bmm_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData bmm_schema = {
-    .strings = &kStrings, .name = s_bmm,
-    .arguments = bmm_arguments, .returns = bmm_returns,
-    .dispatch_bitmap = ::dk::ops::bmm::dispatch_bitmap};
 
 // bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData bmm_out_arguments[] = {
@@ -1007,10 +915,6 @@ constexpr ArgumentData bmm_out_arguments[] = {
 constexpr ArgumentData bmm_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData bmm_out_schema = {
-    .strings = &kStrings, .name = s_bmm, .overload_name = s_out,
-    .arguments = bmm_out_arguments, .returns = bmm_out_returns,
-    .dispatch_bitmap = ::dk::ops::bmm_out::dispatch_bitmap};
 
 // cat(Tensor[] tensors, int dim=0) -> Tensor
 constexpr ArgumentData cat_arguments[] = {
@@ -1020,10 +924,6 @@ constexpr ArgumentData cat_arguments[] = {
 constexpr ArgumentData cat_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData cat_schema = {
-    .strings = &kStrings, .name = s_cat,
-    .arguments = cat_arguments, .returns = cat_returns,
-    .dispatch_bitmap = ::dk::ops::cat::dispatch_bitmap};
 
 // chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]
 constexpr ArgumentData chunk_arguments[] = {
@@ -1034,10 +934,6 @@ constexpr ArgumentData chunk_arguments[] = {
 constexpr ArgumentData chunk_returns[] = {
     {.type = {Tensor, {kList}}, .alias = {.before = s_a}},
 };
-constexpr SchemaData chunk_schema = {
-    .strings = &kStrings, .name = s_chunk,
-    .arguments = chunk_arguments, .returns = chunk_returns,
-    .dispatch_bitmap = ::dk::ops::chunk::dispatch_bitmap};
 
 // clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 constexpr ArgumentData clamp_arguments[] = {
@@ -1048,10 +944,6 @@ constexpr ArgumentData clamp_arguments[] = {
 constexpr ArgumentData clamp_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData clamp_schema = {
-    .strings = &kStrings, .name = s_clamp,
-    .arguments = clamp_arguments, .returns = clamp_returns,
-    .dispatch_bitmap = ::dk::ops::clamp::dispatch_bitmap};
 
 // clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData clamp_out_arguments[] = {
@@ -1063,10 +955,6 @@ constexpr ArgumentData clamp_out_arguments[] = {
 constexpr ArgumentData clamp_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData clamp_out_schema = {
-    .strings = &kStrings, .name = s_clamp, .overload_name = s_out,
-    .arguments = clamp_out_arguments, .returns = clamp_out_returns,
-    .dispatch_bitmap = ::dk::ops::clamp_out::dispatch_bitmap};
 
 // clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)
 constexpr ArgumentData clamp__arguments[] = {
@@ -1077,10 +965,6 @@ constexpr ArgumentData clamp__arguments[] = {
 constexpr ArgumentData clamp__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData clamp__schema = {
-    .strings = &kStrings, .name = s_clamp_,
-    .arguments = clamp__arguments, .returns = clamp__returns,
-    .dispatch_bitmap = ::dk::ops::clamp_::dispatch_bitmap};
 
 // clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData clone_arguments[] = {
@@ -1090,10 +974,6 @@ constexpr ArgumentData clone_arguments[] = {
 constexpr ArgumentData clone_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData clone_schema = {
-    .strings = &kStrings, .name = s_clone,
-    .arguments = clone_arguments, .returns = clone_returns,
-    .dispatch_bitmap = ::dk::ops::clone::dispatch_bitmap};
 
 // col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor
 constexpr ArgumentData col2im_arguments[] = {
@@ -1107,10 +987,6 @@ constexpr ArgumentData col2im_arguments[] = {
 constexpr ArgumentData col2im_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData col2im_schema = {
-    .strings = &kStrings, .name = s_col2im,
-    .arguments = col2im_arguments, .returns = col2im_returns,
-    .dispatch_bitmap = ::dk::ops::col2im::dispatch_bitmap};
 
 // contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)
 constexpr ArgumentData contiguous_arguments[] = {
@@ -1120,10 +996,6 @@ constexpr ArgumentData contiguous_arguments[] = {
 constexpr ArgumentData contiguous_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData contiguous_schema = {
-    .strings = &kStrings, .name = s_contiguous,
-    .arguments = contiguous_arguments, .returns = contiguous_returns,
-    .dispatch_bitmap = ::dk::ops::contiguous::dispatch_bitmap};
 
 // conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] dilation=1, int groups=1) -> Tensor
 constexpr ArgumentData conv1d_arguments[] = {
@@ -1138,10 +1010,6 @@ constexpr ArgumentData conv1d_arguments[] = {
 constexpr ArgumentData conv1d_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData conv1d_schema = {
-    .strings = &kStrings, .name = s_conv1d,
-    .arguments = conv1d_arguments, .returns = conv1d_returns,
-    .dispatch_bitmap = ::dk::ops::conv1d::dispatch_bitmap};
 
 // conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor
 constexpr ArgumentData conv2d_arguments[] = {
@@ -1156,10 +1024,6 @@ constexpr ArgumentData conv2d_arguments[] = {
 constexpr ArgumentData conv2d_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData conv2d_schema = {
-    .strings = &kStrings, .name = s_conv2d,
-    .arguments = conv2d_arguments, .returns = conv2d_returns,
-    .dispatch_bitmap = ::dk::ops::conv2d::dispatch_bitmap};
 
 // convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor
 constexpr ArgumentData convolution_arguments[] = {
@@ -1176,10 +1040,6 @@ constexpr ArgumentData convolution_arguments[] = {
 constexpr ArgumentData convolution_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData convolution_schema = {
-    .strings = &kStrings, .name = s_convolution,
-    .arguments = convolution_arguments, .returns = convolution_returns,
-    .dispatch_bitmap = ::dk::ops::convolution::dispatch_bitmap};
 
 // copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)
 constexpr ArgumentData copy__arguments[] = {
@@ -1190,10 +1050,6 @@ constexpr ArgumentData copy__arguments[] = {
 constexpr ArgumentData copy__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData copy__schema = {
-    .strings = &kStrings, .name = s_copy_,
-    .arguments = copy__arguments, .returns = copy__returns,
-    .dispatch_bitmap = ::dk::ops::copy_::dispatch_bitmap};
 
 // cos(Tensor self) -> Tensor
 constexpr ArgumentData cos_arguments[] = {
@@ -1202,10 +1058,6 @@ constexpr ArgumentData cos_arguments[] = {
 constexpr ArgumentData cos_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData cos_schema = {
-    .strings = &kStrings, .name = s_cos,
-    .arguments = cos_arguments, .returns = cos_returns,
-    .dispatch_bitmap = ::dk::ops::cos::dispatch_bitmap};
 
 // cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData cos_out_arguments[] = {
@@ -1215,10 +1067,6 @@ constexpr ArgumentData cos_out_arguments[] = {
 constexpr ArgumentData cos_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData cos_out_schema = {
-    .strings = &kStrings, .name = s_cos, .overload_name = s_out,
-    .arguments = cos_out_arguments, .returns = cos_out_returns,
-    .dispatch_bitmap = ::dk::ops::cos_out::dispatch_bitmap};
 
 // cos_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData cos__arguments[] = {
@@ -1227,10 +1075,6 @@ constexpr ArgumentData cos__arguments[] = {
 constexpr ArgumentData cos__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData cos__schema = {
-    .strings = &kStrings, .name = s_cos_,
-    .arguments = cos__arguments, .returns = cos__returns,
-    .dispatch_bitmap = ::dk::ops::cos_::dispatch_bitmap};
 
 // cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
 constexpr ArgumentData cross_entropy_loss_arguments[] = {
@@ -1244,10 +1088,6 @@ constexpr ArgumentData cross_entropy_loss_arguments[] = {
 constexpr ArgumentData cross_entropy_loss_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData cross_entropy_loss_schema = {
-    .strings = &kStrings, .name = s_cross_entropy_loss,
-    .arguments = cross_entropy_loss_arguments, .returns = cross_entropy_loss_returns,
-    .dispatch_bitmap = ::dk::ops::cross_entropy_loss::dispatch_bitmap};
 
 // cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData cumsum_arguments[] = {
@@ -1258,10 +1098,6 @@ constexpr ArgumentData cumsum_arguments[] = {
 constexpr ArgumentData cumsum_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData cumsum_schema = {
-    .strings = &kStrings, .name = s_cumsum,
-    .arguments = cumsum_arguments, .returns = cumsum_returns,
-    .dispatch_bitmap = ::dk::ops::cumsum::dispatch_bitmap};
 
 // cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData cumsum_out_arguments[] = {
@@ -1273,10 +1109,6 @@ constexpr ArgumentData cumsum_out_arguments[] = {
 constexpr ArgumentData cumsum_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData cumsum_out_schema = {
-    .strings = &kStrings, .name = s_cumsum, .overload_name = s_out,
-    .arguments = cumsum_out_arguments, .returns = cumsum_out_returns,
-    .dispatch_bitmap = ::dk::ops::cumsum_out::dispatch_bitmap};
 
 // cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)
 constexpr ArgumentData cumsum__arguments[] = {
@@ -1287,10 +1119,6 @@ constexpr ArgumentData cumsum__arguments[] = {
 constexpr ArgumentData cumsum__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData cumsum__schema = {
-    .strings = &kStrings, .name = s_cumsum_,
-    .arguments = cumsum__arguments, .returns = cumsum__returns,
-    .dispatch_bitmap = ::dk::ops::cumsum_::dispatch_bitmap};
 
 // detach(Tensor(a) self) -> Tensor(a)
 constexpr ArgumentData detach_arguments[] = {
@@ -1299,10 +1127,6 @@ constexpr ArgumentData detach_arguments[] = {
 constexpr ArgumentData detach_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData detach_schema = {
-    .strings = &kStrings, .name = s_detach,
-    .arguments = detach_arguments, .returns = detach_returns,
-    .dispatch_bitmap = ::dk::ops::detach::dispatch_bitmap};
 
 // div.Scalar(Tensor self, Scalar other) -> Tensor
 constexpr ArgumentData div_Scalar_arguments[] = {
@@ -1312,10 +1136,6 @@ constexpr ArgumentData div_Scalar_arguments[] = {
 constexpr ArgumentData div_Scalar_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData div_Scalar_schema = {
-    .strings = &kStrings, .name = s_div, .overload_name = s_Scalar,
-    .arguments = div_Scalar_arguments, .returns = div_Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::div_Scalar::dispatch_bitmap};
 
 // div.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData div_Tensor_arguments[] = {
@@ -1325,10 +1145,6 @@ constexpr ArgumentData div_Tensor_arguments[] = {
 constexpr ArgumentData div_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData div_Tensor_schema = {
-    .strings = &kStrings, .name = s_div, .overload_name = s_Tensor,
-    .arguments = div_Tensor_arguments, .returns = div_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::div_Tensor::dispatch_bitmap};
 
 // div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData div_out_arguments[] = {
@@ -1339,10 +1155,6 @@ constexpr ArgumentData div_out_arguments[] = {
 constexpr ArgumentData div_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData div_out_schema = {
-    .strings = &kStrings, .name = s_div, .overload_name = s_out,
-    .arguments = div_out_arguments, .returns = div_out_returns,
-    .dispatch_bitmap = ::dk::ops::div_out::dispatch_bitmap};
 
 // div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
 constexpr ArgumentData div__Scalar_arguments[] = {
@@ -1352,10 +1164,6 @@ constexpr ArgumentData div__Scalar_arguments[] = {
 constexpr ArgumentData div__Scalar_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData div__Scalar_schema = {
-    .strings = &kStrings, .name = s_div_, .overload_name = s_Scalar,
-    .arguments = div__Scalar_arguments, .returns = div__Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::div__Scalar::dispatch_bitmap};
 
 // div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData div__Tensor_arguments[] = {
@@ -1365,10 +1173,6 @@ constexpr ArgumentData div__Tensor_arguments[] = {
 constexpr ArgumentData div__Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData div__Tensor_schema = {
-    .strings = &kStrings, .name = s_div_, .overload_name = s_Tensor,
-    .arguments = div__Tensor_arguments, .returns = div__Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::div__Tensor::dispatch_bitmap};
 
 // dropout(Tensor input, float p, bool train) -> Tensor
 constexpr ArgumentData dropout_arguments[] = {
@@ -1379,10 +1183,6 @@ constexpr ArgumentData dropout_arguments[] = {
 constexpr ArgumentData dropout_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData dropout_schema = {
-    .strings = &kStrings, .name = s_dropout,
-    .arguments = dropout_arguments, .returns = dropout_returns,
-    .dispatch_bitmap = ::dk::ops::dropout::dispatch_bitmap};
 
 // embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
 constexpr ArgumentData embedding_arguments[] = {
@@ -1395,10 +1195,6 @@ constexpr ArgumentData embedding_arguments[] = {
 constexpr ArgumentData embedding_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData embedding_schema = {
-    .strings = &kStrings, .name = s_embedding,
-    .arguments = embedding_arguments, .returns = embedding_returns,
-    .dispatch_bitmap = ::dk::ops::embedding::dispatch_bitmap};
 
 // empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData empty_memory_format_arguments[] = {
@@ -1412,10 +1208,6 @@ constexpr ArgumentData empty_memory_format_arguments[] = {
 constexpr ArgumentData empty_memory_format_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData empty_memory_format_schema = {
-    .strings = &kStrings, .name = s_empty_2, .overload_name = s_memory_format,
-    .arguments = empty_memory_format_arguments, .returns = empty_memory_format_returns,
-    .dispatch_bitmap = ::dk::ops::empty_memory_format::dispatch_bitmap};
 
 // empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData empty_like_arguments[] = {
@@ -1429,10 +1221,6 @@ constexpr ArgumentData empty_like_arguments[] = {
 constexpr ArgumentData empty_like_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData empty_like_schema = {
-    .strings = &kStrings, .name = s_empty_like,
-    .arguments = empty_like_arguments, .returns = empty_like_returns,
-    .dispatch_bitmap = ::dk::ops::empty_like::dispatch_bitmap};
 
 // eq.Scalar(Tensor self, Scalar other) -> Tensor
 constexpr ArgumentData eq_Scalar_arguments[] = {
@@ -1442,10 +1230,6 @@ constexpr ArgumentData eq_Scalar_arguments[] = {
 constexpr ArgumentData eq_Scalar_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData eq_Scalar_schema = {
-    .strings = &kStrings, .name = s_eq, .overload_name = s_Scalar,
-    .arguments = eq_Scalar_arguments, .returns = eq_Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::eq_Scalar::dispatch_bitmap};
 
 // eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData eq_Scalar_out_arguments[] = {
@@ -1456,10 +1240,6 @@ constexpr ArgumentData eq_Scalar_out_arguments[] = {
 constexpr ArgumentData eq_Scalar_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData eq_Scalar_out_schema = {
-    .strings = &kStrings, .name = s_eq, .overload_name = s_Scalar_out,
-    .arguments = eq_Scalar_out_arguments, .returns = eq_Scalar_out_returns,
-    .dispatch_bitmap = ::dk::ops::eq_Scalar_out::dispatch_bitmap};
 
 // eq.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData eq_Tensor_arguments[] = {
@@ -1469,10 +1249,6 @@ constexpr ArgumentData eq_Tensor_arguments[] = {
 constexpr ArgumentData eq_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData eq_Tensor_schema = {
-    .strings = &kStrings, .name = s_eq, .overload_name = s_Tensor,
-    .arguments = eq_Tensor_arguments, .returns = eq_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::eq_Tensor::dispatch_bitmap};
 
 // eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData eq_Tensor_out_arguments[] = {
@@ -1483,10 +1259,6 @@ constexpr ArgumentData eq_Tensor_out_arguments[] = {
 constexpr ArgumentData eq_Tensor_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData eq_Tensor_out_schema = {
-    .strings = &kStrings, .name = s_eq, .overload_name = s_Tensor_out,
-    .arguments = eq_Tensor_out_arguments, .returns = eq_Tensor_out_returns,
-    .dispatch_bitmap = ::dk::ops::eq_Tensor_out::dispatch_bitmap};
 
 // eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
 constexpr ArgumentData eq__Scalar_arguments[] = {
@@ -1496,10 +1268,6 @@ constexpr ArgumentData eq__Scalar_arguments[] = {
 constexpr ArgumentData eq__Scalar_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData eq__Scalar_schema = {
-    .strings = &kStrings, .name = s_eq_, .overload_name = s_Scalar,
-    .arguments = eq__Scalar_arguments, .returns = eq__Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::eq__Scalar::dispatch_bitmap};
 
 // eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData eq__Tensor_arguments[] = {
@@ -1509,10 +1277,6 @@ constexpr ArgumentData eq__Tensor_arguments[] = {
 constexpr ArgumentData eq__Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData eq__Tensor_schema = {
-    .strings = &kStrings, .name = s_eq_, .overload_name = s_Tensor,
-    .arguments = eq__Tensor_arguments, .returns = eq__Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::eq__Tensor::dispatch_bitmap};
 
 // exp(Tensor self) -> Tensor
 constexpr ArgumentData exp_arguments[] = {
@@ -1521,10 +1285,6 @@ constexpr ArgumentData exp_arguments[] = {
 constexpr ArgumentData exp_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData exp_schema = {
-    .strings = &kStrings, .name = s_exp,
-    .arguments = exp_arguments, .returns = exp_returns,
-    .dispatch_bitmap = ::dk::ops::exp::dispatch_bitmap};
 
 // exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData exp_out_arguments[] = {
@@ -1534,10 +1294,6 @@ constexpr ArgumentData exp_out_arguments[] = {
 constexpr ArgumentData exp_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData exp_out_schema = {
-    .strings = &kStrings, .name = s_exp, .overload_name = s_out,
-    .arguments = exp_out_arguments, .returns = exp_out_returns,
-    .dispatch_bitmap = ::dk::ops::exp_out::dispatch_bitmap};
 
 // exp_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData exp__arguments[] = {
@@ -1546,10 +1302,6 @@ constexpr ArgumentData exp__arguments[] = {
 constexpr ArgumentData exp__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData exp__schema = {
-    .strings = &kStrings, .name = s_exp_,
-    .arguments = exp__arguments, .returns = exp__returns,
-    .dispatch_bitmap = ::dk::ops::exp_::dispatch_bitmap};
 
 // expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
 constexpr ArgumentData expand_arguments[] = {
@@ -1560,10 +1312,6 @@ constexpr ArgumentData expand_arguments[] = {
 constexpr ArgumentData expand_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData expand_schema = {
-    .strings = &kStrings, .name = s_expand,
-    .arguments = expand_arguments, .returns = expand_returns,
-    .dispatch_bitmap = ::dk::ops::expand::dispatch_bitmap};
 
 // fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)
 constexpr ArgumentData fill__Scalar_arguments[] = {
@@ -1573,10 +1321,6 @@ constexpr ArgumentData fill__Scalar_arguments[] = {
 constexpr ArgumentData fill__Scalar_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData fill__Scalar_schema = {
-    .strings = &kStrings, .name = s_fill_, .overload_name = s_Scalar,
-    .arguments = fill__Scalar_arguments, .returns = fill__Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::fill__Scalar::dispatch_bitmap};
 
 // flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)
 constexpr ArgumentData flatten_using_ints_arguments[] = {
@@ -1587,10 +1331,6 @@ constexpr ArgumentData flatten_using_ints_arguments[] = {
 constexpr ArgumentData flatten_using_ints_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData flatten_using_ints_schema = {
-    .strings = &kStrings, .name = s_flatten, .overload_name = s_using_ints,
-    .arguments = flatten_using_ints_arguments, .returns = flatten_using_ints_returns,
-    .dispatch_bitmap = ::dk::ops::flatten_using_ints::dispatch_bitmap};
 
 // full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData full_arguments[] = {
@@ -1604,10 +1344,6 @@ constexpr ArgumentData full_arguments[] = {
 constexpr ArgumentData full_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData full_schema = {
-    .strings = &kStrings, .name = s_full,
-    .arguments = full_arguments, .returns = full_returns,
-    .dispatch_bitmap = ::dk::ops::full::dispatch_bitmap};
 
 // gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
 constexpr ArgumentData gather_arguments[] = {
@@ -1619,10 +1355,6 @@ constexpr ArgumentData gather_arguments[] = {
 constexpr ArgumentData gather_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData gather_schema = {
-    .strings = &kStrings, .name = s_gather,
-    .arguments = gather_arguments, .returns = gather_returns,
-    .dispatch_bitmap = ::dk::ops::gather::dispatch_bitmap};
 
 // gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData gather_out_arguments[] = {
@@ -1635,10 +1367,6 @@ constexpr ArgumentData gather_out_arguments[] = {
 constexpr ArgumentData gather_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData gather_out_schema = {
-    .strings = &kStrings, .name = s_gather, .overload_name = s_out,
-    .arguments = gather_out_arguments, .returns = gather_out_returns,
-    .dispatch_bitmap = ::dk::ops::gather_out::dispatch_bitmap};
 
 // gelu(Tensor self, *, str approximate='none') -> Tensor
 constexpr ArgumentData gelu_arguments[] = {
@@ -1648,10 +1376,6 @@ constexpr ArgumentData gelu_arguments[] = {
 constexpr ArgumentData gelu_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData gelu_schema = {
-    .strings = &kStrings, .name = s_gelu,
-    .arguments = gelu_arguments, .returns = gelu_returns,
-    .dispatch_bitmap = ::dk::ops::gelu::dispatch_bitmap};
 
 // gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData gelu_out_arguments[] = {
@@ -1662,10 +1386,6 @@ constexpr ArgumentData gelu_out_arguments[] = {
 constexpr ArgumentData gelu_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData gelu_out_schema = {
-    .strings = &kStrings, .name = s_gelu, .overload_name = s_out,
-    .arguments = gelu_out_arguments, .returns = gelu_out_returns,
-    .dispatch_bitmap = ::dk::ops::gelu_out::dispatch_bitmap};
 
 // gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)
 constexpr ArgumentData gelu__arguments[] = {
@@ -1675,10 +1395,6 @@ constexpr ArgumentData gelu__arguments[] = {
 constexpr ArgumentData gelu__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData gelu__schema = {
-    .strings = &kStrings, .name = s_gelu_,
-    .arguments = gelu__arguments, .returns = gelu__returns,
-    .dispatch_bitmap = ::dk::ops::gelu_::dispatch_bitmap};
 
 // gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
 constexpr ArgumentData gelu_backward_arguments[] = {
@@ -1689,10 +1405,6 @@ constexpr ArgumentData gelu_backward_arguments[] = {
 constexpr ArgumentData gelu_backward_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData gelu_backward_schema = {
-    .strings = &kStrings, .name = s_gelu_backward,
-    .arguments = gelu_backward_arguments, .returns = gelu_backward_returns,
-    .dispatch_bitmap = ::dk::ops::gelu_backward::dispatch_bitmap};
 
 // gt.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData gt_Tensor_arguments[] = {
@@ -1702,10 +1414,6 @@ constexpr ArgumentData gt_Tensor_arguments[] = {
 constexpr ArgumentData gt_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData gt_Tensor_schema = {
-    .strings = &kStrings, .name = s_gt, .overload_name = s_Tensor,
-    .arguments = gt_Tensor_arguments, .returns = gt_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::gt_Tensor::dispatch_bitmap};
 
 // gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData gt_Tensor_out_arguments[] = {
@@ -1716,10 +1424,6 @@ constexpr ArgumentData gt_Tensor_out_arguments[] = {
 constexpr ArgumentData gt_Tensor_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData gt_Tensor_out_schema = {
-    .strings = &kStrings, .name = s_gt, .overload_name = s_Tensor_out,
-    .arguments = gt_Tensor_out_arguments, .returns = gt_Tensor_out_returns,
-    .dispatch_bitmap = ::dk::ops::gt_Tensor_out::dispatch_bitmap};
 
 // gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData gt__Tensor_arguments[] = {
@@ -1729,10 +1433,6 @@ constexpr ArgumentData gt__Tensor_arguments[] = {
 constexpr ArgumentData gt__Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData gt__Tensor_schema = {
-    .strings = &kStrings, .name = s_gt_, .overload_name = s_Tensor,
-    .arguments = gt__Tensor_arguments, .returns = gt__Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::gt__Tensor::dispatch_bitmap};
 
 // im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor
 constexpr ArgumentData im2col_arguments[] = {
@@ -1745,10 +1445,6 @@ constexpr ArgumentData im2col_arguments[] = {
 constexpr ArgumentData im2col_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData im2col_schema = {
-    .strings = &kStrings, .name = s_im2col,
-    .arguments = im2col_arguments, .returns = im2col_returns,
-    .dispatch_bitmap = ::dk::ops::im2col::dispatch_bitmap};
 
 // index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
 constexpr ArgumentData index_Tensor_arguments[] = {
@@ -1758,10 +1454,6 @@ constexpr ArgumentData index_Tensor_arguments[] = {
 constexpr ArgumentData index_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData index_Tensor_schema = {
-    .strings = &kStrings, .name = s_index, .overload_name = s_Tensor,
-    .arguments = index_Tensor_arguments, .returns = index_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::index_Tensor::dispatch_bitmap};
 
 // index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
 constexpr ArgumentData index_put_arguments[] = {
@@ -1773,10 +1465,6 @@ constexpr ArgumentData index_put_arguments[] = {
 constexpr ArgumentData index_put_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData index_put_schema = {
-    .strings = &kStrings, .name = s_index_put,
-    .arguments = index_put_arguments, .returns = index_put_returns,
-    .dispatch_bitmap = ::dk::ops::index_put::dispatch_bitmap};
 
 // index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)
 constexpr ArgumentData index_put__arguments[] = {
@@ -1788,10 +1476,6 @@ constexpr ArgumentData index_put__arguments[] = {
 constexpr ArgumentData index_put__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData index_put__schema = {
-    .strings = &kStrings, .name = s_index_put_,
-    .arguments = index_put__arguments, .returns = index_put__returns,
-    .dispatch_bitmap = ::dk::ops::index_put_::dispatch_bitmap};
 
 // index_select(Tensor self, int dim, Tensor index) -> Tensor
 constexpr ArgumentData index_select_arguments[] = {
@@ -1802,10 +1486,6 @@ constexpr ArgumentData index_select_arguments[] = {
 constexpr ArgumentData index_select_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData index_select_schema = {
-    .strings = &kStrings, .name = s_index_select,
-    .arguments = index_select_arguments, .returns = index_select_returns,
-    .dispatch_bitmap = ::dk::ops::index_select::dispatch_bitmap};
 
 // item(Tensor self) -> Scalar
 constexpr ArgumentData item_arguments[] = {
@@ -1814,10 +1494,6 @@ constexpr ArgumentData item_arguments[] = {
 constexpr ArgumentData item_returns[] = {
     {.type = {Scalar}},
 };
-constexpr SchemaData item_schema = {
-    .strings = &kStrings, .name = s_item,
-    .arguments = item_arguments, .returns = item_returns,
-    .dispatch_bitmap = ::dk::ops::item::dispatch_bitmap};
 
 // layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
 constexpr ArgumentData layer_norm_arguments[] = {
@@ -1831,10 +1507,6 @@ constexpr ArgumentData layer_norm_arguments[] = {
 constexpr ArgumentData layer_norm_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData layer_norm_schema = {
-    .strings = &kStrings, .name = s_layer_norm,
-    .arguments = layer_norm_arguments, .returns = layer_norm_returns,
-    .dispatch_bitmap = ::dk::ops::layer_norm::dispatch_bitmap};
 
 // linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
 constexpr ArgumentData linear_arguments[] = {
@@ -1845,10 +1517,6 @@ constexpr ArgumentData linear_arguments[] = {
 constexpr ArgumentData linear_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData linear_schema = {
-    .strings = &kStrings, .name = s_linear,
-    .arguments = linear_arguments, .returns = linear_returns,
-    .dispatch_bitmap = ::dk::ops::linear::dispatch_bitmap};
 
 // log(Tensor self) -> Tensor
 constexpr ArgumentData log_arguments[] = {
@@ -1857,10 +1525,6 @@ constexpr ArgumentData log_arguments[] = {
 constexpr ArgumentData log_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData log_schema = {
-    .strings = &kStrings, .name = s_log,
-    .arguments = log_arguments, .returns = log_returns,
-    .dispatch_bitmap = ::dk::ops::log::dispatch_bitmap};
 
 // log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData log_out_arguments[] = {
@@ -1870,10 +1534,6 @@ constexpr ArgumentData log_out_arguments[] = {
 constexpr ArgumentData log_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData log_out_schema = {
-    .strings = &kStrings, .name = s_log, .overload_name = s_out,
-    .arguments = log_out_arguments, .returns = log_out_returns,
-    .dispatch_bitmap = ::dk::ops::log_out::dispatch_bitmap};
 
 // log_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData log__arguments[] = {
@@ -1882,10 +1542,6 @@ constexpr ArgumentData log__arguments[] = {
 constexpr ArgumentData log__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData log__schema = {
-    .strings = &kStrings, .name = s_log_,
-    .arguments = log__arguments, .returns = log__returns,
-    .dispatch_bitmap = ::dk::ops::log_::dispatch_bitmap};
 
 // log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData log_softmax_int_arguments[] = {
@@ -1896,10 +1552,6 @@ constexpr ArgumentData log_softmax_int_arguments[] = {
 constexpr ArgumentData log_softmax_int_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData log_softmax_int_schema = {
-    .strings = &kStrings, .name = s_log_softmax, .overload_name = s_int,
-    .arguments = log_softmax_int_arguments, .returns = log_softmax_int_returns,
-    .dispatch_bitmap = ::dk::ops::log_softmax_int::dispatch_bitmap};
 
 // lt.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData lt_Tensor_arguments[] = {
@@ -1909,10 +1561,6 @@ constexpr ArgumentData lt_Tensor_arguments[] = {
 constexpr ArgumentData lt_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData lt_Tensor_schema = {
-    .strings = &kStrings, .name = s_lt, .overload_name = s_Tensor,
-    .arguments = lt_Tensor_arguments, .returns = lt_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::lt_Tensor::dispatch_bitmap};
 
 // lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData lt_Tensor_out_arguments[] = {
@@ -1923,10 +1571,6 @@ constexpr ArgumentData lt_Tensor_out_arguments[] = {
 constexpr ArgumentData lt_Tensor_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData lt_Tensor_out_schema = {
-    .strings = &kStrings, .name = s_lt, .overload_name = s_Tensor_out,
-    .arguments = lt_Tensor_out_arguments, .returns = lt_Tensor_out_returns,
-    .dispatch_bitmap = ::dk::ops::lt_Tensor_out::dispatch_bitmap};
 
 // lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData lt__Tensor_arguments[] = {
@@ -1936,10 +1580,6 @@ constexpr ArgumentData lt__Tensor_arguments[] = {
 constexpr ArgumentData lt__Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData lt__Tensor_schema = {
-    .strings = &kStrings, .name = s_lt_, .overload_name = s_Tensor,
-    .arguments = lt__Tensor_arguments, .returns = lt__Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::lt__Tensor::dispatch_bitmap};
 
 // masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
 constexpr ArgumentData masked_fill_Scalar_arguments[] = {
@@ -1950,10 +1590,6 @@ constexpr ArgumentData masked_fill_Scalar_arguments[] = {
 constexpr ArgumentData masked_fill_Scalar_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData masked_fill_Scalar_schema = {
-    .strings = &kStrings, .name = s_masked_fill, .overload_name = s_Scalar,
-    .arguments = masked_fill_Scalar_arguments, .returns = masked_fill_Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::masked_fill_Scalar::dispatch_bitmap};
 
 // masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
 constexpr ArgumentData masked_fill_Tensor_arguments[] = {
@@ -1964,10 +1600,6 @@ constexpr ArgumentData masked_fill_Tensor_arguments[] = {
 constexpr ArgumentData masked_fill_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData masked_fill_Tensor_schema = {
-    .strings = &kStrings, .name = s_masked_fill, .overload_name = s_Tensor,
-    .arguments = masked_fill_Tensor_arguments, .returns = masked_fill_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::masked_fill_Tensor::dispatch_bitmap};
 
 // matmul(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData matmul_arguments[] = {
@@ -1977,10 +1609,6 @@ constexpr ArgumentData matmul_arguments[] = {
 constexpr ArgumentData matmul_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData matmul_schema = {
-    .strings = &kStrings, .name = s_matmul,
-    .arguments = matmul_arguments, .returns = matmul_returns,
-    .dispatch_bitmap = ::dk::ops::matmul::dispatch_bitmap};
 
 // max(Tensor self) -> Tensor
 constexpr ArgumentData max_arguments[] = {
@@ -1989,10 +1617,6 @@ constexpr ArgumentData max_arguments[] = {
 constexpr ArgumentData max_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData max_schema = {
-    .strings = &kStrings, .name = s_max,
-    .arguments = max_arguments, .returns = max_returns,
-    .dispatch_bitmap = ::dk::ops::max::dispatch_bitmap};
 
 // max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 constexpr ArgumentData max_dim_arguments[] = {
@@ -2004,10 +1628,6 @@ constexpr ArgumentData max_dim_returns[] = {
     {.name = s_values, .type = {Tensor}},
     {.name = s_indices, .type = {Tensor}},
 };
-constexpr SchemaData max_dim_schema = {
-    .strings = &kStrings, .name = s_max, .overload_name = s_dim,
-    .arguments = max_dim_arguments, .returns = max_dim_returns,
-    .dispatch_bitmap = ::dk::ops::max_dim::dispatch_bitmap};
 
 // max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
 constexpr ArgumentData max_dim_max_arguments[] = {
@@ -2021,10 +1641,6 @@ constexpr ArgumentData max_dim_max_returns[] = {
     {.name = s_values, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
     {.name = s_indices, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}},
 };
-constexpr SchemaData max_dim_max_schema = {
-    .strings = &kStrings, .name = s_max, .overload_name = s_dim_max,
-    .arguments = max_dim_max_arguments, .returns = max_dim_max_returns,
-    .dispatch_bitmap = ::dk::ops::max_dim_max::dispatch_bitmap};
 
 // max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor
 constexpr ArgumentData max_pool2d_arguments[] = {
@@ -2038,10 +1654,6 @@ constexpr ArgumentData max_pool2d_arguments[] = {
 constexpr ArgumentData max_pool2d_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData max_pool2d_schema = {
-    .strings = &kStrings, .name = s_max_pool2d,
-    .arguments = max_pool2d_arguments, .returns = max_pool2d_returns,
-    .dispatch_bitmap = ::dk::ops::max_pool2d::dispatch_bitmap};
 
 // max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
 constexpr ArgumentData max_pool2d_with_indices_arguments[] = {
@@ -2056,10 +1668,6 @@ constexpr ArgumentData max_pool2d_with_indices_returns[] = {
     {.type = {Tensor}},
     {.type = {Tensor}},
 };
-constexpr SchemaData max_pool2d_with_indices_schema = {
-    .strings = &kStrings, .name = s_max_pool2d_with_indices,
-    .arguments = max_pool2d_with_indices_arguments, .returns = max_pool2d_with_indices_returns,
-    .dispatch_bitmap = ::dk::ops::max_pool2d_with_indices::dispatch_bitmap};
 
 // maximum(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData maximum_arguments[] = {
@@ -2069,10 +1677,6 @@ constexpr ArgumentData maximum_arguments[] = {
 constexpr ArgumentData maximum_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData maximum_schema = {
-    .strings = &kStrings, .name = s_maximum,
-    .arguments = maximum_arguments, .returns = maximum_returns,
-    .dispatch_bitmap = ::dk::ops::maximum::dispatch_bitmap};
 
 // maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData maximum_out_arguments[] = {
@@ -2083,10 +1687,6 @@ constexpr ArgumentData maximum_out_arguments[] = {
 constexpr ArgumentData maximum_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData maximum_out_schema = {
-    .strings = &kStrings, .name = s_maximum, .overload_name = s_out,
-    .arguments = maximum_out_arguments, .returns = maximum_out_returns,
-    .dispatch_bitmap = ::dk::ops::maximum_out::dispatch_bitmap};
 
 // mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData mean_arguments[] = {
@@ -2096,10 +1696,6 @@ constexpr ArgumentData mean_arguments[] = {
 constexpr ArgumentData mean_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData mean_schema = {
-    .strings = &kStrings, .name = s_mean,
-    .arguments = mean_arguments, .returns = mean_returns,
-    .dispatch_bitmap = ::dk::ops::mean::dispatch_bitmap};
 
 // mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData mean_dim_arguments[] = {
@@ -2111,10 +1707,6 @@ constexpr ArgumentData mean_dim_arguments[] = {
 constexpr ArgumentData mean_dim_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData mean_dim_schema = {
-    .strings = &kStrings, .name = s_mean, .overload_name = s_dim,
-    .arguments = mean_dim_arguments, .returns = mean_dim_returns,
-    .dispatch_bitmap = ::dk::ops::mean_dim::dispatch_bitmap};
 
 // mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData mean_out_arguments[] = {
@@ -2127,10 +1719,6 @@ constexpr ArgumentData mean_out_arguments[] = {
 constexpr ArgumentData mean_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData mean_out_schema = {
-    .strings = &kStrings, .name = s_mean, .overload_name = s_out,
-    .arguments = mean_out_arguments, .returns = mean_out_returns,
-    .dispatch_bitmap = ::dk::ops::mean_out::dispatch_bitmap};
 
 // min(Tensor self) -> Tensor
 constexpr ArgumentData min_arguments[] = {
@@ -2139,10 +1727,6 @@ constexpr ArgumentData min_arguments[] = {
 constexpr ArgumentData min_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData min_schema = {
-    .strings = &kStrings, .name = s_min,
-    .arguments = min_arguments, .returns = min_returns,
-    .dispatch_bitmap = ::dk::ops::min::dispatch_bitmap};
 
 // min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 constexpr ArgumentData min_dim_arguments[] = {
@@ -2154,10 +1738,6 @@ constexpr ArgumentData min_dim_returns[] = {
     {.name = s_values, .type = {Tensor}},
     {.name = s_indices, .type = {Tensor}},
 };
-constexpr SchemaData min_dim_schema = {
-    .strings = &kStrings, .name = s_min, .overload_name = s_dim,
-    .arguments = min_dim_arguments, .returns = min_dim_returns,
-    .dispatch_bitmap = ::dk::ops::min_dim::dispatch_bitmap};
 
 // min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)
 constexpr ArgumentData min_dim_min_arguments[] = {
@@ -2171,10 +1751,6 @@ constexpr ArgumentData min_dim_min_returns[] = {
     {.name = s_values, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
     {.name = s_indices, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}},
 };
-constexpr SchemaData min_dim_min_schema = {
-    .strings = &kStrings, .name = s_min, .overload_name = s_dim_min,
-    .arguments = min_dim_min_arguments, .returns = min_dim_min_returns,
-    .dispatch_bitmap = ::dk::ops::min_dim_min::dispatch_bitmap};
 
 // minimum(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData minimum_arguments[] = {
@@ -2184,10 +1760,6 @@ constexpr ArgumentData minimum_arguments[] = {
 constexpr ArgumentData minimum_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData minimum_schema = {
-    .strings = &kStrings, .name = s_minimum,
-    .arguments = minimum_arguments, .returns = minimum_returns,
-    .dispatch_bitmap = ::dk::ops::minimum::dispatch_bitmap};
 
 // minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData minimum_out_arguments[] = {
@@ -2198,10 +1770,6 @@ constexpr ArgumentData minimum_out_arguments[] = {
 constexpr ArgumentData minimum_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData minimum_out_schema = {
-    .strings = &kStrings, .name = s_minimum, .overload_name = s_out,
-    .arguments = minimum_out_arguments, .returns = minimum_out_returns,
-    .dispatch_bitmap = ::dk::ops::minimum_out::dispatch_bitmap};
 
 // mm(Tensor self, Tensor mat2) -> Tensor
 constexpr ArgumentData mm_arguments[] = {
@@ -2211,10 +1779,6 @@ constexpr ArgumentData mm_arguments[] = {
 constexpr ArgumentData mm_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData mm_schema = {
-    .strings = &kStrings, .name = s_mm,
-    .arguments = mm_arguments, .returns = mm_returns,
-    .dispatch_bitmap = ::dk::ops::mm::dispatch_bitmap};
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData mm_out_arguments[] = {
@@ -2225,10 +1789,6 @@ constexpr ArgumentData mm_out_arguments[] = {
 constexpr ArgumentData mm_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData mm_out_schema = {
-    .strings = &kStrings, .name = s_mm, .overload_name = s_out,
-    .arguments = mm_out_arguments, .returns = mm_out_returns,
-    .dispatch_bitmap = ::dk::ops::mm_out::dispatch_bitmap};
 
 // mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor
 constexpr ArgumentData mse_loss_arguments[] = {
@@ -2239,10 +1799,6 @@ constexpr ArgumentData mse_loss_arguments[] = {
 constexpr ArgumentData mse_loss_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData mse_loss_schema = {
-    .strings = &kStrings, .name = s_mse_loss,
-    .arguments = mse_loss_arguments, .returns = mse_loss_returns,
-    .dispatch_bitmap = ::dk::ops::mse_loss::dispatch_bitmap};
 
 // mul.Scalar(Tensor self, Scalar other) -> Tensor
 constexpr ArgumentData mul_Scalar_arguments[] = {
@@ -2252,10 +1808,6 @@ constexpr ArgumentData mul_Scalar_arguments[] = {
 constexpr ArgumentData mul_Scalar_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData mul_Scalar_schema = {
-    .strings = &kStrings, .name = s_mul, .overload_name = s_Scalar,
-    .arguments = mul_Scalar_arguments, .returns = mul_Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::mul_Scalar::dispatch_bitmap};
 
 // mul.Tensor(Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData mul_Tensor_arguments[] = {
@@ -2265,10 +1817,6 @@ constexpr ArgumentData mul_Tensor_arguments[] = {
 constexpr ArgumentData mul_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData mul_Tensor_schema = {
-    .strings = &kStrings, .name = s_mul, .overload_name = s_Tensor,
-    .arguments = mul_Tensor_arguments, .returns = mul_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::mul_Tensor::dispatch_bitmap};
 
 // mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData mul_out_arguments[] = {
@@ -2279,10 +1827,6 @@ constexpr ArgumentData mul_out_arguments[] = {
 constexpr ArgumentData mul_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData mul_out_schema = {
-    .strings = &kStrings, .name = s_mul, .overload_name = s_out,
-    .arguments = mul_out_arguments, .returns = mul_out_returns,
-    .dispatch_bitmap = ::dk::ops::mul_out::dispatch_bitmap};
 
 // mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
 constexpr ArgumentData mul__Scalar_arguments[] = {
@@ -2292,10 +1836,6 @@ constexpr ArgumentData mul__Scalar_arguments[] = {
 constexpr ArgumentData mul__Scalar_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData mul__Scalar_schema = {
-    .strings = &kStrings, .name = s_mul_, .overload_name = s_Scalar,
-    .arguments = mul__Scalar_arguments, .returns = mul__Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::mul__Scalar::dispatch_bitmap};
 
 // mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
 constexpr ArgumentData mul__Tensor_arguments[] = {
@@ -2305,10 +1845,6 @@ constexpr ArgumentData mul__Tensor_arguments[] = {
 constexpr ArgumentData mul__Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData mul__Tensor_schema = {
-    .strings = &kStrings, .name = s_mul_, .overload_name = s_Tensor,
-    .arguments = mul__Tensor_arguments, .returns = mul__Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::mul__Tensor::dispatch_bitmap};
 
 // narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)
 constexpr ArgumentData narrow_arguments[] = {
@@ -2320,10 +1856,6 @@ constexpr ArgumentData narrow_arguments[] = {
 constexpr ArgumentData narrow_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData narrow_schema = {
-    .strings = &kStrings, .name = s_narrow,
-    .arguments = narrow_arguments, .returns = narrow_returns,
-    .dispatch_bitmap = ::dk::ops::narrow::dispatch_bitmap};
 
 // neg(Tensor self) -> Tensor
 constexpr ArgumentData neg_arguments[] = {
@@ -2332,10 +1864,6 @@ constexpr ArgumentData neg_arguments[] = {
 constexpr ArgumentData neg_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData neg_schema = {
-    .strings = &kStrings, .name = s_neg,
-    .arguments = neg_arguments, .returns = neg_returns,
-    .dispatch_bitmap = ::dk::ops::neg::dispatch_bitmap};
 
 // neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData neg_out_arguments[] = {
@@ -2345,10 +1873,6 @@ constexpr ArgumentData neg_out_arguments[] = {
 constexpr ArgumentData neg_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData neg_out_schema = {
-    .strings = &kStrings, .name = s_neg, .overload_name = s_out,
-    .arguments = neg_out_arguments, .returns = neg_out_returns,
-    .dispatch_bitmap = ::dk::ops::neg_out::dispatch_bitmap};
 
 // neg_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData neg__arguments[] = {
@@ -2357,10 +1881,6 @@ constexpr ArgumentData neg__arguments[] = {
 constexpr ArgumentData neg__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData neg__schema = {
-    .strings = &kStrings, .name = s_neg_,
-    .arguments = neg__arguments, .returns = neg__returns,
-    .dispatch_bitmap = ::dk::ops::neg_::dispatch_bitmap};
 
 // nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, int ignore_index=-100) -> Tensor
 constexpr ArgumentData nll_loss_arguments[] = {
@@ -2373,10 +1893,6 @@ constexpr ArgumentData nll_loss_arguments[] = {
 constexpr ArgumentData nll_loss_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData nll_loss_schema = {
-    .strings = &kStrings, .name = s_nll_loss,
-    .arguments = nll_loss_arguments, .returns = nll_loss_returns,
-    .dispatch_bitmap = ::dk::ops::nll_loss::dispatch_bitmap};
 
 // nonzero(Tensor self) -> Tensor
 constexpr ArgumentData nonzero_arguments[] = {
@@ -2385,10 +1901,6 @@ constexpr ArgumentData nonzero_arguments[] = {
 constexpr ArgumentData nonzero_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData nonzero_schema = {
-    .strings = &kStrings, .name = s_nonzero,
-    .arguments = nonzero_arguments, .returns = nonzero_returns,
-    .dispatch_bitmap = ::dk::ops::nonzero::dispatch_bitmap};
 
 // ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData ones_arguments[] = {
@@ -2401,10 +1913,6 @@ constexpr ArgumentData ones_arguments[] = {
 constexpr ArgumentData ones_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData ones_schema = {
-    .strings = &kStrings, .name = s_ones,
-    .arguments = ones_arguments, .returns = ones_returns,
-    .dispatch_bitmap = ::dk::ops::ones::dispatch_bitmap};
 
 // ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData ones_like_arguments[] = {
@@ -2418,10 +1926,6 @@ constexpr ArgumentData ones_like_arguments[] = {
 constexpr ArgumentData ones_like_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData ones_like_schema = {
-    .strings = &kStrings, .name = s_ones_like,
-    .arguments = ones_like_arguments, .returns = ones_like_returns,
-    .dispatch_bitmap = ::dk::ops::ones_like::dispatch_bitmap};
 
 // permute(Tensor(a) self, int[] dims) -> Tensor(a)
 constexpr ArgumentData permute_arguments[] = {
@@ -2431,10 +1935,6 @@ constexpr ArgumentData permute_arguments[] = {
 constexpr ArgumentData permute_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData permute_schema = {
-    .strings = &kStrings, .name = s_permute,
-    .arguments = permute_arguments, .returns = permute_returns,
-    .dispatch_bitmap = ::dk::ops::permute::dispatch_bitmap};
 
 // pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
 constexpr ArgumentData pow_Tensor_Scalar_arguments[] = {
@@ -2444,10 +1944,6 @@ constexpr ArgumentData pow_Tensor_Scalar_arguments[] = {
 constexpr ArgumentData pow_Tensor_Scalar_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData pow_Tensor_Scalar_schema = {
-    .strings = &kStrings, .name = s_pow, .overload_name = s_Tensor_Scalar,
-    .arguments = pow_Tensor_Scalar_arguments, .returns = pow_Tensor_Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::pow_Tensor_Scalar::dispatch_bitmap};
 
 // pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData pow_Tensor_Scalar_out_arguments[] = {
@@ -2458,10 +1954,6 @@ constexpr ArgumentData pow_Tensor_Scalar_out_arguments[] = {
 constexpr ArgumentData pow_Tensor_Scalar_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData pow_Tensor_Scalar_out_schema = {
-    .strings = &kStrings, .name = s_pow, .overload_name = s_Tensor_Scalar_out,
-    .arguments = pow_Tensor_Scalar_out_arguments, .returns = pow_Tensor_Scalar_out_returns,
-    .dispatch_bitmap = ::dk::ops::pow_Tensor_Scalar_out::dispatch_bitmap};
 
 // pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)
 constexpr ArgumentData pow__Scalar_arguments[] = {
@@ -2471,10 +1963,6 @@ constexpr ArgumentData pow__Scalar_arguments[] = {
 constexpr ArgumentData pow__Scalar_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData pow__Scalar_schema = {
-    .strings = &kStrings, .name = s_pow_, .overload_name = s_Scalar,
-    .arguments = pow__Scalar_arguments, .returns = pow__Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::pow__Scalar::dispatch_bitmap};
 
 // rand(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData rand_arguments[] = {
@@ -2487,10 +1975,6 @@ constexpr ArgumentData rand_arguments[] = {
 constexpr ArgumentData rand_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData rand_schema = {
-    .strings = &kStrings, .name = s_rand,
-    .arguments = rand_arguments, .returns = rand_returns,
-    .dispatch_bitmap = ::dk::ops::rand::dispatch_bitmap};
 
 // rand.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData rand_generator_arguments[] = {
@@ -2504,10 +1988,6 @@ constexpr ArgumentData rand_generator_arguments[] = {
 constexpr ArgumentData rand_generator_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData rand_generator_schema = {
-    .strings = &kStrings, .name = s_rand, .overload_name = s_generator,
-    .arguments = rand_generator_arguments, .returns = rand_generator_returns,
-    .dispatch_bitmap = ::dk::ops::rand_generator::dispatch_bitmap};
 
 // randn(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData randn_arguments[] = {
@@ -2520,10 +2000,6 @@ constexpr ArgumentData randn_arguments[] = {
 constexpr ArgumentData randn_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData randn_schema = {
-    .strings = &kStrings, .name = s_randn,
-    .arguments = randn_arguments, .returns = randn_returns,
-    .dispatch_bitmap = ::dk::ops::randn::dispatch_bitmap};
 
 // randn.generator(int[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData randn_generator_arguments[] = {
@@ -2537,10 +2013,6 @@ constexpr ArgumentData randn_generator_arguments[] = {
 constexpr ArgumentData randn_generator_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData randn_generator_schema = {
-    .strings = &kStrings, .name = s_randn, .overload_name = s_generator,
-    .arguments = randn_generator_arguments, .returns = randn_generator_returns,
-    .dispatch_bitmap = ::dk::ops::randn_generator::dispatch_bitmap};
 
 // relu(Tensor self) -> Tensor
 constexpr ArgumentData relu_arguments[] = {
@@ -2549,10 +2021,6 @@ constexpr ArgumentData relu_arguments[] = {
 constexpr ArgumentData relu_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData relu_schema = {
-    .strings = &kStrings, .name = s_relu,
-    .arguments = relu_arguments, .returns = relu_returns,
-    .dispatch_bitmap = ::dk::ops::relu::dispatch_bitmap};
 
 // relu_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData relu__arguments[] = {
@@ -2561,10 +2029,6 @@ constexpr ArgumentData relu__arguments[] = {
 constexpr ArgumentData relu__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData relu__schema = {
-    .strings = &kStrings, .name = s_relu_,
-    .arguments = relu__arguments, .returns = relu__returns,
-    .dispatch_bitmap = ::dk::ops::relu_::dispatch_bitmap};
 
 // repeat(Tensor self, SymInt[] repeats) -> Tensor
 constexpr ArgumentData repeat_arguments[] = {
@@ -2574,10 +2038,6 @@ constexpr ArgumentData repeat_arguments[] = {
 constexpr ArgumentData repeat_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData repeat_schema = {
-    .strings = &kStrings, .name = s_repeat,
-    .arguments = repeat_arguments, .returns = repeat_returns,
-    .dispatch_bitmap = ::dk::ops::repeat::dispatch_bitmap};
 
 // reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)
 constexpr ArgumentData reshape_arguments[] = {
@@ -2587,10 +2047,6 @@ constexpr ArgumentData reshape_arguments[] = {
 constexpr ArgumentData reshape_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData reshape_schema = {
-    .strings = &kStrings, .name = s_reshape,
-    .arguments = reshape_arguments, .returns = reshape_returns,
-    .dispatch_bitmap = ::dk::ops::reshape::dispatch_bitmap};
 
 // rsqrt(Tensor self) -> Tensor
 constexpr ArgumentData rsqrt_arguments[] = {
@@ -2599,10 +2055,6 @@ constexpr ArgumentData rsqrt_arguments[] = {
 constexpr ArgumentData rsqrt_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData rsqrt_schema = {
-    .strings = &kStrings, .name = s_rsqrt,
-    .arguments = rsqrt_arguments, .returns = rsqrt_returns,
-    .dispatch_bitmap = ::dk::ops::rsqrt::dispatch_bitmap};
 
 // rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData rsqrt_out_arguments[] = {
@@ -2612,10 +2064,6 @@ constexpr ArgumentData rsqrt_out_arguments[] = {
 constexpr ArgumentData rsqrt_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData rsqrt_out_schema = {
-    .strings = &kStrings, .name = s_rsqrt, .overload_name = s_out,
-    .arguments = rsqrt_out_arguments, .returns = rsqrt_out_returns,
-    .dispatch_bitmap = ::dk::ops::rsqrt_out::dispatch_bitmap};
 
 // rsqrt_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData rsqrt__arguments[] = {
@@ -2624,10 +2072,6 @@ constexpr ArgumentData rsqrt__arguments[] = {
 constexpr ArgumentData rsqrt__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData rsqrt__schema = {
-    .strings = &kStrings, .name = s_rsqrt_,
-    .arguments = rsqrt__arguments, .returns = rsqrt__returns,
-    .dispatch_bitmap = ::dk::ops::rsqrt_::dispatch_bitmap};
 
 // scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
 constexpr ArgumentData scatter_add_arguments[] = {
@@ -2639,10 +2083,6 @@ constexpr ArgumentData scatter_add_arguments[] = {
 constexpr ArgumentData scatter_add_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData scatter_add_schema = {
-    .strings = &kStrings, .name = s_scatter_add,
-    .arguments = scatter_add_arguments, .returns = scatter_add_returns,
-    .dispatch_bitmap = ::dk::ops::scatter_add::dispatch_bitmap};
 
 // scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData scatter_add_out_arguments[] = {
@@ -2655,10 +2095,6 @@ constexpr ArgumentData scatter_add_out_arguments[] = {
 constexpr ArgumentData scatter_add_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData scatter_add_out_schema = {
-    .strings = &kStrings, .name = s_scatter_add, .overload_name = s_out,
-    .arguments = scatter_add_out_arguments, .returns = scatter_add_out_returns,
-    .dispatch_bitmap = ::dk::ops::scatter_add_out::dispatch_bitmap};
 
 // scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)
 constexpr ArgumentData scatter_add__arguments[] = {
@@ -2670,10 +2106,6 @@ constexpr ArgumentData scatter_add__arguments[] = {
 constexpr ArgumentData scatter_add__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData scatter_add__schema = {
-    .strings = &kStrings, .name = s_scatter_add_,
-    .arguments = scatter_add__arguments, .returns = scatter_add__returns,
-    .dispatch_bitmap = ::dk::ops::scatter_add_::dispatch_bitmap};
 
 // select.int(Tensor(a) self, int dim, int index) -> Tensor(a)
 constexpr ArgumentData select_int_arguments[] = {
@@ -2684,10 +2116,6 @@ constexpr ArgumentData select_int_arguments[] = {
 constexpr ArgumentData select_int_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData select_int_schema = {
-    .strings = &kStrings, .name = s_select, .overload_name = s_int,
-    .arguments = select_int_arguments, .returns = select_int_returns,
-    .dispatch_bitmap = ::dk::ops::select_int::dispatch_bitmap};
 
 // sigmoid(Tensor self) -> Tensor
 constexpr ArgumentData sigmoid_arguments[] = {
@@ -2696,10 +2124,6 @@ constexpr ArgumentData sigmoid_arguments[] = {
 constexpr ArgumentData sigmoid_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData sigmoid_schema = {
-    .strings = &kStrings, .name = s_sigmoid,
-    .arguments = sigmoid_arguments, .returns = sigmoid_returns,
-    .dispatch_bitmap = ::dk::ops::sigmoid::dispatch_bitmap};
 
 // sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sigmoid_out_arguments[] = {
@@ -2709,10 +2133,6 @@ constexpr ArgumentData sigmoid_out_arguments[] = {
 constexpr ArgumentData sigmoid_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sigmoid_out_schema = {
-    .strings = &kStrings, .name = s_sigmoid, .overload_name = s_out,
-    .arguments = sigmoid_out_arguments, .returns = sigmoid_out_returns,
-    .dispatch_bitmap = ::dk::ops::sigmoid_out::dispatch_bitmap};
 
 // sigmoid_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData sigmoid__arguments[] = {
@@ -2721,10 +2141,6 @@ constexpr ArgumentData sigmoid__arguments[] = {
 constexpr ArgumentData sigmoid__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sigmoid__schema = {
-    .strings = &kStrings, .name = s_sigmoid_,
-    .arguments = sigmoid__arguments, .returns = sigmoid__returns,
-    .dispatch_bitmap = ::dk::ops::sigmoid_::dispatch_bitmap};
 
 // sin(Tensor self) -> Tensor
 constexpr ArgumentData sin_arguments[] = {
@@ -2733,10 +2149,6 @@ constexpr ArgumentData sin_arguments[] = {
 constexpr ArgumentData sin_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData sin_schema = {
-    .strings = &kStrings, .name = s_sin,
-    .arguments = sin_arguments, .returns = sin_returns,
-    .dispatch_bitmap = ::dk::ops::sin::dispatch_bitmap};
 
 // sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sin_out_arguments[] = {
@@ -2746,10 +2158,6 @@ constexpr ArgumentData sin_out_arguments[] = {
 constexpr ArgumentData sin_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sin_out_schema = {
-    .strings = &kStrings, .name = s_sin, .overload_name = s_out,
-    .arguments = sin_out_arguments, .returns = sin_out_returns,
-    .dispatch_bitmap = ::dk::ops::sin_out::dispatch_bitmap};
 
 // sin_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData sin__arguments[] = {
@@ -2758,10 +2166,6 @@ constexpr ArgumentData sin__arguments[] = {
 constexpr ArgumentData sin__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sin__schema = {
-    .strings = &kStrings, .name = s_sin_,
-    .arguments = sin__arguments, .returns = sin__returns,
-    .dispatch_bitmap = ::dk::ops::sin_::dispatch_bitmap};
 
 // slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)
 constexpr ArgumentData slice_Tensor_arguments[] = {
@@ -2774,10 +2178,6 @@ constexpr ArgumentData slice_Tensor_arguments[] = {
 constexpr ArgumentData slice_Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData slice_Tensor_schema = {
-    .strings = &kStrings, .name = s_slice, .overload_name = s_Tensor,
-    .arguments = slice_Tensor_arguments, .returns = slice_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::slice_Tensor::dispatch_bitmap};
 
 // softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData softmax_int_arguments[] = {
@@ -2788,10 +2188,6 @@ constexpr ArgumentData softmax_int_arguments[] = {
 constexpr ArgumentData softmax_int_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData softmax_int_schema = {
-    .strings = &kStrings, .name = s_softmax, .overload_name = s_int,
-    .arguments = softmax_int_arguments, .returns = softmax_int_returns,
-    .dispatch_bitmap = ::dk::ops::softmax_int::dispatch_bitmap};
 
 // sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
 constexpr ArgumentData sort_arguments[] = {
@@ -2803,10 +2199,6 @@ constexpr ArgumentData sort_returns[] = {
     {.name = s_values, .type = {Tensor}},
     {.name = s_indices, .type = {Tensor}},
 };
-constexpr SchemaData sort_schema = {
-    .strings = &kStrings, .name = s_sort,
-    .arguments = sort_arguments, .returns = sort_returns,
-    .dispatch_bitmap = ::dk::ops::sort::dispatch_bitmap};
 
 // split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]
 constexpr ArgumentData split_Tensor_arguments[] = {
@@ -2817,10 +2209,6 @@ constexpr ArgumentData split_Tensor_arguments[] = {
 constexpr ArgumentData split_Tensor_returns[] = {
     {.type = {Tensor, {kList}}, .alias = {.before = s_a}},
 };
-constexpr SchemaData split_Tensor_schema = {
-    .strings = &kStrings, .name = s_split, .overload_name = s_Tensor,
-    .arguments = split_Tensor_arguments, .returns = split_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::split_Tensor::dispatch_bitmap};
 
 // sqrt(Tensor self) -> Tensor
 constexpr ArgumentData sqrt_arguments[] = {
@@ -2829,10 +2217,6 @@ constexpr ArgumentData sqrt_arguments[] = {
 constexpr ArgumentData sqrt_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData sqrt_schema = {
-    .strings = &kStrings, .name = s_sqrt,
-    .arguments = sqrt_arguments, .returns = sqrt_returns,
-    .dispatch_bitmap = ::dk::ops::sqrt::dispatch_bitmap};
 
 // sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sqrt_out_arguments[] = {
@@ -2842,10 +2226,6 @@ constexpr ArgumentData sqrt_out_arguments[] = {
 constexpr ArgumentData sqrt_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sqrt_out_schema = {
-    .strings = &kStrings, .name = s_sqrt, .overload_name = s_out,
-    .arguments = sqrt_out_arguments, .returns = sqrt_out_returns,
-    .dispatch_bitmap = ::dk::ops::sqrt_out::dispatch_bitmap};
 
 // sqrt_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData sqrt__arguments[] = {
@@ -2854,10 +2234,6 @@ constexpr ArgumentData sqrt__arguments[] = {
 constexpr ArgumentData sqrt__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sqrt__schema = {
-    .strings = &kStrings, .name = s_sqrt_,
-    .arguments = sqrt__arguments, .returns = sqrt__returns,
-    .dispatch_bitmap = ::dk::ops::sqrt_::dispatch_bitmap};
 
 // squeeze(Tensor(a) self) -> Tensor(a)
 constexpr ArgumentData squeeze_arguments[] = {
@@ -2866,10 +2242,6 @@ constexpr ArgumentData squeeze_arguments[] = {
 constexpr ArgumentData squeeze_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData squeeze_schema = {
-    .strings = &kStrings, .name = s_squeeze,
-    .arguments = squeeze_arguments, .returns = squeeze_returns,
-    .dispatch_bitmap = ::dk::ops::squeeze::dispatch_bitmap};
 
 // squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)
 constexpr ArgumentData squeeze_dim_arguments[] = {
@@ -2879,10 +2251,6 @@ constexpr ArgumentData squeeze_dim_arguments[] = {
 constexpr ArgumentData squeeze_dim_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData squeeze_dim_schema = {
-    .strings = &kStrings, .name = s_squeeze, .overload_name = s_dim,
-    .arguments = squeeze_dim_arguments, .returns = squeeze_dim_returns,
-    .dispatch_bitmap = ::dk::ops::squeeze_dim::dispatch_bitmap};
 
 // stack(Tensor[] tensors, int dim=0) -> Tensor
 constexpr ArgumentData stack_arguments[] = {
@@ -2892,10 +2260,6 @@ constexpr ArgumentData stack_arguments[] = {
 constexpr ArgumentData stack_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData stack_schema = {
-    .strings = &kStrings, .name = s_stack,
-    .arguments = stack_arguments, .returns = stack_returns,
-    .dispatch_bitmap = ::dk::ops::stack::dispatch_bitmap};
 
 // std(Tensor self, bool unbiased=True) -> Tensor
 constexpr ArgumentData std__arguments[] = {
@@ -2905,10 +2269,6 @@ constexpr ArgumentData std__arguments[] = {
 constexpr ArgumentData std__returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData std__schema = {
-    .strings = &kStrings, .name = s_std,
-    .arguments = std__arguments, .returns = std__returns,
-    .dispatch_bitmap = ::dk::ops::std_::dispatch_bitmap};
 
 // std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor
 constexpr ArgumentData std_dim_arguments[] = {
@@ -2920,10 +2280,6 @@ constexpr ArgumentData std_dim_arguments[] = {
 constexpr ArgumentData std_dim_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData std_dim_schema = {
-    .strings = &kStrings, .name = s_std, .overload_name = s_dim,
-    .arguments = std_dim_arguments, .returns = std_dim_returns,
-    .dispatch_bitmap = ::dk::ops::std_dim::dispatch_bitmap};
 
 // sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 constexpr ArgumentData sub_Scalar_arguments[] = {
@@ -2934,10 +2290,6 @@ constexpr ArgumentData sub_Scalar_arguments[] = {
 constexpr ArgumentData sub_Scalar_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData sub_Scalar_schema = {
-    .strings = &kStrings, .name = s_sub, .overload_name = s_Scalar,
-    .arguments = sub_Scalar_arguments, .returns = sub_Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::sub_Scalar::dispatch_bitmap};
 
 // sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 constexpr ArgumentData sub_Tensor_arguments[] = {
@@ -2948,10 +2300,6 @@ constexpr ArgumentData sub_Tensor_arguments[] = {
 constexpr ArgumentData sub_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData sub_Tensor_schema = {
-    .strings = &kStrings, .name = s_sub, .overload_name = s_Tensor,
-    .arguments = sub_Tensor_arguments, .returns = sub_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::sub_Tensor::dispatch_bitmap};
 
 // sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sub_out_arguments[] = {
@@ -2963,10 +2311,6 @@ constexpr ArgumentData sub_out_arguments[] = {
 constexpr ArgumentData sub_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sub_out_schema = {
-    .strings = &kStrings, .name = s_sub, .overload_name = s_out,
-    .arguments = sub_out_arguments, .returns = sub_out_returns,
-    .dispatch_bitmap = ::dk::ops::sub_out::dispatch_bitmap};
 
 // sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData sub__Scalar_arguments[] = {
@@ -2977,10 +2321,6 @@ constexpr ArgumentData sub__Scalar_arguments[] = {
 constexpr ArgumentData sub__Scalar_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sub__Scalar_schema = {
-    .strings = &kStrings, .name = s_sub_, .overload_name = s_Scalar,
-    .arguments = sub__Scalar_arguments, .returns = sub__Scalar_returns,
-    .dispatch_bitmap = ::dk::ops::sub__Scalar::dispatch_bitmap};
 
 // sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
 constexpr ArgumentData sub__Tensor_arguments[] = {
@@ -2991,10 +2331,6 @@ constexpr ArgumentData sub__Tensor_arguments[] = {
 constexpr ArgumentData sub__Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sub__Tensor_schema = {
-    .strings = &kStrings, .name = s_sub_, .overload_name = s_Tensor,
-    .arguments = sub__Tensor_arguments, .returns = sub__Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::sub__Tensor::dispatch_bitmap};
 
 // sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData sum_arguments[] = {
@@ -3004,10 +2340,6 @@ constexpr ArgumentData sum_arguments[] = {
 constexpr ArgumentData sum_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData sum_schema = {
-    .strings = &kStrings, .name = s_sum,
-    .arguments = sum_arguments, .returns = sum_returns,
-    .dispatch_bitmap = ::dk::ops::sum::dispatch_bitmap};
 
 // sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData sum_IntList_out_arguments[] = {
@@ -3020,10 +2352,6 @@ constexpr ArgumentData sum_IntList_out_arguments[] = {
 constexpr ArgumentData sum_IntList_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData sum_IntList_out_schema = {
-    .strings = &kStrings, .name = s_sum, .overload_name = s_IntList_out,
-    .arguments = sum_IntList_out_arguments, .returns = sum_IntList_out_returns,
-    .dispatch_bitmap = ::dk::ops::sum_IntList_out::dispatch_bitmap};
 
 // sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData sum_dim_IntList_arguments[] = {
@@ -3035,10 +2363,6 @@ constexpr ArgumentData sum_dim_IntList_arguments[] = {
 constexpr ArgumentData sum_dim_IntList_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData sum_dim_IntList_schema = {
-    .strings = &kStrings, .name = s_sum, .overload_name = s_dim_IntList,
-    .arguments = sum_dim_IntList_arguments, .returns = sum_dim_IntList_returns,
-    .dispatch_bitmap = ::dk::ops::sum_dim_IntList::dispatch_bitmap};
 
 // t(Tensor(a) self) -> Tensor(a)
 constexpr ArgumentData t_arguments[] = {
@@ -3047,10 +2371,6 @@ constexpr ArgumentData t_arguments[] = {
 constexpr ArgumentData t_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData t_schema = {
-    .strings = &kStrings, .name = s_t,
-    .arguments = t_arguments, .returns = t_returns,
-    .dispatch_bitmap = ::dk::ops::t::dispatch_bitmap};
 
 // tanh(Tensor self) -> Tensor
 constexpr ArgumentData tanh_arguments[] = {
@@ -3059,10 +2379,6 @@ constexpr ArgumentData tanh_arguments[] = {
 constexpr ArgumentData tanh_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData tanh_schema = {
-    .strings = &kStrings, .name = s_tanh,
-    .arguments = tanh_arguments, .returns = tanh_returns,
-    .dispatch_bitmap = ::dk::ops::tanh::dispatch_bitmap};
 
 // tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData tanh_out_arguments[] = {
@@ -3072,10 +2388,6 @@ constexpr ArgumentData tanh_out_arguments[] = {
 constexpr ArgumentData tanh_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData tanh_out_schema = {
-    .strings = &kStrings, .name = s_tanh, .overload_name = s_out,
-    .arguments = tanh_out_arguments, .returns = tanh_out_returns,
-    .dispatch_bitmap = ::dk::ops::tanh_out::dispatch_bitmap};
 
 // tanh_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData tanh__arguments[] = {
@@ -3084,10 +2396,6 @@ constexpr ArgumentData tanh__arguments[] = {
 constexpr ArgumentData tanh__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData tanh__schema = {
-    .strings = &kStrings, .name = s_tanh_,
-    .arguments = tanh__arguments, .returns = tanh__returns,
-    .dispatch_bitmap = ::dk::ops::tanh_::dispatch_bitmap};
 
 // to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)
 constexpr ArgumentData to_dtype_arguments[] = {
@@ -3100,10 +2408,6 @@ constexpr ArgumentData to_dtype_arguments[] = {
 constexpr ArgumentData to_dtype_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData to_dtype_schema = {
-    .strings = &kStrings, .name = s_to, .overload_name = s_dtype,
-    .arguments = to_dtype_arguments, .returns = to_dtype_returns,
-    .dispatch_bitmap = ::dk::ops::to_dtype::dispatch_bitmap};
 
 // topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
 constexpr ArgumentData topk_arguments[] = {
@@ -3117,10 +2421,6 @@ constexpr ArgumentData topk_returns[] = {
     {.name = s_values, .type = {Tensor}},
     {.name = s_indices, .type = {Tensor}},
 };
-constexpr SchemaData topk_schema = {
-    .strings = &kStrings, .name = s_topk,
-    .arguments = topk_arguments, .returns = topk_returns,
-    .dispatch_bitmap = ::dk::ops::topk::dispatch_bitmap};
 
 // topk.values(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
 constexpr ArgumentData topk_values_arguments[] = {
@@ -3136,10 +2436,6 @@ constexpr ArgumentData topk_values_returns[] = {
     {.name = s_values, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
     {.name = s_indices, .type = {Tensor}, .alias = {.before = s_b, .is_write = true}},
 };
-constexpr SchemaData topk_values_schema = {
-    .strings = &kStrings, .name = s_topk, .overload_name = s_values,
-    .arguments = topk_values_arguments, .returns = topk_values_returns,
-    .dispatch_bitmap = ::dk::ops::topk_values::dispatch_bitmap};
 
 // transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)
 constexpr ArgumentData transpose_int_arguments[] = {
@@ -3150,10 +2446,6 @@ constexpr ArgumentData transpose_int_arguments[] = {
 constexpr ArgumentData transpose_int_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData transpose_int_schema = {
-    .strings = &kStrings, .name = s_transpose, .overload_name = s_int,
-    .arguments = transpose_int_arguments, .returns = transpose_int_returns,
-    .dispatch_bitmap = ::dk::ops::transpose_int::dispatch_bitmap};
 
 // tril(Tensor self, int diagonal=0) -> Tensor
 constexpr ArgumentData tril_arguments[] = {
@@ -3163,10 +2455,6 @@ constexpr ArgumentData tril_arguments[] = {
 constexpr ArgumentData tril_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData tril_schema = {
-    .strings = &kStrings, .name = s_tril,
-    .arguments = tril_arguments, .returns = tril_returns,
-    .dispatch_bitmap = ::dk::ops::tril::dispatch_bitmap};
 
 // triu(Tensor self, int diagonal=0) -> Tensor
 constexpr ArgumentData triu_arguments[] = {
@@ -3176,10 +2464,6 @@ constexpr ArgumentData triu_arguments[] = {
 constexpr ArgumentData triu_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData triu_schema = {
-    .strings = &kStrings, .name = s_triu,
-    .arguments = triu_arguments, .returns = triu_returns,
-    .dispatch_bitmap = ::dk::ops::triu::dispatch_bitmap};
 
 // unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]
 constexpr ArgumentData unbind_int_arguments[] = {
@@ -3189,10 +2473,6 @@ constexpr ArgumentData unbind_int_arguments[] = {
 constexpr ArgumentData unbind_int_returns[] = {
     {.type = {Tensor, {kList}}, .alias = {.before = s_a}},
 };
-constexpr SchemaData unbind_int_schema = {
-    .strings = &kStrings, .name = s_unbind, .overload_name = s_int,
-    .arguments = unbind_int_arguments, .returns = unbind_int_returns,
-    .dispatch_bitmap = ::dk::ops::unbind_int::dispatch_bitmap};
 
 // unsqueeze(Tensor(a) self, int dim) -> Tensor(a)
 constexpr ArgumentData unsqueeze_arguments[] = {
@@ -3202,10 +2482,6 @@ constexpr ArgumentData unsqueeze_arguments[] = {
 constexpr ArgumentData unsqueeze_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData unsqueeze_schema = {
-    .strings = &kStrings, .name = s_unsqueeze,
-    .arguments = unsqueeze_arguments, .returns = unsqueeze_returns,
-    .dispatch_bitmap = ::dk::ops::unsqueeze::dispatch_bitmap};
 
 // var(Tensor self, bool unbiased=True) -> Tensor
 constexpr ArgumentData var_arguments[] = {
@@ -3215,10 +2491,6 @@ constexpr ArgumentData var_arguments[] = {
 constexpr ArgumentData var_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData var_schema = {
-    .strings = &kStrings, .name = s_var,
-    .arguments = var_arguments, .returns = var_returns,
-    .dispatch_bitmap = ::dk::ops::var::dispatch_bitmap};
 
 // var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor
 constexpr ArgumentData var_dim_arguments[] = {
@@ -3230,10 +2502,6 @@ constexpr ArgumentData var_dim_arguments[] = {
 constexpr ArgumentData var_dim_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData var_dim_schema = {
-    .strings = &kStrings, .name = s_var, .overload_name = s_dim,
-    .arguments = var_dim_arguments, .returns = var_dim_returns,
-    .dispatch_bitmap = ::dk::ops::var_dim::dispatch_bitmap};
 
 // view(Tensor(a) self, SymInt[] size) -> Tensor(a)
 constexpr ArgumentData view_arguments[] = {
@@ -3243,10 +2511,6 @@ constexpr ArgumentData view_arguments[] = {
 constexpr ArgumentData view_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
-constexpr SchemaData view_schema = {
-    .strings = &kStrings, .name = s_view,
-    .arguments = view_arguments, .returns = view_returns,
-    .dispatch_bitmap = ::dk::ops::view::dispatch_bitmap};
 
 // where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData where_self_arguments[] = {
@@ -3257,10 +2521,6 @@ constexpr ArgumentData where_self_arguments[] = {
 constexpr ArgumentData where_self_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData where_self_schema = {
-    .strings = &kStrings, .name = s_where, .overload_name = s_self,
-    .arguments = where_self_arguments, .returns = where_self_returns,
-    .dispatch_bitmap = ::dk::ops::where_self::dispatch_bitmap};
 
 // zero_(Tensor(a!) self) -> Tensor(a!)
 constexpr ArgumentData zero__arguments[] = {
@@ -3269,10 +2529,6 @@ constexpr ArgumentData zero__arguments[] = {
 constexpr ArgumentData zero__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData zero__schema = {
-    .strings = &kStrings, .name = s_zero_,
-    .arguments = zero__arguments, .returns = zero__returns,
-    .dispatch_bitmap = ::dk::ops::zero_::dispatch_bitmap};
 
 // zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData zeros_arguments[] = {
@@ -3285,10 +2541,6 @@ constexpr ArgumentData zeros_arguments[] = {
 constexpr ArgumentData zeros_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData zeros_schema = {
-    .strings = &kStrings, .name = s_zeros,
-    .arguments = zeros_arguments, .returns = zeros_returns,
-    .dispatch_bitmap = ::dk::ops::zeros::dispatch_bitmap};
 
 // zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 constexpr ArgumentData zeros_like_arguments[] = {
@@ -3302,200 +2554,765 @@ constexpr ArgumentData zeros_like_arguments[] = {
 constexpr ArgumentData zeros_like_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData zeros_like_schema = {
-    .strings = &kStrings, .name = s_zeros_like,
-    .arguments = zeros_like_arguments, .returns = zeros_like_returns,
-    .dispatch_bitmap = ::dk::ops::zeros_like::dispatch_bitmap};
+
+// The operators above, in order: one Library::def registers them all, and each operator's
+// entry is made the first time it is looked up (Note [Entries made on first use]).
+constexpr SchemaData kSchemas[] = {
+    // dk::_log_softmax
+    {.strings = &kStrings, .name = s__log_softmax,
+     .arguments = _log_softmax_arguments, .returns = _log_softmax_returns,
+     .dispatch_bitmap = ::dk::ops::_log_softmax::dispatch_bitmap},
+    // dk::_scaled_dot_product_attention
+    {.strings = &kStrings, .name = s__scaled_dot_product_attention,
+     .arguments = _scaled_dot_product_attention_arguments, .returns = _scaled_dot_product_attention_returns,
+     .dispatch_bitmap = ::dk::ops::_scaled_dot_product_attention::dispatch_bitmap},
+    // dk::_softmax
+    {.strings = &kStrings, .name = s__softmax,
+     .arguments = _softmax_arguments, .returns = _softmax_returns,
+     .dispatch_bitmap = ::dk::ops::_softmax::dispatch_bitmap},
+    // dk::_to_copy
+    {.strings = &kStrings, .name = s__to_copy,
+     .arguments = _to_copy_arguments, .returns = _to_copy_returns,
+     .dispatch_bitmap = ::dk::ops::_to_copy::dispatch_bitmap},
+    // dk::abs
+    {.strings = &kStrings, .name = s_abs,
+     .arguments = abs_arguments, .returns = abs_returns,
+     .dispatch_bitmap = ::dk::ops::abs::dispatch_bitmap},
+    // dk::add.Scalar
+    {.strings = &kStrings, .name = s_add, .overload_name = s_Scalar,
+     .arguments = add_Scalar_arguments, .returns = add_Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::add_Scalar::dispatch_bitmap},
+    // dk::add.Tensor
+    {.strings = &kStrings, .name = s_add, .overload_name = s_Tensor,
+     .arguments = add_Tensor_arguments, .returns = add_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::add_Tensor::dispatch_bitmap},
+    // dk::add.out
+    {.strings = &kStrings, .name = s_add, .overload_name = s_out,
+     .arguments = add_out_arguments, .returns = add_out_returns,
+     .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap},
+    // dk::add_.Scalar
+    {.strings = &kStrings, .name = s_add_, .overload_name = s_Scalar,
+     .arguments = add__Scalar_arguments, .returns = add__Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::add__Scalar::dispatch_bitmap},
+    // dk::add_.Tensor
+    {.strings = &kStrings, .name = s_add_, .overload_name = s_Tensor,
+     .arguments = add__Tensor_arguments, .returns = add__Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::add__Tensor::dispatch_bitmap},
+    // dk::addmm
+    {.strings = &kStrings, .name = s_addmm,
+     .arguments = addmm_arguments, .returns = addmm_returns,
+     .dispatch_bitmap = ::dk::ops::addmm::dispatch_bitmap},
+    // dk::addmm.out
+    {.strings = &kStrings, .name = s_addmm, .overload_name = s_out,
+     .arguments = addmm_out_arguments, .returns = addmm_out_returns,
+     .dispatch_bitmap = ::dk::ops::addmm_out::dispatch_bitmap},
+    // dk::addmm_
+    {.strings = &kStrings, .name = s_addmm_,
+     .arguments = addmm__arguments, .returns = addmm__returns,
+     .dispatch_bitmap = ::dk::ops::addmm_::dispatch_bitmap},
+    // dk::arange.start_step
+    {.strings = &kStrings, .name = s_arange, .overload_name = s_start_step,
+     .arguments = arange_start_step_arguments, .returns = arange_start_step_returns,
+     .dispatch_bitmap = ::dk::ops::arange_start_step::dispatch_bitmap},
+    // dk::argmax
+    {.strings = &kStrings, .name = s_argmax,
+     .arguments = argmax_arguments, .returns = argmax_returns,
+     .dispatch_bitmap = ::dk::ops::argmax::dispatch_bitmap},
+    // dk::argmax.out
+    {.strings = &kStrings, .name = s_argmax, .overload_name = s_out,
+     .arguments = argmax_out_arguments, .returns = argmax_out_returns,
+     .dispatch_bitmap = ::dk::ops::argmax_out::dispatch_bitmap},
+    // dk::argmin
+    {.strings = &kStrings, .name = s_argmin,
+     .arguments = argmin_arguments, .returns = argmin_returns,
+     .dispatch_bitmap = ::dk::ops::argmin::dispatch_bitmap},
+    // dk::argmin.out
+    {.strings = &kStrings, .name = s_argmin, .overload_name = s_out,
+     .arguments = argmin_out_arguments, .returns = argmin_out_returns,
+     .dispatch_bitmap = ::dk::ops::argmin_out::dispatch_bitmap},
+    // dk::avg_pool2d
+    {.strings = &kStrings, .name = s_avg_pool2d,
+     .arguments = avg_pool2d_arguments, .returns = avg_pool2d_returns,
+     .dispatch_bitmap = ::dk::ops::avg_pool2d::dispatch_bitmap},
+    // dk::avg_pool2d_backward
+    {.strings = &kStrings, .name = s_avg_pool2d_backward,
+     .arguments = avg_pool2d_backward_arguments, .returns = avg_pool2d_backward_returns,
+     .dispatch_bitmap = ::dk::ops::avg_pool2d_backward::dispatch_bitmap},
+    // dk::baddbmm
+    {.strings = &kStrings, .name = s_baddbmm,
+     .arguments = baddbmm_arguments, .returns = baddbmm_returns,
+     .dispatch_bitmap = ::dk::ops::baddbmm::dispatch_bitmap},
+    // dk::batch_norm
+    {.strings = &kStrings, .name = s_batch_norm,
+     .arguments = batch_norm_arguments, .returns = batch_norm_returns,
+     .dispatch_bitmap = ::dk::ops::batch_norm::dispatch_bitmap},
+    // dk::bmm
+    {.strings = &kStrings, .name = s_bmm,
+     .arguments = bmm_arguments, .returns = bmm_returns,
+     .dispatch_bitmap = ::dk::ops::bmm::dispatch_bitmap},
+    // dk::bmm.out
+    {.strings = &kStrings, .name = s_bmm, .overload_name = s_out,
+     .arguments = bmm_out_arguments, .returns = bmm_out_returns,
+     .dispatch_bitmap = ::dk::ops::bmm_out::dispatch_bitmap},
+    // dk::cat
+    {.strings = &kStrings, .name = s_cat,
+     .arguments = cat_arguments, .returns = cat_returns,
+     .dispatch_bitmap = ::dk::ops::cat::dispatch_bitmap},
+    // dk::chunk
+    {.strings = &kStrings, .name = s_chunk,
+     .arguments = chunk_arguments, .returns = chunk_returns,
+     .dispatch_bitmap = ::dk::ops::chunk::dispatch_bitmap},
+    // dk::clamp
+    {.strings = &kStrings, .name = s_clamp,
+     .arguments = clamp_arguments, .returns = clamp_returns,
+     .dispatch_bitmap = ::dk::ops::clamp::dispatch_bitmap},
+    // dk::clamp.out
+    {.strings = &kStrings, .name = s_clamp, .overload_name = s_out,
+     .arguments = clamp_out_arguments, .returns = clamp_out_returns,
+     .dispatch_bitmap = ::dk::ops::clamp_out::dispatch_bitmap},
+    // dk::clamp_
+    {.strings = &kStrings, .name = s_clamp_,
+     .arguments = clamp__arguments, .returns = clamp__returns,
+     .dispatch_bitmap = ::dk::ops::clamp_::dispatch_bitmap},
+    // dk::clone
+    {.strings = &kStrings, .name = s_clone,
+     .arguments = clone_arguments, .returns = clone_returns,
+     .dispatch_bitmap = ::dk::ops::clone::dispatch_bitmap},
+    // dk::col2im
+    {.strings = &kStrings, .name = s_col2im,
+     .arguments = col2im_arguments, .returns = col2im_returns,
+     .dispatch_bitmap = ::dk::ops::col2im::dispatch_bitmap},
+    // dk::contiguous
+    {.strings = &kStrings, .name = s_contiguous,
+     .arguments = contiguous_arguments, .returns = contiguous_returns,
+     .dispatch_bitmap = ::dk::ops::contiguous::dispatch_bitmap},
+    // dk::conv1d
+    {.strings = &kStrings, .name = s_conv1d,
+     .arguments = conv1d_arguments, .returns = conv1d_returns,
+     .dispatch_bitmap = ::dk::ops::conv1d::dispatch_bitmap},
+    // dk::conv2d
+    {.strings = &kStrings, .name = s_conv2d,
+     .arguments = conv2d_arguments, .returns = conv2d_returns,
+     .dispatch_bitmap = ::dk::ops::conv2d::dispatch_bitmap},
+    // dk::convolution
+    {.strings = &kStrings, .name = s_convolution,
+     .arguments = convolution_arguments, .returns = convolution_returns,
+     .dispatch_bitmap = ::dk::ops::convolution::dispatch_bitmap},
+    // dk::copy_
+    {.strings = &kStrings, .name = s_copy_,
+     .arguments = copy__arguments, .returns = copy__returns,
+     .dispatch_bitmap = ::dk::ops::copy_::dispatch_bitmap},
+    // dk::cos
+    {.strings = &kStrings, .name = s_cos,
+     .arguments = cos_arguments, .returns = cos_returns,
+     .dispatch_bitmap = ::dk::ops::cos::dispatch_bitmap},
+    // dk::cos.out
+    {.strings = &kStrings, .name = s_cos, .overload_name = s_out,
+     .arguments = cos_out_arguments, .returns = cos_out_returns,
+     .dispatch_bitmap = ::dk::ops::cos_out::dispatch_bitmap},
+    // dk::cos_
+    {.strings = &kStrings, .name = s_cos_,
+     .arguments = cos__arguments, .returns = cos__returns,
+     .dispatch_bitmap = ::dk::ops::cos_::dispatch_bitmap},
+    // dk::cross_entropy_loss
+    {.strings = &kStrings, .name = s_cross_entropy_loss,
+     .arguments = cross_entropy_loss_arguments, .returns = cross_entropy_loss_returns,
+     .dispatch_bitmap = ::dk::ops::cross_entropy_loss::dispatch_bitmap},
+    // dk::cumsum
+    {.strings = &kStrings, .name = s_cumsum,
+     .arguments = cumsum_arguments, .returns = cumsum_returns,
+     .dispatch_bitmap = ::dk::ops::cumsum::dispatch_bitmap},
+    // dk::cumsum.out
+    {.strings = &kStrings, .name = s_cumsum, .overload_name = s_out,
+     .arguments = cumsum_out_arguments, .returns = cumsum_out_returns,
+     .dispatch_bitmap = ::dk::ops::cumsum_out::dispatch_bitmap},
+    // dk::cumsum_
+    {.strings = &kStrings, .name = s_cumsum_,
+     .arguments = cumsum__arguments, .returns = cumsum__returns,
+     .dispatch_bitmap = ::dk::ops::cumsum_::dispatch_bitmap},
+    // dk::detach
+    {.strings = &kStrings, .name = s_detach,
+     .arguments = detach_arguments, .returns = detach_returns,
+     .dispatch_bitmap = ::dk::ops::detach::dispatch_bitmap},
+    // dk::div.Scalar
+    {.strings = &kStrings, .name = s_div, .overload_name = s_Scalar,
+     .arguments = div_Scalar_arguments, .returns = div_Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::div_Scalar::dispatch_bitmap},
+    // dk::div.Tensor
+    {.strings = &kStrings, .name = s_div, .overload_name = s_Tensor,
+     .arguments = div_Tensor_arguments, .returns = div_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::div_Tensor::dispatch_bitmap},
+    // dk::div.out
+    {.strings = &kStrings, .name = s_div, .overload_name = s_out,
+     .arguments = div_out_arguments, .returns = div_out_returns,
+     .dispatch_bitmap = ::dk::ops::div_out::dispatch_bitmap},
+    // dk::div_.Scalar
+    {.strings = &kStrings, .name = s_div_, .overload_name = s_Scalar,
+     .arguments = div__Scalar_arguments, .returns = div__Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::div__Scalar::dispatch_bitmap},
+    // dk::div_.Tensor
+    {.strings = &kStrings, .name = s_div_, .overload_name = s_Tensor,
+     .arguments = div__Tensor_arguments, .returns = div__Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::div__Tensor::dispatch_bitmap},
+    // dk::dropout
+    {.strings = &kStrings, .name = s_dropout,
+     .arguments = dropout_arguments, .returns = dropout_returns,
+     .dispatch_bitmap = ::dk::ops::dropout::dispatch_bitmap},
+    // dk::embedding
+    {.strings = &kStrings, .name = s_embedding,
+     .arguments = embedding_arguments, .returns = embedding_returns,
+     .dispatch_bitmap = ::dk::ops::embedding::dispatch_bitmap},
+    // dk::empty.memory_format
+    {.strings = &kStrings, .name = s_empty_2, .overload_name = s_memory_format,
+     .arguments = empty_memory_format_arguments, .returns = empty_memory_format_returns,
+     .dispatch_bitmap = ::dk::ops::empty_memory_format::dispatch_bitmap},
+    // dk::empty_like
+    {.strings = &kStrings, .name = s_empty_like,
+     .arguments = empty_like_arguments, .returns = empty_like_returns,
+     .dispatch_bitmap = ::dk::ops::empty_like::dispatch_bitmap},
+    // dk::eq.Scalar
+    {.strings = &kStrings, .name = s_eq, .overload_name = s_Scalar,
+     .arguments = eq_Scalar_arguments, .returns = eq_Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::eq_Scalar::dispatch_bitmap},
+    // dk::eq.Scalar_out
+    {.strings = &kStrings, .name = s_eq, .overload_name = s_Scalar_out,
+     .arguments = eq_Scalar_out_arguments, .returns = eq_Scalar_out_returns,
+     .dispatch_bitmap = ::dk::ops::eq_Scalar_out::dispatch_bitmap},
+    // dk::eq.Tensor
+    {.strings = &kStrings, .name = s_eq, .overload_name = s_Tensor,
+     .arguments = eq_Tensor_arguments, .returns = eq_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::eq_Tensor::dispatch_bitmap},
+    // dk::eq.Tensor_out
+    {.strings = &kStrings, .name = s_eq, .overload_name = s_Tensor_out,
+     .arguments = eq_Tensor_out_arguments, .returns = eq_Tensor_out_returns,
+     .dispatch_bitmap = ::dk::ops::eq_Tensor_out::dispatch_bitmap},
+    // dk::eq_.Scalar
+    {.strings = &kStrings, .name = s_eq_, .overload_name = s_Scalar,
+     .arguments = eq__Scalar_arguments, .returns = eq__Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::eq__Scalar::dispatch_bitmap},
+    // dk::eq_.Tensor
+    {.strings = &kStrings, .name = s_eq_, .overload_name = s_Tensor,
+     .arguments = eq__Tensor_arguments, .returns = eq__Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::eq__Tensor::dispatch_bitmap},
+    // dk::exp
+    {.strings = &kStrings, .name = s_exp,
+     .arguments = exp_arguments, .returns = exp_returns,
+     .dispatch_bitmap = ::dk::ops::exp::dispatch_bitmap},
+    // dk::exp.out
+    {.strings = &kStrings, .name = s_exp, .overload_name = s_out,
+     .arguments = exp_out_arguments, .returns = exp_out_returns,
+     .dispatch_bitmap = ::dk::ops::exp_out::dispatch_bitmap},
+    // dk::exp_
+    {.strings = &kStrings, .name = s_exp_,
+     .arguments = exp__arguments, .returns = exp__returns,
+     .dispatch_bitmap = ::dk::ops::exp_::dispatch_bitmap},
+    // dk::expand
+    {.strings = &kStrings, .name = s_expand,
+     .arguments = expand_arguments, .returns = expand_returns,
+     .dispatch_bitmap = ::dk::ops::expand::dispatch_bitmap},
+    // dk::fill_.Scalar
+    {.strings = &kStrings, .name = s_fill_, .overload_name = s_Scalar,
+     .arguments = fill__Scalar_arguments, .returns = fill__Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::fill__Scalar::dispatch_bitmap},
+    // dk::flatten.using_ints
+    {.strings = &kStrings, .name = s_flatten, .overload_name = s_using_ints,
+     .arguments = flatten_using_ints_arguments, .returns = flatten_using_ints_returns,
+     .dispatch_bitmap = ::dk::ops::flatten_using_ints::dispatch_bitmap},
+    // dk::full
+    {.strings = &kStrings, .name = s_full,
+     .arguments = full_arguments, .returns = full_returns,
+     .dispatch_bitmap = ::dk::ops::full::dispatch_bitmap},
+    // dk::gather
+    {.strings = &kStrings, .name = s_gather,
+     .arguments = gather_arguments, .returns = gather_returns,
+     .dispatch_bitmap = ::dk::ops::gather::dispatch_bitmap},
+    // dk::gather.out
+    {.strings = &kStrings, .name = s_gather, .overload_name = s_out,
+     .arguments = gather_out_arguments, .returns = gather_out_returns,
+     .dispatch_bitmap = ::dk::ops::gather_out::dispatch_bitmap},
+    // dk::gelu
+    {.strings = &kStrings, .name = s_gelu,
+     .arguments = gelu_arguments, .returns = gelu_returns,
+     .dispatch_bitmap = ::dk::ops::gelu::dispatch_bitmap},
+    // dk::gelu.out
+    {.strings = &kStrings, .name = s_gelu, .overload_name = s_out,
+     .arguments = gelu_out_arguments, .returns = gelu_out_returns,
+     .dispatch_bitmap = ::dk::ops::gelu_out::dispatch_bitmap},
+    // dk::gelu_
+    {.strings = &kStrings, .name = s_gelu_,
+     .arguments = gelu__arguments, .returns = gelu__returns,
+     .dispatch_bitmap = ::dk::ops::gelu_::dispatch_bitmap},
+    // dk::gelu_backward
+    {.strings = &kStrings, .name = s_gelu_backward,
+     .arguments = gelu_backward_arguments, .returns = gelu_backward_returns,
+     .dispatch_bitmap = ::dk::ops::gelu_backward::dispatch_bitmap},
+    // dk::gt.Tensor
+    {.strings = &kStrings, .name = s_gt, .overload_name = s_Tensor,
+     .arguments = gt_Tensor_arguments, .returns = gt_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::gt_Tensor::dispatch_bitmap},
+    // dk::gt.Tensor_out
+    {.strings = &kStrings, .name = s_gt, .overload_name = s_Tensor_out,
+     .arguments = gt_Tensor_out_arguments, .returns = gt_Tensor_out_returns,
+     .dispatch_bitmap = ::dk::ops::gt_Tensor_out::dispatch_bitmap},
+    // dk::gt_.Tensor
+    {.strings = &kStrings, .name = s_gt_, .overload_name = s_Tensor,
+     .arguments = gt__Tensor_arguments, .returns = gt__Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::gt__Tensor::dispatch_bitmap},
+    // dk::im2col
+    {.strings = &kStrings, .name = s_im2col,
+     .arguments = im2col_arguments, .returns = im2col_returns,
+     .dispatch_bitmap = ::dk::ops::im2col::dispatch_bitmap},
+    // dk::index.Tensor
+    {.strings = &kStrings, .name = s_index, .overload_name = s_Tensor,
+     .arguments = index_Tensor_arguments, .returns = index_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::index_Tensor::dispatch_bitmap},
+    // dk::index_put
+    {.strings = &kStrings, .name = s_index_put,
+     .arguments = index_put_arguments, .returns = index_put_returns,
+     .dispatch_bitmap = ::dk::ops::index_put::dispatch_bitmap},
+    // dk::index_put_
+    {.strings = &kStrings, .name = s_index_put_,
+     .arguments = index_put__arguments, .returns = index_put__returns,
+     .dispatch_bitmap = ::dk::ops::index_put_::dispatch_bitmap},
+    // dk::index_select
+    {.strings = &kStrings, .name = s_index_select,
+     .arguments = index_select_arguments, .returns = index_select_returns,
+     .dispatch_bitmap = ::dk::ops::index_select::dispatch_bitmap},
+    // dk::item
+    {.strings = &kStrings, .name = s_item,
+     .arguments = item_arguments, .returns = item_returns,
+     .dispatch_bitmap = ::dk::ops::item::dispatch_bitmap},
+    // dk::layer_norm
+    {.strings = &kStrings, .name = s_layer_norm,
+     .arguments = layer_norm_arguments, .returns = layer_norm_returns,
+     .dispatch_bitmap = ::dk::ops::layer_norm::dispatch_bitmap},
+    // dk::linear
+    {.strings = &kStrings, .name = s_linear,
+     .arguments = linear_arguments, .returns = linear_returns,
+     .dispatch_bitmap = ::dk::ops::linear::dispatch_bitmap},
+    // dk::log
+    {.strings = &kStrings, .name = s_log,
+     .arguments = log_arguments, .returns = log_returns,
+     .dispatch_bitmap = ::dk::ops::log::dispatch_bitmap},
+    // dk::log.out
+    {.strings = &kStrings, .name = s_log, .overload_name = s_out,
+     .arguments = log_out_arguments, .returns = log_out_returns,
+     .dispatch_bitmap = ::dk::ops::log_out::dispatch_bitmap},
+    // dk::log_
+    {.strings = &kStrings, .name = s_log_,
+     .arguments = log__arguments, .returns = log__returns,
+     .dispatch_bitmap = ::dk::ops::log_::dispatch_bitmap},
+    // dk::log_softmax.int
+    {.strings = &kStrings, .name = s_log_softmax, .overload_name = s_int,
+     .arguments = log_softmax_int_arguments, .returns = log_softmax_int_returns,
+     .dispatch_bitmap = ::dk::ops::log_softmax_int::dispatch_bitmap},
+    // dk::lt.Tensor
+    {.strings = &kStrings, .name = s_lt, .overload_name = s_Tensor,
+     .arguments = lt_Tensor_arguments, .returns = lt_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::lt_Tensor::dispatch_bitmap},
+    // dk::lt.Tensor_out
+    {.strings = &kStrings, .name = s_lt, .overload_name = s_Tensor_out,
+     .arguments = lt_Tensor_out_arguments, .returns = lt_Tensor_out_returns,
+     .dispatch_bitmap = ::dk::ops::lt_Tensor_out::dispatch_bitmap},
+    // dk::lt_.Tensor
+    {.strings = &kStrings, .name = s_lt_, .overload_name = s_Tensor,
+     .arguments = lt__Tensor_arguments, .returns = lt__Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::lt__Tensor::dispatch_bitmap},
+    // dk::masked_fill.Scalar
+    {.strings = &kStrings, .name = s_masked_fill, .overload_name = s_Scalar,
+     .arguments = masked_fill_Scalar_arguments, .returns = masked_fill_Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::masked_fill_Scalar::dispatch_bitmap},
+    // dk::masked_fill.Tensor
+    {.strings = &kStrings, .name = s_masked_fill, .overload_name = s_Tensor,
+     .arguments = masked_fill_Tensor_arguments, .returns = masked_fill_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::masked_fill_Tensor::dispatch_bitmap},
+    // dk::matmul
+    {.strings = &kStrings, .name = s_matmul,
+     .arguments = matmul_arguments, .returns = matmul_returns,
+     .dispatch_bitmap = ::dk::ops::matmul::dispatch_bitmap},
+    // dk::max
+    {.strings = &kStrings, .name = s_max,
+     .arguments = max_arguments, .returns = max_returns,
+     .dispatch_bitmap = ::dk::ops::max::dispatch_bitmap},
+    // dk::max.dim
+    {.strings = &kStrings, .name = s_max, .overload_name = s_dim,
+     .arguments = max_dim_arguments, .returns = max_dim_returns,
+     .dispatch_bitmap = ::dk::ops::max_dim::dispatch_bitmap},
+    // dk::max.dim_max
+    {.strings = &kStrings, .name = s_max, .overload_name = s_dim_max,
+     .arguments = max_dim_max_arguments, .returns = max_dim_max_returns,
+     .dispatch_bitmap = ::dk::ops::max_dim_max::dispatch_bitmap},
+    // dk::max_pool2d
+    {.strings = &kStrings, .name = s_max_pool2d,
+     .arguments = max_pool2d_arguments, .returns = max_pool2d_returns,
+     .dispatch_bitmap = ::dk::ops::max_pool2d::dispatch_bitmap},
+    // dk::max_pool2d_with_indices
+    {.strings = &kStrings, .name = s_max_pool2d_with_indices,
+     .arguments = max_pool2d_with_indices_arguments, .returns = max_pool2d_with_indices_returns,
+     .dispatch_bitmap = ::dk::ops::max_pool2d_with_indices::dispatch_bitmap},
+    // dk::maximum
+    {.strings = &kStrings, .name = s_maximum,
+     .arguments = maximum_arguments, .returns = maximum_returns,
+     .dispatch_bitmap = ::dk::ops::maximum::dispatch_bitmap},
+    // dk::maximum.out
+    {.strings = &kStrings, .name = s_maximum, .overload_name = s_out,
+     .arguments = maximum_out_arguments, .returns = maximum_out_returns,
+     .dispatch_bitmap = ::dk::ops::maximum_out::dispatch_bitmap},
+    // dk::mean
+    {.strings = &kStrings, .name = s_mean,
+     .arguments = mean_arguments, .returns = mean_returns,
+     .dispatch_bitmap = ::dk::ops::mean::dispatch_bitmap},
+    // dk::mean.dim
+    {.strings = &kStrings, .name = s_mean, .overload_name = s_dim,
+     .arguments = mean_dim_arguments, .returns = mean_dim_returns,
+     .dispatch_bitmap = ::dk::ops::mean_dim::dispatch_bitmap},
+    // dk::mean.out
+    {.strings = &kStrings, .name = s_mean, .overload_name = s_out,
+     .arguments = mean_out_arguments, .returns = mean_out_returns,
+     .dispatch_bitmap = ::dk::ops::mean_out::dispatch_bitmap},
+    // dk::min
+    {.strings = &kStrings, .name = s_min,
+     .arguments = min_arguments, .returns = min_returns,
+     .dispatch_bitmap = ::dk::ops::min::dispatch_bitmap},
+    // dk::min.dim
+    {.strings = &kStrings, .name = s_min, .overload_name = s_dim,
+     .arguments = min_dim_arguments, .returns = min_dim_returns,
+     .dispatch_bitmap = ::dk::ops::min_dim::dispatch_bitmap},
+    // dk::min.dim_min
+    {.strings = &kStrings, .name = s_min, .overload_name = s_dim_min,
+     .arguments = min_dim_min_arguments, .returns = min_dim_min_returns,
+     .dispatch_bitmap = ::dk::ops::min_dim_min::dispatch_bitmap},
+    // dk::minimum
+    {.strings = &kStrings, .name = s_minimum,
+     .arguments = minimum_arguments, .returns = minimum_returns,
+     .dispatch_bitmap = ::dk::ops::minimum::dispatch_bitmap},
+    // dk::minimum.out
+    {.strings = &kStrings, .name = s_minimum, .overload_name = s_out,
+     .arguments = minimum_out_arguments, .returns = minimum_out_returns,
+     .dispatch_bitmap = ::dk::ops::minimum_out::dispatch_bitmap},
+    // dk::mm
+    {.strings = &kStrings, .name = s_mm,
+     .arguments = mm_arguments, .returns = mm_returns,
+     .dispatch_bitmap = ::dk::ops::mm::dispatch_bitmap},
+    // dk::mm.out
+    {.strings = &kStrings, .name = s_mm, .overload_name = s_out,
+     .arguments = mm_out_arguments, .returns = mm_out_returns,
+     .dispatch_bitmap = ::dk::ops::mm_out::dispatch_bitmap},
+    // dk::mse_loss
+    {.strings = &kStrings, .name = s_mse_loss,
+     .arguments = mse_loss_arguments, .returns = mse_loss_returns,
+     .dispatch_bitmap = ::dk::ops::mse_loss::dispatch_bitmap},
+    // dk::mul.Scalar
+    {.strings = &kStrings, .name = s_mul, .overload_name = s_Scalar,
+     .arguments = mul_Scalar_arguments, .returns = mul_Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::mul_Scalar::dispatch_bitmap},
+    // dk::mul.Tensor
+    {.strings = &kStrings, .name = s_mul, .overload_name = s_Tensor,
+     .arguments = mul_Tensor_arguments, .returns = mul_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::mul_Tensor::dispatch_bitmap},
+    // dk::mul.out
+    {.strings = &kStrings, .name = s_mul, .overload_name = s_out,
+     .arguments = mul_out_arguments, .returns = mul_out_returns,
+     .dispatch_bitmap = ::dk::ops::mul_out::dispatch_bitmap},
+    // dk::mul_.Scalar
+    {.strings = &kStrings, .name = s_mul_, .overload_name = s_Scalar,
+     .arguments = mul__Scalar_arguments, .returns = mul__Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::mul__Scalar::dispatch_bitmap},
+    // dk::mul_.Tensor
+    {.strings = &kStrings, .name = s_mul_, .overload_name = s_Tensor,
+     .arguments = mul__Tensor_arguments, .returns = mul__Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::mul__Tensor::dispatch_bitmap},
+    // dk::narrow
+    {.strings = &kStrings, .name = s_narrow,
+     .arguments = narrow_arguments, .returns = narrow_returns,
+     .dispatch_bitmap = ::dk::ops::narrow::dispatch_bitmap},
+    // dk::neg
+    {.strings = &kStrings, .name = s_neg,
+     .arguments = neg_arguments, .returns = neg_returns,
+     .dispatch_bitmap = ::dk::ops::neg::dispatch_bitmap},
+    // dk::neg.out
+    {.strings = &kStrings, .name = s_neg, .overload_name = s_out,
+     .arguments = neg_out_arguments, .returns = neg_out_returns,
+     .dispatch_bitmap = ::dk::ops::neg_out::dispatch_bitmap},
+    // dk::neg_
+    {.strings = &kStrings, .name = s_neg_,
+     .arguments = neg__arguments, .returns = neg__returns,
+     .dispatch_bitmap = ::dk::ops::neg_::dispatch_bitmap},
+    // dk::nll_loss
+    {.strings = &kStrings, .name = s_nll_loss,
+     .arguments = nll_loss_arguments, .returns = nll_loss_returns,
+     .dispatch_bitmap = ::dk::ops::nll_loss::dispatch_bitmap},
+    // dk::nonzero
+    {.strings = &kStrings, .name = s_nonzero,
+     .arguments = nonzero_arguments, .returns = nonzero_returns,
+     .dispatch_bitmap = ::dk::ops::nonzero::dispatch_bitmap},
+    // dk::ones
+    {.strings = &kStrings, .name = s_ones,
+     .arguments = ones_arguments, .returns = ones_returns,
+     .dispatch_bitmap = ::dk::ops::ones::dispatch_bitmap},
+    // dk::ones_like
+    {.strings = &kStrings, .name = s_ones_like,
+     .arguments = ones_like_arguments, .returns = ones_like_returns,
+     .dispatch_bitmap = ::dk::ops::ones_like::dispatch_bitmap},
+    // dk::permute
+    {.strings = &kStrings, .name = s_permute,
+     .arguments = permute_arguments, .returns = permute_returns,
+     .dispatch_bitmap = ::dk::ops::permute::dispatch_bitmap},
+    // dk::pow.Tensor_Scalar
+    {.strings = &kStrings, .name = s_pow, .overload_name = s_Tensor_Scalar,
+     .arguments = pow_Tensor_Scalar_arguments, .returns = pow_Tensor_Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::pow_Tensor_Scalar::dispatch_bitmap},
+    // dk::pow.Tensor_Scalar_out
+    {.strings = &kStrings, .name = s_pow, .overload_name = s_Tensor_Scalar_out,
+     .arguments = pow_Tensor_Scalar_out_arguments, .returns = pow_Tensor_Scalar_out_returns,
+     .dispatch_bitmap = ::dk::ops::pow_Tensor_Scalar_out::dispatch_bitmap},
+    // dk::pow_.Scalar
+    {.strings = &kStrings, .name = s_pow_, .overload_name = s_Scalar,
+     .arguments = pow__Scalar_arguments, .returns = pow__Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::pow__Scalar::dispatch_bitmap},
+    // dk::rand
+    {.strings = &kStrings, .name = s_rand,
+     .arguments = rand_arguments, .returns = rand_returns,
+     .dispatch_bitmap = ::dk::ops::rand::dispatch_bitmap},
+    // dk::rand.generator
+    {.strings = &kStrings, .name = s_rand, .overload_name = s_generator,
+     .arguments = rand_generator_arguments, .returns = rand_generator_returns,
+     .dispatch_bitmap = ::dk::ops::rand_generator::dispatch_bitmap},
+    // dk::randn
+    {.strings = &kStrings, .name = s_randn,
+     .arguments = randn_arguments, .returns = randn_returns,
+     .dispatch_bitmap = ::dk::ops::randn::dispatch_bitmap},
+    // dk::randn.generator
+    {.strings = &kStrings, .name = s_randn, .overload_name = s_generator,
+     .arguments = randn_generator_arguments, .returns = randn_generator_returns,
+     .dispatch_bitmap = ::dk::ops::randn_generator::dispatch_bitmap},
+    // dk::relu
+    {.strings = &kStrings, .name = s_relu,
+     .arguments = relu_arguments, .returns = relu_returns,
+     .dispatch_bitmap = ::dk::ops::relu::dispatch_bitmap},
+    // dk::relu_
+    {.strings = &kStrings, .name = s_relu_,
+     .arguments = relu__arguments, .returns = relu__returns,
+     .dispatch_bitmap = ::dk::ops::relu_::dispatch_bitmap},
+    // dk::repeat
+    {.strings = &kStrings, .name = s_repeat,
+     .arguments = repeat_arguments, .returns = repeat_returns,
+     .dispatch_bitmap = ::dk::ops::repeat::dispatch_bitmap},
+    // dk::reshape
+    {.strings = &kStrings, .name = s_reshape,
+     .arguments = reshape_arguments, .returns = reshape_returns,
+     .dispatch_bitmap = ::dk::ops::reshape::dispatch_bitmap},
+    // dk::rsqrt
+    {.strings = &kStrings, .name = s_rsqrt,
+     .arguments = rsqrt_arguments, .returns = rsqrt_returns,
+     .dispatch_bitmap = ::dk::ops::rsqrt::dispatch_bitmap},
+    // dk::rsqrt.out
+    {.strings = &kStrings, .name = s_rsqrt, .overload_name = s_out,
+     .arguments = rsqrt_out_arguments, .returns = rsqrt_out_returns,
+     .dispatch_bitmap = ::dk::ops::rsqrt_out::dispatch_bitmap},
+    // dk::rsqrt_
+    {.strings = &kStrings, .name = s_rsqrt_,
+     .arguments = rsqrt__arguments, .returns = rsqrt__returns,
+     .dispatch_bitmap = ::dk::ops::rsqrt_::dispatch_bitmap},
+    // dk::scatter_add
+    {.strings = &kStrings, .name = s_scatter_add,
+     .arguments = scatter_add_arguments, .returns = scatter_add_returns,
+     .dispatch_bitmap = ::dk::ops::scatter_add::dispatch_bitmap},
+    // dk::scatter_add.out
+    {.strings = &kStrings, .name = s_scatter_add, .overload_name = s_out,
+     .arguments = scatter_add_out_arguments, .returns = scatter_add_out_returns,
+     .dispatch_bitmap = ::dk::ops::scatter_add_out::dispatch_bitmap},
+    // dk::scatter_add_
+    {.strings = &kStrings, .name = s_scatter_add_,
+     .arguments = scatter_add__arguments, .returns = scatter_add__returns,
+     .dispatch_bitmap = ::dk::ops::scatter_add_::dispatch_bitmap},
+    // dk::select.int
+    {.strings = &kStrings, .name = s_select, .overload_name = s_int,
+     .arguments = select_int_arguments, .returns = select_int_returns,
+     .dispatch_bitmap = ::dk::ops::select_int::dispatch_bitmap},
+    // dk::sigmoid
+    {.strings = &kStrings, .name = s_sigmoid,
+     .arguments = sigmoid_arguments, .returns = sigmoid_returns,
+     .dispatch_bitmap = ::dk::ops::sigmoid::dispatch_bitmap},
+    // dk::sigmoid.out
+    {.strings = &kStrings, .name = s_sigmoid, .overload_name = s_out,
+     .arguments = sigmoid_out_arguments, .returns = sigmoid_out_returns,
+     .dispatch_bitmap = ::dk::ops::sigmoid_out::dispatch_bitmap},
+    // dk::sigmoid_
+    {.strings = &kStrings, .name = s_sigmoid_,
+     .arguments = sigmoid__arguments, .returns = sigmoid__returns,
+     .dispatch_bitmap = ::dk::ops::sigmoid_::dispatch_bitmap},
+    // dk::sin
+    {.strings = &kStrings, .name = s_sin,
+     .arguments = sin_arguments, .returns = sin_returns,
+     .dispatch_bitmap = ::dk::ops::sin::dispatch_bitmap},
+    // dk::sin.out
+    {.strings = &kStrings, .name = s_sin, .overload_name = s_out,
+     .arguments = sin_out_arguments, .returns = sin_out_returns,
+     .dispatch_bitmap = ::dk::ops::sin_out::dispatch_bitmap},
+    // dk::sin_
+    {.strings = &kStrings, .name = s_sin_,
+     .arguments = sin__arguments, .returns = sin__returns,
+     .dispatch_bitmap = ::dk::ops::sin_::dispatch_bitmap},
+    // dk::slice.Tensor
+    {.strings = &kStrings, .name = s_slice, .overload_name = s_Tensor,
+     .arguments = slice_Tensor_arguments, .returns = slice_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::slice_Tensor::dispatch_bitmap},
+    // dk::softmax.int
+    {.strings = &kStrings, .name = s_softmax, .overload_name = s_int,
+     .arguments = softmax_int_arguments, .returns = softmax_int_returns,
+     .dispatch_bitmap = ::dk::ops::softmax_int::dispatch_bitmap},
+    // dk::sort
+    {.strings = &kStrings, .name = s_sort,
+     .arguments = sort_arguments, .returns = sort_returns,
+     .dispatch_bitmap = ::dk::ops::sort::dispatch_bitmap},
+    // dk::split.Tensor
+    {.strings = &kStrings, .name = s_split, .overload_name = s_Tensor,
+     .arguments = split_Tensor_arguments, .returns = split_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::split_Tensor::dispatch_bitmap},
+    // dk::sqrt
+    {.strings = &kStrings, .name = s_sqrt,
+     .arguments = sqrt_arguments, .returns = sqrt_returns,
+     .dispatch_bitmap = ::dk::ops::sqrt::dispatch_bitmap},
+    // dk::sqrt.out
+    {.strings = &kStrings, .name = s_sqrt, .overload_name = s_out,
+     .arguments = sqrt_out_arguments, .returns = sqrt_out_returns,
+     .dispatch_bitmap = ::dk::ops::sqrt_out::dispatch_bitmap},
+    // dk::sqrt_
+    {.strings = &kStrings, .name = s_sqrt_,
+     .arguments = sqrt__arguments, .returns = sqrt__returns,
+     .dispatch_bitmap = ::dk::ops::sqrt_::dispatch_bitmap},
+    // dk::squeeze
+    {.strings = &kStrings, .name = s_squeeze,
+     .arguments = squeeze_arguments, .returns = squeeze_returns,
+     .dispatch_bitmap = ::dk::ops::squeeze::dispatch_bitmap},
+    // dk::squeeze.dim
+    {.strings = &kStrings, .name = s_squeeze, .overload_name = s_dim,
+     .arguments = squeeze_dim_arguments, .returns = squeeze_dim_returns,
+     .dispatch_bitmap = ::dk::ops::squeeze_dim::dispatch_bitmap},
+    // dk::stack
+    {.strings = &kStrings, .name = s_stack,
+     .arguments = stack_arguments, .returns = stack_returns,
+     .dispatch_bitmap = ::dk::ops::stack::dispatch_bitmap},
+    // dk::std
+    {.strings = &kStrings, .name = s_std,
+     .arguments = std__arguments, .returns = std__returns,
+     .dispatch_bitmap = ::dk::ops::std_::dispatch_bitmap},
+    // dk::std.dim
+    {.strings = &kStrings, .name = s_std, .overload_name = s_dim,
+     .arguments = std_dim_arguments, .returns = std_dim_returns,
+     .dispatch_bitmap = ::dk::ops::std_dim::dispatch_bitmap},
+    // dk::sub.Scalar
+    {.strings = &kStrings, .name = s_sub, .overload_name = s_Scalar,
+     .arguments = sub_Scalar_arguments, .returns = sub_Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::sub_Scalar::dispatch_bitmap},
+    // dk::sub.Tensor
+    {.strings = &kStrings, .name = s_sub, .overload_name = s_Tensor,
+     .arguments = sub_Tensor_arguments, .returns = sub_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::sub_Tensor::dispatch_bitmap},
+    // dk::sub.out
+    {.strings = &kStrings, .name = s_sub, .overload_name = s_out,
+     .arguments = sub_out_arguments, .returns = sub_out_returns,
+     .dispatch_bitmap = ::dk::ops::sub_out::dispatch_bitmap},
+    // dk::sub_.Scalar
+    {.strings = &kStrings, .name = s_sub_, .overload_name = s_Scalar,
+     .arguments = sub__Scalar_arguments, .returns = sub__Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::sub__Scalar::dispatch_bitmap},
+    // dk::sub_.Tensor
+    {.strings = &kStrings, .name = s_sub_, .overload_name = s_Tensor,
+     .arguments = sub__Tensor_arguments, .returns = sub__Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::sub__Tensor::dispatch_bitmap},
+    // dk::sum
+    {.strings = &kStrings, .name = s_sum,
+     .arguments = sum_arguments, .returns = sum_returns,
+     .dispatch_bitmap = ::dk::ops::sum::dispatch_bitmap},
+    // dk::sum.IntList_out
+    {.strings = &kStrings, .name = s_sum, .overload_name = s_IntList_out,
+     .arguments = sum_IntList_out_arguments, .returns = sum_IntList_out_returns,
+     .dispatch_bitmap = ::dk::ops::sum_IntList_out::dispatch_bitmap},
+    // dk::sum.dim_IntList
+    {.strings = &kStrings, .name = s_sum, .overload_name = s_dim_IntList,
+     .arguments = sum_dim_IntList_arguments, .returns = sum_dim_IntList_returns,
+     .dispatch_bitmap = ::dk::ops::sum_dim_IntList::dispatch_bitmap},
+    // dk::t
+    {.strings = &kStrings, .name = s_t,
+     .arguments = t_arguments, .returns = t_returns,
+     .dispatch_bitmap = ::dk::ops::t::dispatch_bitmap},
+    // dk::tanh
+    {.strings = &kStrings, .name = s_tanh,
+     .arguments = tanh_arguments, .returns = tanh_returns,
+     .dispatch_bitmap = ::dk::ops::tanh::dispatch_bitmap},
+    // dk::tanh.out
+    {.strings = &kStrings, .name = s_tanh, .overload_name = s_out,
+     .arguments = tanh_out_arguments, .returns = tanh_out_returns,
+     .dispatch_bitmap = ::dk::ops::tanh_out::dispatch_bitmap},
+    // dk::tanh_
+    {.strings = &kStrings, .name = s_tanh_,
+     .arguments = tanh__arguments, .returns = tanh__returns,
+     .dispatch_bitmap = ::dk::ops::tanh_::dispatch_bitmap},
+    // dk::to.dtype
+    {.strings = &kStrings, .name = s_to, .overload_name = s_dtype,
+     .arguments = to_dtype_arguments, .returns = to_dtype_returns,
+     .dispatch_bitmap = ::dk::ops::to_dtype::dispatch_bitmap},
+    // dk::topk
+    {.strings = &kStrings, .name = s_topk,
+     .arguments = topk_arguments, .returns = topk_returns,
+     .dispatch_bitmap = ::dk::ops::topk::dispatch_bitmap},
+    // dk::topk.values
+    {.strings = &kStrings, .name = s_topk, .overload_name = s_values,
+     .arguments = topk_values_arguments, .returns = topk_values_returns,
+     .dispatch_bitmap = ::dk::ops::topk_values::dispatch_bitmap},
+    // dk::transpose.int
+    {.strings = &kStrings, .name = s_transpose, .overload_name = s_int,
+     .arguments = transpose_int_arguments, .returns = transpose_int_returns,
+     .dispatch_bitmap = ::dk::ops::transpose_int::dispatch_bitmap},
+    // dk::tril
+    {.strings = &kStrings, .name = s_tril,
+     .arguments = tril_arguments, .returns = tril_returns,
+     .dispatch_bitmap = ::dk::ops::tril::dispatch_bitmap},
+    // dk::triu
+    {.strings = &kStrings, .name = s_triu,
+     .arguments = triu_arguments, .returns = triu_returns,
+     .dispatch_bitmap = ::dk::ops::triu::dispatch_bitmap},
+    // dk::unbind.int
+    {.strings = &kStrings, .name = s_unbind, .overload_name = s_int,
+     .arguments = unbind_int_arguments, .returns = unbind_int_returns,
+     .dispatch_bitmap = ::dk::ops::unbind_int::dispatch_bitmap},
+    // dk::unsqueeze
+    {.strings = &kStrings, .name = s_unsqueeze,
+     .arguments = unsqueeze_arguments, .returns = unsqueeze_returns,
+     .dispatch_bitmap = ::dk::ops::unsqueeze::dispatch_bitmap},
+    // dk::var
+    {.strings = &kStrings, .name = s_var,
+     .arguments = var_arguments, .returns = var_returns,
+     .dispatch_bitmap = ::dk::ops::var::dispatch_bitmap},
+    // dk::var.dim
+    {.strings = &kStrings, .name = s_var, .overload_name = s_dim,
+     .arguments = var_dim_arguments, .returns = var_dim_returns,
+     .dispatch_bitmap = ::dk::ops::var_dim::dispatch_bitmap},
+    // dk::view
+    {.strings = &kStrings, .name = s_view,
+     .arguments = view_arguments, .returns = view_returns,
+     .dispatch_bitmap = ::dk::ops::view::dispatch_bitmap},
+    // dk::where.self
+    {.strings = &kStrings, .name = s_where, .overload_name = s_self,
+     .arguments = where_self_arguments, .returns = where_self_returns,
+     .dispatch_bitmap = ::dk::ops::where_self::dispatch_bitmap},
+    // dk::zero_
+    {.strings = &kStrings, .name = s_zero_,
+     .arguments = zero__arguments, .returns = zero__returns,
+     .dispatch_bitmap = ::dk::ops::zero_::dispatch_bitmap},
+    // dk::zeros
+    {.strings = &kStrings, .name = s_zeros,
+     .arguments = zeros_arguments, .returns = zeros_returns,
+     .dispatch_bitmap = ::dk::ops::zeros::dispatch_bitmap},
+    // dk::zeros_like
+    {.strings = &kStrings, .name = s_zeros_like,
+     .arguments = zeros_like_arguments, .returns = zeros_like_returns,
+     .dispatch_bitmap = ::dk::ops::zeros_like::dispatch_bitmap},
+};
 }  // namespace dk::schema_data::tables_dk
 
 DK_LIBRARY(dk, m) {
-  using namespace ::dk::schema_data::tables_dk;
-  m.def(_log_softmax_schema);
-  m.def(_scaled_dot_product_attention_schema);
-  m.def(_softmax_schema);
-  m.def(_to_copy_schema);
-  m.def(abs_schema);
-  m.def(add_Scalar_schema);
-  m.def(add_Tensor_schema);
-  m.def(add_out_schema);
-  m.def(add__Scalar_schema);
-  m.def(add__Tensor_schema);
-  m.def(addmm_schema);
-  m.def(addmm_out_schema);
-  m.def(addmm__schema);
-  m.def(arange_start_step_schema);
-  m.def(argmax_schema);
-  m.def(argmax_out_schema);
-  m.def(argmin_schema);
-  m.def(argmin_out_schema);
-  m.def(avg_pool2d_schema);
-  m.def(avg_pool2d_backward_schema);
-  m.def(baddbmm_schema);
-  m.def(batch_norm_schema);
-  m.def(bmm_schema);
-  m.def(bmm_out_schema);
-  m.def(cat_schema);
-  m.def(chunk_schema);
-  m.def(clamp_schema);
-  m.def(clamp_out_schema);
-  m.def(clamp__schema);
-  m.def(clone_schema);
-  m.def(col2im_schema);
-  m.def(contiguous_schema);
-  m.def(conv1d_schema);
-  m.def(conv2d_schema);
-  m.def(convolution_schema);
-  m.def(copy__schema);
-  m.def(cos_schema);
-  m.def(cos_out_schema);
-  m.def(cos__schema);
-  m.def(cross_entropy_loss_schema);
-  m.def(cumsum_schema);
-  m.def(cumsum_out_schema);
-  m.def(cumsum__schema);
-  m.def(detach_schema);
-  m.def(div_Scalar_schema);
-  m.def(div_Tensor_schema);
-  m.def(div_out_schema);
-  m.def(div__Scalar_schema);
-  m.def(div__Tensor_schema);
-  m.def(dropout_schema);
-  m.def(embedding_schema);
-  m.def(empty_memory_format_schema);
-  m.def(empty_like_schema);
-  m.def(eq_Scalar_schema);
-  m.def(eq_Scalar_out_schema);
-  m.def(eq_Tensor_schema);
-  m.def(eq_Tensor_out_schema);
-  m.def(eq__Scalar_schema);
-  m.def(eq__Tensor_schema);
-  m.def(exp_schema);
-  m.def(exp_out_schema);
-  m.def(exp__schema);
-  m.def(expand_schema);
-  m.def(fill__Scalar_schema);
-  m.def(flatten_using_ints_schema);
-  m.def(full_schema);
-  m.def(gather_schema);
-  m.def(gather_out_schema);
-  m.def(gelu_schema);
-  m.def(gelu_out_schema);
-  m.def(gelu__schema);
-  m.def(gelu_backward_schema);
-  m.def(gt_Tensor_schema);
-  m.def(gt_Tensor_out_schema);
-  m.def(gt__Tensor_schema);
-  m.def(im2col_schema);
-  m.def(index_Tensor_schema);
-  m.def(index_put_schema);
-  m.def(index_put__schema);
-  m.def(index_select_schema);
-  m.def(item_schema);
-  m.def(layer_norm_schema);
-  m.def(linear_schema);
-  m.def(log_schema);
-  m.def(log_out_schema);
-  m.def(log__schema);
-  m.def(log_softmax_int_schema);
-  m.def(lt_Tensor_schema);
-  m.def(lt_Tensor_out_schema);
-  m.def(lt__Tensor_schema);
-  m.def(masked_fill_Scalar_schema);
-  m.def(masked_fill_Tensor_schema);
-  m.def(matmul_schema);
-  m.def(max_schema);
-  m.def(max_dim_schema);
-  m.def(max_dim_max_schema);
-  m.def(max_pool2d_schema);
-  m.def(max_pool2d_with_indices_schema);
-  m.def(maximum_schema);
-  m.def(maximum_out_schema);
-  m.def(mean_schema);
-  m.def(mean_dim_schema);
-  m.def(mean_out_schema);
-  m.def(min_schema);
-  m.def(min_dim_schema);
-  m.def(min_dim_min_schema);
-  m.def(minimum_schema);
-  m.def(minimum_out_schema);
-  m.def(mm_schema);
-  m.def(mm_out_schema);
-  m.def(mse_loss_schema);
-  m.def(mul_Scalar_schema);
-  m.def(mul_Tensor_schema);
-  m.def(mul_out_schema);
-  m.def(mul__Scalar_schema);
-  m.def(mul__Tensor_schema);
-  m.def(narrow_schema);
-  m.def(neg_schema);
-  m.def(neg_out_schema);
-  m.def(neg__schema);
-  m.def(nll_loss_schema);
-  m.def(nonzero_schema);
-  m.def(ones_schema);
-  m.def(ones_like_schema);
-  m.def(permute_schema);
-  m.def(pow_Tensor_Scalar_schema);
-  m.def(pow_Tensor_Scalar_out_schema);
-  m.def(pow__Scalar_schema);
-  m.def(rand_schema);
-  m.def(rand_generator_schema);
-  m.def(randn_schema);
-  m.def(randn_generator_schema);
-  m.def(relu_schema);
-  m.def(relu__schema);
-  m.def(repeat_schema);
-  m.def(reshape_schema);
-  m.def(rsqrt_schema);
-  m.def(rsqrt_out_schema);
-  m.def(rsqrt__schema);
-  m.def(scatter_add_schema);
-  m.def(scatter_add_out_schema);
-  m.def(scatter_add__schema);
-  m.def(select_int_schema);
-  m.def(sigmoid_schema);
-  m.def(sigmoid_out_schema);
-  m.def(sigmoid__schema);
-  m.def(sin_schema);
-  m.def(sin_out_schema);
-  m.def(sin__schema);
-  m.def(slice_Tensor_schema);
-  m.def(softmax_int_schema);
-  m.def(sort_schema);
-  m.def(split_Tensor_schema);
-  m.def(sqrt_schema);
-  m.def(sqrt_out_schema);
-  m.def(sqrt__schema);
-  m.def(squeeze_schema);
-  m.def(squeeze_dim_schema);
-  m.def(stack_schema);
-  m.def(std__schema);
-  m.def(std_dim_schema);
-  m.def(sub_Scalar_schema);
-  m.def(sub_Tensor_schema);
-  m.def(sub_out_schema);
-  m.def(sub__Scalar_schema);
-  m.def(sub__Tensor_schema);
-  m.def(sum_schema);
-  m.def(sum_IntList_out_schema);
-  m.def(sum_dim_IntList_schema);
-  m.def(t_schema);
-  m.def(tanh_schema);
-  m.def(tanh_out_schema);
-  m.def(tanh__schema);
-  m.def(to_dtype_schema);
-  m.def(topk_schema);
-  m.def(topk_values_schema);
-  m.def(transpose_int_schema);
-  m.def(tril_schema);
-  m.def(triu_schema);
-  m.def(unbind_int_schema);
-  m.def(unsqueeze_schema);
-  m.def(var_schema);
-  m.def(var_dim_schema);
-  m.def(view_schema);
-  m.def(where_self_schema);
-  m.def(zero__schema);
-  m.def(zeros_schema);
-  m.def(zeros_like_schema);
+  m.def(::dk::schema_data::tables_dk::kSchemas);
 }

@@ -284,3 +284,97 @@ TEST_CASE("registration: more than 64 arguments is an error at registration") {
   CHECK_THROWS_WITH(lib.def(schema), "operator 't_wide::wide' has 65 arguments; the dispatcher supports at most 64");
   CHECK_FALSE(hasOp("t_wide::wide"));
 }
+
+// ---- defs from schema data: entries made on first lookup (Note [Entries made on first use]) ----
+
+namespace {
+using namespace dk::schema_data;
+// p(Tensor self) -> Tensor, q(Tensor self) -> Tensor, r(Tensor self) -> Tensor, and
+// t_pending::s written qualified, as the generator lays them out.
+constexpr char kPool[] = "\0p\0q\0r\0self\0t_pending::s\0other::s";
+enum : StringOffset { p_ = 1, q_ = 3, r_ = 5, self_ = 7, s_qualified = 12, s_other = 25 };
+constexpr ArgumentData kSelf[] = {{.name = self_, .type = {TypeKind::Tensor}}};
+constexpr ArgumentData kResult[] = {{.type = {TypeKind::Tensor}}};
+constexpr SchemaData schemaNamed(StringOffset name) {
+  return SchemaData{.strings = kPool, .name = name, .arguments = kSelf, .returns = kResult, .dispatch_bitmap = 0b1};
+}
+constexpr SchemaData kPQ[] = {schemaNamed(p_), schemaNamed(q_)};
+constexpr SchemaData kRR[] = {schemaNamed(r_), schemaNamed(r_)};
+constexpr SchemaData kRP[] = {schemaNamed(r_), schemaNamed(p_)};
+constexpr SchemaData kR = schemaNamed(r_);
+constexpr SchemaData kS[] = {schemaNamed(s_qualified)};
+constexpr SchemaData kOther = schemaNamed(s_other);
+
+int fallback_calls = 0;
+void countingFallback(const OperatorHandle& op, Stack* stack) {
+  ++fallback_calls;
+  stack->clear();
+  stack->push_back(IValue(op.operator_name().name));
+}
+}  // namespace
+
+TEST_CASE("registration: defs from schema data are listed, refused and withdrawn before their entries exist") {
+  Library lib(Library::FRAGMENT, "t_pending", std::nullopt, "pending.cpp", 7);
+  lib.def(std::span(kPQ));
+  CHECK(hasOp("t_pending::p"));
+  CHECK(hasOp("t_pending::q"));
+  // A second def of a pending name names both sites; so does a def from text.
+  CHECK_THROWS_WITH(lib.def(kPQ[0]), "Tried to register an operator (t_pending::p(Tensor self) -> Tensor) with the "
+                                     "same name and overload name multiple times. Each overload's schema should only "
+                                     "be registered with a single call to def(). Duplicate registration: registered "
+                                     "at pending.cpp:7. Original registration: registered at pending.cpp:7");
+  CHECK_THROWS_WITH(lib.def("q(Tensor self) -> Tensor"), Catch::StartsWith("Tried to register an operator (t_pending::q("));
+  // A refused def refuses its whole call: r is not left behind.
+  CHECK_THROWS_WITH(lib.def(std::span(kRR)), Catch::StartsWith("Tried to register an operator (t_pending::r("));
+  CHECK_THROWS_WITH(lib.def(std::span(kRP)), Catch::StartsWith("Tried to register an operator (t_pending::p("));
+  CHECK_FALSE(hasOp("t_pending::r"));
+  CHECK_FALSE(Dispatcher::singleton().findOp(OperatorName{"t_pending::r", ""}).has_value());
+  // A name written qualified keeps its namespace, which must be the library's.
+  lib.def(std::span(kS));
+  CHECK(Dispatcher::singleton().findSchemaOrThrow("t_pending::s", "").schema().str() == "t_pending::s(Tensor self) -> Tensor");
+  CHECK_THROWS_WITH(lib.def(kOther), Catch::Contains("cannot define 'other::s': it belongs to namespace 'other'"));
+  {
+    Library scoped(Library::FRAGMENT, "t_pending");
+    scoped.def(kR);
+    CHECK(hasOp("t_pending::r"));
+  }
+  // Withdrawn without ever being looked up: the name is free again.
+  CHECK_FALSE(hasOp("t_pending::r"));
+  Library again(Library::FRAGMENT, "t_pending");
+  again.def(kR);
+  CHECK(Dispatcher::singleton().findSchema(OperatorName{"t_pending::r", ""}).has_value());
+}
+
+TEST_CASE("registration: an entry made on first lookup has the fallbacks and kernels registered by then") {
+  Library lib(Library::FRAGMENT, "t_pending_table");
+  lib.def(std::span(kPQ));
+  // No kernel and no fallback: the usual error.
+  {
+    auto p = Dispatcher::singleton().findSchemaOrThrow("t_pending_table::p", "");
+    Stack stack{IValue(cpuTensor())};
+    CHECK_THROWS_WITH(p.callBoxed(stack), Catch::StartsWith("Could not run 't_pending_table::p' with arguments from "
+                                                            "the 'CPU' backend. 't_pending_table::p' is only available "
+                                                            "for these backends: ["));
+  }
+  // q's entry is made after a CPU fallback came: its table has it.
+  Library fb(Library::IMPL, "_", DispatchKey::CPU);
+  fb.fallback(CppFunction::makeFromBoxedFunction<&countingFallback>());
+  fallback_calls = 0;
+  auto q = Dispatcher::singleton().findSchemaOrThrow("t_pending_table::q", "");
+  Stack stack{IValue(cpuTensor())};
+  q.callBoxed(stack);
+  CHECK(fallback_calls == 1);
+  CHECK(stack.back().toStringRef() == "t_pending_table::q");
+  // Kernels first, then the def: the def joins the existing entry, and leaves it when withdrawn.
+  Library impl(Library::IMPL, "t_pending_table", DispatchKey::CompositeImplicitAutograd);
+  impl.impl("r", [](const Tensor& x) { return x; });
+  {
+    Library def_r(Library::FRAGMENT, "t_pending_table");
+    def_r.def(kR);
+    auto r = Dispatcher::singleton().findSchemaOrThrow("t_pending_table::r", "");
+    CHECK(r.schema().str() == "t_pending_table::r(Tensor self) -> Tensor");
+    CHECK(r.typed<Tensor(const Tensor&)>().call(cpuTensor()).numel() == 1);
+  }
+  CHECK_FALSE(Dispatcher::singleton().findSchema(OperatorName{"t_pending_table::r", ""}).has_value());
+  CHECK(Dispatcher::singleton().findOp(OperatorName{"t_pending_table::r", ""}).has_value());
+}

@@ -148,10 +148,6 @@ class SchemaEntry:
     def returns_name(self) -> str:
         return f"{self.op.struct}_returns"
 
-    @property
-    def schema_name(self) -> str:
-        return f"{self.op.struct}_schema"
-
     def schema_fields(self, cpp_namespace: str) -> List[str]:
         """The designated initializers of the ``dk::schema_data::SchemaData``, for one line each
         of name, argument lists and the operator struct's bitmap."""
@@ -183,6 +179,9 @@ def schema_entry(op: Operator, pool: StringPool) -> SchemaEntry:
 def emit(ctx: GenContext, files, shards: int = DEFAULT_SHARDS) -> None:
     for index, ops in enumerate(shard_by_hash(ctx.operators, lambda op: op.qualified, shards)):
         pool = StringPool()
+        for op in ops:  # the names first: registration reads only them, from as few pages as can be
+            pool.ref(op.nf.func.name.name)
+            pool.ref(op.nf.func.name.overload_name)
         entries: Sequence[SchemaEntry] = [schema_entry(op, pool) for op in ops]
         files.write(shard_name("RegisterSchema", index, shards, "cpp"),
                     render(ctx, "RegisterSchema.cpp.j2", entries=entries, pool=pool, shard=index, shards=shards,

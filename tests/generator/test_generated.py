@@ -155,17 +155,20 @@ constexpr ArgumentData add_out_arguments[] = {
 constexpr ArgumentData add_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData add_out_schema = {
-    .strings = &kStrings, .name = s_add, .overload_name = s_out,
-    .arguments = add_out_arguments, .returns = add_out_returns,
-    .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap};
+""")
+        self.assertFragment("RegisterSchema.cpp", """\
+    // dk::add.out
+    {.strings = &kStrings, .name = s_add, .overload_name = s_out,
+     .arguments = add_out_arguments, .returns = add_out_returns,
+     .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap},
 """)
         self.assertFragment("RegisterSchema.cpp", """\
 struct Strings {
   char s_empty[1] = "";
   char s_add[4] = "add";
   char s_Tensor[7] = "Tensor";
-  char s_self[5] = "self";
+  char s_out[4] = "out";
+  char s_cat[4] = "cat";
 """)
         self.assertFragment("RegisterSchema.cpp", """\
 constexpr Strings kStrings{};
@@ -175,9 +178,8 @@ enum : StringOffset {
 """)
         self.assertFragment("RegisterSchema.cpp", """\
 DK_LIBRARY(dk, m) {
-  using namespace ::dk::schema_data::tables_dk;
-  m.def(add_Tensor_schema);
-  m.def(add_out_schema);
+  m.def(::dk::schema_data::tables_dk::kSchemas);
+}
 """)
 
     def test_backend_wrapper(self):
@@ -432,8 +434,9 @@ class PyTorchScaleTest(unittest.TestCase):
                          if n.startswith("dk/generated/aten/ops/") and n.endswith("_ops.h"))
         self.assertEqual(header.count("\nstruct "), 2493)
         self.assertIn("\nstruct OperatorInfo {", self.files.contents("dk/generated/aten/Operators.h"))
-        defs = sum(self.files.contents(n).count("m.def(") for n in self.files.names() if n.startswith("RegisterSchema"))
-        self.assertEqual(defs, 2493)
+        schemas = [self.files.contents(n) for n in self.files.names() if n.startswith("RegisterSchema")]
+        self.assertEqual(sum(s.count("    {.strings = &kStrings, .name = ") for s in schemas), 2493)
+        self.assertEqual(sum(s.count("  m.def(::dk::schema_data::tables_aten_") for s in schemas), len(schemas))
         self.assertIn("struct std_ {", header)  # PyTorch's `std` would hide namespace std
         self.assertIn('DK_LIBRARY(aten, m) {', self.files.contents("RegisterSchema_0.cpp"))
         self.assertIn('DK_LIBRARY_FRAGMENT(aten, m) {', self.files.contents("RegisterSchema_1.cpp"))

@@ -1,7 +1,8 @@
-// The dispatcher: lock-free operator lookup, registration under one mutex, errors users read,
+// The dispatcher: the operator registry, registration under one mutex, errors users read,
 // and the dispatch trace.
 #include "dk/dispatch/dispatcher.h"
 #include "dk/dispatch/dispatch_mode.h"
+#include "dk/dispatch/operator_registry.h"
 
 #include <algorithm>
 #include <iostream>
@@ -9,71 +10,6 @@
 #include <sstream>
 
 namespace dk {
-
-// ===================== the operator registry =====================
-
-// Note [Lock-free operator lookup]
-// Operator entries are created once and never freed while the dispatcher lives (an operator
-// whose last registration went away is only hidden), so readers can hold plain pointers.
-// Lookup is an open-addressing hash table of atomic entry pointers, insert-only: writers
-// (under the dispatcher mutex) fill an empty bucket with a release store, and when the table
-// is half full they build a twice-larger copy and publish it with one atomic store. Readers
-// load the current table and probe it without any lock. Old tables are kept until the
-// dispatcher dies (their total size is below the final table's).
-class Dispatcher::OperatorRegistry {
- public:
-  OperatorRegistry() { tables_.push_back(std::make_unique<Table>(64)); current_.store(tables_.back().get()); }
-
-  OperatorEntry* find(const OperatorName& name) const {
-    const Table* table = current_.load(std::memory_order_acquire);
-    size_t mask = table->buckets.size() - 1;
-    for (size_t i = hash(name) & mask;; i = (i + 1) & mask) {
-      OperatorEntry* e = table->buckets[i].load(std::memory_order_acquire);
-      if (e == nullptr) return nullptr;
-      if (e->operator_name() == name) return e;
-    }
-  }
-
-  // Caller holds the dispatcher mutex and has checked that `name` is absent.
-  OperatorEntry& insert(const OperatorName& name) {
-    entries_.push_back(std::make_unique<OperatorEntry>(name));
-    OperatorEntry* e = entries_.back().get();
-    Table* table = current_.load(std::memory_order_relaxed);
-    if ((entries_.size()) * 2 > table->buckets.size()) {
-      tables_.push_back(std::make_unique<Table>(table->buckets.size() * 2));
-      Table* bigger = tables_.back().get();
-      for (const auto& entry : entries_) place(*bigger, entry.get());
-      current_.store(bigger, std::memory_order_release);
-    } else {
-      place(*table, e);
-    }
-    return *e;
-  }
-
-  const std::vector<std::unique_ptr<OperatorEntry>>& entries() const { return entries_; }
-
- private:
-  struct Table {
-    explicit Table(size_t n) : buckets(n) {}
-    std::vector<std::atomic<OperatorEntry*>> buckets;
-  };
-  static size_t hash(const OperatorName& name) {
-    return std::hash<std::string>()(name.name) * 31 + std::hash<std::string>()(name.overload_name);
-  }
-  static void place(Table& table, OperatorEntry* e) {
-    size_t mask = table.buckets.size() - 1;
-    for (size_t i = hash(e->operator_name()) & mask;; i = (i + 1) & mask) {
-      if (table.buckets[i].load(std::memory_order_relaxed) == nullptr) {
-        table.buckets[i].store(e, std::memory_order_release);
-        return;
-      }
-    }
-  }
-
-  std::vector<std::unique_ptr<OperatorEntry>> entries_;
-  std::vector<std::unique_ptr<Table>> tables_;
-  std::atomic<Table*> current_{nullptr};
-};
 
 // ===================== the dispatcher =====================
 
@@ -124,22 +60,38 @@ Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
 
 Dispatcher::~Dispatcher() = default;
 
-OperatorEntry* Dispatcher::lookupEntry(const OperatorName& name) const { return registry_->find(name); }
+OperatorEntry* Dispatcher::lookupEntry(const OperatorName& name) {
+  const NameKey key = NameKey::of(name);
+  OperatorRegistry::Found found = registry_->find(key, key.hash());
+  if (found.pending != nullptr) return &makeEntry(*found.pending);
+  return found.entry;
+}
 
-OperatorEntry& Dispatcher::createEntry(const OperatorName& name) {
-  OperatorEntry& e = registry_->insert(name);
+void Dispatcher::initEntry(OperatorEntry& e) {
   e.updateDispatchTable(OperatorEntry::Fallbacks{}, fallback_only_);  // no kernels yet: fallback_only_ is its table
   // The process-wide flag is stored before the entries are walked under mutex_, which this
   // caller holds: a new entry cannot miss a change (Note [Per-operator slow-path flag]).
   e.setSlowPath(detail::dispatch_slow_path_enabled.load());
+}
+
+OperatorEntry& Dispatcher::createEntry(const OperatorName& name) {
+  OperatorEntry& e = registry_->insertEntry(name);
+  initEntry(e);
+  return e;
+}
+
+OperatorEntry& Dispatcher::makeEntry(PendingDef& def) {
+  OperatorEntry& e = registry_->replacePending(def);
+  initEntry(e);
+  e.setSchema(*def.data, def.batch->debug, def.bitmap);
+  def.entry = &e;
   return e;
 }
 
 std::optional<OperatorHandle> Dispatcher::findSchema(const OperatorName& name) {
-  OperatorEntry* e = lookupEntry(name);
-  if (e == nullptr) return std::nullopt;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!e->hasSchema()) return std::nullopt;
+  OperatorEntry* e = lookupEntry(name);
+  if (e == nullptr || !e->hasSchema()) return std::nullopt;
   return OperatorHandle(e);
 }
 
@@ -156,10 +108,9 @@ OperatorHandle Dispatcher::findSchemaOrThrow(std::string_view name, std::string_
 }
 
 std::optional<OperatorHandle> Dispatcher::findOp(const OperatorName& name) {
-  OperatorEntry* e = lookupEntry(name);
-  if (e == nullptr) return std::nullopt;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!e->isPresent()) return std::nullopt;
+  OperatorEntry* e = lookupEntry(name);
+  if (e == nullptr || !e->isPresent()) return std::nullopt;
   return OperatorHandle(e);
 }
 
@@ -168,6 +119,7 @@ std::vector<OperatorName> Dispatcher::getAllOpNames() const {
   std::vector<OperatorName> names;
   for (const auto& e : registry_->entries())
     if (e->isPresent()) names.push_back(e->operator_name());
+  for (const PendingDef* def : registry_->pendingDefs()) names.push_back(def->key().name());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -238,9 +190,9 @@ std::string bitmapText(uint64_t bits) {
 }
 }  // namespace
 
-OperatorEntry& Dispatcher::checkDef(const OperatorName& name, const FunctionSchema* schema,
-                                    const schema_data::SchemaData* data, uint64_t bitmap,
-                                    std::optional<uint64_t> expected_bitmap, const std::string& debug) {
+void Dispatcher::checkDef(const OperatorName& name, const FunctionSchema* schema, const schema_data::SchemaData* data,
+                          uint64_t bitmap, std::optional<uint64_t> expected_bitmap, const std::string& debug,
+                          const OperatorEntry* existing, const std::string* pending_debug) {
   // Schema data is built into a FunctionSchema only for an error or a kernel's check.
   std::optional<FunctionSchema> built;
   auto full = [&]() -> const FunctionSchema& {
@@ -248,12 +200,12 @@ OperatorEntry& Dispatcher::checkDef(const OperatorName& name, const FunctionSche
     if (!built) built = schema_data::toFunctionSchema(*data, name);
     return *built;
   };
-  OperatorEntry* existing = lookupEntry(name);
   // Every check comes before any change: a rejected registration changes nothing.
-  if (existing && existing->hasSchema()) {
+  if ((existing && existing->hasSchema()) || pending_debug) {
     DK_ERROR("Tried to register an operator (", full(), ") with the same name and overload name multiple times. "
              "Each overload's schema should only be registered with a single call to def(). "
-             "Duplicate registration: ", debug, ". Original registration: ", existing->schemaDebug());
+             "Duplicate registration: ", debug, ". Original registration: ",
+             pending_debug ? *pending_debug : existing->schemaDebug());
   }
   if (expected_bitmap && *expected_bitmap != bitmap) {
     DK_ERROR(name, ": the generated dispatch-argument bitmap 0b", bitmapText(*expected_bitmap),
@@ -271,25 +223,75 @@ OperatorEntry& Dispatcher::checkDef(const OperatorName& name, const FunctionSche
       }
     }
   }
-  return existing ? *existing : createEntry(name);
 }
 
 RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std::string& debug,
                                                std::optional<uint64_t> expected_bitmap) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t bitmap = OperatorEntry::computeDispatchArgumentBitmap(schema);
-  OperatorEntry& entry = checkDef(schema.operator_name(), &schema, nullptr, bitmap, expected_bitmap, debug);
+  OperatorEntry* existing = lookupEntry(schema.operator_name());
+  checkDef(schema.operator_name(), &schema, nullptr, bitmap, expected_bitmap, debug, existing, nullptr);
+  OperatorEntry& entry = existing ? *existing : createEntry(schema.operator_name());
   entry.setSchema(std::move(schema), std::make_shared<const std::string>(debug), bitmap);
   return RegistrationHandleRAII([this, &entry] { deregisterDef(entry); });
 }
 
-RegistrationHandleRAII Dispatcher::registerDef(const schema_data::SchemaData& data, OperatorName name,
-                                               std::shared_ptr<const std::string> debug) {
+RegistrationHandleRAII Dispatcher::registerDefs(std::span<const schema_data::SchemaData> schemas, std::string_view ns,
+                                                std::shared_ptr<const std::string> debug) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const uint64_t bitmap = schema_data::dispatchArgumentBitmap(data, name);
-  OperatorEntry& entry = checkDef(name, nullptr, &data, bitmap, data.dispatch_bitmap, *debug);
-  entry.setSchema(data, std::move(debug), bitmap);
-  return RegistrationHandleRAII([this, &entry] { deregisterDef(entry); });
+  auto batch = std::make_shared<PendingDefBatch>();
+  batch->defs = std::make_unique<PendingDef[]>(schemas.size());
+  batch->debug = std::move(debug);
+  const std::string* interned = registry_->intern(ns);
+  registry_->reserve(schemas.size());
+  // Each def is checked against the registry and the defs of the batch before it; the first
+  // refused one takes the batch's earlier ones back, so a failed call changes nothing.
+  try {
+    for (const schema_data::SchemaData& data : schemas) {
+      PendingDef& def = batch->defs[batch->size];
+      def.data = &data;
+      def.ns = interned;
+      def.batch = batch.get();
+      const NameKey key = def.key();
+      def.hash = key.hash();
+      auto bitmap = schema_data::dispatchArgumentBitmap(data);
+      DK_CHECK(bitmap.has_value(), "operator '", key.name(), "' has ", data.arguments.size(),
+               " arguments; the dispatcher supports at most 64");
+      def.bitmap = *bitmap;
+      const OperatorRegistry::Found found = registry_->find(key, def.hash);
+      if (found.entry || found.pending || data.dispatch_bitmap != def.bitmap) {
+        checkDef(key.name(), nullptr, &data, def.bitmap, data.dispatch_bitmap, *batch->debug, found.entry,
+                 found.pending ? found.pending->batch->debug.get() : nullptr);
+      }
+      if (found.entry) {
+        // Kernels came first: the entry exists (Note [Entries made on first use] does not apply).
+        found.entry->setSchema(data, batch->debug, def.bitmap);
+        def.entry = found.entry;
+      } else {
+        registry_->insertPending(def);
+      }
+      ++batch->size;
+    }
+  } catch (...) {
+    withdrawDefs(*batch);
+    throw;
+  }
+  return RegistrationHandleRAII([this, batch = std::move(batch)] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    withdrawDefs(*batch);
+  });
+}
+
+void Dispatcher::withdrawDefs(PendingDefBatch& batch) {
+  for (size_t i = batch.size; i-- > 0;) {
+    PendingDef& def = batch.defs[i];
+    if (def.entry != nullptr) {
+      def.entry->clearSchema();
+    } else {
+      registry_->erasePending(def);
+    }
+  }
+  batch.size = 0;
 }
 
 void Dispatcher::deregisterDef(OperatorEntry& entry) {

@@ -75,13 +75,18 @@ void Library::checkMayDefine() const {
            ": define operators in DK_LIBRARY or DK_LIBRARY_FRAGMENT");
 }
 
-Library& Library::def(const schema_data::SchemaData& data) & {
+Library& Library::def(std::span<const schema_data::SchemaData> schemas) & {
   checkMayDefine();
-  const char* strings = static_cast<const char*>(data.strings);
-  OperatorName name = qualify(OperatorName{strings + data.name, strings + data.overload_name}, "define");
-  registrations_.push_back(Dispatcher::singleton().registerDef(data, std::move(name), site_));
+  for (const schema_data::SchemaData& data : schemas) {
+    const char* strings = static_cast<const char*>(data.strings);
+    if (std::string_view(strings + data.name).find("::") != std::string_view::npos)
+      qualify(OperatorName{strings + data.name, strings + data.overload_name}, "define");  // the namespace's check
+  }
+  registrations_.push_back(Dispatcher::singleton().registerDefs(schemas, ns_, site_));
   return *this;
 }
+
+Library& Library::def(const schema_data::SchemaData& schema) & { return def(std::span(&schema, 1)); }
 
 OperatorName Library::defSchema(std::string_view schema_text, std::optional<uint64_t> bitmap) {
   checkMayDefine();

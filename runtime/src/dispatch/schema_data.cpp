@@ -1,8 +1,6 @@
 // Builds FunctionSchemas from the generator's constant tables (Note [Pre-built schemas]).
 #include "dk/dispatch/schema_data.h"
 
-#include "dk/util/error.h"
-
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -69,9 +67,9 @@ bool isTensorLike(const TypeData& type) {
 
 }  // namespace
 
-uint64_t dispatchArgumentBitmap(const SchemaData& data, const OperatorName& name) {
+std::optional<uint64_t> dispatchArgumentBitmap(const SchemaData& data) {
   const size_t n = data.arguments.size();
-  DK_CHECK(n <= 64, "operator '", name, "' has ", n, " arguments; the dispatcher supports at most 64");
+  if (n > 64) return std::nullopt;
   uint64_t bitmap = 0;
   for (size_t i = 0; i < n; ++i)
     if (isTensorLike(data.arguments[i].type)) bitmap |= uint64_t{1} << (n - 1 - i);

@@ -20,22 +20,22 @@ struct Strings {
   char s_empty[1] = "";
   char s_add[4] = "add";
   char s_Tensor[7] = "Tensor";
+  char s_out[4] = "out";
+  char s_cat[4] = "cat";
+  char s_linear[7] = "linear";
+  char s_zeros[6] = "zeros";
   char s_self[5] = "self";
   char s_other[6] = "other";
   char s_alpha[6] = "alpha";
   char s_1[2] = "1";
-  char s_out[4] = "out";
   char s_a[2] = "a";
-  char s_cat[4] = "cat";
   char s_tensors[8] = "tensors";
   char s_dim[4] = "dim";
   char s_0[2] = "0";
-  char s_linear[7] = "linear";
   char s_input[6] = "input";
   char s_weight[7] = "weight";
   char s_bias[5] = "bias";
   char s_None[5] = "None";
-  char s_zeros[6] = "zeros";
   char s_size[5] = "size";
   char s_dtype[6] = "dtype";
   char s_layout[7] = "layout";
@@ -47,22 +47,22 @@ enum : StringOffset {
   s_empty = offsetof(Strings, s_empty),
   s_add = offsetof(Strings, s_add),
   s_Tensor = offsetof(Strings, s_Tensor),
+  s_out = offsetof(Strings, s_out),
+  s_cat = offsetof(Strings, s_cat),
+  s_linear = offsetof(Strings, s_linear),
+  s_zeros = offsetof(Strings, s_zeros),
   s_self = offsetof(Strings, s_self),
   s_other = offsetof(Strings, s_other),
   s_alpha = offsetof(Strings, s_alpha),
   s_1 = offsetof(Strings, s_1),
-  s_out = offsetof(Strings, s_out),
   s_a = offsetof(Strings, s_a),
-  s_cat = offsetof(Strings, s_cat),
   s_tensors = offsetof(Strings, s_tensors),
   s_dim = offsetof(Strings, s_dim),
   s_0 = offsetof(Strings, s_0),
-  s_linear = offsetof(Strings, s_linear),
   s_input = offsetof(Strings, s_input),
   s_weight = offsetof(Strings, s_weight),
   s_bias = offsetof(Strings, s_bias),
   s_None = offsetof(Strings, s_None),
-  s_zeros = offsetof(Strings, s_zeros),
   s_size = offsetof(Strings, s_size),
   s_dtype = offsetof(Strings, s_dtype),
   s_layout = offsetof(Strings, s_layout),
@@ -79,10 +79,6 @@ constexpr ArgumentData add_Tensor_arguments[] = {
 constexpr ArgumentData add_Tensor_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData add_Tensor_schema = {
-    .strings = &kStrings, .name = s_add, .overload_name = s_Tensor,
-    .arguments = add_Tensor_arguments, .returns = add_Tensor_returns,
-    .dispatch_bitmap = ::dk::ops::add_Tensor::dispatch_bitmap};
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 constexpr ArgumentData add_out_arguments[] = {
@@ -94,10 +90,6 @@ constexpr ArgumentData add_out_arguments[] = {
 constexpr ArgumentData add_out_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
-constexpr SchemaData add_out_schema = {
-    .strings = &kStrings, .name = s_add, .overload_name = s_out,
-    .arguments = add_out_arguments, .returns = add_out_returns,
-    .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap};
 
 // cat(Tensor[] tensors, int dim=0) -> Tensor
 constexpr ArgumentData cat_arguments[] = {
@@ -107,10 +99,6 @@ constexpr ArgumentData cat_arguments[] = {
 constexpr ArgumentData cat_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData cat_schema = {
-    .strings = &kStrings, .name = s_cat,
-    .arguments = cat_arguments, .returns = cat_returns,
-    .dispatch_bitmap = ::dk::ops::cat::dispatch_bitmap};
 
 // linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
 constexpr ArgumentData linear_arguments[] = {
@@ -121,10 +109,6 @@ constexpr ArgumentData linear_arguments[] = {
 constexpr ArgumentData linear_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData linear_schema = {
-    .strings = &kStrings, .name = s_linear,
-    .arguments = linear_arguments, .returns = linear_returns,
-    .dispatch_bitmap = ::dk::ops::linear::dispatch_bitmap};
 
 // zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData zeros_arguments[] = {
@@ -137,17 +121,33 @@ constexpr ArgumentData zeros_arguments[] = {
 constexpr ArgumentData zeros_returns[] = {
     {.type = {Tensor}},
 };
-constexpr SchemaData zeros_schema = {
-    .strings = &kStrings, .name = s_zeros,
-    .arguments = zeros_arguments, .returns = zeros_returns,
-    .dispatch_bitmap = ::dk::ops::zeros::dispatch_bitmap};
+
+// The operators above, in order: one Library::def registers them all, and each operator's
+// entry is made the first time it is looked up (Note [Entries made on first use]).
+constexpr SchemaData kSchemas[] = {
+    // dk::add.Tensor
+    {.strings = &kStrings, .name = s_add, .overload_name = s_Tensor,
+     .arguments = add_Tensor_arguments, .returns = add_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::add_Tensor::dispatch_bitmap},
+    // dk::add.out
+    {.strings = &kStrings, .name = s_add, .overload_name = s_out,
+     .arguments = add_out_arguments, .returns = add_out_returns,
+     .dispatch_bitmap = ::dk::ops::add_out::dispatch_bitmap},
+    // dk::cat
+    {.strings = &kStrings, .name = s_cat,
+     .arguments = cat_arguments, .returns = cat_returns,
+     .dispatch_bitmap = ::dk::ops::cat::dispatch_bitmap},
+    // dk::linear
+    {.strings = &kStrings, .name = s_linear,
+     .arguments = linear_arguments, .returns = linear_returns,
+     .dispatch_bitmap = ::dk::ops::linear::dispatch_bitmap},
+    // dk::zeros
+    {.strings = &kStrings, .name = s_zeros,
+     .arguments = zeros_arguments, .returns = zeros_returns,
+     .dispatch_bitmap = ::dk::ops::zeros::dispatch_bitmap},
+};
 }  // namespace dk::schema_data::tables_dk
 
 DK_LIBRARY(dk, m) {
-  using namespace ::dk::schema_data::tables_dk;
-  m.def(add_Tensor_schema);
-  m.def(add_out_schema);
-  m.def(cat_schema);
-  m.def(linear_schema);
-  m.def(zeros_schema);
+  m.def(::dk::schema_data::tables_dk::kSchemas);
 }

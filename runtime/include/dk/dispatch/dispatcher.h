@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@ namespace dk {
 
 template <class Sig>
 class TypedOperatorHandle;
+struct PendingDef;       // Note [Entries made on first use]
+struct PendingDefBatch;
 
 // Undoes one registration when destroyed (RAII). Movable, not copyable.
 class RegistrationHandleRAII {
@@ -190,11 +193,13 @@ class Dispatcher {
   // a registration whose bitmap differs from the schema's is refused.
   RegistrationHandleRAII registerDef(FunctionSchema schema, const std::string& debug,
                                      std::optional<uint64_t> expected_bitmap = std::nullopt);
-  // A def from the generator's schema data, named `name` (qualified): the FunctionSchema is
-  // built on first use (Note [Schemas built on first use]), so `data` must outlive the
-  // registration. Its dispatch_bitmap is checked against its arguments as above.
-  RegistrationHandleRAII registerDef(const schema_data::SchemaData& data, OperatorName name,
-                                     std::shared_ptr<const std::string> debug);
+  // Defs from the generator's schema data, in namespace `ns` (a name written qualified must
+  // name it: Library::def checks), with one handle for all of them. Their entries are made on
+  // first lookup (Note [Entries made on first use]) and their FunctionSchemas on first use
+  // (Note [Schemas built on first use]), so `schemas` must outlive the registration. Each
+  // dispatch_bitmap is checked against its arguments as above; one refused def refuses all.
+  RegistrationHandleRAII registerDefs(std::span<const schema_data::SchemaData> schemas, std::string_view ns,
+                                      std::shared_ptr<const std::string> debug);
   RegistrationHandleRAII registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
                                       std::optional<CppSignature> cpp_signature,
                                       SchemaInferenceFn infer_schema, std::string debug);
@@ -226,13 +231,20 @@ class Dispatcher {
   Dispatcher();
   class OperatorRegistry;
 
-  // A new entry for `name`, which the caller (holding mutex_) has looked up and not found.
+  // The members below are called with mutex_ held.
+  // The entry named `name`, made now if a pending def has the name; null if there is none.
+  OperatorEntry* lookupEntry(const OperatorName& name);
+  // A new entry for `name`, which the caller has looked up and not found.
   OperatorEntry& createEntry(const OperatorName& name);
-  OperatorEntry* lookupEntry(const OperatorName& name) const;  // lock-free
-  // The checks every def passes before anything changes (caller holds mutex_); returns the
-  // entry to give the schema to. `schema` is the parsed schema, or null for `data`'s.
-  OperatorEntry& checkDef(const OperatorName& name, const FunctionSchema* schema, const schema_data::SchemaData* data,
-                          uint64_t bitmap, std::optional<uint64_t> expected_bitmap, const std::string& debug);
+  OperatorEntry& makeEntry(PendingDef& def);  // the entry of a pending def, made on first lookup
+  void initEntry(OperatorEntry& entry);  // a new entry's table and slow-path flag
+  // The checks every def passes before anything changes. `schema` is the parsed schema, or
+  // null for `data`'s; `existing` the entry of that name, `pending_debug` the site of a
+  // pending def of that name.
+  void checkDef(const OperatorName& name, const FunctionSchema* schema, const schema_data::SchemaData* data,
+                uint64_t bitmap, std::optional<uint64_t> expected_bitmap, const std::string& debug,
+                const OperatorEntry* existing, const std::string* pending_debug);
+  void withdrawDefs(PendingDefBatch& batch);
   void deregisterDef(OperatorEntry& entry);
   void deregisterImpl(OperatorEntry& entry, uint64_t id);
   void deregisterFallback(DispatchKey key, uint64_t id);

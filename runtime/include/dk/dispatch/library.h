@@ -118,7 +118,12 @@ class Library {
   Library& def(std::string_view schema, DispatchArgumentBitmap bitmap) &;
   // def from the generator's constant schema data, bitmap included: nothing is parsed
   // (Note [Pre-built schemas]). The name is unqualified; the library's namespace is added.
+  // The data must outlive the library (the generator's is static).
   Library& def(const schema_data::SchemaData& schema) &;
+  // Many defs at once, as the generated RegisterSchema files make them: one registration,
+  // all or nothing (a refused def refuses the call), entries made on first use (Note
+  // [Entries made on first use]).
+  Library& def(std::span<const schema_data::SchemaData> schemas) &;
   // def + impl at CompositeImplicitAutograd (or the library's key).
   Library& def(std::string_view schema, CppFunction fn) &;
   template <class Func>

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "dk/dispatch/function_schema.h"
@@ -72,7 +73,7 @@ FunctionSchema toFunctionSchema(const SchemaData& data, OperatorName name);
 
 // The dispatch-argument bitmap of `data`'s arguments, read from the tables without building
 // the schema: OperatorEntry::computeDispatchArgumentBitmap(toFunctionSchema(data, name)).
-// `name` is for the error when there are more than 64 arguments.
-uint64_t dispatchArgumentBitmap(const SchemaData& data, const OperatorName& name);
+// Empty when there are more than 64 arguments (the caller names the operator in its error).
+std::optional<uint64_t> dispatchArgumentBitmap(const SchemaData& data);
 
 }  // namespace dk::schema_data
