@@ -12,9 +12,12 @@
 // GEMM: those dtypes raise "mm: unsupported dtype Long" once there is something to multiply
 // (an empty product, or one over an empty inner dim, needs no GEMM), as in PyTorch.
 #include <cublas_v2.h>
+#include <dlfcn.h>
 
 #include <climits>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../meta/shape_functions.h"
@@ -30,8 +33,51 @@ namespace dk::native {
 
 namespace {
 
+// Note [cuBLAS loaded on first use]
+// Linking cuBLAS would make every process that loads dispatchkit load it too, GPU or not:
+// libcublasLt alone maps about 50 MB of code and touches about 84 MB of zero-filled data at
+// load, which cost each process (every test, every tool) 0.45 s and 220 MB of resident memory
+// on this project's machines. The functions used here are looked up with dlopen and dlsym the
+// first time a CUDA matrix product needs them (the library's RUNPATH and the loader's cache
+// find the CUDA toolkit's libcublas, as a link would have).
+struct CublasApi {
+  decltype(&::cublasCreate_v2) create;
+  decltype(&::cublasDestroy_v2) destroy;
+  // The C functions (the header adds C++ overloads taking a cudaDataType compute type).
+  cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                         const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                         cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  cublasStatus_t (*gemm_strided_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                         const void*, const void*, cudaDataType, int, long long, const void*,
+                                         cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+                                         long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+  decltype(&::cublasGetStatusString) status_string;
+};
+
+const CublasApi& cublas() {
+  static const CublasApi api = [] {
+    const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) lib = dlopen(("/usr/local/cuda/lib64/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
+    DK_CHECK(lib != nullptr, "CUDA matrix products need cuBLAS, and ", soname, " could not be loaded: ", dlerror());
+    CublasApi loaded{};
+    auto load = [&](auto& fn, const char* name) {
+      void* found = dlsym(lib, name);
+      DK_CHECK(found != nullptr, soname, " has no ", name, " (older than the cuBLAS headers dispatchkit was built with)");
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(found);
+    };
+    load(loaded.create, "cublasCreate_v2");
+    load(loaded.destroy, "cublasDestroy_v2");
+    load(loaded.gemm, "cublasGemmEx");
+    load(loaded.gemm_strided_batched, "cublasGemmStridedBatchedEx");
+    load(loaded.status_string, "cublasGetStatusString");
+    return loaded;
+  }();
+  return api;
+}
+
 void checkCublas(cublasStatus_t status, const char* what) {
-  DK_CHECK(status == CUBLAS_STATUS_SUCCESS, "cuBLAS error: ", cublasGetStatusString(status), " (", what, ")");
+  DK_CHECK(status == CUBLAS_STATUS_SUCCESS, "cuBLAS error: ", cublas().status_string(status), " (", what, ")");
 }
 
 // One handle per device for each thread (handles are not meant to be shared between threads).
@@ -41,13 +87,13 @@ cublasHandle_t handleForCurrentDevice() {
     std::vector<cublasHandle_t> by_device;
     ~Handles() {
       for (cublasHandle_t h : by_device)
-        if (h != nullptr) (void)cublasDestroy(h);
+        if (h != nullptr) (void)cublas().destroy(h);
     }
   };
   thread_local Handles handles;
   auto device = static_cast<size_t>(cuda::currentDevice());
   if (handles.by_device.size() <= device) handles.by_device.resize(device + 1, nullptr);
-  if (handles.by_device[device] == nullptr) checkCublas(cublasCreate(&handles.by_device[device]), "cublasCreate");
+  if (handles.by_device[device] == nullptr) checkCublas(cublas().create(&handles.by_device[device]), "cublasCreate");
   return handles.by_device[device];
 }
 
@@ -119,21 +165,21 @@ void gemm(const char* op, const Tensor& result, const Tensor& a, const Tensor& b
   const void* beta_p = types.compute == CUBLAS_COMPUTE_64F ? static_cast<const void*>(&beta) : &beta_f;
   // C^T (n x m) = B^T (n x k) @ A^T (k x m), column-major.
   if (result.dim() == 2) {
-    checkCublas(cublasGemmEx(handle, rhs.op, lhs.op, asInt(n, "n"), asInt(m, "m"), asInt(k, "k"), alpha_p,
-                             rhs.tensor.data_ptr(), types.data, asInt(rhs.ld, "ldb"), lhs.tensor.data_ptr(),
-                             types.data, asInt(lhs.ld, "lda"), beta_p, result.data_ptr(), types.data, asInt(n, "ldc"),
-                             types.compute, CUBLAS_GEMM_DEFAULT),
+    checkCublas(cublas().gemm(handle, rhs.op, lhs.op, asInt(n, "n"), asInt(m, "m"), asInt(k, "k"), alpha_p,
+                              rhs.tensor.data_ptr(), types.data, asInt(rhs.ld, "ldb"), lhs.tensor.data_ptr(),
+                              types.data, asInt(lhs.ld, "lda"), beta_p, result.data_ptr(), types.data, asInt(n, "ldc"),
+                              types.compute, CUBLAS_GEMM_DEFAULT),
                 "cublasGemmEx");
     return;
   }
   int64_t batch = result.size(0);
   if (batch == 0) return;
-  checkCublas(cublasGemmStridedBatchedEx(handle, rhs.op, lhs.op, asInt(n, "n"), asInt(m, "m"), asInt(k, "k"), alpha_p,
-                                         rhs.tensor.data_ptr(), types.data, asInt(rhs.ld, "ldb"),
-                                         rhs.tensor.stride(0), lhs.tensor.data_ptr(), types.data,
-                                         asInt(lhs.ld, "lda"), lhs.tensor.stride(0), beta_p, result.data_ptr(),
-                                         types.data, asInt(n, "ldc"), m * n, asInt(batch, "batch"), types.compute,
-                                         CUBLAS_GEMM_DEFAULT),
+  checkCublas(cublas().gemm_strided_batched(handle, rhs.op, lhs.op, asInt(n, "n"), asInt(m, "m"), asInt(k, "k"),
+                                            alpha_p, rhs.tensor.data_ptr(), types.data, asInt(rhs.ld, "ldb"),
+                                            rhs.tensor.stride(0), lhs.tensor.data_ptr(), types.data,
+                                            asInt(lhs.ld, "lda"), lhs.tensor.stride(0), beta_p, result.data_ptr(),
+                                            types.data, asInt(n, "ldc"), m * n, asInt(batch, "batch"), types.compute,
+                                            CUBLAS_GEMM_DEFAULT),
               "cublasGemmStridedBatchedEx");
 }
 
