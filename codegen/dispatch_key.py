@@ -73,7 +73,8 @@ class _Key(enum.Enum):
 
     @property
     def is_cuda(self) -> bool:
-        """A backend key of the CUDA backend: CUDA, QuantizedCUDA, SparseCUDA."""
+        """A backend key of CUDA tensors: CUDA, QuantizedCUDA, SparseCUDA (and SparseCsrCUDA
+        with PyTorch's keys)."""
         return self in CUDA_KEYS
 
     @classmethod
@@ -105,9 +106,10 @@ _PER_BACKEND: Dict[DispatchKey, Tuple[str, str]] = {
 # each backend): generated wrappers there check that tensor arguments share a device (Note
 # [Generated device check]).
 BACKEND_KEYS = frozenset(DispatchKey[k.name] for k in _RUNTIME if k.functionality.backend)
-# The backend keys of the CUDA backend: generated wrappers there hold a CUDA device guard.
-CUDA_KEYS = frozenset(DispatchKey[k.name] for k in _RUNTIME if k.functionality.backend and k.backend is not None
-                      and k.backend.cuda)
+# The backend keys of CUDA tensors: those of the CUDA backend, and single backend keys the key
+# file marks `cuda` (SparseCsrCUDA). Generated wrappers there hold a CUDA device guard.
+CUDA_KEYS = frozenset(DispatchKey[k.name] for k in _RUNTIME if k.functionality.backend
+                      and (k.backend.cuda if k.backend is not None else k.functionality.cuda))
 
 # The autocast key of each device type, in key order (Note [Autocast] in dk/layers/autocast.h;
 # the runtime's autocastKeyFor).

@@ -62,7 +62,8 @@ HIGHEST_FUNCTIONALITY = "ThreadRegistration"
 
 _SECTIONS = ("backends", "functionalities", "aliases", "keysets")
 _BACKEND_FIELDS = ("name", "device", "cuda")
-_FUNCTIONALITY_FIELDS = ("name", "per_backend", "prefix", "backend", "autograd", "fallback", "autocast", "internal")
+_FUNCTIONALITY_FIELDS = ("name", "per_backend", "prefix", "backend", "cuda", "autograd", "fallback", "autocast",
+                         "internal")
 _ALIAS_FIELDS = ("name", "covers")
 ALL_BACKENDS = "all_backends"
 ALL_FUNCTIONALITIES = "all_functionalities"
@@ -91,6 +92,7 @@ class Functionality:
     per_backend: bool
     prefix: str               # per-backend: the runtime keys' names are prefix + backend name
     backend: bool             # its runtime keys are backend keys
+    cuda: bool                # a single backend key of CUDA tensors (SparseCsrCUDA): wrappers guard the device
     autograd: Optional[str]   # a backend functionality's autograd functionality
     fallback: Optional[str]   # the default fallthrough fallback's name
     autocast: Optional[str]   # the device type of an autocast key
@@ -347,10 +349,15 @@ def load_key_universe(path: str = DEFAULT_PATH) -> KeyUniverse:
                                "(\"\" names them after the backends)")
         if not per_backend and prefix is not None:
             r.error(entry.key_loc("prefix"), f"{what}: 'prefix' is only for a per-backend functionality")
+        backend = r.flag(entry, "backend", what)
+        cuda = r.flag(entry, "cuda", what)
+        if cuda and (per_backend or not backend):
+            r.error(entry.key_loc("cuda"), f"{what}: 'cuda' is for a backend functionality with a single key "
+                                           "(a per-backend one's CUDA key is its backend's)")
         declare(name, entry.loc, "functionality")
         functionalities.append(Functionality(
             name=name, index=len(functionalities) + 1, per_backend=per_backend, prefix=prefix or "",
-            backend=r.flag(entry, "backend", what), autograd=r.text(entry, "autograd", what),
+            backend=backend, cuda=cuda, autograd=r.text(entry, "autograd", what),
             fallback=r.text(entry, "fallback", what), autocast=r.text(entry, "autocast", what),
             internal=r.flag(entry, "internal", what), loc=entry.loc))
     by_name = {f.name: f for f in functionalities}

@@ -7,7 +7,7 @@ import unittest
 from codegen import dispatch_key
 from codegen.dest import dispatch_keys as dest_keys
 from codegen.errors import GenError
-from codegen.keys_yaml import DEFAULT_PATH, load_key_universe
+from codegen.keys_yaml import DEFAULT_PATH, ENV_VAR as KEYS_ENV_VAR, load_key_universe
 from codegen.writer import FileManager
 from tests.generator import support
 
@@ -107,6 +107,22 @@ class PyTorchKeysTest(KeyFileTestCase):
         self.assertIn("XLA", u.runtime_keys_of(u.keyset("backend_dispatch_keyset").value))
         nested = u.runtime_keys_of(next(a for a in u.aliases if a.name == "CompositeImplicitAutogradNestedTensor").value)
         self.assertEqual(set(nested), {f"NestedTensor{b.name}" for b in u.backends} | {"AutogradNestedTensor"})
+        self.assertEqual([f.name for f in u.functionalities if f.cuda], ["SparseCsrCUDA"])
+
+    def test_cuda_keys_with_pytorchs_universe(self):
+        # The generator's table of keys, loaded with PyTorch's file (gen.py --keys does the same):
+        # SparseCsrCUDA's and NestedTensorCUDA's wrappers guard the device like those of the CUDA
+        # backend's other keys, as in PyTorch (torchgen's is_cuda_dispatch_key).
+        import subprocess
+        import sys
+        env = dict(os.environ, **{KEYS_ENV_VAR: os.path.join(support.REPO_ROOT, "schemas", "pytorch_keys.yaml")})
+        script = ("from codegen.dispatch_key import CUDA_KEYS\n"
+                  "print(' '.join(sorted(k.name for k in CUDA_KEYS)))")
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                                cwd=support.REPO_ROOT, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["CUDA", "NestedTensorCUDA", "QuantizedCUDA", "SparseCUDA",
+                                                 "SparseCsrCUDA"])
 
 
 class FixtureKeysTest(KeyFileTestCase):
@@ -210,6 +226,8 @@ class KeyFileErrorsTest(KeyFileTestCase):
                 prefix: Sparse
               - name: Odd
                 per_backend: true
+              - name: Layer
+                cuda: true
             aliases: []
             keysets:
               s: [{up_to: Nothing}]
@@ -220,7 +238,9 @@ class KeyFileErrorsTest(KeyFileTestCase):
         self.assertIn("K:9: functionality 'Sparse': 'prefix' is only for a per-backend functionality", messages)
         self.assertIn("K:10: functionality 'Odd': a per-backend functionality needs a 'prefix' for its keys' names "
                       "(\"\" names them after the backends)", messages)
-        self.assertIn("K:14: key set 's': 'up_to: Nothing' names no functionality", messages)
+        self.assertIn("K:13: functionality 'Layer': 'cuda' is for a backend functionality with a single key (a "
+                      "per-backend one's CUDA key is its backend's)", messages)
+        self.assertIn("K:16: key set 's': 'up_to: Nothing' names no functionality", messages)
 
     def test_not_a_mapping(self):
         self.assertEqual(self.errors("- a\n"),
