@@ -27,8 +27,9 @@ try:
     UNIVERSE: KeyUniverse = load_key_universe(active_path())
 except GenError as _error:
     raise SystemExit("\n".join(report_lines(_error.messages))) from None
-# Alias keys sort after every runtime key.
-_ALIAS_BASE = 100
+# Alias keys sort after every runtime key (PyTorch's universe has 105 of them): their values
+# must not meet a runtime key's, or the Enum would make the alias another name for that key.
+_ALIAS_BASE = max(100, len(UNIVERSE.runtime_keys()) + 1)
 
 
 class _Key(enum.Enum):

@@ -116,13 +116,20 @@ class PyTorchKeysTest(KeyFileTestCase):
         import subprocess
         import sys
         env = dict(os.environ, **{KEYS_ENV_VAR: os.path.join(support.REPO_ROOT, "schemas", "pytorch_keys.yaml")})
-        script = ("from codegen.dispatch_key import CUDA_KEYS\n"
-                  "print(' '.join(sorted(k.name for k in CUDA_KEYS)))")
+        script = ("from codegen.dispatch_key import ALIAS_KEYS, CUDA_KEYS, DispatchKey\n"
+                  "print(' '.join(sorted(k.name for k in CUDA_KEYS)))\n"
+                  "print(' '.join(sorted(k.name for k in ALIAS_KEYS)))\n"
+                  "print(len(DispatchKey.__members__), len(set(DispatchKey)))")
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                                 cwd=support.REPO_ROOT, timeout=120)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["CUDA", "NestedTensorCUDA", "QuantizedCUDA", "SparseCUDA",
-                                                 "SparseCsrCUDA"])
+        cuda, aliases, counts = result.stdout.splitlines()
+        self.assertEqual(cuda.split(), ["CUDA", "NestedTensorCUDA", "QuantizedCUDA", "SparseCUDA", "SparseCsrCUDA"])
+        # Every alias is a key of its own, not another name for a runtime key (105 of them).
+        self.assertIn("CompositeImplicitAutograd", aliases.split())
+        self.assertIn("CompositeImplicitAutogradNestedTensor", aliases.split())
+        members, distinct = counts.split()
+        self.assertEqual(members, distinct)
 
 
 class FixtureKeysTest(KeyFileTestCase):
