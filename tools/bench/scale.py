@@ -148,7 +148,7 @@ def main():
         for f in shards:
             if f.startswith("RegisterSchema_"):
                 o = os.path.join(work, f + ".o")
-                subprocess.run(argv + ["-c", os.path.join(scale, f), "-o", o], check=True, cwd=cwd)
+                subprocess.run(scale_argv + ["-c", os.path.join(scale, f), "-o", o], check=True, cwd=cwd)
                 objs.append(o)
         lib = os.path.join(work, "libdk_bench_scale_schemas.so")
         subprocess.run(["c++", "-shared", "-o", lib] + objs + ["-L" + build, "-ldispatchkit", "-Wl,-rpath," + build], check=True)

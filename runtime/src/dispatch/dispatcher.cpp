@@ -227,12 +227,17 @@ void Dispatcher::checkDef(const OperatorName& name, const FunctionSchema* schema
 
 RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, const std::string& debug,
                                                std::optional<uint64_t> expected_bitmap) {
+  return registerDef(std::move(schema), std::make_shared<const std::string>(debug), expected_bitmap);
+}
+
+RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, std::shared_ptr<const std::string> debug,
+                                               std::optional<uint64_t> expected_bitmap) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t bitmap = OperatorEntry::computeDispatchArgumentBitmap(schema);
   OperatorEntry* existing = lookupEntry(schema.operator_name());
-  checkDef(schema.operator_name(), &schema, nullptr, bitmap, expected_bitmap, debug, existing, nullptr);
+  checkDef(schema.operator_name(), &schema, nullptr, bitmap, expected_bitmap, *debug, existing, nullptr);
   OperatorEntry& entry = existing ? *existing : createEntry(schema.operator_name());
-  entry.setSchema(std::move(schema), std::make_shared<const std::string>(debug), bitmap);
+  entry.setSchema(std::move(schema), std::move(debug), bitmap);
   return RegistrationHandleRAII([this, &entry] { deregisterDef(entry); });
 }
 

@@ -96,7 +96,7 @@ OperatorName Library::defSchema(std::string_view schema_text, std::optional<uint
   FunctionSchema schema = std::get<FunctionSchema>(std::move(parsed));
   OperatorName name = qualify(schema.operator_name(), "define");
   schema.set_operator_name(name);
-  registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site(), bitmap));
+  registrations_.push_back(Dispatcher::singleton().registerDef(std::move(schema), site_, bitmap));
   return name;
 }
 

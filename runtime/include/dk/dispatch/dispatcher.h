@@ -193,6 +193,9 @@ class Dispatcher {
   // a registration whose bitmap differs from the schema's is refused.
   RegistrationHandleRAII registerDef(FunctionSchema schema, const std::string& debug,
                                      std::optional<uint64_t> expected_bitmap = std::nullopt);
+  // The same, with a debug string shared by many defs (a Library's site).
+  RegistrationHandleRAII registerDef(FunctionSchema schema, std::shared_ptr<const std::string> debug,
+                                     std::optional<uint64_t> expected_bitmap = std::nullopt);
   // Defs from the generator's schema data, in namespace `ns` (a name written qualified must
   // name it: Library::def checks), with one handle for all of them. Their entries are made on
   // first lookup (Note [Entries made on first use]) and their FunctionSchemas on first use
