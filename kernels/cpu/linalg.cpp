@@ -1,9 +1,13 @@
-// Matrix products on the CPU: the impls of the structured mm, bmm and addmm families. One
-// cache-blocked loop nest serves them all (Note [Blocked matrix product]); inputs may be strided
-// (transposed, sliced), the output is written through its own strides.
+// Matrix products on the CPU: the impls of the structured mm, bmm and addmm families. float and
+// double go to BLAS when the build has it (Note [BLAS matrix products]); every other dtype, and
+// every product without BLAS, to one cache-blocked loop nest (Note [Blocked matrix product]).
+// Inputs may be strided (transposed, sliced), the output is written through its own strides.
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dk/generated/ops/addmm_native.h"
@@ -15,6 +19,11 @@
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/error.h"
+#include "tensor_iterator.h"
+
+#if DK_HAVE_CBLAS
+#include <cblas.h>
+#endif
 
 namespace dk::native {
 
@@ -125,6 +134,112 @@ void matrixProduct(StridedMatrix<T> a, StridedMatrix<T> b, int64_t m, int64_t n,
   }
 }
 
+// Note [BLAS matrix products]
+// With OpenBLAS (option blas, found by default), float and double products are one
+// cblas_sgemm/dgemm per matrix, as in PyTorch: C = alpha A B + beta C in row-major terms. BLAS
+// reads an operand in place when one of its strides is 1 and the other a valid leading
+// dimension (a transposed matrix is read with the transpose flag); any other operand (a
+// broadcast or doubly strided one) is first copied into a contiguous buffer. C is the output
+// itself when it is row-major and shares no memory with A or B; otherwise a buffer, copied
+// into the output at the end. addmm's self is copied into C first, unless C already is self
+// (addmm_); beta = 0 passes beta = 0, so BLAS does not read C and NaNs in self do not leak.
+// Sizes past BLAS's 32-bit integers, and empty sums (k = 0), take the blocked kernel.
+#if DK_HAVE_CBLAS
+// A strided matrix as BLAS reads it: row-major with leading dimension ld, or transposed.
+struct BlasOperand {
+  bool transposed = false;
+  int64_t ld = 0;
+};
+
+std::optional<BlasOperand> blasOperand(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  // A dim of size 1 has no step to respect: any stride is as good as the packed one.
+  if (cols == 1) col_stride = 1;
+  if (rows == 1) row_stride = std::max<int64_t>(cols, 1);
+  if (col_stride == 1 && row_stride >= std::max<int64_t>(cols, 1)) return BlasOperand{false, row_stride};
+  if (rows == 1 && cols > 1) row_stride = 1;
+  if (row_stride == 1 && col_stride >= std::max<int64_t>(rows, 1)) return BlasOperand{true, col_stride};
+  return std::nullopt;
+}
+
+void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
+              b, ldb, beta, c, ldc);
+}
+void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b, int ldb,
+          double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
+              b, ldb, beta, c, ldc);
+}
+
+// The operand as BLAS reads it, or a packed row-major copy in `buffer`.
+template <class T>
+std::pair<const T*, BlasOperand> blasInput(StridedMatrix<T> x, int64_t rows, int64_t cols, std::vector<T>& buffer) {
+  if (auto op = blasOperand(rows, cols, x.row_stride, x.col_stride)) return {x.data, *op};
+  buffer.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) buffer[static_cast<size_t>(i * cols + j)] = x.at(i, j);
+  return {buffer.data(), BlasOperand{false, cols}};
+}
+
+bool fitsBlas(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+// out = alpha * (A @ B) + beta * self through BLAS (T is float or double); false, with nothing
+// written, when the sizes do not fit BLAS's integers. `out_alias` says whether out may share
+// memory with A or B, `self_is_out` whether self is exactly out.
+template <class T>
+bool blasProduct(StridedMatrix<T> a, StridedMatrix<T> b, int64_t m, int64_t n, int64_t k, T* out,
+                 int64_t out_row_stride, int64_t out_col_stride, const StridedMatrix<T>* self, T beta, T alpha,
+                 bool out_alias, bool self_is_out) {
+  if (k == 0 || !fitsBlas(m) || !fitsBlas(n) || !fitsBlas(k) || !fitsBlas(m * std::max(n, k)) ||
+      !fitsBlas(k * n))
+    return false;
+  std::vector<T> a_buffer, b_buffer, c_buffer;
+  auto [a_data, a_op] = blasInput(a, m, k, a_buffer);
+  auto [b_data, b_op] = blasInput(b, k, n, b_buffer);
+  if (!fitsBlas(a_op.ld) || !fitsBlas(b_op.ld)) return false;
+  const bool use_self = self != nullptr && beta != T(0);
+  std::optional<BlasOperand> c_op = blasOperand(m, n, out_row_stride, out_col_stride);
+  const bool direct = c_op && !c_op->transposed && fitsBlas(c_op->ld) && !out_alias;
+  T* c = out;
+  int64_t ldc = direct ? c_op->ld : n;
+  if (!direct) {
+    c_buffer.resize(static_cast<size_t>(m * n));
+    c = c_buffer.data();
+  }
+  if (use_self && !(direct && self_is_out)) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = self->at(i, j);
+  }
+  gemm(a_op.transposed, b_op.transposed, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha,
+       a_data, static_cast<int>(a_op.ld), b_data, static_cast<int>(b_op.ld), use_self ? beta : T(0), c,
+       static_cast<int>(ldc));
+  if (!direct) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) out[i * out_row_stride + j * out_col_stride] = c[i * n + j];
+  }
+  return true;
+}
+#endif
+
+// The product into `out`: BLAS for float and double when it can, else the blocked kernel.
+template <class T>
+void product(StridedMatrix<T> a, StridedMatrix<T> b, int64_t m, int64_t n, int64_t k, T* out, int64_t out_row_stride,
+             int64_t out_col_stride, const StridedMatrix<T>* self, const Scalar& beta, const Scalar& alpha,
+             bool out_alias, bool self_is_out) {
+#if DK_HAVE_CBLAS
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (blasProduct<T>(a, b, m, n, k, out, out_row_stride, out_col_stride, self, static_cast<T>(beta.toDouble()),
+                       static_cast<T>(alpha.toDouble()), out_alias, self_is_out))
+      return;
+  }
+#else
+  (void)out_alias;
+  (void)self_is_out;
+#endif
+  matrixProduct<T>(a, b, m, n, k, out, out_row_stride, out_col_stride, self, beta, alpha);
+}
+
 template <class T>
 StridedMatrix<T> matrixOf(const Tensor& t, int64_t row_dim, int64_t col_dim, int64_t offset = 0) {
   return {static_cast<const T*>(t.data_ptr()) + offset, t.stride(row_dim), t.stride(col_dim)};
@@ -135,12 +250,14 @@ void mmInto(const Tensor& out, const Tensor& mat1, const Tensor& mat2, const Ten
             const Scalar& alpha, const char* op) {
   int64_t m = mat1.size(0), k = mat1.size(1), n = mat2.size(1);
   if (m == 0 || n == 0) return;
+  const bool out_alias = mayOverlap(out, mat1) || mayOverlap(out, mat2);
+  const bool self_is_out = self != nullptr && aliasesExactly(*self, out);
   DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(out.dtype(), op, [&] {
     StridedMatrix<scalar_t> self_matrix{};
     if (self != nullptr) self_matrix = matrixOf<scalar_t>(*self, 0, 1);
-    matrixProduct<scalar_t>(matrixOf<scalar_t>(mat1, 0, 1), matrixOf<scalar_t>(mat2, 0, 1), m, n, k,
-                            static_cast<scalar_t*>(out.data_ptr()), out.stride(0), out.stride(1),
-                            self != nullptr ? &self_matrix : nullptr, beta, alpha);
+    product<scalar_t>(matrixOf<scalar_t>(mat1, 0, 1), matrixOf<scalar_t>(mat2, 0, 1), m, n, k,
+                      static_cast<scalar_t*>(out.data_ptr()), out.stride(0), out.stride(1),
+                      self != nullptr ? &self_matrix : nullptr, beta, alpha, out_alias, self_is_out);
   });
 }
 
@@ -164,10 +281,11 @@ DK_IMPL_FUNC(bmm_out_cpu)(const Tensor& self, const Tensor& mat2, const Tensor& 
   }
   DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(self.dtype(), "bmm", [&] {
     auto* out_data = static_cast<scalar_t*>(out.data_ptr());
+    const bool out_alias = mayOverlap(out, self) || mayOverlap(out, mat2);
     for (int64_t b = 0; b < batches; ++b) {
-      matrixProduct<scalar_t>(matrixOf<scalar_t>(self, 1, 2, b * self.stride(0)),
-                              matrixOf<scalar_t>(mat2, 1, 2, b * mat2.stride(0)), m, n, k,
-                              out_data + b * out.stride(0), out.stride(1), out.stride(2), nullptr, 0, 1);
+      product<scalar_t>(matrixOf<scalar_t>(self, 1, 2, b * self.stride(0)),
+                        matrixOf<scalar_t>(mat2, 1, 2, b * mat2.stride(0)), m, n, k, out_data + b * out.stride(0),
+                        out.stride(1), out.stride(2), nullptr, 0, 1, out_alias, false);
     }
   });
 }

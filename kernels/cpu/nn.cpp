@@ -21,6 +21,7 @@
 #include "dk/tensor/tensor_geometry.h"
 #include "dk/util/error.h"
 #include "meta/shape_functions.h"
+#include "vec_math.h"
 
 namespace dk::native {
 
@@ -96,12 +97,33 @@ std::vector<int64_t> broadcastStrides(const Tensor& t, IntArrayRef shape) {
 
 using meta::LossReduction;
 
+// The sum of `n` values, in kLanes partial sums (which the compiler keeps in one vector
+// register), added together at the end.
+template <class Acc>
+Acc laneSum(const Acc* v, int64_t n) {
+  constexpr int64_t kLanes = 32 / sizeof(Acc);
+  Acc partial[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j) partial[j] += v[k + j];
+  Acc sum = 0;
+  for (int64_t j = 0; j < kLanes; ++j) sum += partial[j];
+  for (; k < n; ++k) sum += v[k];
+  return sum;
+}
+
 // Softmax (or log-softmax) of each line of `in` along `dim`, into the contiguous `out`:
-// exp(x - max) / sum(exp(x - max)), log: x - max - log(sum(exp(x - max))). Subtracting the
-// line's max keeps exp from overflowing.
+// exp(x - max) * (1 / sum(exp(x - max))), log: (x - max) - log(sum(exp(x - max))), in
+// PyTorch's order of operations. Subtracting the line's max keeps exp from overflowing; each
+// line is copied into a buffer of the accumulation type, where exp runs vectorized (Note
+// [Vectorized math]).
 template <class In, class Out, bool kLog>
 void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
   using Acc = std::conditional_t<std::is_same_v<In, double>, double, float>;
+  const vec::MathFunctions<Acc>& math = []() -> const vec::MathFunctions<Acc>& {
+    if constexpr (std::is_same_v<Acc, double>) return vec::doubleMath();
+    else return vec::floatMath();
+  }();
   const auto* in_data = static_cast<const In*>(in.data_ptr());
   auto* out_data = static_cast<Out*>(out.data_ptr());
   bool scalar = in.dim() == 0;
@@ -118,6 +140,7 @@ void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
     other_strides.erase(other_strides.begin() + dim);
   }
   std::vector<Acc> line(static_cast<size_t>(length));
+  std::vector<Acc> exps(kLog ? static_cast<size_t>(length) : 0);
   int64_t line_index = 0;
   forEachOffset(other_sizes, other_strides, [&](int64_t in_base) {
     int64_t o = line_index / inner, i = line_index % inner;
@@ -129,14 +152,15 @@ void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
       line[static_cast<size_t>(k)] = x;
       max = std::max(max, x);  // a NaN stays out of max; it reaches every output through the sum
     }
-    Acc sum = 0;
-    for (int64_t k = 0; k < length; ++k) sum += std::exp(line[static_cast<size_t>(k)] - max);
+    for (int64_t k = 0; k < length; ++k) line[static_cast<size_t>(k)] -= max;
     if constexpr (kLog) {
-      Acc shift = max + std::log(sum);
-      for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] - shift);
+      math.exp(line.data(), exps.data(), length);
+      const Acc log_sum = std::log(laneSum(exps.data(), length));
+      for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] - log_sum);
     } else {
-      for (int64_t k = 0; k < length; ++k)
-        out_line[k * inner] = Out(std::exp(line[static_cast<size_t>(k)] - max) / sum);
+      math.exp(line.data(), line.data(), length);
+      const Acc scale = Acc(1) / laneSum(line.data(), length);
+      for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] * scale);
     }
   });
 }

@@ -500,4 +500,33 @@ void cpu_kernel(TensorIterator& iter, const Op& op) {
   iter.finish();
 }
 
+// Runs out = f(in) over `iter` (one output, one input, both holding T) with an array function
+// of opmath_t<T> (Note [Vectorized math]): a run where both are contiguous and T is its own
+// opmath type goes to fn whole; any other run in blocks of kBlockSize, converted to the opmath
+// type, as cpu_kernel does. Then finishes the iterator.
+template <class T>
+void cpu_array_kernel(TensorIterator& iter, void (*fn)(const opmath_t<T>*, opmath_t<T>*, int64_t)) {
+  using M = opmath_t<T>;
+  DK_CHECK(iter.noperands() == 2, "cpu_array_kernel: the iterator has ", iter.noperands(), " operands, not 2");
+  constexpr auto kSize = static_cast<int64_t>(sizeof(T));
+  constexpr int64_t kBlock = loop_detail::kBlockSize;
+  iter.forEachRun([&](char* const* data, const int64_t* strides, int64_t n) {
+    if constexpr (std::is_same_v<T, M>) {
+      if (strides[0] == kSize && strides[1] == kSize) {
+        fn(reinterpret_cast<const T*>(data[1]), reinterpret_cast<T*>(data[0]), n);
+        return;
+      }
+    }
+    std::array<M, kBlock> block;
+    for (int64_t i = 0; i < n; i += kBlock) {
+      const int64_t m = std::min(kBlock, n - i);
+      loop_detail::loadBlock<false, T>(block.data(), data[1], strides[1], i, m);
+      fn(block.data(), block.data(), m);
+      loop_detail::storeBlock<false, T>(data[0], strides[0], i, m,
+                                        [&](int64_t j) { return block[static_cast<size_t>(j)]; });
+    }
+  });
+  iter.finish();
+}
+
 }  // namespace dk::native

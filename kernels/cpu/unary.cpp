@@ -18,6 +18,8 @@
 #include "dk/generated/ops/tanh_native.h"
 #include "meta/shape_functions.h"
 #include "tensor_iterator.h"
+#include "vec_math.h"
+#include "vec_math_scalar.h"
 
 namespace dk::native {
 
@@ -34,8 +36,30 @@ Tensor unaryOp(const char* op, const Tensor& self, const Tensor& out, const F& f
   return iter.output();
 }
 
+// Runs one of the vectorized math functions (Note [Vectorized math]) over `iter`, which holds a
+// floating dtype: `pick` chooses it from vec::MathFunctions of the dtype's opmath type.
+template <class Pick>
+void mathKernel(TensorIterator& iter, const char* op, const Pick& pick) {
+  DK_DISPATCH_FLOATING_TYPES(iter.common_dtype(), op, [&] {
+    if constexpr (std::is_same_v<opmath_t<scalar_t>, double>) cpu_array_kernel<scalar_t>(iter, pick(vec::doubleMath()));
+    else cpu_array_kernel<scalar_t>(iter, pick(vec::floatMath()));
+  });
+}
+
 // out = f(self) for math defined on floating values: integer and bool inputs compute and give
 // get_default_dtype() (exp of an int64 tensor is float32), as in PyTorch.
+template <class Pick>
+void floatingMathOp(const char* op, const Tensor& self, const Tensor& out, const Pick& pick) {
+  TensorIterator iter = TensorIteratorConfig(op)
+                            .add_output(out)
+                            .add_input(self)
+                            .promote_inputs_to_common_dtype(true)
+                            .promote_integer_inputs_to_float(true)
+                            .build();
+  mathKernel(iter, op, pick);
+}
+
+// The same with a per-element function, for the math without a vector form.
 template <class F>
 void floatingUnaryOp(const char* op, const Tensor& self, const Tensor& out, const F& f) {
   TensorIterator iter = TensorIteratorConfig(op)
@@ -92,11 +116,11 @@ DK_IMPL_FUNC(neg_out_cpu)(const Tensor& self, const Tensor& out) {
 }
 
 DK_IMPL_FUNC(exp_out_cpu)(const Tensor& self, const Tensor& out) {
-  floatingUnaryOp("exp", self, out, [](auto x) { return std::exp(x); });
+  floatingMathOp("exp", self, out, [](const auto& math) { return math.exp; });
 }
 
 DK_IMPL_FUNC(log_out_cpu)(const Tensor& self, const Tensor& out) {
-  floatingUnaryOp("log", self, out, [](auto x) { return std::log(x); });
+  floatingMathOp("log", self, out, [](const auto& math) { return math.log; });
 }
 
 DK_IMPL_FUNC(sqrt_out_cpu)(const Tensor& self, const Tensor& out) {
@@ -108,42 +132,27 @@ DK_IMPL_FUNC(rsqrt_out_cpu)(const Tensor& self, const Tensor& out) {
 }
 
 DK_IMPL_FUNC(sin_out_cpu)(const Tensor& self, const Tensor& out) {
-  floatingUnaryOp("sin", self, out, [](auto x) { return std::sin(x); });
+  floatingMathOp("sin", self, out, [](const auto& math) { return math.sin; });
 }
 
 DK_IMPL_FUNC(cos_out_cpu)(const Tensor& self, const Tensor& out) {
-  floatingUnaryOp("cos", self, out, [](auto x) { return std::cos(x); });
+  floatingMathOp("cos", self, out, [](const auto& math) { return math.cos; });
 }
 
 DK_IMPL_FUNC(tanh_out_cpu)(const Tensor& self, const Tensor& out) {
-  floatingUnaryOp("tanh", self, out, [](auto x) { return std::tanh(x); });
+  floatingMathOp("tanh", self, out, [](const auto& math) { return math.tanh; });
 }
 
 DK_IMPL_FUNC(sigmoid_out_cpu)(const Tensor& self, const Tensor& out) {
-  floatingUnaryOp("sigmoid", self, out, [](auto x) {
-    using M = decltype(x);
-    return M(1) / (M(1) + std::exp(-x));
-  });
+  floatingMathOp("sigmoid", self, out, [](const auto& math) { return math.sigmoid; });
 }
 
 // approximate="none": x * Phi(x) with the normal CDF through erf; "tanh": PyTorch's tanh
-// approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// approximation (vec::geluValue, vec::geluTanhValue).
 DK_IMPL_FUNC(gelu_out_cpu)(const Tensor& self, std::string_view approximate, const Tensor& out) {
-  if (approximate == "tanh") {
-    unaryOp<kFloatingDtypes>("gelu", self, out, [](auto x) {
-      using M = decltype(x);
-      constexpr M kSqrt2OverPi = M(0.79788456080286535588);
-      constexpr M kKappa = M(0.044715);
-      M inner = kSqrt2OverPi * (x + kKappa * x * x * x);
-      return M(0.5) * x * (M(1) + std::tanh(inner));
-    });
-    return;
-  }
-  unaryOp<kFloatingDtypes>("gelu", self, out, [](auto x) {
-    using M = decltype(x);
-    constexpr M kInvSqrt2 = M(0.70710678118654752440);
-    return x * M(0.5) * (M(1) + std::erf(x * kInvSqrt2));
-  });
+  TensorIterator iter = TensorIteratorConfig("gelu").add_output(out).add_input(self).build();
+  if (approximate == "tanh") mathKernel(iter, "gelu", [](const auto& math) { return math.gelu_tanh; });
+  else mathKernel(iter, "gelu", [](const auto& math) { return math.gelu; });
 }
 
 }  // namespace dk::native

@@ -1,0 +1,41 @@
+// Vectorized elementwise math for the CPU kernels: exp, log, tanh, sigmoid, sin, cos and gelu
+// over arrays of float or double (Note [Vectorized math]).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace dk::native::vec {
+
+// Note [Vectorized math]
+// The transcendental functions of the unary kernels come from SLEEF (Debian's libsleef), the
+// library PyTorch's own CPU kernels call: its AVX2 functions of 1-ULP accuracy, 8 floats or 4
+// doubles at a time, compiled in their own translation unit with -mavx2 -mfma
+// (vec_math_avx2.cpp) and chosen once, at the first use, when the CPU has AVX2 and FMA. As in
+// PyTorch, the vector functions take whole vectors of a run and the elements left over go
+// through the scalar function (std::exp, ...), so a value agrees with libtorch's on the same
+// machine. Without SLEEF or AVX2, or with DK_CPU_CAPABILITY=default in the environment (read
+// once), every element takes the scalar path, whose loop the compiler vectorizes where it can.
+// Each function computes out[i] = f(in[i]) for i < n; in and out may be the same array.
+template <class T>
+using ArrayFn = void (*)(const T* in, T* out, int64_t n);
+
+template <class T>
+struct MathFunctions {
+  ArrayFn<T> exp;
+  ArrayFn<T> log;
+  ArrayFn<T> tanh;
+  ArrayFn<T> sigmoid;    // 1 / (1 + exp(-x))
+  ArrayFn<T> sin;
+  ArrayFn<T> cos;
+  ArrayFn<T> gelu;       // x * Phi(x), through erf
+  ArrayFn<T> gelu_tanh;  // PyTorch's tanh approximation
+};
+
+const MathFunctions<float>& floatMath();
+const MathFunctions<double>& doubleMath();
+
+// Which implementation floatMath() and doubleMath() give: "avx2" or "default".
+std::string_view mathCapability();
+
+}  // namespace dk::native::vec
