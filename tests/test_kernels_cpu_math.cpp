@@ -158,6 +158,9 @@ void checkEveryMathCase() {
     for (int64_t i = 0; i < 7; ++i)
       for (int64_t j = 0; j < 13; ++j) transposed_in[static_cast<size_t>(i * 13 + j)] = in[static_cast<size_t>(j * 7 + i)];
     checkMath(c, transposed_in, result);
+    // The same value for an element wherever it sits (Note [Vectorized math]): the strided
+    // path's values are the contiguous path's.
+    CHECK(sameValues(read(result), read(c.op(tensorOf(transposed_in, {7, 13})))));
     Tensor row = tensorOf(std::vector<T>(in.begin(), in.begin() + 7), {1, 7});
     std::vector<T> broadcast_in;
     for (int r = 0; r < 5; ++r) broadcast_in.insert(broadcast_in.end(), in.begin(), in.begin() + 7);

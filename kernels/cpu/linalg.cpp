@@ -3,6 +3,7 @@
 // every product without BLAS, to one cache-blocked loop nest (Note [Blocked matrix product]).
 // Inputs may be strided (transposed, sliced), the output is written through its own strides.
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dk/core/parallel.h"
 #include "dk/generated/ops/addmm_native.h"
 #include "dk/generated/ops/bmm_native.h"
 #include "dk/generated/ops/expand_ops.h"
@@ -143,7 +145,8 @@ void matrixProduct(StridedMatrix<T> a, StridedMatrix<T> b, int64_t m, int64_t n,
 // itself when it is row-major and shares no memory with A or B; otherwise a buffer, copied
 // into the output at the end. addmm's self is copied into C first, unless C already is self
 // (addmm_); beta = 0 passes beta = 0, so BLAS does not read C and NaNs in self do not leak.
-// Sizes past BLAS's 32-bit integers, and empty sums (k = 0), take the blocked kernel.
+// Sizes past BLAS's 32-bit integers, and empty sums (k = 0), take the blocked kernel. OpenBLAS
+// runs as many threads as dk::get_num_threads().
 #if DK_HAVE_CBLAS
 // A strided matrix as BLAS reads it: row-major with leading dimension ld, or transposed.
 struct BlasOperand {
@@ -159,6 +162,14 @@ std::optional<BlasOperand> blasOperand(int64_t rows, int64_t cols, int64_t row_s
   if (rows == 1 && cols > 1) row_stride = 1;
   if (row_stride == 1 && col_stride >= std::max<int64_t>(rows, 1)) return BlasOperand{true, col_stride};
   return std::nullopt;
+}
+
+// OpenBLAS's own threads follow dk::set_num_threads (Note [Intra-op parallelism]); inside a
+// parallel region a product runs on its one thread. Set before a product when the count changed.
+void matchBlasThreads() {
+  static std::atomic<int> blas_threads{0};
+  const int n = in_parallel_region() ? 1 : get_num_threads();
+  if (blas_threads.exchange(n, std::memory_order_relaxed) != n) openblas_set_num_threads(n);
 }
 
 void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
@@ -211,6 +222,7 @@ bool blasProduct(StridedMatrix<T> a, StridedMatrix<T> b, int64_t m, int64_t n, i
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = self->at(i, j);
   }
+  matchBlasThreads();
   gemm(a_op.transposed, b_op.transposed, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha,
        a_data, static_cast<int>(a_op.ld), b_data, static_cast<int>(b_op.ld), use_self ? beta : T(0), c,
        static_cast<int>(ldc));

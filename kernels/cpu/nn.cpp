@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dk/core/parallel.h"
 #include "dk/generated/ops/_log_softmax_native.h"
 #include "dk/generated/ops/_softmax_native.h"
 #include "dk/generated/ops/cat_native.h"
@@ -139,28 +140,37 @@ void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
     other_sizes.erase(other_sizes.begin() + dim);
     other_strides.erase(other_strides.begin() + dim);
   }
-  std::vector<Acc> line(static_cast<size_t>(length));
-  std::vector<Acc> exps(kLog ? static_cast<size_t>(length) : 0);
-  int64_t line_index = 0;
-  forEachOffset(other_sizes, other_strides, [&](int64_t in_base) {
-    int64_t o = line_index / inner, i = line_index % inner;
-    ++line_index;
-    Out* out_line = out_data + o * length * inner + i;
-    Acc max = -std::numeric_limits<Acc>::infinity();
-    for (int64_t k = 0; k < length; ++k) {
-      Acc x = static_cast<Acc>(in_data[in_base + k * in_step]);
-      line[static_cast<size_t>(k)] = x;
-      max = std::max(max, x);  // a NaN stays out of max; it reaches every output through the sum
-    }
-    for (int64_t k = 0; k < length; ++k) line[static_cast<size_t>(k)] -= max;
-    if constexpr (kLog) {
-      math.exp(line.data(), exps.data(), length);
-      const Acc log_sum = std::log(laneSum(exps.data(), length));
-      for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] - log_sum);
-    } else {
-      math.exp(line.data(), line.data(), length);
-      const Acc scale = Acc(1) / laneSum(line.data(), length);
-      for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] * scale);
+  int64_t lines = 1;
+  for (int64_t size : other_sizes) lines *= size;
+  // Lines are independent: split over the threads, about kGrainSize elements per chunk at least.
+  parallel_for(0, lines, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(length, 1)), [&](int64_t first, int64_t last) {
+    std::vector<Acc> line(static_cast<size_t>(length));
+    std::vector<Acc> exps(kLog ? static_cast<size_t>(length) : 0);
+    for (int64_t line_index = first; line_index < last; ++line_index) {
+      // The line's start in `in`: its index spelled in other_sizes, dotted with other_strides.
+      int64_t in_base = 0;
+      for (int64_t d = static_cast<int64_t>(other_sizes.size()) - 1, rest = line_index; d >= 0; --d) {
+        in_base += rest % other_sizes[static_cast<size_t>(d)] * other_strides[static_cast<size_t>(d)];
+        rest /= other_sizes[static_cast<size_t>(d)];
+      }
+      int64_t o = line_index / inner, i = line_index % inner;
+      Out* out_line = out_data + o * length * inner + i;
+      Acc max = -std::numeric_limits<Acc>::infinity();
+      for (int64_t k = 0; k < length; ++k) {
+        Acc x = static_cast<Acc>(in_data[in_base + k * in_step]);
+        line[static_cast<size_t>(k)] = x;
+        max = std::max(max, x);  // a NaN stays out of max; it reaches every output through the sum
+      }
+      for (int64_t k = 0; k < length; ++k) line[static_cast<size_t>(k)] -= max;
+      if constexpr (kLog) {
+        math.exp(line.data(), exps.data(), length);
+        const Acc log_sum = std::log(laneSum(exps.data(), length));
+        for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] - log_sum);
+      } else {
+        math.exp(line.data(), line.data(), length);
+        const Acc scale = Acc(1) / laneSum(line.data(), length);
+        for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] * scale);
+      }
     }
   });
 }

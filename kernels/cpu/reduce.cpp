@@ -12,8 +12,12 @@
 // the accumulator's dtype is the buffer itself. max.dim, min.dim, argmax and argmin scan the
 // reduced dim for each output element, keeping the first index of the maximum (minimum); a NaN
 // is an extremum no later value replaces.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "meta/shape_functions.h"
 #include "dk/generated/ops/argmax_native.h"
@@ -38,14 +42,27 @@ std::vector<int64_t> keepdimShape(IntArrayRef sizes, const meta::DimMask& reduce
   return shape;
 }
 
-// A run of n elements folded into one value: four independent sums, so the additions overlap.
+// A run of n elements folded into one value. A contiguous run of a floating dtype is summed in
+// kLanes independent partial sums (a fixed-size loop the compiler turns into vector adds), any
+// other run in four, so the additions overlap.
 template <class Acc, class T>
 Acc sumRun(const char* p, int64_t stride, int64_t n) {
-  Acc s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   auto at = [&](int64_t i) {
     return static_cast<Acc>(static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(p + i * stride)));
   };
   int64_t i = 0;
+  Acc total = 0;
+  if constexpr (std::is_floating_point_v<Acc>) {
+    if (stride == static_cast<int64_t>(sizeof(T))) {
+      constexpr int64_t kLanes = 16;
+      const T* values = reinterpret_cast<const T*>(p);
+      Acc lanes[kLanes] = {};
+      for (; i + kLanes <= n; i += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<Acc>(static_cast<opmath_t<T>>(values[i + j]));
+      for (int64_t j = 0; j < kLanes; ++j) total += lanes[j];
+    }
+  }
+  Acc s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   for (; i + 4 <= n; i += 4) {
     s0 = addValues(s0, at(i));
     s1 = addValues(s1, at(i + 1));
@@ -53,7 +70,7 @@ Acc sumRun(const char* p, int64_t stride, int64_t n) {
     s3 = addValues(s3, at(i + 3));
   }
   for (; i < n; ++i) s0 = addValues(s0, at(i));
-  return addValues(addValues(s0, s1), addValues(s2, s3));
+  return addValues(total, addValues(addValues(s0, s1), addValues(s2, s3)));
 }
 
 // Adds `input` over the reduced dims into `acc` (contiguous, dtype Acc: Double or Long, the
@@ -68,7 +85,7 @@ void accumulate(const char* op, const Tensor& input, const meta::DimMask& reduce
   Tensor accView = detail::make_view(acc, input.sizes(), viewStrides, acc.storage_offset());
   TensorIterator iter = TensorIterator::overOperands(op, {accView, input});
   DK_DISPATCH_ALL_TYPES(input.dtype(), op, [&] {
-    iter.forEachRun([](char* const* data, const int64_t* strides, int64_t n) {
+    const auto run = [](char* const* data, const int64_t* strides, int64_t n) {
       if (strides[0] == 0) {
         Acc* out = reinterpret_cast<Acc*>(data[0]);
         *out = addValues(*out, sumRun<Acc, scalar_t>(data[1], strides[1], n));
@@ -79,7 +96,26 @@ void accumulate(const char* op, const Tensor& input, const meta::DimMask& reduce
         auto v = static_cast<opmath_t<scalar_t>>(*reinterpret_cast<const scalar_t*>(data[1] + i * strides[1]));
         *out = addValues(*out, static_cast<Acc>(v));
       }
+    };
+    if (acc.numel() != 1 || iter.numel() <= kGrainSize || !detail::parallelAvailable()) {
+      iter.forEachRun(run);
+      return;
+    }
+    // A full reduction of a large input: each chunk (Note [Intra-op parallelism]) sums its part
+    // into its own accumulator, and the parts are added in the order of the chunks.
+    std::mutex m;
+    std::vector<std::pair<int64_t, Acc>> parts;
+    parallel_for(0, iter.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
+      Acc part = 0;
+      iter.forEachRunIn(begin, end, [&](char* const* data, const int64_t* strides, int64_t n) {
+        part = addValues(part, sumRun<Acc, scalar_t>(data[1], strides[1], n));
+      });
+      std::lock_guard<std::mutex> lock(m);
+      parts.emplace_back(begin, part);
     });
+    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    Acc* out = acc.data_ptr<Acc>();
+    for (const auto& part : parts) *out = addValues(*out, part.second);
   });
 }
 

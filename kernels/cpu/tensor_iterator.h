@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "dk/core/core_types.h"
+#include "dk/core/parallel.h"
 #include "dk/core/scalar.h"
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/tensor.h"
@@ -361,7 +362,12 @@ class TensorIterator {
   // k's first element of the run, strides[k] is its step in bytes, n the run's length. The
   // all-contiguous case is one call over every element.
   template <class Loop>
-  void forEachRun(Loop&& loop) const;
+  void forEachRun(Loop&& loop) const {
+    forEachRunIn(0, numel_, loop);
+  }
+  // The same over the elements [begin, end) of the iteration order (a chunk of parallel_for).
+  template <class Loop>
+  void forEachRunIn(int64_t begin, int64_t end, Loop&& loop) const;
 
   // Copies a temporary output into the out= tensor it stands for (Note [CPU TensorIterator],
   // step 3). cpu_kernel calls it; kernels looping with forEachRun themselves must too.
@@ -392,23 +398,36 @@ class TensorIterator {
 };
 
 template <class Loop>
-void TensorIterator::forEachRun(Loop&& loop) const {
-  if (numel_ == 0) return;
+void TensorIterator::forEachRunIn(int64_t begin, int64_t end, Loop&& loop) const {
+  if (begin >= end) return;
   const int nops = noperands();
   const int64_t nd = ndim();
   std::array<char*, kMaxOperands> ptrs = data_;
   std::array<int64_t, kMaxOperands> inner{};
   for (int k = 0; k < nops; ++k) inner[static_cast<size_t>(k)] = nd == 0 ? 0 : strideBytes(k, 0);
   if (nd <= 1) {
-    loop(ptrs.data(), inner.data(), nd == 0 ? int64_t{1} : shape_[0]);
+    for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] += begin * inner[static_cast<size_t>(k)];
+    loop(ptrs.data(), inner.data(), end - begin);
     return;
   }
-  // Per-dim counters over the outer dims; pointers move by one stride per step and rewind a
-  // whole dim when it wraps.
+  // Per-dim counters over the dims, set from `begin`; pointers move by one stride per step and
+  // rewind a whole dim when it wraps.
   DimVector counter;
   counter.resize(static_cast<size_t>(nd));
+  for (int64_t d = 0, rest = begin; d < nd; ++d) {
+    counter[static_cast<size_t>(d)] = rest % shape_[static_cast<size_t>(d)];
+    rest /= shape_[static_cast<size_t>(d)];
+    for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] += counter[static_cast<size_t>(d)] * strideBytes(k, d);
+  }
+  int64_t left = end - begin;
   while (true) {
-    loop(ptrs.data(), inner.data(), shape_[0]);
+    const int64_t run = std::min(left, shape_[0] - counter[0]);
+    loop(ptrs.data(), inner.data(), run);
+    left -= run;
+    if (left == 0) return;
+    // The run ended at the end of dim 0: rewind it and carry into the outer dims.
+    for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] -= strideBytes(k, 0) * counter[0];
+    counter[0] = 0;
     int64_t d = 1;
     for (; d < nd; ++d) {
       for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] += strideBytes(k, d);
@@ -494,8 +513,12 @@ template <class Out, class... In, class Op>
 void cpu_kernel(TensorIterator& iter, const Op& op) {
   DK_CHECK(iter.noperands() == static_cast<int>(sizeof...(In)) + 1, "cpu_kernel: the iterator has ",
            iter.noperands(), " operands, the loop takes ", sizeof...(In) + 1);
-  iter.forEachRun([&](char* const* data, const int64_t* strides, int64_t n) {
-    loop_detail::runElementwise<Out, In...>(data, strides, n, op, std::index_sequence_for<In...>{});
+  // Large iterations are split over the threads (Note [Intra-op parallelism]): each element is
+  // computed once, by one thread, whatever the split.
+  parallel_for(0, iter.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
+    iter.forEachRunIn(begin, end, [&](char* const* data, const int64_t* strides, int64_t n) {
+      loop_detail::runElementwise<Out, In...>(data, strides, n, op, std::index_sequence_for<In...>{});
+    });
   });
   iter.finish();
 }
@@ -510,7 +533,7 @@ void cpu_array_kernel(TensorIterator& iter, void (*fn)(const opmath_t<T>*, opmat
   DK_CHECK(iter.noperands() == 2, "cpu_array_kernel: the iterator has ", iter.noperands(), " operands, not 2");
   constexpr auto kSize = static_cast<int64_t>(sizeof(T));
   constexpr int64_t kBlock = loop_detail::kBlockSize;
-  iter.forEachRun([&](char* const* data, const int64_t* strides, int64_t n) {
+  const auto run = [&](char* const* data, const int64_t* strides, int64_t n) {
     if constexpr (std::is_same_v<T, M>) {
       if (strides[0] == kSize && strides[1] == kSize) {
         fn(reinterpret_cast<const T*>(data[1]), reinterpret_cast<T*>(data[0]), n);
@@ -525,7 +548,9 @@ void cpu_array_kernel(TensorIterator& iter, void (*fn)(const opmath_t<T>*, opmat
       loop_detail::storeBlock<false, T>(data[0], strides[0], i, m,
                                         [&](int64_t j) { return block[static_cast<size_t>(j)]; });
     }
-  });
+  };
+  parallel_for(0, iter.numel(), kGrainSize,
+               [&](int64_t begin, int64_t end) { iter.forEachRunIn(begin, end, run); });
   iter.finish();
 }
 

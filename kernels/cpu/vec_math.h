@@ -11,11 +11,13 @@ namespace dk::native::vec {
 // The transcendental functions of the unary kernels come from SLEEF (Debian's libsleef), the
 // library PyTorch's own CPU kernels call: its AVX2 functions of 1-ULP accuracy, 8 floats or 4
 // doubles at a time, compiled in their own translation unit with -mavx2 -mfma
-// (vec_math_avx2.cpp) and chosen once, at the first use, when the CPU has AVX2 and FMA. As in
-// PyTorch, the vector functions take whole vectors of a run and the elements left over go
-// through the scalar function (std::exp, ...), so a value agrees with libtorch's on the same
-// machine. Without SLEEF or AVX2, or with DK_CPU_CAPABILITY=default in the environment (read
-// once), every element takes the scalar path, whose loop the compiler vectorizes where it can.
+// (vec_math_avx2.cpp) and chosen once, at the first use, when the CPU has AVX2 and FMA. The
+// elements after the last whole vector are padded into one more vector, so an element's value
+// does not depend on where it sits in a run, how a tensor is laid out or how the work is split
+// over threads (PyTorch sends those elements through the scalar function instead, so its values
+// for them can differ in the last bit). Without SLEEF or AVX2, or with
+// DK_CPU_CAPABILITY=default in the environment (read once), every element takes the scalar
+// functions of <cmath> (vec_math_scalar.h), in a loop the compiler vectorizes where it can.
 // Each function computes out[i] = f(in[i]) for i < n; in and out may be the same array.
 template <class T>
 using ArrayFn = void (*)(const T* in, T* out, int64_t n);

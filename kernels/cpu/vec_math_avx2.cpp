@@ -3,10 +3,9 @@
 #include <immintrin.h>
 #include <sleef.h>
 
-#include <cmath>
+#include <cstring>
 
 #include "vec_math.h"
-#include "vec_math_scalar.h"
 
 namespace dk::native::vec {
 
@@ -15,19 +14,30 @@ const MathFunctions<double>& avx2DoubleMath();
 
 namespace {
 
-// Whole vectors through vf, the rest through the scalar f.
-template <class VF, class F>
-void mapFloat(const float* in, float* out, int64_t n, const VF& vf, const F& f) {
+// Whole vectors through vf; the elements left over are copied into one more vector (padded
+// with zeros), so every element gets vf's value whatever its position in the array.
+template <class VF>
+void mapFloat(const float* in, float* out, int64_t n, const VF& vf) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, vf(_mm256_loadu_ps(in + i)));
-  mapScalar(in, out, i, n, f);
+  if (i < n) {
+    alignas(32) float rest[8] = {};
+    std::memcpy(rest, in + i, static_cast<size_t>(n - i) * sizeof(float));
+    _mm256_store_ps(rest, vf(_mm256_load_ps(rest)));
+    std::memcpy(out + i, rest, static_cast<size_t>(n - i) * sizeof(float));
+  }
 }
 
-template <class VF, class F>
-void mapDouble(const double* in, double* out, int64_t n, const VF& vf, const F& f) {
+template <class VF>
+void mapDouble(const double* in, double* out, int64_t n, const VF& vf) {
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) _mm256_storeu_pd(out + i, vf(_mm256_loadu_pd(in + i)));
-  mapScalar(in, out, i, n, f);
+  if (i < n) {
+    alignas(32) double rest[4] = {};
+    std::memcpy(rest, in + i, static_cast<size_t>(n - i) * sizeof(double));
+    _mm256_store_pd(rest, vf(_mm256_load_pd(rest)));
+    std::memcpy(out + i, rest, static_cast<size_t>(n - i) * sizeof(double));
+  }
 }
 
 // sigmoid as PyTorch's vector form computes it: 1 / (1 + exp(-x)).
@@ -74,28 +84,28 @@ const MathFunctions<float>& avx2FloatMath() {
   using F = float;
   static const MathFunctions<float> functions{
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_expf8_u10avx2(v); }, [](F x) { return std::exp(x); });
+        mapFloat(in, out, n, [](__m256 v) { return Sleef_expf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_logf8_u10avx2(v); }, [](F x) { return std::log(x); });
+        mapFloat(in, out, n, [](__m256 v) { return Sleef_logf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_tanhf8_u10avx2(v); }, [](F x) { return std::tanh(x); });
+        mapFloat(in, out, n, [](__m256 v) { return Sleef_tanhf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return sigmoidVec(v); }, [](F x) { return sigmoidValue(x); });
+        mapFloat(in, out, n, [](__m256 v) { return sigmoidVec(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_sinf8_u10avx2(v); }, [](F x) { return std::sin(x); });
+        mapFloat(in, out, n, [](__m256 v) { return Sleef_sinf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_cosf8_u10avx2(v); }, [](F x) { return std::cos(x); });
+        mapFloat(in, out, n, [](__m256 v) { return Sleef_cosf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return geluVec(v); }, [](F x) { return geluValue(x); });
+        mapFloat(in, out, n, [](__m256 v) { return geluVec(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return geluTanhVec(v); }, [](F x) { return geluTanhValue(x); });
+        mapFloat(in, out, n, [](__m256 v) { return geluTanhVec(v); });
       },
   };
   return functions;
@@ -105,28 +115,28 @@ const MathFunctions<double>& avx2DoubleMath() {
   using D = double;
   static const MathFunctions<double> functions{
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_expd4_u10avx2(v); }, [](D x) { return std::exp(x); });
+        mapDouble(in, out, n, [](__m256d v) { return Sleef_expd4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_logd4_u10avx2(v); }, [](D x) { return std::log(x); });
+        mapDouble(in, out, n, [](__m256d v) { return Sleef_logd4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_tanhd4_u10avx2(v); }, [](D x) { return std::tanh(x); });
+        mapDouble(in, out, n, [](__m256d v) { return Sleef_tanhd4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return sigmoidVec(v); }, [](D x) { return sigmoidValue(x); });
+        mapDouble(in, out, n, [](__m256d v) { return sigmoidVec(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_sind4_u10avx2(v); }, [](D x) { return std::sin(x); });
+        mapDouble(in, out, n, [](__m256d v) { return Sleef_sind4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_cosd4_u10avx2(v); }, [](D x) { return std::cos(x); });
+        mapDouble(in, out, n, [](__m256d v) { return Sleef_cosd4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return geluVec(v); }, [](D x) { return geluValue(x); });
+        mapDouble(in, out, n, [](__m256d v) { return geluVec(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return geluTanhVec(v); }, [](D x) { return geluTanhValue(x); });
+        mapDouble(in, out, n, [](__m256d v) { return geluTanhVec(v); });
       },
   };
   return functions;

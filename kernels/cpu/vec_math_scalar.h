@@ -1,6 +1,5 @@
 // The scalar forms of the vectorized functions (Note [Vectorized math]): the default
-// implementation, the elements left over after the last whole vector, and the kernels' own
-// per-element lambdas use these, so every path computes one formula.
+// implementation, and the reference the tests hold the vector forms to.
 #pragma once
 
 #include <cmath>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dk/autograd/autograd.h"
+#include "dk/core/parallel.h"
 #include "dk/dispatch.h"
 #include "dk/generated/Functions.h"
 #include "dk/generated/TensorOperators.h"
