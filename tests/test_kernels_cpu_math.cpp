@@ -26,11 +26,14 @@
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/gelu.h"
 #include "dk/generated/ops/log.h"
+#include "dk/generated/ops/log_softmax.h"
 #include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/sigmoid.h"
 #include "dk/generated/ops/sin.h"
 #include "dk/generated/ops/slice.h"
+#include "dk/generated/ops/softmax.h"
+#include "dk/generated/ops/sum.h"
 #include "dk/generated/ops/t.h"
 #include "dk/generated/ops/tanh.h"
 #include "dk/generated/ops/transpose.h"
@@ -332,6 +335,51 @@ TEST_CASE("cpu-math: products whose output is an input, and bmm over strided bat
       Values want = refProduct(a_batch, b_batch, 4, 5, 6);
       Values got = read(r);
       checkNear(Values(got.begin() + batch * 24, got.begin() + (batch + 1) * 24), want, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("cpu-math: softmax and sum by the vectorized line functions", "[cpu-math]") {
+  for (ScalarType dtype : {kFloat, kDouble}) {
+    INFO(dtype);
+    for (int64_t cols : {1, 3, 8, 13, 64, 1027}) {
+      INFO("row length " << cols);
+      Values v = randomMatrix(5 * cols, static_cast<uint32_t>(cols));
+      for (double& x : v) x *= 30;
+      if (cols > 3) v[2] = NAN;  // a NaN in row 0: every output of that row is NaN
+      Tensor rows = make(v, {5, cols}, dtype);
+      // Over the last dim (lines read in place) and over dim 0 of the transpose (copied
+      // lines): the same values.
+      Tensor direct = dk::softmax(rows, 1);
+      Tensor copied = dk::t(dk::softmax(dk::t(rows).contiguous(), 0));
+      CHECK(sameValues(read(direct), read(copied)));
+      CHECK(sameValues(read(dk::log_softmax(rows, 1)), read(dk::t(dk::log_softmax(dk::t(rows).contiguous(), 0)))));
+      Values got = read(direct);
+      for (int64_t r = 0; r < 5; ++r) {
+        double max = -INFINITY, sum = 0;
+        bool nan = false;
+        for (int64_t j = 0; j < cols; ++j) {
+          nan |= std::isnan(v[static_cast<size_t>(r * cols + j)]);
+          max = std::max(max, v[static_cast<size_t>(r * cols + j)]);
+        }
+        for (int64_t j = 0; j < cols; ++j) sum += std::exp(v[static_cast<size_t>(r * cols + j)] - max);
+        for (int64_t j = 0; j < cols; ++j) {
+          const double want = nan ? NAN : std::exp(v[static_cast<size_t>(r * cols + j)] - max) / sum;
+          const double g = got[static_cast<size_t>(r * cols + j)];
+          INFO("row " << r << " column " << j);
+          if (nan) CHECK(std::isnan(g));
+          else CHECK(std::abs(g - want) <= 1e-5 * (want + 1e-30) + 1e-7);
+        }
+      }
+    }
+    // Full sums: every tail length, accumulated in double.
+    for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 1000, 40001}) {
+      Values v = randomMatrix(n, static_cast<uint32_t>(n + 3));
+      double want = 0;
+      for (double x : v) want += static_cast<double>(dtype == kFloat ? static_cast<float>(x) : x);
+      const double got = read(dk::sum(make(v, {n}, dtype)))[0];
+      INFO("n " << n);
+      CHECK(std::abs(got - want) <= (dtype == kFloat ? 1e-4 : 1e-10) * (1 + std::abs(want)));
     }
   }
 }

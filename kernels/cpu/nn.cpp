@@ -98,26 +98,12 @@ std::vector<int64_t> broadcastStrides(const Tensor& t, IntArrayRef shape) {
 
 using meta::LossReduction;
 
-// The sum of `n` values, in kLanes partial sums (which the compiler keeps in one vector
-// register), added together at the end.
-template <class Acc>
-Acc laneSum(const Acc* v, int64_t n) {
-  constexpr int64_t kLanes = 32 / sizeof(Acc);
-  Acc partial[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) partial[j] += v[k + j];
-  Acc sum = 0;
-  for (int64_t j = 0; j < kLanes; ++j) sum += partial[j];
-  for (; k < n; ++k) sum += v[k];
-  return sum;
-}
-
-// Softmax (or log-softmax) of each line of `in` along `dim`, into the contiguous `out`:
-// exp(x - max) * (1 / sum(exp(x - max))), log: (x - max) - log(sum(exp(x - max))), in
-// PyTorch's order of operations. Subtracting the line's max keeps exp from overflowing; each
-// line is copied into a buffer of the accumulation type, where exp runs vectorized (Note
-// [Vectorized math]).
+// Softmax (or log-softmax) of each line of `in` along `dim`, into the contiguous `out`, by the
+// vectorized line function (Note [Vectorized math]): exp(x - max) * (1 / sum(exp(x - max))),
+// log: (x - max) - log(sum(exp(x - max))), in PyTorch's order of operations. Subtracting the
+// line's max keeps exp from overflowing. A contiguous line of float or double (softmax over the
+// last dim) is read and written in place; any other is copied into a buffer of the accumulation
+// type first, so both give the same values.
 template <class In, class Out, bool kLog>
 void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
   using Acc = std::conditional_t<std::is_same_v<In, double>, double, float>;
@@ -144,8 +130,10 @@ void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
   for (int64_t size : other_sizes) lines *= size;
   // Lines are independent: split over the threads, about kGrainSize elements per chunk at least.
   parallel_for(0, lines, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(length, 1)), [&](int64_t first, int64_t last) {
-    std::vector<Acc> line(static_cast<size_t>(length));
-    std::vector<Acc> exps(kLog ? static_cast<size_t>(length) : 0);
+    constexpr bool kSameType = std::is_same_v<In, Acc> && std::is_same_v<Out, Acc>;
+    const bool direct = kSameType && in_step == 1 && inner == 1;
+    std::vector<Acc> line(direct ? 0 : static_cast<size_t>(length));
+    std::vector<Acc> result(direct ? 0 : static_cast<size_t>(length));
     for (int64_t line_index = first; line_index < last; ++line_index) {
       // The line's start in `in`: its index spelled in other_sizes, dotted with other_strides.
       int64_t in_base = 0;
@@ -155,22 +143,15 @@ void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
       }
       int64_t o = line_index / inner, i = line_index % inner;
       Out* out_line = out_data + o * length * inner + i;
-      Acc max = -std::numeric_limits<Acc>::infinity();
-      for (int64_t k = 0; k < length; ++k) {
-        Acc x = static_cast<Acc>(in_data[in_base + k * in_step]);
-        line[static_cast<size_t>(k)] = x;
-        max = std::max(max, x);  // a NaN stays out of max; it reaches every output through the sum
+      if constexpr (kSameType) {
+        if (direct) {
+          math.softmax(in_data + in_base, out_line, length, kLog);
+          continue;
+        }
       }
-      for (int64_t k = 0; k < length; ++k) line[static_cast<size_t>(k)] -= max;
-      if constexpr (kLog) {
-        math.exp(line.data(), exps.data(), length);
-        const Acc log_sum = std::log(laneSum(exps.data(), length));
-        for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] - log_sum);
-      } else {
-        math.exp(line.data(), line.data(), length);
-        const Acc scale = Acc(1) / laneSum(line.data(), length);
-        for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(line[static_cast<size_t>(k)] * scale);
-      }
+      for (int64_t k = 0; k < length; ++k) line[static_cast<size_t>(k)] = static_cast<Acc>(in_data[in_base + k * in_step]);
+      math.softmax(line.data(), result.data(), length, kLog);
+      for (int64_t k = 0; k < length; ++k) out_line[k * inner] = Out(result[static_cast<size_t>(k)]);
     }
   });
 }

@@ -30,6 +30,7 @@
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor_geometry.h"
 #include "tensor_iterator.h"
+#include "vec_math.h"
 
 namespace dk::native {
 
@@ -42,26 +43,22 @@ std::vector<int64_t> keepdimShape(IntArrayRef sizes, const meta::DimMask& reduce
   return shape;
 }
 
-// A run of n elements folded into one value. A contiguous run of a floating dtype is summed in
-// kLanes independent partial sums (a fixed-size loop the compiler turns into vector adds), any
-// other run in four, so the additions overlap.
+// A run of n elements folded into one value. A contiguous run of float or double into a double
+// accumulator goes to the vectorized sum (Note [Vectorized math]); any other run is summed in
+// four partial sums, so the additions overlap.
 template <class Acc, class T>
 Acc sumRun(const char* p, int64_t stride, int64_t n) {
+  if constexpr (std::is_same_v<Acc, double> && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    if (stride == static_cast<int64_t>(sizeof(T))) {
+      const T* values = reinterpret_cast<const T*>(p);
+      if constexpr (std::is_same_v<T, float>) return vec::floatMath().sum(values, n);
+      else return vec::doubleMath().sum(values, n);
+    }
+  }
   auto at = [&](int64_t i) {
     return static_cast<Acc>(static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(p + i * stride)));
   };
   int64_t i = 0;
-  Acc total = 0;
-  if constexpr (std::is_floating_point_v<Acc>) {
-    if (stride == static_cast<int64_t>(sizeof(T))) {
-      constexpr int64_t kLanes = 16;
-      const T* values = reinterpret_cast<const T*>(p);
-      Acc lanes[kLanes] = {};
-      for (; i + kLanes <= n; i += kLanes)
-        for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<Acc>(static_cast<opmath_t<T>>(values[i + j]));
-      for (int64_t j = 0; j < kLanes; ++j) total += lanes[j];
-    }
-  }
   Acc s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   for (; i + 4 <= n; i += 4) {
     s0 = addValues(s0, at(i));
@@ -70,7 +67,7 @@ Acc sumRun(const char* p, int64_t stride, int64_t n) {
     s3 = addValues(s3, at(i + 3));
   }
   for (; i < n; ++i) s0 = addValues(s0, at(i));
-  return addValues(total, addValues(addValues(s0, s1), addValues(s2, s3)));
+  return addValues(addValues(s0, s1), addValues(s2, s3));
 }
 
 // Adds `input` over the reduced dims into `acc` (contiguous, dtype Acc: Double or Long, the

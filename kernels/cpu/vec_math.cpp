@@ -28,6 +28,12 @@ const MathFunctions<T>& defaultMath() {
       [](const T* in, T* out, int64_t n) { mapScalar(in, out, 0, n, [](T x) { return std::cos(x); }); },
       [](const T* in, T* out, int64_t n) { mapScalar(in, out, 0, n, [](T x) { return geluValue(x); }); },
       [](const T* in, T* out, int64_t n) { mapScalar(in, out, 0, n, [](T x) { return geluTanhValue(x); }); },
+      [](const T* in, int64_t n) { return sumScalar(in, n); },
+      [](const T* in, T* out, int64_t n, bool log) {
+        softmaxScalar(in, out, n, log, [](const T* a, T* b, int64_t m) {
+          mapScalar(a, b, 0, m, [](T x) { return std::exp(x); });
+        });
+      },
   };
   return functions;
 }

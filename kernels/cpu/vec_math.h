@@ -1,5 +1,5 @@
-// Vectorized elementwise math for the CPU kernels: exp, log, tanh, sigmoid, sin, cos and gelu
-// over arrays of float or double (Note [Vectorized math]).
+// Vectorized math for the CPU kernels: exp, log, tanh, sigmoid, sin, cos and gelu over arrays
+// of float or double, their sum and softmax (Note [Vectorized math]).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,11 @@ struct MathFunctions {
   ArrayFn<T> cos;
   ArrayFn<T> gelu;       // x * Phi(x), through erf
   ArrayFn<T> gelu_tanh;  // PyTorch's tanh approximation
+  // The sum of in[0, n), accumulated in double.
+  double (*sum)(const T* in, int64_t n);
+  // Softmax of in[0, n) into out (log: log-softmax), in PyTorch's order of operations:
+  // exp(x - max) * (1 / sum), or (x - max) - log(sum); in and out must not overlap.
+  void (*softmax)(const T* in, T* out, int64_t n, bool log);
 };
 
 const MathFunctions<float>& floatMath();

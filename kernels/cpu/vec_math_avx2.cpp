@@ -3,6 +3,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "vec_math.h"
@@ -78,6 +79,109 @@ __m256d geluTanhVec(__m256d x) {
   return _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(0.5), x), _mm256_add_pd(_mm256_set1_pd(1.0), t));
 }
 
+float expLane(float x) { return _mm256_cvtss_f32(Sleef_expf8_u10avx2(_mm256_set1_ps(x))); }
+double expLane(double x) { return _mm256_cvtsd_f64(Sleef_expd4_u10avx2(_mm256_set1_pd(x))); }
+
+double sumFloat(const float* in, int64_t n) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd(), a2 = _mm256_setzero_pd(), a3 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 x = _mm256_loadu_ps(in + i), y = _mm256_loadu_ps(in + i + 8);
+    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+    a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm256_castps256_ps128(y)));
+    a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm256_extractf128_ps(y, 1)));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+  double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) total += static_cast<double>(in[i]);
+  return total;
+}
+
+double sumDouble(const double* in, int64_t n) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    a0 = _mm256_add_pd(a0, _mm256_loadu_pd(in + i));
+    a1 = _mm256_add_pd(a1, _mm256_loadu_pd(in + i + 4));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(a0, a1));
+  double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) total += in[i];
+  return total;
+}
+
+// Softmax of one contiguous line, 8 floats at a time; the tail element by element with the
+// vector exp's value (expLane), so values do not depend on the position.
+void softmaxFloat(const float* in, float* out, int64_t n, bool log) {
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(in + i), vmax);  // a NaN input keeps vmax
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  float max = -INFINITY;
+  for (float v : lanes) max = v > max ? v : max;
+  for (; i < n; ++i) max = in[i] > max ? in[i] : max;
+  const __m256 bmax = _mm256_set1_ps(max);
+  __m256 vsum = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_loadu_ps(in + i), bmax));
+    _mm256_storeu_ps(out + i, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  _mm256_store_ps(lanes, vsum);
+  float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (; i < n; ++i) {
+    out[i] = expLane(in[i] - max);
+    sum += out[i];
+  }
+  if (log) {
+    const float log_sum = std::log(sum);
+    const __m256 blog = _mm256_set1_ps(log_sum);
+    for (i = 0; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(in + i), bmax), blog));
+    for (; i < n; ++i) out[i] = (in[i] - max) - log_sum;
+  } else {
+    const float scale = 1.0f / sum;
+    const __m256 bscale = _mm256_set1_ps(scale);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(out + i), bscale));
+    for (; i < n; ++i) out[i] *= scale;
+  }
+}
+
+void softmaxDouble(const double* in, double* out, int64_t n, bool log) {
+  __m256d vmax = _mm256_set1_pd(-INFINITY);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vmax = _mm256_max_pd(_mm256_loadu_pd(in + i), vmax);
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, vmax);
+  double max = -INFINITY;
+  for (double v : lanes) max = v > max ? v : max;
+  for (; i < n; ++i) max = in[i] > max ? in[i] : max;
+  const __m256d bmax = _mm256_set1_pd(max);
+  __m256d vsum = _mm256_setzero_pd();
+  for (i = 0; i + 4 <= n; i += 4) {
+    const __m256d e = Sleef_expd4_u10avx2(_mm256_sub_pd(_mm256_loadu_pd(in + i), bmax));
+    _mm256_storeu_pd(out + i, e);
+    vsum = _mm256_add_pd(vsum, e);
+  }
+  _mm256_store_pd(lanes, vsum);
+  double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) {
+    out[i] = expLane(in[i] - max);
+    sum += out[i];
+  }
+  if (log) {
+    const double log_sum = std::log(sum);
+    for (i = 0; i < n; ++i) out[i] = (in[i] - max) - log_sum;
+  } else {
+    const double scale = 1.0 / sum;
+    for (i = 0; i < n; ++i) out[i] *= scale;
+  }
+}
+
 }  // namespace
 
 const MathFunctions<float>& avx2FloatMath() {
@@ -107,6 +211,8 @@ const MathFunctions<float>& avx2FloatMath() {
       [](const F* in, F* out, int64_t n) {
         mapFloat(in, out, n, [](__m256 v) { return geluTanhVec(v); });
       },
+      sumFloat,
+      softmaxFloat,
   };
   return functions;
 }
@@ -138,6 +244,8 @@ const MathFunctions<double>& avx2DoubleMath() {
       [](const D* in, D* out, int64_t n) {
         mapDouble(in, out, n, [](__m256d v) { return geluTanhVec(v); });
       },
+      sumDouble,
+      softmaxDouble,
   };
   return functions;
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 namespace dk::native::vec {
 
@@ -31,6 +33,40 @@ inline M geluTanhValue(M x) {
 template <class T, class F>
 inline void mapScalar(const T* in, T* out, int64_t begin, int64_t n, const F& f) {
   for (int64_t i = begin; i < n; ++i) out[i] = f(in[i]);
+}
+
+// The sum of in[0, n) in double, in 16 partial sums (which the compiler may keep in vectors).
+template <class T>
+double sumScalar(const T* in, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<double>(in[i + j]);
+  double total = 0;
+  for (int64_t j = 0; j < kLanes; ++j) total += lanes[j];
+  for (; i < n; ++i) total += static_cast<double>(in[i]);
+  return total;
+}
+
+// Softmax (log: log-softmax) of in[0, n) into out, with the exponentials from `exp` (an array
+// function): exp(x - max) * (1 / sum), or (x - max) - log(sum). A NaN stays out of the max and
+// reaches every output through the sum.
+template <class T, class Exp>
+void softmaxScalar(const T* in, T* out, int64_t n, bool log, const Exp& exp) {
+  T max = -std::numeric_limits<T>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = in[i] > max ? in[i] : max;
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] - max;
+  exp(out, out, n);
+  T sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += out[i];
+  if (log) {
+    const T log_sum = std::log(sum);
+    for (int64_t i = 0; i < n; ++i) out[i] = (in[i] - max) - log_sum;
+  } else {
+    const T scale = T(1) / sum;
+    for (int64_t i = 0; i < n; ++i) out[i] *= scale;
+  }
 }
 
 }  // namespace dk::native::vec
