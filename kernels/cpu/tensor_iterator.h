@@ -362,9 +362,7 @@ class TensorIterator {
   // k's first element of the run, strides[k] is its step in bytes, n the run's length. The
   // all-contiguous case is one call over every element.
   template <class Loop>
-  void forEachRun(Loop&& loop) const {
-    forEachRunIn(0, numel_, loop);
-  }
+  void forEachRun(Loop&& loop) const;
   // The same over the elements [begin, end) of the iteration order (a chunk of parallel_for).
   template <class Loop>
   void forEachRunIn(int64_t begin, int64_t end, Loop&& loop) const;
@@ -396,6 +394,35 @@ class TensorIterator {
   StrideVector strides_;  // operand-major: strides_[op * ndim + dim], in bytes
   std::array<char*, kMaxOperands> data_{};
 };
+
+template <class Loop>
+void TensorIterator::forEachRun(Loop&& loop) const {
+  if (numel_ == 0) return;
+  const int nops = noperands();
+  const int64_t nd = ndim();
+  std::array<char*, kMaxOperands> ptrs = data_;
+  std::array<int64_t, kMaxOperands> inner{};
+  for (int k = 0; k < nops; ++k) inner[static_cast<size_t>(k)] = nd == 0 ? 0 : strideBytes(k, 0);
+  if (nd <= 1) {
+    loop(ptrs.data(), inner.data(), nd == 0 ? int64_t{1} : shape_[0]);
+    return;
+  }
+  // Per-dim counters over the outer dims; pointers move by one stride per step and rewind a
+  // whole dim when it wraps.
+  DimVector counter;
+  counter.resize(static_cast<size_t>(nd));
+  while (true) {
+    loop(ptrs.data(), inner.data(), shape_[0]);
+    int64_t d = 1;
+    for (; d < nd; ++d) {
+      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] += strideBytes(k, d);
+      if (++counter[static_cast<size_t>(d)] < shape_[static_cast<size_t>(d)]) break;
+      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] -= strideBytes(k, d) * shape_[static_cast<size_t>(d)];
+      counter[static_cast<size_t>(d)] = 0;
+    }
+    if (d == nd) return;
+  }
+}
 
 template <class Loop>
 void TensorIterator::forEachRunIn(int64_t begin, int64_t end, Loop&& loop) const {
@@ -515,11 +542,11 @@ void cpu_kernel(TensorIterator& iter, const Op& op) {
            iter.noperands(), " operands, the loop takes ", sizeof...(In) + 1);
   // Large iterations are split over the threads (Note [Intra-op parallelism]): each element is
   // computed once, by one thread, whatever the split.
-  parallel_for(0, iter.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
-    iter.forEachRunIn(begin, end, [&](char* const* data, const int64_t* strides, int64_t n) {
-      loop_detail::runElementwise<Out, In...>(data, strides, n, op, std::index_sequence_for<In...>{});
-    });
-  });
+  const auto run = [&](char* const* data, const int64_t* strides, int64_t n) {
+    loop_detail::runElementwise<Out, In...>(data, strides, n, op, std::index_sequence_for<In...>{});
+  };
+  if (iter.numel() <= kGrainSize) iter.forEachRun(run);  // small: the caller's thread, no chunking
+  else parallel_for(0, iter.numel(), kGrainSize, [&](int64_t begin, int64_t end) { iter.forEachRunIn(begin, end, run); });
   iter.finish();
 }
 
@@ -549,8 +576,8 @@ void cpu_array_kernel(TensorIterator& iter, void (*fn)(const opmath_t<T>*, opmat
                                         [&](int64_t j) { return block[static_cast<size_t>(j)]; });
     }
   };
-  parallel_for(0, iter.numel(), kGrainSize,
-               [&](int64_t begin, int64_t end) { iter.forEachRunIn(begin, end, run); });
+  if (iter.numel() <= kGrainSize) iter.forEachRun(run);
+  else parallel_for(0, iter.numel(), kGrainSize, [&](int64_t begin, int64_t end) { iter.forEachRunIn(begin, end, run); });
   iter.finish();
 }
 
