@@ -379,6 +379,19 @@ class TensorIterator {
   using StrideVector = SmallInt64Vector<kInlineDims * kMaxOperands>;
 
   TensorIterator() = default;
+  // One step of the dims past the innermost (an odometer over counter[1..]): pointers move by
+  // one stride and rewind a whole dim when it wraps. False once every dim has wrapped.
+  bool stepOuterDims(std::array<char*, kMaxOperands>& ptrs, DimVector& counter) const {
+    const int nops = noperands();
+    const int64_t nd = ndim();
+    for (int64_t d = 1; d < nd; ++d) {
+      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] += strideBytes(k, d);
+      if (++counter[static_cast<size_t>(d)] < shape_[static_cast<size_t>(d)]) return true;
+      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] -= strideBytes(k, d) * shape_[static_cast<size_t>(d)];
+      counter[static_cast<size_t>(d)] = 0;
+    }
+    return false;
+  }
   void addOperand(Tensor t) { operands_[static_cast<size_t>(nops_++)] = std::move(t); }
   // Steps 4 and 6: strides per operand in iteration order, then coalescing.
   void computeGeometry(IntArrayRef shape, IntArrayRef order);
@@ -413,14 +426,7 @@ void TensorIterator::forEachRun(Loop&& loop) const {
   counter.resize(static_cast<size_t>(nd));
   while (true) {
     loop(ptrs.data(), inner.data(), shape_[0]);
-    int64_t d = 1;
-    for (; d < nd; ++d) {
-      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] += strideBytes(k, d);
-      if (++counter[static_cast<size_t>(d)] < shape_[static_cast<size_t>(d)]) break;
-      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] -= strideBytes(k, d) * shape_[static_cast<size_t>(d)];
-      counter[static_cast<size_t>(d)] = 0;
-    }
-    if (d == nd) return;
+    if (!stepOuterDims(ptrs, counter)) return;
   }
 }
 
@@ -455,14 +461,7 @@ void TensorIterator::forEachRunIn(int64_t begin, int64_t end, Loop&& loop) const
     // The run ended at the end of dim 0: rewind it and carry into the outer dims.
     for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] -= strideBytes(k, 0) * counter[0];
     counter[0] = 0;
-    int64_t d = 1;
-    for (; d < nd; ++d) {
-      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] += strideBytes(k, d);
-      if (++counter[static_cast<size_t>(d)] < shape_[static_cast<size_t>(d)]) break;
-      for (int k = 0; k < nops; ++k) ptrs[static_cast<size_t>(k)] -= strideBytes(k, d) * shape_[static_cast<size_t>(d)];
-      counter[static_cast<size_t>(d)] = 0;
-    }
-    if (d == nd) return;
+    if (!stepOuterDims(ptrs, counter)) return;
   }
 }
 

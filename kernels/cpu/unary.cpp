@@ -46,28 +46,28 @@ void mathKernel(TensorIterator& iter, const char* op, const Pick& pick) {
   });
 }
 
-// out = f(self) for math defined on floating values: integer and bool inputs compute and give
+// The iterator of math defined on floating values: integer and bool inputs compute and give
 // get_default_dtype() (exp of an int64 tensor is float32), as in PyTorch.
+TensorIterator floatingIterator(const char* op, const Tensor& self, const Tensor& out) {
+  return TensorIteratorConfig(op)
+      .add_output(out)
+      .add_input(self)
+      .promote_inputs_to_common_dtype(true)
+      .promote_integer_inputs_to_float(true)
+      .build();
+}
+
+// out = f(self) by one of the vectorized math functions.
 template <class Pick>
 void floatingMathOp(const char* op, const Tensor& self, const Tensor& out, const Pick& pick) {
-  TensorIterator iter = TensorIteratorConfig(op)
-                            .add_output(out)
-                            .add_input(self)
-                            .promote_inputs_to_common_dtype(true)
-                            .promote_integer_inputs_to_float(true)
-                            .build();
+  TensorIterator iter = floatingIterator(op, self, out);
   mathKernel(iter, op, pick);
 }
 
 // The same with a per-element function, for the math without a vector form.
 template <class F>
 void floatingUnaryOp(const char* op, const Tensor& self, const Tensor& out, const F& f) {
-  TensorIterator iter = TensorIteratorConfig(op)
-                            .add_output(out)
-                            .add_input(self)
-                            .promote_inputs_to_common_dtype(true)
-                            .promote_integer_inputs_to_float(true)
-                            .build();
+  TensorIterator iter = floatingIterator(op, self, out);
   DK_DISPATCH_FLOATING_TYPES(iter.common_dtype(), op, [&] {
     cpu_kernel<scalar_t, scalar_t>(iter, [&](opmath_t<scalar_t> x) { return f(x); });
   });
