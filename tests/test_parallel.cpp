@@ -8,6 +8,7 @@
 #include <cmath>
 #include <mutex>
 #include <set>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -117,6 +118,18 @@ TEST_CASE("parallel: the thread count", "[parallel]") {
   CHECK_THROWS_WITH(set_num_threads(0), "Expected positive number of threads");
   CHECK_THROWS_WITH(set_num_threads(-2), "Expected positive number of threads");
   CHECK(get_num_threads() == before);
+  ThreadCount two(2);
+  std::atomic<int> refused{0};
+  parallel_for(0, 4, 1, [&](int64_t, int64_t) {
+    try {
+      set_num_threads(1);
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("set_num_threads cannot be called inside a parallel region") != std::string::npos)
+        refused.fetch_add(1);
+    }
+  });
+  CHECK(refused.load() == 2);  // both chunks, the caller's and the worker's
+  CHECK(get_num_threads() == 2);
 }
 
 TEST_CASE("parallel: threads calling parallel_for at once each get every element done", "[parallel]") {

@@ -151,6 +151,8 @@ class Pool {
 
 void set_num_threads(int n) {
   DK_CHECK(n > 0, "Expected positive number of threads");
+  // A region holds the pool until it ends: changing its threads from inside one would wait on itself.
+  DK_CHECK(!tl_in_region, "set_num_threads cannot be called inside a parallel region");
   Pool::get().setThreads(n);
 }
 

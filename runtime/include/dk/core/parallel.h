@@ -22,7 +22,8 @@ namespace dk {
 // The grain of ATen's elementwise kernels: ranges up to this many elements stay on one thread.
 inline constexpr int64_t kGrainSize = 32768;
 
-// Sets the number of threads kernels use (n >= 1) for every thread of the process.
+// Sets the number of threads kernels use (n >= 1) for every thread of the process; not from
+// inside a parallel region (an error: the region holds the pool).
 void set_num_threads(int n);
 int get_num_threads();
 // 0 on the thread that called parallel_for (and outside any region), 1.. on the pool's workers.
