@@ -44,13 +44,15 @@ TEST_CASE("parallel: parallel_for covers the range once, in chunks of at least t
   std::mutex m;
   std::vector<std::pair<int64_t, int64_t>> chunks;
   std::set<int> thread_nums;
+  std::atomic<int> outside_region{0};  // Catch2's assertions are for the test's own thread only
   parallel_for(0, n, 1000, [&](int64_t b, int64_t e) {
-    CHECK(in_parallel_region());
+    if (!in_parallel_region()) outside_region.fetch_add(1);
     for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
     std::lock_guard<std::mutex> lock(m);
     chunks.emplace_back(b, e);
     thread_nums.insert(get_thread_num());
   });
+  CHECK(outside_region.load() == 0);
   for (int64_t i = 0; i < n; ++i) REQUIRE(hits[static_cast<size_t>(i)].load() == 1);
   CHECK(chunks.size() == 4);
   for (auto [b, e] : chunks) CHECK(e - b >= 1000);
@@ -71,17 +73,16 @@ TEST_CASE("parallel: small ranges, one thread and nested calls run on the caller
   CHECK(calls == 1);
   parallel_for(3, 3, 1, [&](int64_t, int64_t) { ++calls; });  // empty: not called
   CHECK(calls == 1);
-  std::atomic<int> inner_calls{0};
+  std::atomic<int> inner_calls{0}, inner_wrong{0};
   parallel_for(0, 3000, 1000, [&](int64_t, int64_t) {
     const int me = get_thread_num();
     parallel_for(0, 100000, 1, [&](int64_t b, int64_t e) {
-      CHECK(b == 0);
-      CHECK(e == 100000);
-      CHECK(get_thread_num() == me);
+      if (b != 0 || e != 100000 || get_thread_num() != me) inner_wrong.fetch_add(1);
       inner_calls.fetch_add(1);
     });
   });
-  CHECK(inner_calls.load() == 3);
+  CHECK(inner_calls.load() == 3);  // one whole inner range per outer chunk, on the chunk's thread
+  CHECK(inner_wrong.load() == 0);
   {
     ThreadCount one(1);
     int chunks = 0;
