@@ -8,6 +8,7 @@
 // weight_g [Cout/g, C/g * kh * kw] times the group's rows of the columns. A transposed
 // convolution is the adjoint: weight_g^T times the input gives columns, and col2im adds them
 // into the (larger) output.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "dk/generated/ops/_scaled_dot_product_attention_native.h"
 #include "dk/generated/ops/add.h"
 #include "dk/generated/ops/batch_norm_native.h"
+#include "dk/generated/ops/cat.h"
 #include "dk/generated/ops/col2im.h"
 #include "dk/generated/ops/conv1d_native.h"
 #include "dk/generated/ops/conv2d_native.h"
@@ -36,6 +38,7 @@
 #include "dk/generated/ops/ones.h"
 #include "dk/generated/ops/reshape.h"
 #include "dk/generated/ops/rsqrt.h"
+#include "dk/generated/ops/slice.h"
 #include "dk/generated/ops/softmax.h"
 #include "dk/generated/ops/squeeze.h"
 #include "dk/generated/ops/sub.h"
@@ -114,6 +117,15 @@ void checkConvolution(const Tensor& input, const Tensor& weight, const std::opti
   }
 }
 
+// Note [Convolution columns]
+// im2col of a whole batch is large (8 images of 64 channels at 56 x 56 with a 3 x 3 kernel: 58 MB
+// of float columns, written once and read once). Fresh memory that size costs a page fault per
+// 4 KiB page and does not stay in any cache, so the batch is convolved a chunk of images at a
+// time, each chunk's columns under kColumnBudget elements (8 MiB of float), a size the allocator
+// reuses from one chunk to the next, and the chunks' outputs are joined with cat. Gradients flow
+// through slice, im2col, matmul and cat as before.
+constexpr int64_t kColumnBudget = int64_t{1} << 21;
+
 // 2-D convolution of a batched [N, C, H, W] input (the other cases reshape to this).
 Tensor convolution2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
@@ -128,10 +140,25 @@ Tensor convolution2d(const Tensor& input, const Tensor& weight, const std::optio
     const int64_t rows = weight.size(1) * kh * kw;  // per group
     const int64_t oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
     const int64_t ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
-    Tensor columns = dk::im2col(input, kernel, dilation, padding, stride);  // [N, C * kh * kw, L]
-    Tensor grouped = dk::reshape(columns, {n, groups, rows, oh * ow});
     Tensor filters = dk::reshape(weight, {groups, group_out, rows});
-    out = dk::reshape(dk::matmul(filters, grouped), {n, out_channels, oh, ow});  // [N, g, Cout/g, L]
+    // Images per im2col: the columns of a chunk stay under kColumnBudget elements (Note
+    // [Convolution columns]).
+    const int64_t per_image = std::max<int64_t>(1, groups * rows * oh * ow);
+    const int64_t chunk = std::clamp<int64_t>(kColumnBudget / per_image, 1, std::max<int64_t>(n, 1));
+    auto convolveImages = [&](const Tensor& images) {
+      const int64_t count = images.size(0);
+      Tensor columns = dk::im2col(images, kernel, dilation, padding, stride);  // [count, C * kh * kw, L]
+      Tensor grouped = dk::reshape(columns, {count, groups, rows, oh * ow});
+      return dk::reshape(dk::matmul(filters, grouped), {count, out_channels, oh, ow});  // [count, g, Cout/g, L]
+    };
+    if (chunk >= n) {
+      out = convolveImages(input);
+    } else {
+      std::vector<Tensor> parts;
+      for (int64_t start = 0; start < n; start += chunk)
+        parts.push_back(convolveImages(dk::slice(input, 0, start, std::min(n, start + chunk), 1)));
+      out = dk::cat(parts, 0);
+    }
   } else {
     const int64_t in_channels = weight.size(0), group_in = in_channels / groups;
     const int64_t group_out = weight.size(1), out_channels = group_out * groups;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "dk/core/parallel.h"
 #include "dk/generated/ops/avg_pool2d_backward_native.h"
 #include "dk/generated/ops/avg_pool2d_native.h"
 #include "dk/generated/ops/col2im_native.h"
@@ -40,6 +41,9 @@ void forEachBlockElement(const meta::Window2d& w, int64_t height, int64_t width,
 
 // Every kernel-sized block of the (padded) input as a column: row (c * kh + ki) * kw + kj of the
 // result holds, for each block, the input element at kernel position (ki, kj) of channel c.
+// Each output row is written window row by window row: the windows whose column falls inside
+// the input form one run (a plain copy at stride 1), with zeros on either side for the padding.
+// Planes are independent and split over the threads.
 Tensor im2col_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
                   IntArrayRef stride) {
   meta::Im2colSpec spec = meta::im2col(self, kernel_size, dilation, padding, stride);
@@ -47,20 +51,43 @@ Tensor im2col_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilat
   if (out.numel() == 0) return out;
   Tensor in = contiguousCpu(self);
   const meta::Window2d& w = spec.window;
-  const int64_t plane = spec.height * spec.width, blocks = spec.out_height * spec.out_width;
+  const int64_t height = spec.height, width = spec.width, oh = spec.out_height, ow = spec.out_width;
+  const int64_t plane = height * width, blocks = oh * ow;
   DK_DISPATCH_FLOATING_TYPES(self.dtype(), "im2col", [&] {
     const auto* src = in.data_ptr<scalar_t>();
     auto* dst = out.data_ptr<scalar_t>();
-    for (int64_t p = 0; p < spec.batch * spec.channels; ++p) {
-      const scalar_t* image = src + p * plane;
-      for (int64_t ki = 0; ki < w.kh; ++ki) {
-        for (int64_t kj = 0; kj < w.kw; ++kj) {
-          scalar_t* row = dst + (p * w.kh * w.kw + ki * w.kw + kj) * blocks;
-          forEachBlockElement(w, spec.height, spec.width, spec.out_height, spec.out_width, ki, kj,
-                              [&](int64_t col, int64_t at) { row[col] = at < 0 ? scalar_t(0) : image[at]; });
+    const int64_t per_plane = w.kh * w.kw * blocks;
+    parallel_for(0, spec.batch * spec.channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(per_plane, 1)),
+                 [&](int64_t first, int64_t last) {
+      for (int64_t p = first; p < last; ++p) {
+        const scalar_t* image = src + p * plane;
+        for (int64_t ki = 0; ki < w.kh; ++ki) {
+          for (int64_t kj = 0; kj < w.kw; ++kj) {
+            scalar_t* row = dst + (p * w.kh * w.kw + ki * w.kw + kj) * blocks;
+            // Window columns ox with 0 <= ox * sw - pw + kj * dw < width: [lo, hi).
+            const int64_t shift = kj * w.dw - w.pw;
+            const int64_t lo = std::min(ow, shift >= 0 ? 0 : (-shift + w.sw - 1) / w.sw);
+            const int64_t hi = std::max(lo, std::min(ow, width - shift <= 0 ? 0 : (width - shift - 1) / w.sw + 1));
+            for (int64_t oy = 0; oy < oh; ++oy) {
+              scalar_t* out_row = row + oy * ow;
+              const int64_t iy = oy * w.sh - w.ph + ki * w.dh;
+              if (iy < 0 || iy >= height) {
+                std::fill(out_row, out_row + ow, scalar_t(0));
+                continue;
+              }
+              std::fill(out_row, out_row + lo, scalar_t(0));
+              const scalar_t* in_row = image + iy * width;
+              if (w.sw == 1 && hi > lo) {
+                std::copy(in_row + (lo + shift), in_row + (hi + shift), out_row + lo);
+              } else {
+                for (int64_t ox = lo; ox < hi; ++ox) out_row[ox] = in_row[ox * w.sw + shift];
+              }
+              std::fill(out_row + hi, out_row + ow, scalar_t(0));
+            }
+          }
         }
       }
-    }
+    });
   });
   return out;
 }
