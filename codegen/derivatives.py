@@ -66,7 +66,8 @@ _CLOSING = {")": "(", "]": "[", "}": "{"}
 # call unqualified; tests/generator/test_hostile_input.py checks the header declares no other.
 FORMULA_HELPERS = frozenset(
     """cat_tensors_backward clamp_backward cumsum_backward embedding_backward evenly_distribute_backward
-    gather_backward gelu_second_derivative im2col_backward index_select_backward log_softmax_backward_data max_min_backward max_pool2d_indices_backward maybe_multiply mean_backward mse_loss_backward
+    gather_backward gelu_second_derivative im2col_backward index_select_backward layer_norm_backward
+    log_softmax_backward_data max_min_backward max_pool2d_indices_backward maybe_multiply mean_backward mse_loss_backward
     nll_loss_backward permute_backwards pow_backward select_backward sgn slice_backward
     softmax_backward_data split_backward sum_backward sum_to threshold_backward unbind_backward
     unsqueeze_to value_selecting_reduction_backward""".split()

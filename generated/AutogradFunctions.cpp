@@ -594,6 +594,31 @@ variable_list MulBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// native_layer_norm
+variable_list NativeLayerNormBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange input_ix = gen.range(1);
+  const IndexRange weight_ix = gen.range(1);
+  const IndexRange bias_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const std::optional<Tensor> bias = detail::unpack_optional(bias_);
+  const auto& eps = eps_;
+  const Tensor input = input_.unpack();
+  const auto& normalized_shape = normalized_shape_;
+  const std::optional<Tensor> weight = detail::unpack_optional(weight_);
+  const Tensor result1 = result1_.unpack(shared_from_this());
+  const Tensor result2 = result2_.unpack(shared_from_this());
+  if (should_compute_output({input_ix, weight_ix, bias_ix})) {
+    const std::array<bool, 3> grad_input_mask{should_compute_output(input_ix), should_compute_output(weight_ix), should_compute_output(bias_ix)};
+    const auto grad_result = layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, bias, eps, grad_input_mask);
+    if (should_compute_output(input_ix)) copy_range(grad_inputs, input_ix, std::get<0>(grad_result));
+    if (should_compute_output(weight_ix)) copy_range(grad_inputs, weight_ix, std::get<1>(grad_result));
+    if (should_compute_output(bias_ix)) copy_range(grad_inputs, bias_ix, std::get<2>(grad_result));
+  }
+  return grad_inputs;
+}
+
 // neg
 variable_list NegBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;

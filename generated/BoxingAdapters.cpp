@@ -76,6 +76,8 @@
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Tensor_Tensor_OptTensor_Double_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_IntList_OptTensor_OptTensor_Double.h"
+#include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3.h"
 
 #include "dk/dispatch/dispatcher.h"
 
@@ -300,3 +302,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor
 
 // std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&, const std::optional<Tensor>&, double, bool, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup2TensorTensor__Tensor_Tensor_Tensor_OptTensor_Double_Bool_Bool>;
+
+// std::tuple<Tensor, Tensor, Tensor>(const Tensor&, IntArrayRef, const std::optional<Tensor>&, const std::optional<Tensor>&, double)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup3TensorTensorTensor__Tensor_IntList_OptTensor_OptTensor_Double>;
+
+// std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, IntArrayRef, const Tensor&, const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&, std::array<bool, 3>)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3>;

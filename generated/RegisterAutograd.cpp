@@ -57,6 +57,7 @@
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/native_layer_norm_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
 #include "dk/generated/ops/permute_ops.h"
@@ -1357,6 +1358,32 @@ Tensor mul__Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor&
   return self;
 }
 
+// ===== dk::native_layer_norm @ Autograd (NativeLayerNormBackward0) =====
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_Autograd(DispatchKeySet ks, const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps) {
+  const bool requires_grad = compute_requires_grad(input, weight, bias);
+  std::shared_ptr<NativeLayerNormBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<NativeLayerNormBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(input, weight, bias));
+    grad_fn->bias_ = SavedVariable(bias.value_or(Tensor()), false);
+    grad_fn->eps_ = eps;
+    grad_fn->input_ = SavedVariable(input, false);
+    grad_fn->normalized_shape_ = normalized_shape.vec();
+    grad_fn->weight_ = SavedVariable(weight.value_or(Tensor()), false);
+  }
+  std::tuple<Tensor, Tensor, Tensor> result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::native_layer_norm::redispatch(ks & after_autograd_keyset, input, normalized_shape, weight, bias, eps);
+  }
+  if (grad_fn) {
+    set_history(std::get<0>(result), grad_fn);
+    grad_fn->result1_ = SavedVariable(std::get<1>(result), true);
+    grad_fn->result2_ = SavedVariable(std::get<2>(result), true);
+  }
+  return result;
+}
+
 // ===== dk::neg @ Autograd (NegBackward0) =====
 Tensor neg_Autograd(DispatchKeySet ks, const Tensor& self) {
   const bool requires_grad = compute_requires_grad(self);
@@ -2331,6 +2358,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("mul.Tensor", DK_FN(autograd::generated::mul_Tensor_Autograd));  // MulBackward0
   m.impl("mul.out", DK_FN(autograd::generated::mul_out_Autograd));  // out=: refuses grad
   m.impl("mul_.Tensor", DK_FN(autograd::generated::mul__Tensor_Autograd));  // MulBackward0
+  m.impl("native_layer_norm", DK_FN(autograd::generated::native_layer_norm_Autograd));  // NativeLayerNormBackward0
   m.impl("neg", DK_FN(autograd::generated::neg_Autograd));  // NegBackward0
   m.impl("neg.out", DK_FN(autograd::generated::neg_out_Autograd));  // out=: refuses grad
   m.impl("neg_", DK_FN(autograd::generated::neg__Autograd));  // NegBackward0

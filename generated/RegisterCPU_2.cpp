@@ -30,6 +30,8 @@
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Bool_Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_IntList_OptTensor_OptTensor_Double.h"
+#include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3.h"
 #include "dk/generated/ops/_log_softmax_native.h"
 #include "dk/generated/ops/_log_softmax_ops.h"
 #include "dk/generated/ops/add_native.h"
@@ -74,6 +76,10 @@
 #include "dk/generated/ops/mm_ops.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/mul_ops.h"
+#include "dk/generated/ops/native_layer_norm_backward_native.h"
+#include "dk/generated/ops/native_layer_norm_backward_ops.h"
+#include "dk/generated/ops/native_layer_norm_native.h"
+#include "dk/generated/ops/native_layer_norm_ops.h"
 #include "dk/generated/ops/neg_native.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/pow_native.h"
@@ -323,6 +329,27 @@ Tensor wrapper_CPU_mul__Tensor(const Tensor& self, const Tensor& other) {
   return self;
 }
 
+// ===== dk::native_layer_norm @ CPU =====
+std::tuple<Tensor, Tensor, Tensor> wrapper_CPU_native_layer_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps) {
+  detail::DeviceCheck device_check("dk::native_layer_norm");
+  device_check.check(input, "input");
+  device_check.check(weight, "weight");
+  device_check.check(bias, "bias");
+  return native::native_layer_norm_cpu(input, normalized_shape, weight, bias, eps);
+}
+
+// ===== dk::native_layer_norm_backward @ CPU =====
+std::tuple<Tensor, Tensor, Tensor> wrapper_CPU_native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask) {
+  detail::DeviceCheck device_check("dk::native_layer_norm_backward");
+  device_check.check(grad_out, "grad_out");
+  device_check.check(input, "input");
+  device_check.check(mean, "mean");
+  device_check.check(rstd, "rstd");
+  device_check.check(weight, "weight");
+  device_check.check(bias, "bias");
+  return native::native_layer_norm_backward_cpu(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask);
+}
+
 // ===== dk::neg.out @ CPU =====
 Tensor wrapper_CPU_neg_out(const Tensor& self, const Tensor& out) {
   detail::StructuredOut<native::structured_neg_out_cpu, 1> op("dk::neg", {out}, {"out"});
@@ -442,6 +469,8 @@ DK_LIBRARY_IMPL(dk, CPU, m) {
   m.impl("min.dim_min", ::dk::detail::kernelFor<ops::min_dim_min, &wrapper_CPU_min_dim_min>("wrapper_CPU_min_dim_min"));  // min.dim_min @ CPU -> native::structured_min_out_cpu
   m.impl("mm.out", ::dk::detail::kernelFor<ops::mm_out, &wrapper_CPU_mm_out>("wrapper_CPU_mm_out"));  // mm.out @ CPU -> native::structured_mm_out_cpu
   m.impl("mul_.Tensor", ::dk::detail::kernelFor<ops::mul__Tensor, &wrapper_CPU_mul__Tensor>("wrapper_CPU_mul__Tensor"));  // mul_.Tensor @ CPU -> native::structured_mul_out_cpu
+  m.impl("native_layer_norm", ::dk::detail::kernelFor<ops::native_layer_norm, &wrapper_CPU_native_layer_norm>("wrapper_CPU_native_layer_norm"));  // native_layer_norm @ CPU -> native::native_layer_norm_cpu
+  m.impl("native_layer_norm_backward", ::dk::detail::kernelFor<ops::native_layer_norm_backward, &wrapper_CPU_native_layer_norm_backward>("wrapper_CPU_native_layer_norm_backward"));  // native_layer_norm_backward @ CPU -> native::native_layer_norm_backward_cpu
   m.impl("neg.out", ::dk::detail::kernelFor<ops::neg_out, &wrapper_CPU_neg_out>("wrapper_CPU_neg_out"));  // neg.out @ CPU -> native::structured_neg_out_cpu
   m.impl("pow_.Scalar", ::dk::detail::kernelFor<ops::pow__Scalar, &wrapper_CPU_pow__Scalar>("wrapper_CPU_pow__Scalar"));  // pow_.Scalar @ CPU -> native::structured_pow_Tensor_Scalar_out_cpu
   m.impl("randn.generator", ::dk::detail::kernelFor<ops::randn_generator, &wrapper_CPU_randn_generator>("wrapper_CPU_randn_generator"));  // randn.generator @ CPU -> native::randn_cpu

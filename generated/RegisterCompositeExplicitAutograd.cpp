@@ -18,6 +18,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_IntList_OptTensor_OptTensor_Double.h"
+#include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3.h"
 #include "dk/generated/ops/_to_copy_native.h"
 #include "dk/generated/ops/_to_copy_ops.h"
 #include "dk/generated/ops/clone_native.h"
@@ -30,6 +32,10 @@
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/min_native.h"
 #include "dk/generated/ops/min_ops.h"
+#include "dk/generated/ops/native_layer_norm_backward_native.h"
+#include "dk/generated/ops/native_layer_norm_backward_ops.h"
+#include "dk/generated/ops/native_layer_norm_native.h"
+#include "dk/generated/ops/native_layer_norm_ops.h"
 #include "dk/generated/ops/permute_native.h"
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/select_native.h"
@@ -83,6 +89,16 @@ Tensor wrapper_CompositeExplicitAutograd_max(const Tensor& self) {
 // ===== dk::min @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_min(const Tensor& self) {
   return native::min(self);
+}
+
+// ===== dk::native_layer_norm @ CompositeExplicitAutograd =====
+std::tuple<Tensor, Tensor, Tensor> wrapper_CompositeExplicitAutograd_native_layer_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps) {
+  return native::native_layer_norm(input, normalized_shape, weight, bias, eps);
+}
+
+// ===== dk::native_layer_norm_backward @ CompositeExplicitAutograd =====
+std::tuple<Tensor, Tensor, Tensor> wrapper_CompositeExplicitAutograd_native_layer_norm_backward(const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, std::array<bool, 3> output_mask) {
+  return native::native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask);
 }
 
 // ===== dk::permute @ CompositeExplicitAutograd =====
@@ -149,6 +165,8 @@ DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
   m.impl("expand", ::dk::detail::kernelFor<ops::expand, &wrapper_CompositeExplicitAutograd_expand>("wrapper_CompositeExplicitAutograd_expand"));  // expand @ CompositeExplicitAutograd -> native::expand
   m.impl("max", ::dk::detail::kernelFor<ops::max, &wrapper_CompositeExplicitAutograd_max>("wrapper_CompositeExplicitAutograd_max"));  // max @ CompositeExplicitAutograd -> native::max
   m.impl("min", ::dk::detail::kernelFor<ops::min, &wrapper_CompositeExplicitAutograd_min>("wrapper_CompositeExplicitAutograd_min"));  // min @ CompositeExplicitAutograd -> native::min
+  m.impl("native_layer_norm", ::dk::detail::kernelFor<ops::native_layer_norm, &wrapper_CompositeExplicitAutograd_native_layer_norm>("wrapper_CompositeExplicitAutograd_native_layer_norm"));  // native_layer_norm @ CompositeExplicitAutograd -> native::native_layer_norm
+  m.impl("native_layer_norm_backward", ::dk::detail::kernelFor<ops::native_layer_norm_backward, &wrapper_CompositeExplicitAutograd_native_layer_norm_backward>("wrapper_CompositeExplicitAutograd_native_layer_norm_backward"));  // native_layer_norm_backward @ CompositeExplicitAutograd -> native::native_layer_norm_backward
   m.impl("permute", ::dk::detail::kernelFor<ops::permute, &wrapper_CompositeExplicitAutograd_permute>("wrapper_CompositeExplicitAutograd_permute"));  // permute @ CompositeExplicitAutograd -> native::permute
   m.impl("select.int", ::dk::detail::kernelFor<ops::select_int, &wrapper_CompositeExplicitAutograd_select_int>("wrapper_CompositeExplicitAutograd_select_int"));  // select.int @ CompositeExplicitAutograd -> native::select
   m.impl("slice.Tensor", ::dk::detail::kernelFor<ops::slice_Tensor, &wrapper_CompositeExplicitAutograd_slice_Tensor>("wrapper_CompositeExplicitAutograd_slice_Tensor"));  // slice.Tensor @ CompositeExplicitAutograd -> native::slice

@@ -72,6 +72,8 @@
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/narrow_ops.h"
+#include "dk/generated/ops/native_layer_norm_backward_ops.h"
+#include "dk/generated/ops/native_layer_norm_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
 #include "dk/generated/ops/nonzero_ops.h"
@@ -216,6 +218,8 @@ struct Strings {
   char s_mul[4] = "mul";
   char s_mul_[5] = "mul_";
   char s_narrow[7] = "narrow";
+  char s_native_layer_norm[18] = "native_layer_norm";
+  char s_native_layer_norm_backward[27] = "native_layer_norm_backward";
   char s_neg[4] = "neg";
   char s_neg_[5] = "neg_";
   char s_nll_loss[9] = "nll_loss";
@@ -363,6 +367,9 @@ struct Strings {
   char s_b[2] = "b";
   char s_min_indices[12] = "min_indices";
   char s_length[7] = "length";
+  char s_grad_out[9] = "grad_out";
+  char s_rstd[5] = "rstd";
+  char s_output_mask[12] = "output_mask";
   char s_dims[5] = "dims";
   char s_exponent[9] = "exponent";
   char s_repeats[8] = "repeats";
@@ -475,6 +482,8 @@ enum : StringOffset {
   s_mul = offsetof(Strings, s_mul),
   s_mul_ = offsetof(Strings, s_mul_),
   s_narrow = offsetof(Strings, s_narrow),
+  s_native_layer_norm = offsetof(Strings, s_native_layer_norm),
+  s_native_layer_norm_backward = offsetof(Strings, s_native_layer_norm_backward),
   s_neg = offsetof(Strings, s_neg),
   s_neg_ = offsetof(Strings, s_neg_),
   s_nll_loss = offsetof(Strings, s_nll_loss),
@@ -622,6 +631,9 @@ enum : StringOffset {
   s_b = offsetof(Strings, s_b),
   s_min_indices = offsetof(Strings, s_min_indices),
   s_length = offsetof(Strings, s_length),
+  s_grad_out = offsetof(Strings, s_grad_out),
+  s_rstd = offsetof(Strings, s_rstd),
+  s_output_mask = offsetof(Strings, s_output_mask),
   s_dims = offsetof(Strings, s_dims),
   s_exponent = offsetof(Strings, s_exponent),
   s_repeats = offsetof(Strings, s_repeats),
@@ -1857,6 +1869,37 @@ constexpr ArgumentData narrow_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
 
+// native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)
+constexpr ArgumentData native_layer_norm_arguments[] = {
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_normalized_shape, .type = {SymInt, {kList}}},
+    {.name = s_weight, .type = {Tensor, {kOptional}}},
+    {.name = s_bias, .type = {Tensor, {kOptional}}},
+    {.name = s_eps, .type = {Float}},
+};
+constexpr ArgumentData native_layer_norm_returns[] = {
+    {.type = {Tensor}},
+    {.type = {Tensor}},
+    {.type = {Tensor}},
+};
+
+// native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
+constexpr ArgumentData native_layer_norm_backward_arguments[] = {
+    {.name = s_grad_out, .type = {Tensor}},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_normalized_shape, .type = {SymInt, {kList}}},
+    {.name = s_mean, .type = {Tensor}},
+    {.name = s_rstd, .type = {Tensor}},
+    {.name = s_weight, .type = {Tensor, {kOptional}}},
+    {.name = s_bias, .type = {Tensor, {kOptional}}},
+    {.name = s_output_mask, .type = {Bool, {listOf(3)}}},
+};
+constexpr ArgumentData native_layer_norm_backward_returns[] = {
+    {.type = {Tensor}},
+    {.type = {Tensor}},
+    {.type = {Tensor}},
+};
+
 // neg(Tensor self) -> Tensor
 constexpr ArgumentData neg_arguments[] = {
     {.name = s_self, .type = {Tensor}},
@@ -3026,6 +3069,14 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_narrow,
      .arguments = narrow_arguments, .returns = narrow_returns,
      .dispatch_bitmap = ::dk::ops::narrow::dispatch_bitmap},
+    // dk::native_layer_norm
+    {.strings = &kStrings, .name = s_native_layer_norm,
+     .arguments = native_layer_norm_arguments, .returns = native_layer_norm_returns,
+     .dispatch_bitmap = ::dk::ops::native_layer_norm::dispatch_bitmap},
+    // dk::native_layer_norm_backward
+    {.strings = &kStrings, .name = s_native_layer_norm_backward,
+     .arguments = native_layer_norm_backward_arguments, .returns = native_layer_norm_backward_returns,
+     .dispatch_bitmap = ::dk::ops::native_layer_norm_backward::dispatch_bitmap},
     // dk::neg
     {.strings = &kStrings, .name = s_neg,
      .arguments = neg_arguments, .returns = neg_returns,

@@ -561,6 +561,11 @@ TEST_CASE("gradcheck: the composites narrow, chunk, repeat, masked_fill, var, st
   GRADCHECK([](const Inputs& in) { return dk::layer_norm(in[0], {4}, in[1], in[2]); },
             {leaf({3, 4}, 113), leaf({4}, 114), leaf({4}, 115)});
   GRADCHECK([](const Inputs& in) { return dk::layer_norm(in[0], {2, 2}); }, {leaf({3, 2, 2}, 116)});
+  // Only some of input, weight and bias require grad: the fused backward computes what is asked.
+  GRADCHECK([](const Inputs& in) { return dk::layer_norm(in[0], {4}, in[1], in[2]); },
+            {double_tensor({3, 4}, normal(12, 117)), leaf({4}, 118), double_tensor({4}, normal(4, 119))});
+  GRADCHECK([](const Inputs& in) { return dk::layer_norm(in[0], {4}, in[1], in[2]); },
+            {leaf({2, 3, 4}, 120), double_tensor({4}, normal(4, 121)), leaf({4}, 122)});
 }
 
 TEST_CASE("gradcheck: min.dim values, and the full max() and min()") {
@@ -1224,6 +1229,11 @@ TEST_CASE("gradcheck of first derivatives (create_graph): the formulas are diffe
                   {leaf({3, 3}, 426)});
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::linear(dk::tanh(in[0]), in[1], in[2]); }),
                   {leaf({3, 4}, 427), leaf({2, 4}, 428), double_tensor({2}, normal(2, 429))});
+  // layer_norm's backward under create_graph is the composite, itself differentiable.
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::layer_norm(in[0], {4}, in[1], in[2]); }),
+                  {leaf({3, 4}, 433), leaf({4}, 434), double_tensor({4}, normal(4, 435))});
+  GRADCHECK_MULTI(firstGradient([](const Inputs& in) { return dk::layer_norm(in[0], {2, 2}); }),
+                  {leaf({3, 2, 2}, 436)});
   // Views and shape operators inside a non-linear function.
   GRADCHECK_MULTI(firstGradient([](const Inputs& in) {
                     Tensor x = in[0];

@@ -2,6 +2,8 @@
 // schema inference from C++ signatures, and key extraction from boxed stacks.
 #include <catch2/catch.hpp>
 
+#include <array>
+
 #include "dispatch_test_util.h"
 
 using namespace dk;
@@ -55,6 +57,7 @@ DK_LIBRARY(t_box, m) {
   m.def("keyset(Tensor x) -> int");
   m.def("scaled(Tensor x, int n) -> int");
   m.def("two_returns(int x) -> int");
+  m.def("mask(bool[3] output_mask) -> int");
 }
 DK_LIBRARY_IMPL(t_box, CompositeExplicitAutograd, m) {
   m.impl("mixed", DK_FN(mixed_kernel));
@@ -62,6 +65,8 @@ DK_LIBRARY_IMPL(t_box, CompositeExplicitAutograd, m) {
   m.impl("optional", &optional_kernel);  // run-time function pointer
   m.impl("boxed_sum", CppFunction::makeFromBoxedFunction<&boxed_sum>());
   m.impl("two_returns", CppFunction::makeFromBoxedFunction<&two_returns>());
+  // bool[3]: a std::array<bool, 3> by value, as PyTorch's output masks.
+  m.impl("mask", [](std::array<bool, 3> mask) -> int64_t { return mask[0] * 4 + mask[1] * 2 + mask[2]; });
 }
 DK_LIBRARY_IMPL(t_box, CPU, m) {
   m.impl("pair", DK_FN(pair_kernel));
@@ -89,6 +94,19 @@ TEST_CASE("boxing: a C++ kernel of ints, doubles, bools and strings, called unbo
   CHECK(stack[1].toDouble() == 0.5);
   CHECK(stack[2].toBool());
   CHECK(stack[3].toStringRef() == "yo!");
+}
+
+TEST_CASE("boxing: a bool[3] mask is a std::array<bool, 3>, boxed as a list of 3 bools") {
+  auto op = opNamed("t_box::mask");
+  CHECK(op.typed<int64_t(std::array<bool, 3>)>().call({true, false, true}) == 5);
+  Stack stack;
+  stack.push_back(IValue::makeList(Type::base(TypeKind::Bool), {IValue(false), IValue(true), IValue(true)}));
+  op.callBoxed(&stack);
+  REQUIRE(stack.size() == 1);
+  CHECK(stack[0].toInt() == 3);
+  stack.clear();
+  stack.push_back(IValue::makeList(Type::base(TypeKind::Bool), {IValue(true), IValue(true)}));
+  CHECK_THROWS_WITH(op.callBoxed(&stack), Catch::Contains("expected a list of 3 bools (bool[3]) but got 2 elements"));
 }
 
 TEST_CASE("boxing: lists and optionals, called unboxed and boxed") {

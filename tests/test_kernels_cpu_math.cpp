@@ -372,8 +372,8 @@ TEST_CASE("cpu-math: softmax and sum by the vectorized line functions", "[cpu-ma
         }
       }
     }
-    // Full sums: every tail length, accumulated in double.
-    for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 1000, 40001}) {
+    // Full sums: every tail length, whole and partial blocks of 128, accumulated in double.
+    for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 127, 128, 129, 1000, 4099, 40001}) {
       Values v = randomMatrix(n, static_cast<uint32_t>(n + 3));
       double want = 0;
       for (double x : v) want += static_cast<double>(dtype == kFloat ? static_cast<float>(x) : x);

@@ -6,8 +6,11 @@
 // tests/test_autograd_gradcheck.cpp.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "dk/dk.h"
@@ -247,4 +250,177 @@ TEST_CASE("nn layers: _scaled_dot_product_attention") {
   Tensor plain = std::get<1>(dk::_scaled_dot_product_attention(q, k, v, additive));
   Tensor unmasked = std::get<1>(dk::_scaled_dot_product_attention(q, k, v));
   CHECK(sameValues(read(plain), read(unmasked)));
+}
+
+namespace {
+
+// layer_norm of each row of `x` (rows of n elements) in float64, straight from the definition:
+// output, mean and rstd.
+struct LayerNormReference {
+  Values out, mean, rstd;
+};
+LayerNormReference layerNormReference(const Values& x, int64_t n, const Values& w, const Values& b, double eps) {
+  LayerNormReference r;
+  for (size_t row = 0; row * static_cast<size_t>(n) < x.size(); ++row) {
+    double mu = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j) mu += x[row * n + j];
+    mu /= static_cast<double>(n);
+    for (int64_t j = 0; j < n; ++j) var += (x[row * n + j] - mu) * (x[row * n + j] - mu);
+    const double rs = 1 / std::sqrt(var / static_cast<double>(n) + eps);
+    for (int64_t j = 0; j < n; ++j) {
+      double y = (x[row * n + j] - mu) * rs;
+      if (!w.empty()) y *= w[static_cast<size_t>(j)];
+      if (!b.empty()) y += b[static_cast<size_t>(j)];
+      r.out.push_back(y);
+    }
+    r.mean.push_back(mu);
+    r.rstd.push_back(rs);
+  }
+  return r;
+}
+
+// The gradients of sum(layer_norm(x) * g) by the definition (float64): dx, dweight, dbias.
+std::array<Values, 3> layerNormBackwardReference(const Values& x, const Values& g, int64_t n, const Values& w,
+                                                 double eps) {
+  LayerNormReference f = layerNormReference(x, n, {}, {}, eps);
+  std::array<Values, 3> out{Values(x.size()), Values(static_cast<size_t>(n)), Values(static_cast<size_t>(n))};
+  for (size_t row = 0; row < f.mean.size(); ++row) {
+    double mean_gw = 0, mean_gwx = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t k = row * n + j;
+      const double gw = g[k] * (w.empty() ? 1.0 : w[static_cast<size_t>(j)]);
+      mean_gw += gw / static_cast<double>(n);
+      mean_gwx += gw * f.out[k] / static_cast<double>(n);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t k = row * n + j;
+      const double gw = g[k] * (w.empty() ? 1.0 : w[static_cast<size_t>(j)]);
+      out[0][k] = f.rstd[row] * (gw - mean_gw - f.out[k] * mean_gwx);
+      out[1][static_cast<size_t>(j)] += g[k] * f.out[k];
+      out[2][static_cast<size_t>(j)] += g[k];
+    }
+  }
+  return out;
+}
+
+Values wavesValues(int64_t n, double phase) {
+  Values v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = 2 * std::sin(0.7 * double(i) + phase) + 0.25;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("nn layers: native_layer_norm, fused on the CPU") {
+  // PyTorch's values (float32): sin(0, 1, ...) as [2, 3, 4], weight [1, 2, 3, 4], bias [0.5, 0, -0.5, 1].
+  Tensor x = dk::_to_copy(waves({2, 3, 4}), kFloat);
+  Tensor w = make({1, 2, 3, 4}, {4}), b = make({0.5, 0, -0.5, 1}, {4});
+  auto [out, mean, rstd] = dk::native_layer_norm(x, {4}, w, b, 1e-5);
+  CHECK(mean.sizes() == Sizes{2, 3, 1});
+  CHECK(rstd.sizes() == Sizes{2, 3, 1});
+  CHECK(sumOf(out) == Approx(7.256169319152832).epsilon(1e-5));
+  const Values means = read(mean), rstds = read(rstd);
+  CHECK(sameValues(Values(means.begin(), means.begin() + 2), {0.4729720950126648, -0.33453893661499023}, 1e-6));
+  CHECK(sameValues(Values(rstds.begin(), rstds.begin() + 2), {2.4617559909820557, 1.6041812896728516}, 1e-6));
+  Tensor g = dk::_to_copy(waves({2, 3, 4}, true), kFloat);
+  auto [dx, dw, db] = dk::native_layer_norm_backward(g, x, {4}, mean, rstd, w, b, {true, true, true});
+  CHECK(sumOf(dk::mul(dx, iota({2, 3, 4}))) == Approx(-12.285335540771484).epsilon(1e-5));
+  CHECK(sameValues(read(dw), {-2.2740461826324463, -0.4033856689929962, 0.2123480886220932, 3.8485419750213623}, 1e-5));
+  CHECK(sameValues(read(db), {0.4951328635215759, -0.0026115775108337402, -0.4979550242424011, -0.5354808568954468},
+                   1e-5));
+  // Only what the mask asks for is computed.
+  auto [dx2, dw2, db2] = dk::native_layer_norm_backward(g, x, {4}, mean, rstd, w, b, {false, true, false});
+  CHECK(!dx2.defined());
+  CHECK(!db2.defined());
+  CHECK(sameValues(read(dw2), read(dw)));
+  CHECK(std::get<1>(dk::native_layer_norm(x, {3, 4}, std::nullopt, std::nullopt, 1e-5)).sizes() == Sizes{2, 1, 1});
+  // PyTorch's errors.
+  CHECK_THROWS_WITH(dk::native_layer_norm(x, {4}, dk::_to_copy(w, kDouble), b, 1e-5),
+                    "expected scalar type Float but found Double");
+  CHECK_THROWS_WITH(dk::layer_norm(x, {4}, make({1, 2, 3}, {3})),
+                    "Expected weight to be of same shape as normalized_shape, but got weight of shape [3] and "
+                    "normalized_shape = [4]");
+  CHECK_THROWS_WITH(dk::layer_norm(x, {}), Catch::Contains("Expected normalized_shape to be at least 1-dimensional"));
+  CHECK_THROWS_WITH(dk::layer_norm(dk::ones({2, 3}, kLong), {3}), "LayerNormKernelImpl: unsupported dtype Long");
+}
+
+TEST_CASE("nn layers: native_layer_norm matches the definition for every floating dtype, shape and layout") {
+  struct Case {
+    Sizes sizes;
+    Sizes normalized;
+    bool affine;
+  };
+  // Rows shorter and longer than a vector, not multiples of it, several normalized dims, no rows.
+  const std::vector<Case> cases = {{{5, 37}, {37}, true},     {{3, 8}, {8}, false},      {{2, 3, 4, 5}, {4, 5}, true},
+                                   {{7, 1}, {1}, true},       {{4, 300}, {300}, false},  {{0, 6}, {6}, true},
+                                   {{2, 1029}, {1029}, true}, {{6}, {6}, true}};
+  for (ScalarType dtype : {kFloat, kDouble, kHalf, kBFloat16}) {
+    const double tol = dtype == kDouble ? 1e-12 : dtype == kFloat ? 2e-5 : dtype == kHalf ? 4e-3 : 3e-2;
+    for (const Case& c : cases) {
+      INFO("dtype " << dtype << " sizes " << IntArrayRef(c.sizes) << " normalized " << IntArrayRef(c.normalized));
+      const int64_t numel = computeNumel(c.sizes), n = computeNumel(c.normalized);
+      // Values as the dtype holds them, so the reference sees the same inputs.
+      Values xv = read(make(wavesValues(numel, 0.3), c.sizes, dtype));
+      Values gv = read(make(wavesValues(numel, 1.1), c.sizes, dtype));
+      Values wv = c.affine ? read(make(wavesValues(n, 2.0), {n}, dtype)) : Values{};
+      Values bv = c.affine ? read(make(wavesValues(n, 0.9), {n}, dtype)) : Values{};
+      Tensor x = make(xv, c.sizes, dtype), g = make(gv, c.sizes, dtype);
+      std::optional<Tensor> w, b;
+      if (c.affine) {
+        w = make(wv, c.normalized, dtype);
+        b = make(bv, c.normalized, dtype);
+      }
+      auto [out, mean, rstd] = dk::native_layer_norm(x, c.normalized, w, b, 1e-5);
+      LayerNormReference ref = layerNormReference(xv, n, wv, bv, 1e-5);
+      CHECK(out.dtype() == dtype);
+      CHECK(mean.dtype() == dtype);
+      CHECK(sameValues(read(out), ref.out, tol));
+      CHECK(sameValues(read(mean), ref.mean, tol));
+      CHECK(sameValues(read(rstd), ref.rstd, tol));
+      std::array<Values, 3> grads = layerNormBackwardReference(xv, gv, n, wv, 1e-5);
+      auto [dx, dw, db] = dk::native_layer_norm_backward(g, x, c.normalized, mean, rstd, w, b, {true, true, true});
+      // Half's and BFloat16's saved mean and rstd are rounded, which the gradient feels.
+      const double grad_tol = dtype == kDouble || dtype == kFloat ? tol * 10 : tol * 8;
+      CHECK(sameValues(read(dx), grads[0], grad_tol));
+      CHECK(dw.defined() == c.affine);
+      if (c.affine) {
+        CHECK(sameValues(read(dw), grads[1], grad_tol * 4));
+        CHECK(sameValues(read(db), grads[2], grad_tol * 4));
+      }
+    }
+  }
+  SECTION("a strided input gives the contiguous input's values") {
+    Tensor x = make(wavesValues(6 * 40, 0.1), {6, 40});
+    Tensor xt = dk::t(dk::t(x).contiguous());  // same values, column-major
+    REQUIRE(!xt.is_contiguous());
+    CHECK(sameValues(read(dk::layer_norm(xt, {40})), read(dk::layer_norm(x, {40}))));
+  }
+}
+
+TEST_CASE("nn layers: native_layer_norm gives the same bits on 1 and 2 threads", "[concurrency]") {
+  // 96 rows of 1,000 (several chunks of parallel work); 40 x 2,500 for the column-split
+  // weight and bias gradients.
+  const int threads = dk::get_num_threads();
+  for (const Sizes& sizes : {Sizes{96, 1000}, Sizes{40, 2500}}) {
+    const int64_t n = sizes[1];
+    Tensor x = make(wavesValues(computeNumel(sizes), 0.2), sizes), g = make(wavesValues(computeNumel(sizes), 0.5), sizes);
+    Tensor w = make(wavesValues(n, 1.5), {n}), b = make(wavesValues(n, 0.7), {n});
+    std::vector<Values> results[2];
+    for (int t : {1, 2}) {
+      dk::set_num_threads(t);
+      auto [out, mean, rstd] = dk::native_layer_norm(x, {n}, w, b, 1e-5);
+      auto [dx, dw, db] = dk::native_layer_norm_backward(g, x, {n}, mean, rstd, w, b, {true, true, true});
+      results[t - 1] = {read(out), read(mean), read(rstd), read(dx), read(dw), read(db)};
+    }
+    dk::set_num_threads(threads);
+    for (size_t i = 0; i < results[0].size(); ++i) CHECK(results[0][i] == results[1][i]);
+  }
+}
+
+TEST_CASE("nn layers: native_layer_norm on Meta gives the shapes") {
+  Tensor x = detail::empty_contiguous({4, 5, 6}, kFloat, Device(DeviceType::Meta));
+  auto [out, mean, rstd] = dk::native_layer_norm(x, {5, 6}, std::nullopt, std::nullopt, 1e-5);
+  CHECK(out.sizes() == Sizes{4, 5, 6});
+  CHECK(mean.sizes() == Sizes{4, 1, 1});
+  CHECK(rstd.device().type == DeviceType::Meta);
 }

@@ -121,6 +121,11 @@ def default_expr(arg: Argument, ctype: CType) -> Optional[str]:
     elif value == "Layout":
         if text == "strided":
             return "Layout::Strided"
+    elif inner.is_array:
+        # bool[3] output_mask=[True, True, True]: one literal per element, as many as the size.
+        items = [item.strip() for item in text.strip("[]").split(",") if item.strip()]
+        if text.startswith("[") and len(items) == inner.extent and all(i in ("True", "False") for i in items):
+            return "{" + ", ".join(i.lower() for i in items) + "}"
     elif inner.is_list and inner.elem.value in _NUMBER_LIST_ELEMENTS:
         elem = inner.elem.value
         if text.startswith("[") and text.endswith("]"):

@@ -14,11 +14,12 @@ Types, argument by argument:
     int[], SymInt[], int[N]         IntArrayRef       (int[]? -> std::optional<IntArrayRef>)
     float, float[]                  double, ArrayRef<double>
     bool, str                       bool, std::string_view
+    bool[N]                         std::array<bool, N>  (by value: PyTorch's output masks)
     Scalar, Scalar?, Scalar[]       const Scalar&, const std::optional<Scalar>&, ArrayRef<Scalar>
     ScalarType, Layout, Device,     the dk enum or struct of that name
     MemoryFormat, Generator
     anything else                   IValue  (schema type Any: Dimname, Storage, Stream,
-                                             QScheme, complex, bool[N], str[], and an
+                                             QScheme, complex, bool[], str[], and an
                                              optional or list of an unsupported type)
 
 Returns: () -> void; one return -> its value type (Tensor, Tensor(a!) -> Tensor;
@@ -64,8 +65,8 @@ class CType:
     and never read its spelling.
 
     ``name`` is a plain type (``Tensor``, ``int64_t``, ``Device``, ``void``) or a template
-    (``std::optional``, ``ArrayRef``, ``std::vector``, ``std::tuple``) applied to ``args``, which
-    are value types. ``const_ref``: a parameter takes it as ``const T&`` (else by value).
+    (``std::optional``, ``ArrayRef``, ``std::vector``, ``std::tuple``, ``std::array``) applied to
+    ``args``, which are value types; ``extent`` is a ``std::array``'s size. ``const_ref``: a parameter takes it as ``const T&`` (else by value).
     ``dispatch`` says how the argument feeds the call's key set: "tensor", "optional_tensor",
     "tensor_list", "optional_tensor_list", or None for arguments dispatch does not read.
 
@@ -77,6 +78,7 @@ class CType:
     args: Tuple["CType", ...] = ()
     const_ref: bool = False
     dispatch: Optional[str] = None
+    extent: Optional[int] = None
 
     @property
     def value(self) -> str:
@@ -85,6 +87,8 @@ class CType:
             return "IntArrayRef"
         if not self.args:
             return self.name
+        if self.is_array:
+            return f"{self.name}<{self.elem.value}, {self.extent}>"
         return f"{self.name}<{', '.join(a.value for a in self.args)}>"
 
     @property
@@ -104,6 +108,8 @@ class CType:
         name = self.name if self.name in _NOT_DK else qualify(self.name)
         if not self.args:
             return name
+        if self.is_array:
+            return f"{name}<{self.elem._spelled_value(qualify)}, {self.extent}>"
         return f"{name}<{', '.join(a._spelled_value(qualify) for a in self.args)}>"
 
     @property
@@ -127,6 +133,11 @@ class CType:
     @property
     def is_tuple(self) -> bool:
         return self.name == "std::tuple"
+
+    @property
+    def is_array(self) -> bool:
+        """A ``std::array<T, N>``: a fixed-size list held by value (``bool[3]``)."""
+        return self.name == "std::array"
 
     @property
     def elem(self) -> "CType":
@@ -171,7 +182,7 @@ class CType:
 
 # The type names of C++ and std (the rest are dk's, qualified in code outside namespace dk).
 _NOT_DK = frozenset({"void", "bool", "double", "int64_t", "std::optional", "std::vector", "std::tuple",
-                     "std::string_view"})
+                     "std::string_view", "std::array"})
 
 
 def _value(name: str) -> CType:
@@ -228,6 +239,8 @@ def _list_type(t: ListType) -> CType:
     name = _base_name(elem)
     if name in _LIST_OF:
         return _array_ref(_value(_LIST_OF[name]))
+    if name == "bool" and t.size is not None:
+        return CType("std::array", (_value("bool"),), extent=t.size)
     return IVALUE
 
 
@@ -350,7 +363,7 @@ class Binding:
 # (``sig_Tensor__Tensor_Scalar`` for ``Tensor(const Tensor&, const Scalar&)``), so it depends on
 # the signature alone and adding an operator never renames another operator's adapters.
 # Const references leave no mark; std::optional adds ``Opt``, ArrayRef ``List`` (IntArrayRef is
-# ``IntList``), std::vector ``Vec``, a tuple ``TupN``. The id is read off the type's parts
+# ``IntList``), std::vector ``Vec``, std::array ``ArrayN``, a tuple ``TupN``. The id is read off the type's parts
 # (CType), never parsed back from its spelling.
 _ID_WORDS = {"int64_t": "Int", "double": "Double", "bool": "Bool", "std::string_view": "Str", "void": "Void"}
 
@@ -366,6 +379,8 @@ def _type_id(t: CType) -> str:
             return ids[0] + "Vec"
         if t.is_tuple:
             return f"Tup{len(ids)}" + "".join(ids)
+        if t.is_array:
+            return f"{ids[0]}Array{t.extent}"
         raise GenError(f"internal error: no signature id for the C++ type '{t.text}'")
     if t.name in _ID_WORDS:
         return _ID_WORDS[t.name]

@@ -1,13 +1,16 @@
 // Composite (CompositeImplicitAutograd) operators a CNN or a transformer reaches for: narrow,
-// chunk, repeat, tril, triu, layer_norm, masked_fill, var, std, baddbmm. Each is written with
+// chunk, repeat, tril, triu, layer_norm (and native_layer_norm and its backward for the
+// backends without a fused kernel), masked_fill, var, std, baddbmm. Each is written with
 // other dk operators, so it runs on every backend and its gradient is theirs; checks and
 // messages are PyTorch's.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dk/generated/ops/add.h"
@@ -20,6 +23,9 @@
 #include "dk/generated/ops/full.h"
 #include "dk/generated/ops/gt.h"
 #include "dk/generated/ops/layer_norm_native.h"
+#include "dk/generated/ops/native_layer_norm.h"
+#include "dk/generated/ops/native_layer_norm_backward_native.h"
+#include "dk/generated/ops/native_layer_norm_native.h"
 #include "dk/generated/ops/lt.h"
 #include "dk/generated/ops/masked_fill_native.h"
 #include "dk/generated/ops/mean.h"
@@ -137,38 +143,58 @@ Tensor triu(const Tensor& self, int64_t diagonal) { return triangle(self, diagon
 
 // ---------------------------------------------------------------- layer_norm
 
-// (input - mean) / sqrt(var + eps) over the last normalized_shape.size() dims (biased variance),
-// then * weight + bias (each of normalized_shape).
+// layer_norm: native_layer_norm's output (PyTorch's composite; the kernel checks the arguments).
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps, bool /*cudnn_enable*/) {
-  const auto n = static_cast<int64_t>(normalized_shape.size());
-  DK_CHECK(n >= 1, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
-                   "but got normalized_shape = ", normalized_shape);
-  bool matches = input.dim() >= n;
-  for (int64_t i = 0; matches && i < n; ++i)
-    matches = input.size(input.dim() - n + i) == normalized_shape[static_cast<size_t>(i)];
-  if (!matches) {
-    std::string star = "*";
-    for (int64_t size : normalized_shape) star += ", " + std::to_string(size);
-    DK_ERROR("Given normalized_shape=", normalized_shape, ", expected input with shape [", star,
-             "], but got input of size", input.sizes());
-  }
-  const char* names[] = {"weight", "bias"};
-  const std::optional<Tensor>* affine[] = {&weight, &bias};
-  for (int i = 0; i < 2; ++i) {
-    const std::optional<Tensor>& t = *affine[i];
-    if (t && t->defined())
-      DK_CHECK(t->sizes() == normalized_shape, "Expected ", names[i], " to be of same shape as normalized_shape, but got ",
-               names[i], " of shape ", t->sizes(), " and normalized_shape = ", normalized_shape);
-  }
-  std::vector<int64_t> dims;
-  for (int64_t d = input.dim() - n; d < input.dim(); ++d) dims.push_back(d);
-  Tensor centered = dk::sub(input, dk::mean(input, IntArrayRef(dims), /*keepdim=*/true));
-  Tensor var = dk::mean(dk::mul(centered, centered), IntArrayRef(dims), /*keepdim=*/true);
-  Tensor out = dk::mul(centered, dk::rsqrt(dk::add(var, eps)));
+  return std::get<0>(dk::native_layer_norm(input, normalized_shape, weight, bias, eps));
+}
+
+// native_layer_norm for the backends without a fused kernel: (input - mean) * rsqrt(var + eps)
+// over the normalized dims (biased variance), then * weight + bias; mean and rstd keep those dims
+// as 1s.
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, IntArrayRef normalized_shape,
+                                                     const std::optional<Tensor>& weight,
+                                                     const std::optional<Tensor>& bias, double eps) {
+  meta::LayerNormSpec spec = meta::layerNorm(input, normalized_shape, weight, bias);
+  const IntArrayRef dims(spec.normalized_dims);
+  Tensor mean = dk::mean(input, dims, /*keepdim=*/true);
+  Tensor centered = dk::sub(input, mean);
+  Tensor rstd = dk::rsqrt(dk::add(dk::mean(dk::mul(centered, centered), dims, /*keepdim=*/true), eps));
+  Tensor out = dk::mul(centered, rstd);
   if (weight && weight->defined()) out = dk::mul(out, *weight);
   if (bias && bias->defined()) out = dk::add(out, *bias);
-  return out;
+  return {out, mean, rstd};
+}
+
+// native_layer_norm_backward for the backends without a fused kernel, and the double backward
+// (written with dk operators, it records its own graph under create_graph): with
+// xhat = (input - mean) * rstd and g = grad_out * weight,
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the normalized dims; dweight and dbias
+// sum grad_out * xhat and grad_out over the other dims.
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(const Tensor& grad_out, const Tensor& input,
+                                                              IntArrayRef normalized_shape, const Tensor& mean,
+                                                              const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                              const std::optional<Tensor>& bias,
+                                                              std::array<bool, 3> output_mask) {
+  meta::LayerNormSpec spec = meta::layerNorm(input, normalized_shape, weight, bias);
+  const IntArrayRef dims(spec.normalized_dims);
+  std::vector<int64_t> outer;
+  for (int64_t d = 0; d < input.dim() - static_cast<int64_t>(dims.size()); ++d) outer.push_back(d);
+  const Tensor stat_mean = dk::reshape(mean, spec.stat_sizes), stat_rstd = dk::reshape(rstd, spec.stat_sizes);
+  const Tensor xhat = dk::mul(dk::sub(input, stat_mean), stat_rstd);
+  const bool has_weight = weight && weight->defined();
+  Tensor dx, dweight, dbias;
+  if (output_mask[0]) {
+    const Tensor g = has_weight ? dk::mul(grad_out, *weight) : grad_out;
+    const Tensor mean_g = dk::mean(g, dims, /*keepdim=*/true);
+    const Tensor mean_gx = dk::mean(dk::mul(g, xhat), dims, /*keepdim=*/true);
+    dx = dk::mul(dk::sub(dk::sub(g, mean_g), dk::mul(xhat, mean_gx)), stat_rstd);
+  }
+  // Sums over the outer dims (none when the whole input is normalized).
+  auto sumOuter = [&](const Tensor& t) { return outer.empty() ? t : dk::sum(t, IntArrayRef(outer), false); };
+  if (output_mask[1] && has_weight) dweight = sumOuter(dk::mul(grad_out, xhat));
+  if (output_mask[2] && bias && bias->defined()) dbias = sumOuter(grad_out);
+  return {dx, dweight, dbias};
 }
 
 // ---------------------------------------------------------------- masked_fill

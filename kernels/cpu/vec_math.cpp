@@ -34,6 +34,8 @@ const MathFunctions<T>& defaultMath() {
           mapScalar(a, b, 0, m, [](T x) { return std::exp(x); });
         });
       },
+      sumSquaredDeviationScalar<T>,
+      normalizeScalar<T>,
   };
   return functions;
 }

@@ -1,5 +1,5 @@
 // Vectorized math for the CPU kernels: exp, log, tanh, sigmoid, sin, cos and gelu over arrays
-// of float or double, their sum and softmax (Note [Vectorized math]).
+// of float or double, their sum, softmax, and layer_norm's row steps (Note [Vectorized math]).
 #pragma once
 
 #include <cstdint>
@@ -32,11 +32,17 @@ struct MathFunctions {
   ArrayFn<T> cos;
   ArrayFn<T> gelu;       // x * Phi(x), through erf
   ArrayFn<T> gelu_tanh;  // PyTorch's tanh approximation
-  // The sum of in[0, n), accumulated in double.
+  // The sum of in[0, n), accumulated in double (the AVX2 float sum adds 4-element partial sums
+  // in float first: vec_math_avx2.cpp).
   double (*sum)(const T* in, int64_t n);
   // Softmax of in[0, n) into out (log: log-softmax), in PyTorch's order of operations:
   // exp(x - max) * (1 / sum), or (x - max) - log(sum); in and out must not overlap.
   void (*softmax)(const T* in, T* out, int64_t n, bool log);
+  // The sum of (in[i] - center)^2 over [0, n), in double (layer_norm's variance).
+  double (*sum_sq_dev)(const T* in, int64_t n, double center);
+  // out[i] = (in[i] * scale + shift) * weight[i] + bias[i], PyTorch's order for layer_norm;
+  // weight or bias may be null (left out). in and out may be the same array.
+  void (*normalize)(const T* in, T* out, int64_t n, T scale, T shift, const T* weight, const T* bias);
 };
 
 const MathFunctions<float>& floatMath();

@@ -82,18 +82,33 @@ __m256d geluTanhVec(__m256d x) {
 float expLane(float x) { return _mm256_cvtss_f32(Sleef_expf8_u10avx2(_mm256_set1_ps(x))); }
 double expLane(double x) { return _mm256_cvtsd_f64(Sleef_expd4_u10avx2(_mm256_set1_pd(x))); }
 
+// Blocks of 128 floats are summed in float (4 vectors, each lane adding 4 elements), and each
+// block's 8 lanes are added into double accumulators: the double sum's accuracy within a few
+// float roundings of 4-element partial sums, at the speed of a float sum (converting every
+// element to double costs more shuffles than the adds themselves).
 double sumFloat(const float* in, int64_t n) {
-  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd(), a2 = _mm256_setzero_pd(), a3 = _mm256_setzero_pd();
+  __m256d d0 = _mm256_setzero_pd(), d1 = _mm256_setzero_pd();
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 x = _mm256_loadu_ps(in + i), y = _mm256_loadu_ps(in + i + 8);
-    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
-    a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm256_castps256_ps128(y)));
-    a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm256_extractf128_ps(y, 1)));
+  for (; i + 128 <= n; i += 128) {
+    __m256 a0 = _mm256_loadu_ps(in + i), a1 = _mm256_loadu_ps(in + i + 8), a2 = _mm256_loadu_ps(in + i + 16),
+           a3 = _mm256_loadu_ps(in + i + 24);
+    for (int64_t j = i + 32; j < i + 128; j += 32) {
+      a0 = _mm256_add_ps(a0, _mm256_loadu_ps(in + j));
+      a1 = _mm256_add_ps(a1, _mm256_loadu_ps(in + j + 8));
+      a2 = _mm256_add_ps(a2, _mm256_loadu_ps(in + j + 16));
+      a3 = _mm256_add_ps(a3, _mm256_loadu_ps(in + j + 24));
+    }
+    const __m256 block = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+    d0 = _mm256_add_pd(d0, _mm256_cvtps_pd(_mm256_castps256_ps128(block)));
+    d1 = _mm256_add_pd(d1, _mm256_cvtps_pd(_mm256_extractf128_ps(block, 1)));
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(in + i);
+    d0 = _mm256_add_pd(d0, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    d1 = _mm256_add_pd(d1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
   }
   alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+  _mm256_store_pd(lanes, _mm256_add_pd(d0, d1));
   double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   for (; i < n; ++i) total += static_cast<double>(in[i]);
   return total;
@@ -111,6 +126,81 @@ double sumDouble(const double* in, int64_t n) {
   double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   for (; i < n; ++i) total += in[i];
   return total;
+}
+
+double sumSqDevFloat(const float* in, int64_t n, double center) {
+  const __m256d c = _mm256_set1_pd(center);
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(in + i);
+    const __m256d lo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(x)), c);
+    const __m256d hi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)), c);
+    a0 = _mm256_fmadd_pd(lo, lo, a0);
+    a1 = _mm256_fmadd_pd(hi, hi, a1);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(a0, a1));
+  double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(in[i]) - center;
+    total += d * d;
+  }
+  return total;
+}
+
+double sumSqDevDouble(const double* in, int64_t n, double center) {
+  const __m256d c = _mm256_set1_pd(center);
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256d x = _mm256_sub_pd(_mm256_loadu_pd(in + i), c), y = _mm256_sub_pd(_mm256_loadu_pd(in + i + 4), c);
+    a0 = _mm256_fmadd_pd(x, x, a0);
+    a1 = _mm256_fmadd_pd(y, y, a1);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(a0, a1));
+  double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) total += (in[i] - center) * (in[i] - center);
+  return total;
+}
+
+// (x * scale + shift) * weight + bias, whole vectors, then the tail element by element with the
+// same operations (multiplies and adds are exact per element, so the tail matches the vectors).
+template <class T, class V, class Load, class Store, class Mul, class Add>
+void normalizeWith(const T* in, T* out, int64_t n, T scale, T shift, const T* weight, const T* bias, V vscale,
+                   V vshift, const Load& load, const Store& store, const Mul& mul, const Add& add) {
+  constexpr int64_t kWidth = sizeof(V) / sizeof(T);
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) {
+    V y = add(mul(load(in + i), vscale), vshift);
+    if (weight != nullptr) y = mul(y, load(weight + i));
+    if (bias != nullptr) y = add(y, load(bias + i));
+    store(out + i, y);
+  }
+  for (; i < n; ++i) {
+    T y = in[i] * scale + shift;
+    if (weight != nullptr) y *= weight[i];
+    if (bias != nullptr) y += bias[i];
+    out[i] = y;
+  }
+}
+
+void normalizeFloat(const float* in, float* out, int64_t n, float scale, float shift, const float* weight,
+                    const float* bias) {
+  normalizeWith(
+      in, out, n, scale, shift, weight, bias, _mm256_set1_ps(scale), _mm256_set1_ps(shift),
+      [](const float* p) { return _mm256_loadu_ps(p); }, [](float* p, __m256 v) { _mm256_storeu_ps(p, v); },
+      [](__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }, [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); });
+}
+
+void normalizeDouble(const double* in, double* out, int64_t n, double scale, double shift, const double* weight,
+                     const double* bias) {
+  normalizeWith(
+      in, out, n, scale, shift, weight, bias, _mm256_set1_pd(scale), _mm256_set1_pd(shift),
+      [](const double* p) { return _mm256_loadu_pd(p); }, [](double* p, __m256d v) { _mm256_storeu_pd(p, v); },
+      [](__m256d a, __m256d b) { return _mm256_mul_pd(a, b); },
+      [](__m256d a, __m256d b) { return _mm256_add_pd(a, b); });
 }
 
 // Softmax of one contiguous line, 8 floats at a time; the tail element by element with the
@@ -213,6 +303,8 @@ const MathFunctions<float>& avx2FloatMath() {
       },
       sumFloat,
       softmaxFloat,
+      sumSqDevFloat,
+      normalizeFloat,
   };
   return functions;
 }
@@ -246,6 +338,8 @@ const MathFunctions<double>& avx2DoubleMath() {
       },
       sumDouble,
       softmaxDouble,
+      sumSqDevDouble,
+      normalizeDouble,
   };
   return functions;
 }

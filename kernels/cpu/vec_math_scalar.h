@@ -49,6 +49,37 @@ double sumScalar(const T* in, int64_t n) {
   return total;
 }
 
+// The sum of (in[i] - center)^2 over [0, n) in double, in 16 partial sums.
+template <class T>
+double sumSquaredDeviationScalar(const T* in, int64_t n, double center) {
+  constexpr int64_t kLanes = 16;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const double d = static_cast<double>(in[i + j]) - center;
+      lanes[j] += d * d;
+    }
+  double total = 0;
+  for (int64_t j = 0; j < kLanes; ++j) total += lanes[j];
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(in[i]) - center;
+    total += d * d;
+  }
+  return total;
+}
+
+// out[i] = (in[i] * scale + shift) * weight[i] + bias[i]; weight or bias may be null.
+template <class T>
+void normalizeScalar(const T* in, T* out, int64_t n, T scale, T shift, const T* weight, const T* bias) {
+  for (int64_t i = 0; i < n; ++i) {
+    T y = in[i] * scale + shift;
+    if (weight != nullptr) y *= weight[i];
+    if (bias != nullptr) y += bias[i];
+    out[i] = y;
+  }
+}
+
 // Softmax (log: log-softmax) of in[0, n) into out, with the exponentials from `exp` (an array
 // function): exp(x - max) * (1 / sum), or (x - max) - log(sum). A NaN stays out of the max and
 // reaches every output through the sum.

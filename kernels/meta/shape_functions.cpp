@@ -573,6 +573,42 @@ SoftmaxSpec softmax(const char* op, const Tensor& self, int64_t dim, bool half_t
   return SoftmaxSpec{OutputSpec{self.sizes(), half_to_float ? kFloat : self.dtype()}, wrapped};
 }
 
+LayerNormSpec layerNorm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+                        const std::optional<Tensor>& bias) {
+  const auto n = static_cast<int64_t>(normalized_shape.size());
+  DK_CHECK(n >= 1, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
+                   "but got normalized_shape = ", normalized_shape);
+  const char* names[] = {"weight", "bias"};
+  const std::optional<Tensor>* affine[] = {&weight, &bias};
+  for (int i = 0; i < 2; ++i) {
+    const std::optional<Tensor>& t = *affine[i];
+    if (t && t->defined())
+      DK_CHECK(t->sizes() == normalized_shape, "Expected ", names[i], " to be of same shape as normalized_shape, but got ",
+               names[i], " of shape ", t->sizes(), " and normalized_shape = ", normalized_shape);
+  }
+  bool matches = input.dim() >= n;
+  for (int64_t i = 0; matches && i < n; ++i)
+    matches = input.size(input.dim() - n + i) == normalized_shape[static_cast<size_t>(i)];
+  if (!matches) {
+    std::string star = "*";
+    for (int64_t size : normalized_shape) star += ", " + std::to_string(size);
+    DK_ERROR("Given normalized_shape=", normalized_shape, ", expected input with shape [", star,
+             "], but got input of size", input.sizes());
+  }
+  LayerNormSpec spec{1, 1, input.sizes(), {}};
+  const int64_t axis = input.dim() - n;
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    if (d < axis) {
+      spec.rows *= input.size(d);
+    } else {
+      spec.row_size *= input.size(d);
+      spec.stat_sizes[static_cast<size_t>(d)] = 1;
+      spec.normalized_dims.push_back(d);
+    }
+  }
+  return spec;
+}
+
 LossReduction parseLossReduction(const char* op, int64_t reduction) {
   DK_CHECK(reduction >= 0 && reduction <= 2, op, ": reduction must be 0 (none), 1 (mean) or 2 (sum), but got ",
            reduction);

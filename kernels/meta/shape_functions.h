@@ -250,6 +250,20 @@ struct SoftmaxSpec {
 };
 SoftmaxSpec softmax(const char* op, const Tensor& self, int64_t dim, bool half_to_float);
 
+// native_layer_norm: PyTorch's checks of normalized_shape, weight and bias ("Expected
+// normalized_shape to be at least 1-dimensional, ...", "Given normalized_shape=[4], expected input
+// with shape [*, 4], but got input of size[2, 3]", "Expected weight to be of same shape as
+// normalized_shape, ..."); the input is seen as M rows of N elements (the normalized dims), and
+// mean and rstd have stat_sizes: the input's sizes with the normalized dims 1.
+struct LayerNormSpec {
+  int64_t rows;                      // M
+  int64_t row_size;                  // N
+  std::vector<int64_t> stat_sizes;
+  std::vector<int64_t> normalized_dims;  // the last normalized_shape.size() dims of the input
+};
+LayerNormSpec layerNorm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+                        const std::optional<Tensor>& bias);
+
 // The reduction argument of the losses (PyTorch's at::Reduction).
 enum class LossReduction : int64_t { None = 0, Mean = 1, Sum = 2 };
 // Error: "mse_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), but got 3".

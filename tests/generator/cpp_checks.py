@@ -26,6 +26,7 @@ ARGUMENT_EXPRESSIONS = {
     "double": "0.5",
     "std::optional<double>": "0.5",
     "bool": "true",
+    "std::array<bool, 3>": "{true, false, true}",
     "std::optional<bool>": "false",
     "Scalar": "2",
     "std::optional<Scalar>": "2",

@@ -39,7 +39,8 @@ class ArgumentTypeTest(unittest.TestCase):
         ("float[]?", "std::optional<ArrayRef<double>>", None),
         ("bool", "bool", None),
         ("bool?", "std::optional<bool>", None),
-        ("bool[3]", "IValue", None),
+        ("bool[3]", "std::array<bool, 3>", None),
+        ("bool[]", "IValue", None),
         ("str", "std::string_view", None),
         ("str?", "std::optional<std::string_view>", None),
         ("str[]", "IValue", None),
@@ -214,7 +215,8 @@ class DefaultTest(unittest.TestCase):
             "MemoryFormat? memory_format=contiguous_format": "MemoryFormat::Contiguous",
             "ScalarType? dtype=long": "ScalarType::Long",
             "Dimname? name=None": "std::nullopt",
-            "bool[3] output_mask=[True,True,True]": None,  # IValue: no C++ default
+            "bool[3] output_mask=[True,True,True]": "{true, true, true}",
+            "bool[2] mask=[False, True]": "{false, true}",
             "int dim": None,
         }
         for text, expected in cases.items():

@@ -298,7 +298,7 @@ REQUIRED_OPERATORS = """
     mm mm.out bmm bmm.out addmm addmm_ addmm.out matmul linear
     view reshape transpose.int t permute expand contiguous unsqueeze squeeze squeeze.dim detach select.int slice.Tensor
     flatten.using_ints cat stack split.Tensor unbind.int narrow chunk repeat masked_fill.Scalar masked_fill.Tensor
-    var var.dim std std.dim baddbmm tril triu layer_norm
+    var var.dim std std.dim baddbmm tril triu layer_norm native_layer_norm native_layer_norm_backward
     index_select gather gather.out scatter_add scatter_add_ scatter_add.out cumsum cumsum_ cumsum.out sort
     topk topk.values im2col col2im convolution conv1d conv2d max_pool2d max_pool2d_with_indices avg_pool2d
     avg_pool2d_backward batch_norm _scaled_dot_product_attention nonzero index.Tensor index_put_ index_put

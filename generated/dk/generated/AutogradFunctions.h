@@ -451,6 +451,27 @@ struct MulBackward0 final : public Node {
   SavedVariable self_;
 };
 
+// native_layer_norm
+struct NativeLayerNormBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "NativeLayerNormBackward0"; }
+  void release_variables() override {
+    detail::release(bias_);
+    detail::release(input_);
+    detail::release(weight_);
+    detail::release(result1_);
+    detail::release(result2_);
+  }
+
+  SavedVariable bias_;
+  double eps_{};
+  SavedVariable input_;
+  std::vector<int64_t> normalized_shape_;
+  SavedVariable weight_;
+  SavedVariable result1_;
+  SavedVariable result2_;
+};
+
 // neg
 struct NegBackward0 final : public Node {
   variable_list apply(variable_list grads) override;

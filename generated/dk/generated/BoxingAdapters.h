@@ -88,3 +88,5 @@
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Int_Int_Bool_Bool_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_IntList_IntList_IntList_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Tensor_Tensor_OptTensor_Double_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_IntList_OptTensor_OptTensor_Double.h"
+#include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3.h"

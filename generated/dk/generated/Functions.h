@@ -69,6 +69,8 @@
 #include "dk/generated/ops/mse_loss.h"
 #include "dk/generated/ops/mul.h"
 #include "dk/generated/ops/narrow.h"
+#include "dk/generated/ops/native_layer_norm.h"
+#include "dk/generated/ops/native_layer_norm_backward.h"
 #include "dk/generated/ops/neg.h"
 #include "dk/generated/ops/nll_loss.h"
 #include "dk/generated/ops/nonzero.h"

@@ -74,6 +74,8 @@
 #include "dk/generated/ops/mse_loss_native.h"
 #include "dk/generated/ops/mul_native.h"
 #include "dk/generated/ops/narrow_native.h"
+#include "dk/generated/ops/native_layer_norm_native.h"
+#include "dk/generated/ops/native_layer_norm_backward_native.h"
 #include "dk/generated/ops/neg_native.h"
 #include "dk/generated/ops/nll_loss_native.h"
 #include "dk/generated/ops/nonzero_native.h"

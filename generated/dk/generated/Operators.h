@@ -82,6 +82,8 @@
 #include "dk/generated/ops/mse_loss_ops.h"
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/narrow_ops.h"
+#include "dk/generated/ops/native_layer_norm_ops.h"
+#include "dk/generated/ops/native_layer_norm_backward_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
 #include "dk/generated/ops/nonzero_ops.h"
@@ -254,6 +256,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {mul__Scalar::name, mul__Scalar::overload_name, mul__Scalar::schema_str, mul__Scalar::dispatch_bitmap},  // mul_.Scalar
     {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap},  // mul_.Tensor
     {narrow::name, narrow::overload_name, narrow::schema_str, narrow::dispatch_bitmap},  // narrow
+    {native_layer_norm::name, native_layer_norm::overload_name, native_layer_norm::schema_str, native_layer_norm::dispatch_bitmap},  // native_layer_norm
+    {native_layer_norm_backward::name, native_layer_norm_backward::overload_name, native_layer_norm_backward::schema_str, native_layer_norm_backward::dispatch_bitmap},  // native_layer_norm_backward
     {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap},  // neg
     {neg_out::name, neg_out::overload_name, neg_out::schema_str, neg_out::dispatch_bitmap},  // neg.out
     {neg_::name, neg_::overload_name, neg_::schema_str, neg_::dispatch_bitmap},  // neg_

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "dk/core/grad_mode.h"
 #include "dk/generated/ops/_to_copy.h"
 #include "dk/generated/ops/add.h"
 #include "dk/generated/ops/arange.h"
@@ -18,12 +19,16 @@
 #include "dk/generated/ops/gt.h"
 #include "dk/generated/ops/lt.h"
 #include "dk/generated/ops/mm.h"
+#include "dk/generated/ops/mean.h"
 #include "dk/generated/ops/mul.h"
+#include "dk/generated/ops/native_layer_norm_backward.h"
+#include "dk/generated/ops/native_layer_norm_backward_native.h"
 #include "dk/generated/ops/neg.h"
 #include "dk/generated/ops/ones_like.h"
 #include "dk/generated/ops/permute.h"
 #include "dk/generated/ops/pow.h"
 #include "dk/generated/ops/reshape.h"
+#include "dk/generated/ops/rsqrt.h"
 #include "dk/generated/ops/scatter_add.h"
 #include "dk/generated/ops/select.h"
 #include "dk/generated/ops/slice.h"
@@ -384,6 +389,25 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, const std::
   // Row index[i] of the result gets lookup i's gradient added.
   return dk::scatter_add(zerosOf({rows, width}, dtype, grad.device()), 0, dk::unsqueeze(index, 1).expand({n, width}),
                          g);
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       const std::vector<int64_t>& normalized_shape,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const std::optional<Tensor>& weight,
+                                                       const std::optional<Tensor>& bias, double eps,
+                                                       std::array<bool, 3> grad_input_mask) {
+  if (!grad.defined()) return {};
+  if (GradMode::is_enabled()) {
+    std::vector<int64_t> dims;
+    for (int64_t d = input.dim() - static_cast<int64_t>(normalized_shape.size()); d < input.dim(); ++d) dims.push_back(d);
+    const Tensor mean_graph = dk::mean(input, dims, /*keepdim=*/true);
+    const Tensor centered = dk::sub(input, mean_graph);
+    const Tensor rstd_graph = dk::rsqrt(dk::add(dk::mean(dk::mul(centered, centered), dims, /*keepdim=*/true), eps));
+    return native::native_layer_norm_backward(grad, input, normalized_shape, mean_graph, rstd_graph, weight, bias,
+                                              grad_input_mask);
+  }
+  return dk::native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias, grad_input_mask);
 }
 
 }  // namespace dk::autograd::formulas

@@ -3,9 +3,11 @@
 // works on every backend that has them and is itself differentiable (create_graph).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "dk/autograd/node.h"
@@ -96,6 +98,18 @@ std::vector<Tensor> cat_tensors_backward(const Tensor& grad, const std::vector<s
 // _softmax / _log_softmax from their output, in the input's dtype.
 Tensor softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype);
 Tensor log_softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype);
+
+// native_layer_norm: the gradients of input, weight and bias that grad_input_mask asks for
+// (undefined where not asked or when grad is undefined), through native_layer_norm_backward
+// (the CPU's fused kernel). Under create_graph (grad mode on during the backward) the composite
+// backward instead, with mean and rstd recomputed from input (and eps) by dk operators, so the
+// graph it records reaches input through them too (second derivatives).
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       const std::vector<int64_t>& normalized_shape,
+                                                       const Tensor& mean, const Tensor& rstd,
+                                                       const std::optional<Tensor>& weight,
+                                                       const std::optional<Tensor>& bias, double eps,
+                                                       std::array<bool, 3> grad_input_mask);
 
 // Losses (reduction: 0 none, 1 mean, 2 sum).
 Tensor mse_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction);

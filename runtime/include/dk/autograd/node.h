@@ -115,6 +115,7 @@ class Node : public std::enable_shared_from_this<Node> {
     }
     return false;
   }
+  bool should_compute_output(const IndexRange& range) const { return should_compute_output({range}); }
 
   // ---- inputs: one per forward output
   // Records a forward output (undefined for a missing one); returns its input number.

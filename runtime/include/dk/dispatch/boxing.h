@@ -6,6 +6,7 @@
 // is that storage; it lives on the adapter's frame for the duration of the kernel call.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -180,6 +181,23 @@ struct BoxingTraits<ArrayRef<T>> {
   static IValue box(ArrayRef<T> values) { return detail::boxList<T>(values); }
   static Holder unbox(IValue&& v) { return detail::unboxListElements<T>(std::move(v)); }
   static ArrayRef<T> view(Holder& h) { return ArrayRef<T>(h); }
+};
+
+// bool[N] (PyTorch's output masks): a list of N bools, checked for its length when unboxed.
+template <size_t N>
+struct BoxingTraits<std::array<bool, N>> {
+  using Holder = std::array<bool, N>;
+  static Type schemaType() { return Type::list(Type::base(TypeKind::Bool), static_cast<int64_t>(N)); }
+  static IValue box(const std::array<bool, N>& values) { return detail::boxList<bool>(values); }
+  static Holder unbox(IValue&& v) {
+    std::vector<bool> elements = detail::unboxListElements<bool>(std::move(v));
+    DK_CHECK(elements.size() == N, "expected a list of ", N, " bools (bool[", N, "]) but got ", elements.size(),
+             " elements");
+    Holder out{};
+    for (size_t i = 0; i < N; ++i) out[i] = elements[i];
+    return out;
+  }
+  static std::array<bool, N> view(Holder& h) { return h; }
 };
 
 // Strip references and cv: `const Tensor&` boxes like `Tensor`.
