@@ -963,6 +963,26 @@ TEST_CASE("cpu-elementwise: copy_ broadcasts and handles strided and overlapping
   CHECK_VALUES(t, {5, 6});
 }
 
+TEST_CASE("cpu-elementwise: copy_ of a large transpose goes by tiles, to the same values", "[cpu-elementwise]") {
+  // 70 x 95 (above the tiled path's 3,600 elements, not a multiple of the 32 x 32 tile) for each
+  // element size, and 200 x 300 split over the threads.
+  for (ScalarType dtype : {kByte, kHalf, kFloat, kDouble}) {
+    for (const Sizes& sizes : {Sizes{70, 95}, Sizes{200, 300}}) {
+      INFO("dtype " << dtype << " rows " << sizes[0] << " cols " << sizes[1]);
+      const int64_t rows = sizes[0], cols = sizes[1];
+      Values v(static_cast<size_t>(rows * cols));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7) % 251);
+      Tensor source = make(v, {cols, rows}, dtype);  // its transpose is [rows, cols], strides (1, rows)
+      Tensor dst = make(Values(v.size(), 0.0), {rows, cols}, dtype);
+      native::copy_inplace_cpu(dst, transposed(source), false);
+      Values want;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) want.push_back(v[static_cast<size_t>(j * rows + i)]);
+      CHECK(read(dst) == want);
+    }
+  }
+}
+
 TEST_CASE("cpu-elementwise: copy_ errors", "[cpu-elementwise]") {
   CHECK_THROWS_WITH(native::copy_inplace_cpu(make({0, 0}, {2}), make({1, 2, 3}, {3}), false),
                     "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0 "

@@ -55,8 +55,10 @@ Tensor zerosOf(const std::vector<int64_t>& sizes, ScalarType dtype, Device devic
   return dk::zeros(sizes, dtype, std::nullopt, device);
 }
 
-Tensor filledLike(const Tensor& t, const Scalar& value) {
-  return dk::full(t.sizes(), value, t.scalar_type(), std::nullopt, t.device());
+// `value` as a 0-dim tensor of t's dtype and device: a comparison or where broadcasts it, with no
+// tensor of t's size to allocate and fill.
+Tensor scalarLike(const Tensor& t, const Scalar& value) {
+  return dk::full({}, value, t.scalar_type(), std::nullopt, t.device());
 }
 
 // [0, 1, ..., n) shaped to broadcast along `dim` of an `ndim`-dim tensor.
@@ -119,7 +121,7 @@ Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& ot
 }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& x, const Scalar& threshold) {
-  return dk::where(dk::gt(x, filledLike(x, threshold)), grad, dk::zeros_like(grad));
+  return dk::where(dk::gt(x, scalarLike(x, threshold)), grad, scalarLike(grad, 0));
 }
 
 Tensor gelu_second_derivative(const Tensor& x, std::string_view approximate) {
@@ -145,10 +147,10 @@ Tensor gelu_second_derivative(const Tensor& x, std::string_view approximate) {
 
 Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
                       const std::optional<Scalar>& max) {
-  Tensor zero = dk::zeros_like(grad);
+  Tensor zero = scalarLike(grad, 0);
   Tensor out = grad;
-  if (min) out = dk::where(dk::lt(self, filledLike(self, *min)), zero, out);
-  if (max) out = dk::where(dk::gt(self, filledLike(self, *max)), zero, out);
+  if (min) out = dk::where(dk::lt(self, scalarLike(self, *min)), zero, out);
+  if (max) out = dk::where(dk::gt(self, scalarLike(self, *max)), zero, out);
   return out;
 }
 
