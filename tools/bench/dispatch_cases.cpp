@@ -257,6 +257,21 @@ std::vector<Case> allCases() {
                      }
                      return s;
                    }, 3});
+  // The same with one stack for every call (its capacity kept): the boxed path without the
+  // stack's allocation.
+  cases.push_back({"boxed_call_stack_reused", [&r](int64_t n) {
+                     int64_t s = 0;
+                     Stack stack;
+                     stack.reserve(2);
+                     for (int64_t i = 0; i < n; ++i) {
+                       stack.clear();
+                       stack.emplace_back(a);
+                       stack.emplace_back(b);
+                       r.plain_handle.callBoxed(&stack);
+                       s += stack[0].toInt();
+                     }
+                     return s;
+                   }, 3});
   // ---- 4. redispatch chains
   cases.push_back({"redispatch_chain_2_layers", [&r](int64_t n) {
                      int64_t s = 0;
@@ -348,6 +363,25 @@ std::vector<Case> allCases() {
   reg.batch = 10;
   reg.callgrind_n = 200;
   cases.push_back(reg);
+  // One kernel registered on an operator that stays defined, then deregistered.
+  static Library* existing = [] {
+    auto* lib = new Library(Library::DEF, "bench_existing");
+    lib->def("op(Tensor a, Tensor b) -> int");
+    return lib;
+  }();
+  (void)existing;
+  Case kernel{"register_kernel_existing_operator", [](int64_t n) {
+                int64_t s = 0;
+                for (int64_t i = 0; i < n; ++i) {
+                  Library lib(Library::IMPL, "bench_existing", DispatchKey::CPU);
+                  lib.impl("op", DK_FN(twoTensorKernel));
+                  s += 3;
+                }
+                return s;
+              }, 3};
+  kernel.batch = 10;
+  kernel.callgrind_n = 200;
+  cases.push_back(kernel);
   // ---- 8. concurrency (timed only: callgrind runs one thread at a time)
   Case two_threads{"concurrent_unboxed_2_threads", unboxed, 3};
   two_threads.threads = 2;

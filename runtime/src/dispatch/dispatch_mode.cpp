@@ -11,7 +11,26 @@ struct ModeEntry {
   std::shared_ptr<DispatchMode> mode;
   const DispatchModeGuard* guard;
 };
-thread_local std::vector<ModeEntry> tls_modes;
+// This thread's pushed modes, outermost first. Allocated by the first guard and freed when the
+// stack is empty again, so the thread-local is a plain pointer: a thread_local with a destructor
+// needs a guard variable that the compiler places in the general TLS model, a __tls_get_addr
+// call per access. Both thread-locals here use the initial-exec model, as tls_dispatch_keys
+// does: an access is a load at a fixed offset from the thread pointer. (The two cost a
+// forwarding mode's call about 130 instructions.)
+constinit thread_local std::vector<ModeEntry>* tls_modes __attribute__((tls_model("initial-exec"))) = nullptr;
+
+std::vector<ModeEntry>& modeStack() {
+  if (tls_modes == nullptr) tls_modes = new std::vector<ModeEntry>();
+  return *tls_modes;
+}
+bool noModes() { return tls_modes == nullptr || tls_modes->empty(); }
+void freeModeStackIfEmpty() {
+  if (tls_modes != nullptr && tls_modes->empty()) {
+    delete tls_modes;
+    tls_modes = nullptr;
+  }
+}
+
 // The modes popped while their handler runs, innermost first: a list threaded through the
 // fallback's stack frames (no allocation per call). A guard destroyed meanwhile (the handler
 // ended its own mode's scope) clears its entry here, so the mode is not put back.
@@ -19,12 +38,12 @@ struct RunningMode {
   ModeEntry entry;
   RunningMode* outer;
 };
-constinit thread_local RunningMode* tls_running = nullptr;
+constinit thread_local RunningMode* tls_running __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // The Python key is included exactly while this thread has modes.
 void syncPythonKey() {
   auto& included = detail::tls_dispatch_keys.included;
-  included = tls_modes.empty() ? included.remove(DispatchKey::Python) : included.add(DispatchKey::Python);
+  included = noModes() ? included.remove(DispatchKey::Python) : included.add(DispatchKey::Python);
 }
 }  // namespace
 
@@ -32,33 +51,36 @@ DispatchMode::~DispatchMode() = default;
 
 DispatchModeGuard::DispatchModeGuard(std::shared_ptr<DispatchMode> mode) : mode_(std::move(mode)) {
   DK_CHECK(mode_ != nullptr, "DispatchModeGuard needs a mode, got null");
-  tls_modes.push_back({mode_, this});
+  modeStack().push_back({mode_, this});
   syncPythonKey();
 }
 
 DispatchModeGuard::~DispatchModeGuard() {
   // Guards are scoped, so this guard's entry is normally on top; it is found wherever it is.
-  auto it = std::find_if(tls_modes.rbegin(), tls_modes.rend(), [&](const ModeEntry& e) { return e.guard == this; });
-  if (it != tls_modes.rend()) {
-    tls_modes.erase(std::next(it).base());
+  std::vector<ModeEntry>& modes = modeStack();
+  auto it = std::find_if(modes.rbegin(), modes.rend(), [&](const ModeEntry& e) { return e.guard == this; });
+  if (it != modes.rend()) {
+    modes.erase(std::next(it).base());
   } else {
     for (RunningMode* running = tls_running; running != nullptr; running = running->outer)
       if (running->entry.guard == this) running->entry.guard = nullptr;
   }
+  freeModeStackIfEmpty();
   syncPythonKey();
 }
 
 std::vector<std::shared_ptr<DispatchMode>> currentDispatchModes() {
   std::vector<std::shared_ptr<DispatchMode>> out;
-  out.reserve(tls_modes.size());
-  for (const ModeEntry& e : tls_modes) out.push_back(e.mode);
+  if (noModes()) return out;
+  out.reserve(tls_modes->size());
+  for (const ModeEntry& e : *tls_modes) out.push_back(e.mode);
   return out;
 }
 
 namespace detail {
 void pythonDispatchModeFallback(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   DispatchKeySet below = ks.remove(DispatchKey::Python);
-  if (tls_modes.empty()) {
+  if (noModes()) {
     // The Python key was included by hand, with no mode: nothing to intercept.
     op.redispatchBoxed(below, stack);
     return;
@@ -69,11 +91,12 @@ void pythonDispatchModeFallback(OperatorKernel*, const OperatorHandle& op, Dispa
     explicit Restore(ModeEntry e) : RunningMode{std::move(e), tls_running} { tls_running = this; }
     ~Restore() {
       tls_running = outer;
-      if (entry.guard != nullptr) tls_modes.push_back(std::move(entry));
+      if (entry.guard != nullptr) modeStack().push_back(std::move(entry));
+      else freeModeStackIfEmpty();
       syncPythonKey();
     }
-  } restore{std::move(tls_modes.back())};
-  tls_modes.pop_back();
+  } restore{std::move(tls_modes->back())};
+  tls_modes->pop_back();
   syncPythonKey();
   // The entry holds a reference, so the mode stays alive even if its guard goes meanwhile.
   restore.entry.mode->dispatch(op, below, stack);

@@ -202,6 +202,19 @@ std::vector<Case> allCases() {
                      }
                      return s;
                    }, 3});
+  cases.push_back({"boxed_call_stack_reused", [&r](int64_t n) {
+                     int64_t s = 0;
+                     torch::jit::Stack stack;
+                     stack.reserve(2);
+                     for (int64_t i = 0; i < n; ++i) {
+                       stack.clear();
+                       stack.emplace_back(a);
+                       stack.emplace_back(b);
+                       r.plain_handle.callBoxed(&stack);
+                       s += stack[0].toInt();
+                     }
+                     return s;
+                   }, 3});
   cases.push_back({"redispatch_chain_2_layers", [&r](int64_t n) {
                      int64_t s = 0;
                      for (int64_t i = 0; i < n; ++i) s += r.chain2.call(a, b);
@@ -262,6 +275,24 @@ std::vector<Case> allCases() {
   reg.batch = 10;
   reg.callgrind_n = 200;
   cases.push_back(reg);
+  static torch::Library* existing = [] {
+    auto* lib = new torch::Library(torch::Library::DEF, "bench_existing", c10::nullopt, __FILE__, __LINE__);
+    lib->def("op(Tensor a, Tensor b) -> int");
+    return lib;
+  }();
+  (void)existing;
+  Case kernel{"register_kernel_existing_operator", [](int64_t n) {
+                int64_t s = 0;
+                for (int64_t i = 0; i < n; ++i) {
+                  torch::Library lib(torch::Library::IMPL, "bench_existing", DispatchKey::CPU, __FILE__, __LINE__);
+                  lib.impl("op", TORCH_FN(twoTensorKernel));
+                  s += 3;
+                }
+                return s;
+              }, 3};
+  kernel.batch = 10;
+  kernel.callgrind_n = 200;
+  cases.push_back(kernel);
   return cases;
 }
 
