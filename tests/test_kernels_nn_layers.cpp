@@ -424,3 +424,40 @@ TEST_CASE("nn layers: native_layer_norm on Meta gives the shapes") {
   CHECK(mean.sizes() == Sizes{4, 1, 1});
   CHECK(rstd.device().type == DeviceType::Meta);
 }
+
+TEST_CASE("nn layers: a convolution whose columns exceed the budget runs a chunk of images at a time") {
+  // 1 x 1 kernel, 2 -> 3 channels, 700 x 900 images: 1.26M column elements per image, so each of
+  // the 3 images is its own chunk (Note [Convolution columns]). out[n, o] = sum_c w[o, c] x[n, c] + b[o].
+  const int64_t n = 3, c = 2, o = 3, h = 700, w = 900;
+  Tensor x = dk::_to_copy(waves({n, c, h, w}), kFloat);
+  Tensor weight = make({0.5, -1, 2, 0.25, -0.75, 1.5}, {o, c, 1, 1}), bias = make({0.1, 0.2, -0.3}, {o});
+  x.requires_grad_();
+  Tensor out = dk::conv2d(x, weight, bias);
+  REQUIRE(out.sizes() == Sizes{n, o, h, w});
+  const Values xv = read(x.detach()), ov = read(out.detach()), wv = read(weight), bv = read(bias);
+  bool all_match = true;
+  for (int64_t b = 0; b < n && all_match; ++b)
+    for (int64_t k = 0; k < o; ++k)
+      for (int64_t p = 0; p < h * w; p += 997) {  // a sample of positions in every image and channel
+        double want = bv[static_cast<size_t>(k)];
+        for (int64_t ci = 0; ci < c; ++ci)
+          want += wv[static_cast<size_t>(k * c + ci)] * xv[static_cast<size_t>((b * c + ci) * h * w + p)];
+        const double got = ov[static_cast<size_t>((b * o + k) * h * w + p)];
+        if (std::abs(got - want) > 1e-5 * std::max(1.0, std::abs(want))) {
+          all_match = false;
+          INFO("image " << b << " channel " << k << " position " << p << ": " << got << " vs " << want);
+          CHECK(got == Approx(want));
+          break;
+        }
+      }
+  CHECK(all_match);
+  // The gradient reaches every image: d sum(out) / d x[n, c] = sum_o w[o, c].
+  dk::sum(out).backward();
+  const Values gv = read(x.grad());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci) {
+      const double want = wv[static_cast<size_t>(ci)] + wv[static_cast<size_t>(c + ci)] + wv[static_cast<size_t>(2 * c + ci)];
+      CHECK(gv[static_cast<size_t>((b * c + ci) * h * w + 12345)] == Approx(want));
+      CHECK(gv[static_cast<size_t>((b * c + ci + 1) * h * w - 1)] == Approx(want));
+    }
+}

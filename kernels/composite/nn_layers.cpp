@@ -38,7 +38,7 @@
 #include "dk/generated/ops/ones.h"
 #include "dk/generated/ops/reshape.h"
 #include "dk/generated/ops/rsqrt.h"
-#include "dk/generated/ops/slice.h"
+#include "dk/generated/ops/split.h"
 #include "dk/generated/ops/softmax.h"
 #include "dk/generated/ops/squeeze.h"
 #include "dk/generated/ops/sub.h"
@@ -123,7 +123,7 @@ void checkConvolution(const Tensor& input, const Tensor& weight, const std::opti
 // 4 KiB page and does not stay in any cache, so the batch is convolved a chunk of images at a
 // time, each chunk's columns under kColumnBudget elements (8 MiB of float), a size the allocator
 // reuses from one chunk to the next, and the chunks' outputs are joined with cat. Gradients flow
-// through slice, im2col, matmul and cat as before.
+// through split, im2col, matmul and cat as before.
 constexpr int64_t kColumnBudget = int64_t{1} << 21;
 
 // 2-D convolution of a batched [N, C, H, W] input (the other cases reshape to this).
@@ -154,9 +154,9 @@ Tensor convolution2d(const Tensor& input, const Tensor& weight, const std::optio
     if (chunk >= n) {
       out = convolveImages(input);
     } else {
+      // One split (its backward joins the pieces' gradients once), not a slice per chunk.
       std::vector<Tensor> parts;
-      for (int64_t start = 0; start < n; start += chunk)
-        parts.push_back(convolveImages(dk::slice(input, 0, start, std::min(n, start + chunk), 1)));
+      for (const Tensor& images : dk::split(input, chunk, 0)) parts.push_back(convolveImages(images));
       out = dk::cat(parts, 0);
     }
   } else {
