@@ -46,7 +46,7 @@ NON_DIFFERENTIABLE = "non_differentiable"
 
 # Tensor properties a formula may use without the node saving the tensor itself:
 # X.<property>() -> the saved X_<property>_.
-PROPERTIES = ("sizes", "scalar_type", "dim", "device")
+PROPERTIES = ("sizes", "strides", "scalar_type", "dim", "device")
 # to_args_sizes(X) of a Tensor[] argument -> the saved X_args_sizes_ (the sizes of each tensor).
 ARGS_SIZES = "args_sizes"
 # The non-tensor argument types a node can save (a copy of the value): these base types,
@@ -67,7 +67,7 @@ _CLOSING = {")": "(", "]": "[", "}": "{"}
 FORMULA_HELPERS = frozenset(
     """cat_tensors_backward clamp_backward cumsum_backward embedding_backward evenly_distribute_backward
     gather_backward gelu_second_derivative im2col_backward index_select_backward layer_norm_backward
-    log_softmax_backward_data max_min_backward max_pool2d_indices_backward maybe_multiply mean_backward mse_loss_backward
+    log_softmax_backward_data max_min_backward max_pool2d_indices_backward maybe_multiply mean_backward mm_mat1_backward mm_mat2_backward mse_loss_backward
     nll_loss_backward permute_backwards pow_backward select_backward sgn slice_backward
     softmax_backward_data split_backward sum_backward sum_to threshold_backward unbind_backward
     unsqueeze_to value_selecting_reduction_backward""".split()

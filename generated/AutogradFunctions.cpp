@@ -19,7 +19,6 @@
 #include "dk/generated/ops/gather.h"
 #include "dk/generated/ops/gelu_backward.h"
 #include "dk/generated/ops/im2col.h"
-#include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/reshape.h"
 #include "dk/generated/ops/sin.h"
 #include "dk/generated/ops/squeeze.h"
@@ -78,10 +77,10 @@ variable_list AddmmBackward0::apply(variable_list grads) {
     copy_range(grad_inputs, self_ix, maybe_multiply(grad, beta));
   }
   if (should_compute_output({mat1_ix})) {
-    copy_range(grad_inputs, mat1_ix, maybe_multiply(mm(grad, t(mat2)), alpha));
+    copy_range(grad_inputs, mat1_ix, mm_mat1_backward(grad, mat2, mat1_sizes_, mat1_strides_, alpha));
   }
   if (should_compute_output({mat2_ix})) {
-    copy_range(grad_inputs, mat2_ix, maybe_multiply(mm(t(mat1), grad), alpha));
+    copy_range(grad_inputs, mat2_ix, mm_mat2_backward(grad, mat1, mat2_sizes_, mat2_strides_, alpha));
   }
   return grad_inputs;
 }
@@ -549,10 +548,10 @@ variable_list MmBackward0::apply(variable_list grads) {
   const Tensor mat2 = mat2_.unpack();
   const Tensor self = self_.unpack();
   if (should_compute_output({self_ix})) {
-    copy_range(grad_inputs, self_ix, mm(grad, t(mat2)));
+    copy_range(grad_inputs, self_ix, mm_mat1_backward(grad, mat2, self_sizes_, self_strides_, 1));
   }
   if (should_compute_output({mat2_ix})) {
-    copy_range(grad_inputs, mat2_ix, mm(t(self), grad));
+    copy_range(grad_inputs, mat2_ix, mm_mat2_backward(grad, self, mat2_sizes_, mat2_strides_, 1));
   }
   return grad_inputs;
 }

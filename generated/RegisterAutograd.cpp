@@ -234,7 +234,11 @@ Tensor addmm_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat1,
     if (grad_fn->should_compute_output(1) || grad_fn->should_compute_output(2)) grad_fn->alpha_ = alpha;
     if (grad_fn->should_compute_output(0)) grad_fn->beta_ = beta;
     if (grad_fn->should_compute_output(2)) grad_fn->mat1_ = SavedVariable(mat1, false);
+    if (grad_fn->should_compute_output(1)) grad_fn->mat1_sizes_ = mat1.sizes();
+    if (grad_fn->should_compute_output(1)) grad_fn->mat1_strides_ = mat1.strides();
     if (grad_fn->should_compute_output(1)) grad_fn->mat2_ = SavedVariable(mat2, false);
+    if (grad_fn->should_compute_output(2)) grad_fn->mat2_sizes_ = mat2.sizes();
+    if (grad_fn->should_compute_output(2)) grad_fn->mat2_strides_ = mat2.strides();
   }
   Tensor result;
   {
@@ -268,7 +272,11 @@ Tensor addmm__Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat1
     if (grad_fn->should_compute_output(1) || grad_fn->should_compute_output(2)) grad_fn->alpha_ = alpha;
     if (grad_fn->should_compute_output(0)) grad_fn->beta_ = beta;
     if (grad_fn->should_compute_output(2)) grad_fn->mat1_ = SavedVariable(mat1, false);
+    if (grad_fn->should_compute_output(1)) grad_fn->mat1_sizes_ = mat1.sizes();
+    if (grad_fn->should_compute_output(1)) grad_fn->mat1_strides_ = mat1.strides();
     if (grad_fn->should_compute_output(1)) grad_fn->mat2_ = SavedVariable(mat2, false);
+    if (grad_fn->should_compute_output(2)) grad_fn->mat2_sizes_ = mat2.sizes();
+    if (grad_fn->should_compute_output(2)) grad_fn->mat2_strides_ = mat2.strides();
   }
   {
     AutoDispatchBelowAutograd guard;
@@ -1261,7 +1269,11 @@ Tensor mm_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& mat2) {
     grad_fn = std::make_shared<MmBackward0>();
     grad_fn->set_next_edges(collect_next_edges(self, mat2));
     if (grad_fn->should_compute_output(0)) grad_fn->mat2_ = SavedVariable(mat2, false);
+    if (grad_fn->should_compute_output(1)) grad_fn->mat2_sizes_ = mat2.sizes();
+    if (grad_fn->should_compute_output(1)) grad_fn->mat2_strides_ = mat2.strides();
     if (grad_fn->should_compute_output(1)) grad_fn->self_ = SavedVariable(self, false);
+    if (grad_fn->should_compute_output(0)) grad_fn->self_sizes_ = self.sizes();
+    if (grad_fn->should_compute_output(0)) grad_fn->self_strides_ = self.strides();
   }
   Tensor result;
   {

@@ -218,6 +218,37 @@ TEST_CASE("tensor: a new tensor's objects and small bytes share one block, each 
   CHECK_THROWS_AS(detail::empty_strided({int64_t{1} << 62, 4, 0}, {0, 0, 0}, kFloat, kCPU), Error);
 }
 
+TEST_CASE("tensor: large host blocks are kept for the next tensor of the same size") {
+  emptyHostCache();
+  const int64_t n = 600 * 1024;  // 2.4 MB of float: above kHostCacheMinBytes
+  void* first = nullptr;
+  {
+    Tensor t = detail::empty_contiguous({n}, kFloat, Device(kCPU));
+    first = t.data_ptr();
+    CHECK(reinterpret_cast<uintptr_t>(first) % kHostAlignment == 0);
+    static_cast<float*>(first)[n - 1] = 1.5f;  // the whole size is usable
+  }
+  const size_t held = hostCacheBytes();
+#if defined(__SANITIZE_ADDRESS__)
+  CHECK(held == 0);  // off under AddressSanitizer (Note [Host block cache])
+#else
+  CHECK(held >= static_cast<size_t>(n) * sizeof(float));
+  {
+    Tensor same = detail::empty_contiguous({n}, kFloat, Device(kCPU));
+    CHECK(same.data_ptr() == first);  // the cached block, taken back out
+    CHECK(hostCacheBytes() == 0);
+    Tensor other = detail::empty_contiguous({n + 1}, kFloat, Device(kCPU));  // another size: a new block
+    CHECK(other.data_ptr() != first);
+  }
+  CHECK(hostCacheBytes() >= 2 * static_cast<size_t>(n) * sizeof(float));
+  // Small tensors never go through the cache.
+  { Tensor small = detail::empty_contiguous({1000}, kFloat, Device(kCPU)); }
+  const size_t now = hostCacheBytes();
+  CHECK(emptyHostCache() == now);
+#endif
+  CHECK(hostCacheBytes() == 0);
+}
+
 TEST_CASE("tensor: the allocator registry") {
   CHECK(getAllocator(kCPU) == defaultHostAllocator());
   CHECK(getAllocator(kPrivateUse1) == defaultHostAllocator());

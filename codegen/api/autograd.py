@@ -23,6 +23,7 @@ SAVED_VARIABLE_LIST = "std::vector<SavedVariable>"
 # A saved property: (member type, how the forward call takes it from the tensor; {} = the tensor).
 PROPERTY_TYPES = {
     "sizes": ("std::vector<int64_t>", "{}.sizes()"),
+    "strides": ("std::vector<int64_t>", "{}.strides()"),
     "scalar_type": ("ScalarType", "{}.scalar_type()"),
     "dim": ("int64_t", "{}.dim()"),
     "device": ("Device", "{}.device()"),

@@ -144,7 +144,7 @@ class ModelTest(DerivativesTestCase):
         self.assertEqual(self.infos["mse_loss"].node, "MseLossBackward0")
 
     def test_saved_values(self):
-        mm = self.infos["mm"]
+        mm = self.infos["bmm"]
         self.assertEqual([(s.member, s.kind, s.source, sorted(s.users)) for s in mm.saved],
                          [("mat2_", "tensor", "mat2", ["self"]), ("self_", "tensor", "self", ["mat2"])])
         view = self.infos["view"]
@@ -229,7 +229,7 @@ class SpellingTest(DerivativesTestCase):
         self.assertEqual(set(autograd_api.PROPERTY_TYPES), set(PROPERTIES) | {ARGS_SIZES})
 
     def test_member_types_and_initialisers(self):
-        self.assertEqual([(m.type, m.name, m.initializer) for m in self.members("mm")],
+        self.assertEqual([(m.type, m.name, m.initializer) for m in self.members("bmm")],
                          [("SavedVariable", "mat2_", ""), ("SavedVariable", "self_", "")])
         self.assertEqual([(m.type, m.name, m.initializer) for m in self.members("view")],
                          [("std::vector<int64_t>", "self_sizes_", "")])
@@ -237,7 +237,7 @@ class SpellingTest(DerivativesTestCase):
                          [("int64_t", "dim_", "{}"), ("std::vector<std::vector<int64_t>>", "tensors_args_sizes_", "")])
 
     def test_forward_store_and_apply_local(self):
-        mm_self = self.members("mm")[1]
+        mm_self = self.members("bmm")[1]
         self.assertEqual((mm_self.save("self"), mm_self.local_type, mm_self.local, mm_self.unpack, mm_self.releases),
                          ("SavedVariable(self, false)", "const Tensor", "self", "self_.unpack()", True))
         (result,) = self.members("exp")

@@ -363,7 +363,7 @@ class ViewModelTest(unittest.TestCase):
         cls.infos = {str(i.name): i for i in infos}
 
     def test_backward_node(self):
-        node = dest_autograd.node_class(self.infos["mm"])
+        node = dest_autograd.node_class(self.infos["bmm"])
         self.assertEqual([(m.type, m.name, m.initializer) for m in node.members],
                          [("SavedVariable", "mat2_", ""), ("SavedVariable", "self_", "")])
         self.assertEqual(node.releases, ("mat2_", "self_"))

@@ -50,7 +50,11 @@ struct AddmmBackward0 final : public Node {
   Scalar alpha_;
   Scalar beta_;
   SavedVariable mat1_;
+  std::vector<int64_t> mat1_sizes_;
+  std::vector<int64_t> mat1_strides_;
   SavedVariable mat2_;
+  std::vector<int64_t> mat2_sizes_;
+  std::vector<int64_t> mat2_strides_;
 };
 
 // avg_pool2d
@@ -421,7 +425,11 @@ struct MmBackward0 final : public Node {
   }
 
   SavedVariable mat2_;
+  std::vector<int64_t> mat2_sizes_;
+  std::vector<int64_t> mat2_strides_;
   SavedVariable self_;
+  std::vector<int64_t> self_sizes_;
+  std::vector<int64_t> self_strides_;
 };
 
 // mse_loss

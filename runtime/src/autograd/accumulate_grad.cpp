@@ -32,10 +32,21 @@ void AccumulateGrad::call_tensor_pre_hooks(variable_list& grads) {
   if (std::shared_ptr<TensorHookList> hooks = meta->hooks_) grads[0] = hooks->run(std::move(grads[0]));
 }
 
+namespace {
+// A view whose memory no other tensor can reach: its base is held only by this view (as its
+// base) and the storage only by the two of them. A transpose of a product made in the backward
+// (Note [Gradient accumulation]) is one.
+bool ownsItsMemory(const Tensor& view) {
+  const TensorImpl* base = view.unsafeGetTensorImpl()->base().get();
+  return base != nullptr && base->use_count() == 1 && view.storage().use_count() == 2;
+}
+}  // namespace
+
 Tensor take_or_copy_gradient(const Tensor& grad) {
   // One reference: the caller's, which it gives up, so no one else can see a later in-place
-  // change of the stored grad. A view shares its memory with its base, so it is copied.
-  if (grad.use_count() == 1 && !grad.is_view()) return grad;
+  // change of the stored grad. A view shares its memory with its base, so it is copied unless
+  // it is contiguous and owns that memory alone.
+  if (grad.use_count() == 1 && (!grad.is_view() || (grad.is_contiguous() && ownsItsMemory(grad)))) return grad;
   return dk::clone(grad);
 }
 

@@ -412,4 +412,23 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const
   return dk::native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias, grad_input_mask);
 }
 
+namespace {
+// Strides of a 2-d matrix stored column by column (the transpose of a contiguous one).
+bool columnMajor(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  return sizes.size() == 2 && strides.size() == 2 && strides[0] == 1 && strides[1] == sizes[0] && sizes[1] > 1;
+}
+}  // namespace
+
+Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, const std::vector<int64_t>& mat1_sizes,
+                        const std::vector<int64_t>& mat1_strides, const Scalar& alpha) {
+  if (columnMajor(mat1_sizes, mat1_strides)) return maybe_multiply(dk::t(dk::mm(mat2, dk::t(grad))), alpha);
+  return maybe_multiply(dk::mm(grad, dk::t(mat2)), alpha);
+}
+
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, const std::vector<int64_t>& mat2_sizes,
+                        const std::vector<int64_t>& mat2_strides, const Scalar& alpha) {
+  if (columnMajor(mat2_sizes, mat2_strides)) return maybe_multiply(dk::t(dk::mm(dk::t(grad), mat1)), alpha);
+  return maybe_multiply(dk::mm(dk::t(mat1), grad), alpha);
+}
+
 }  // namespace dk::autograd::formulas

@@ -5,7 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
+#include <mutex>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "dk/util/error.h"
 
@@ -13,13 +17,94 @@ namespace dk {
 
 namespace {
 
+// Freed large host blocks by size, oldest first (Note [Host block cache]).
+class HostBlockCache {
+ public:
+  // A cached block of exactly `block_bytes`, or null.
+  void* take(size_t block_bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+      if (it->bytes != block_bytes) continue;
+      void* block = it->block;
+      held_ -= it->bytes;
+      blocks_.erase(std::next(it).base());
+      return block;
+    }
+    return nullptr;
+  }
+  // Keeps `block`, or frees it when the cache is off or the block alone exceeds the limit.
+  void give(void* block, size_t block_bytes) {
+    const size_t limit = limitBytes();
+    if (block_bytes > limit) {
+      std::free(block);
+      return;
+    }
+    std::vector<void*> evicted;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks_.push_back({block, block_bytes});
+      held_ += block_bytes;
+      while (held_ > limit) {
+        evicted.push_back(blocks_.front().block);
+        held_ -= blocks_.front().bytes;
+        blocks_.erase(blocks_.begin());
+      }
+    }
+    for (void* b : evicted) std::free(b);
+  }
+  size_t clear() {
+    std::vector<Entry> all;
+    size_t freed = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      all.swap(blocks_);
+      freed = std::exchange(held_, 0);
+    }
+    for (const Entry& e : all) std::free(e.block);
+    return freed;
+  }
+  size_t held() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_;
+  }
+
+ private:
+  static size_t limitBytes() {
+    static const size_t limit = [] {
+#if defined(__SANITIZE_ADDRESS__)
+      size_t mb = 0;
+#else
+      size_t mb = 256;
+#endif
+      if (const char* env = std::getenv("DK_HOST_CACHE_MB")) mb = static_cast<size_t>(std::strtoull(env, nullptr, 10));
+      return mb << 20;
+    }();
+    return limit;
+  }
+  struct Entry {
+    void* block;
+    size_t bytes;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> blocks_;
+  size_t held_ = 0;
+};
+
+// Never destroyed: tensors freed by other static destructors may still give blocks back.
+HostBlockCache& hostCache() {
+  static HostBlockCache* cache = new HostBlockCache();
+  return *cache;
+}
+
 // Aligns by hand inside a plain malloc block (the DataPtr's context is the block): glibc's
 // memalign splits chunks and sends the pieces down free's slow path, several hundred
-// instructions a call, while an over-sized malloc/free stays in its per-thread cache.
+// instructions a call, while an over-sized malloc/free stays in its per-thread cache. A block
+// of kHostCacheMinBytes or more starts with a header holding its size, for the cache.
 class HostAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, Device device) override {
     if (nbytes == 0) return DataPtr(nullptr, device);
+    if (nbytes >= kHostCacheMinBytes) return allocateLarge(nbytes, device);
     void* block = nbytes <= SIZE_MAX - kPadding ? std::malloc(nbytes + kPadding) : nullptr;
     DK_CHECK(block != nullptr, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes, " bytes.");
     auto aligned = (reinterpret_cast<uintptr_t>(block) + kPadding) & ~uintptr_t{kHostAlignment - 1};
@@ -30,7 +115,23 @@ class HostAllocator final : public Allocator {
   // malloc already aligns to alignof(max_align_t); the rest of kHostAlignment is padding.
   static constexpr size_t kPadding = kHostAlignment - alignof(std::max_align_t);
   static_assert(kHostAlignment % alignof(std::max_align_t) == 0);
+  // A large block: [size_t block size][padding][data aligned to kHostAlignment].
+  static constexpr size_t kLargeOverhead = sizeof(size_t) + kHostAlignment;
   static void freeHost(void* block) { std::free(block); }
+  static void freeLarge(void* block) { hostCache().give(block, *static_cast<size_t*>(block)); }
+
+  static DataPtr allocateLarge(size_t nbytes, Device device) {
+    DK_CHECK(nbytes <= SIZE_MAX - kLargeOverhead, "DefaultCPUAllocator: not enough memory: you tried to allocate ",
+             nbytes, " bytes.");
+    const size_t block_bytes = nbytes + kLargeOverhead;
+    void* block = hostCache().take(block_bytes);
+    if (block == nullptr) block = std::malloc(block_bytes);
+    DK_CHECK(block != nullptr, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes, " bytes.");
+    *static_cast<size_t*>(block) = block_bytes;
+    auto aligned = (reinterpret_cast<uintptr_t>(block) + sizeof(size_t) + kHostAlignment - 1) &
+                   ~uintptr_t{kHostAlignment - 1};
+    return DataPtr(reinterpret_cast<void*>(aligned), block, &freeLarge, device);
+  }
 };
 
 class MetaAllocator final : public Allocator {
@@ -58,6 +159,8 @@ Allocator* defaultFor(DeviceType t) {
 }  // namespace
 
 Allocator* defaultHostAllocator() { return &host_allocator; }
+size_t emptyHostCache() { return hostCache().clear(); }
+size_t hostCacheBytes() { return hostCache().held(); }
 Allocator* metaAllocator() { return &meta_allocator; }
 
 Allocator* getAllocator(DeviceType type) {

@@ -2,7 +2,10 @@
 //
 // Note [Gradient accumulation]
 // The first gradient a leaf receives becomes its grad as is when nothing else holds it (the
-// engine hands over its only reference, so stealing it is safe), else a copy (dk::clone), so
+// engine hands over its only reference, so stealing it is safe; a view qualifies when it is
+// contiguous and nothing else holds its base or storage, as the transpose of a weight gradient
+// that mm_mat2_backward computes transposed: linear's weights keep their gradient without a
+// copy), else a copy (dk::clone), so
 // that a later in-place change of x.grad cannot reach a tensor the user or another node still
 // holds. Each later gradient is added: grad = grad + incoming (dk::add, out of place; PyTorch
 // adds in place when grad mode is off, so a handle to the old grad taken before a second

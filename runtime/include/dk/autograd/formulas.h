@@ -99,6 +99,15 @@ std::vector<Tensor> cat_tensors_backward(const Tensor& grad, const std::vector<s
 Tensor softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype);
 Tensor log_softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, ScalarType input_dtype);
 
+// The gradients of mat1 and mat2 of mat1 @ mat2 (times alpha), laid out as the input was: for an
+// input that is the transpose of a contiguous matrix (weight.t() in linear), the product is
+// computed transposed, (mat2 @ grad^T)^T or (grad^T @ mat1)^T, so the gradient has the input's
+// strides and the transpose's backward hands its leaf a contiguous gradient to keep, with no copy.
+Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, const std::vector<int64_t>& mat1_sizes,
+                        const std::vector<int64_t>& mat1_strides, const Scalar& alpha);
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, const std::vector<int64_t>& mat2_sizes,
+                        const std::vector<int64_t>& mat2_strides, const Scalar& alpha);
+
 // native_layer_norm: the gradients of input, weight and bias that grad_input_mask asks for
 // (undefined where not asked or when grad is undefined), through native_layer_norm_backward
 // (the CPU's fused kernel). Under create_graph (grad mode on during the backward) the composite

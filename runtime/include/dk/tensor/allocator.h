@@ -88,4 +88,21 @@ Allocator* setAllocator(DeviceType type, Allocator* allocator);
 Allocator* defaultHostAllocator();  // kHostAlignment-aligned host memory
 Allocator* metaAllocator();         // no memory: every DataPtr is null
 
+// Note [Host block cache]
+// glibc gives large blocks back to the kernel when they are freed (munmap, or trimming the top
+// of the heap), and each 4 KiB page of the next such block faults on its first touch: a training
+// step that frees and reallocates its 4 MiB weight gradients paid milliseconds for it. The host
+// allocator keeps freed blocks of at least kHostCacheMinBytes (128 KiB, glibc's starting
+// threshold for mmap: every block glibc would map itself) and hands one back to the next request
+// of exactly the same size (training loops repeat their shapes), up to a total of
+// DK_HOST_CACHE_MB megabytes (environment, read once;
+// default 256, 0 turns the cache off; off in AddressSanitizer builds, so that use-after-free
+// stays visible), the oldest dropped first. The cache takes a mutex, on these large
+// allocations only.
+inline constexpr size_t kHostCacheMinBytes = size_t{128} << 10;
+// Frees every cached block now; returns how many bytes that gave back.
+size_t emptyHostCache();
+// Bytes held in the cache now.
+size_t hostCacheBytes();
+
 }  // namespace dk
