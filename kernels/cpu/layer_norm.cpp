@@ -41,12 +41,6 @@ namespace {
 template <class T>
 using RowType = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <class A>
-const vec::MathFunctions<A>& mathFor() {
-  if constexpr (std::is_same_v<A, double>) return vec::doubleMath();
-  else return vec::floatMath();
-}
-
 // Rows of at least this many elements in a chunk of parallel work (about kGrainSize elements).
 int64_t rowGrain(int64_t row_size) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row_size, 1)); }
 
@@ -69,7 +63,7 @@ template <class T>
 void layerNormForward(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                       double eps, int64_t M, int64_t N, const Tensor& out, const Tensor& mean, const Tensor& rstd) {
   using A = RowType<T>;
-  const vec::MathFunctions<A>& math = mathFor<A>();
+  const vec::MathFunctions<A>& math = vec::mathFor<A>();
   Tensor x_keep, w_keep, b_keep;
   std::vector<A> w_buffer, b_buffer;
   x_keep = input.contiguous();

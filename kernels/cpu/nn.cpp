@@ -107,10 +107,7 @@ using meta::LossReduction;
 template <class In, class Out, bool kLog>
 void softmaxLines(const Tensor& in, const Tensor& out, int64_t dim) {
   using Acc = std::conditional_t<std::is_same_v<In, double>, double, float>;
-  const vec::MathFunctions<Acc>& math = []() -> const vec::MathFunctions<Acc>& {
-    if constexpr (std::is_same_v<Acc, double>) return vec::doubleMath();
-    else return vec::floatMath();
-  }();
+  const vec::MathFunctions<Acc>& math = vec::mathFor<Acc>();
   const auto* in_data = static_cast<const In*>(in.data_ptr());
   auto* out_data = static_cast<Out*>(out.data_ptr());
   bool scalar = in.dim() == 0;

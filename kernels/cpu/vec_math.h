@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 namespace dk::native::vec {
 
@@ -47,6 +48,13 @@ struct MathFunctions {
 
 const MathFunctions<float>& floatMath();
 const MathFunctions<double>& doubleMath();
+
+// floatMath() or doubleMath() by type.
+template <class T>
+const MathFunctions<T>& mathFor() {
+  if constexpr (std::is_same_v<T, double>) return doubleMath();
+  else return floatMath();
+}
 
 // Which implementation floatMath() and doubleMath() give: "avx2" or "default".
 std::string_view mathCapability();
