@@ -326,3 +326,55 @@ TEST_CASE("table: every registration order gives the same table; every deregistr
   CHECK(reference->find("AutogradCPU: autograd_kernel [autograd kernel]") != std::string::npos);
   CHECK(reference->find("CUDA: explicit_kernel [default backend kernel]") != std::string::npos);
 }
+
+TEST_CASE("table: incremental updates after random registrations equal a full recomputation") {
+  // Note [Slots a registration changes]: a kernel at a runtime key recomputes at most three
+  // slots, a backend fallback one. After every step of a random walk of registrations and
+  // deregistrations (direct kernels, aliases, fallthroughs, fallbacks), the published table
+  // and masks must be what recomputing everything gives.
+  Fixture f("t_incremental");
+  const std::array<DispatchKey, 14> keys = {
+      DispatchKey::CPU,          DispatchKey::CUDA,         DispatchKey::AutogradCPU,
+      DispatchKey::AutogradCUDA, DispatchKey::SparseCPU,    DispatchKey::QuantizedCPU,
+      DispatchKey::AutogradOther, DispatchKey::Tracer,      DispatchKey::PrivateUse1,
+      DispatchKey::CompositeImplicitAutograd, DispatchKey::CompositeExplicitAutograd,
+      DispatchKey::CompositeExplicitAutogradNonFunctional, DispatchKey::Autograd, DispatchKey::Meta};
+  const std::array<DispatchKey, 3> fallback_keys = {DispatchKey::PrivateUse1, DispatchKey::Tracer,
+                                                    DispatchKey::QuantizedCPU};
+  std::vector<std::unique_ptr<Library>> live;
+  std::array<std::unique_ptr<Library>, 3> fallbacks;
+  uint64_t state = 12345;
+  auto next = [&state](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  int steps = 0;
+  int64_t tag = 0;
+  for (int i = 0; i < 600; ++i) {
+    const uint64_t what = next(10);
+    if (what < 5 || live.empty()) {
+      DispatchKey k = keys[next(keys.size())];
+      ++tag;
+      CppFunction fn = next(4) == 0 ? CppFunction::makeFallthrough() : tagKernel(tag, detail::concat("k", tag));
+      live.push_back(implAt(f.ns, "op", k, std::move(fn)));
+    } else if (what < 9) {
+      live.erase(live.begin() + static_cast<ptrdiff_t>(next(live.size())));
+    } else {
+      const size_t b = next(fallback_keys.size());
+      if (fallbacks[b]) {
+        fallbacks[b].reset();
+      } else {
+        fallbacks[b] = std::make_unique<Library>(Library::IMPL, "_", fallback_keys[b]);
+        fallbacks[b]->fallback(CppFunction::makeFromBoxedFunction<&answerFallback>().debug("random_fallback"));
+      }
+    }
+    auto stale = Dispatcher::singleton().findStaleDispatchTable(f.op());
+    INFO("step " << i);
+    REQUIRE_FALSE(stale.has_value());
+    ++steps;
+  }
+  CHECK(steps == 600);
+  live.clear();
+  for (auto& fb : fallbacks) fb.reset();
+  CHECK_FALSE(Dispatcher::singleton().findStaleDispatchTable(f.op()).has_value());
+}

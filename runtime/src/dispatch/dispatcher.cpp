@@ -149,16 +149,27 @@ std::array<const AnnotatedKernel*, kDispatchTableSize> Dispatcher::fallbackPoint
   return out;
 }
 
+std::optional<std::string> Dispatcher::findStaleDispatchTable(const OperatorHandle& op) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return op.entry().findStaleSlot(fallbackPointers(), fallback_only_);
+}
+
 void Dispatcher::setSlowPathEnabled(bool on) {
   std::lock_guard<std::mutex> lock(mutex_);
   detail::dispatch_slow_path_enabled.store(on);
   for (const auto& e : registry_->entries()) e->setSlowPath(on);
 }
 
-void Dispatcher::updateAllTables() {
+void Dispatcher::updateAllTables(std::optional<DispatchKey> changed) {
   auto fallbacks = fallbackPointers();
   fallback_only_ = OperatorEntry::computeFallbackOnlyTable(fallbacks);
-  for (const auto& e : registry_->entries()) e->updateDispatchTable(fallbacks, fallback_only_);
+  if (!changed) {
+    for (const auto& e : registry_->entries()) e->updateDispatchTable(fallbacks, fallback_only_);
+    return;
+  }
+  // A fallback is read by its own slot only (rule 6): Note [Slots a registration changes].
+  const int slot = tableIndexForRuntimeKey(*changed);
+  for (const auto& e : registry_->entries()) e->updateSlot(slot, fallbacks, fallback_only_);
 }
 
 // ---- libraries ----
@@ -317,7 +328,16 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
   DK_CHECK(key != DispatchKey::ThreadRegistration, "cannot register a kernel for '", name,
            "' at ThreadRegistration: the dispatcher owns that key (Note [Kernel reclamation])");
   OperatorEntry* existing = lookupEntry(name);
-  if (existing && existing->hasSchema() && infer_schema) {
+  // Every kernel listed on an entry with a schema has had its inferred schema checked against
+  // it (here, or by the def that came after it), so a kernel made by the same inference
+  // function needs no second check: the inferred schema is a function of the C++ type alone.
+  // (This skips building a FunctionSchema, most of the cost of re-registering a kernel.)
+  auto checked = [&] {
+    for (const AnnotatedKernel& a : existing->kernels())
+      if (a.infer_schema == infer_schema) return true;
+    return false;
+  };
+  if (existing && existing->hasSchema() && infer_schema && !checked()) {
     FunctionSchema inferred = infer_schema();
     if (auto why = findSchemaDifference(inferred, existing->schema())) {
       DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
@@ -382,7 +402,7 @@ RegistrationHandleRAII Dispatcher::registerFallback(DispatchKey key, KernelFunct
   a.id = next_registration_id_++;
   uint64_t id = a.id;
   slot = std::move(a);
-  updateAllTables();
+  updateAllTables(key);
   return RegistrationHandleRAII([this, key, id] { deregisterFallback(key, id); });
 }
 
@@ -394,7 +414,7 @@ void Dispatcher::deregisterFallback(DispatchKey key, uint64_t id) {
     if (!slot || slot->id != id) return;
     retired = std::move(slot->kernel);
     slot.reset();
-    updateAllTables();
+    updateAllTables(key);
   }
   retired_kernels_.retire(std::move(retired));  // Note [Kernel reclamation]
 }

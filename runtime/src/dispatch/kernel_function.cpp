@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cxxabi.h>
+#include <memory>
 
 #include "dk/dispatch/dispatcher.h"
 
@@ -119,6 +120,33 @@ void KernelFunction::callBoxed(OperatorEntry* entry, DispatchKeySet ks, Stack* s
 }
 
 namespace detail {
+constinit thread_local Stack* tls_spare_stack __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+// Frees the thread's spare at thread exit (Note [Spare boxing stack]).
+constinit thread_local bool tls_spare_stack_gone = false;
+struct SpareStackOwner {
+  ~SpareStackOwner() {
+    delete tls_spare_stack;
+    tls_spare_stack = nullptr;
+    tls_spare_stack_gone = true;
+  }
+};
+}  // namespace
+
+Stack* newSpareStack() {
+  auto s = std::make_unique<Stack>();
+  if (tls_spare_stack_gone) {
+    s->reserve(kMaxSpareCapacity + 1);  // too large to be kept: freed when given back
+  } else {
+    static thread_local SpareStackOwner owner;  // registers the thread-exit cleanup once
+    (void)owner;
+  }
+  return s.release();
+}
+
+void freeStack(Stack* s) noexcept { delete s; }
+
 void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have) {
   DK_ERROR(op.operator_name(), ": a boxed call needs ", needed, " arguments on the stack but the stack has ", have);
 }

@@ -83,8 +83,14 @@ void OperatorEntry::clearSchema() {
 
 void OperatorEntry::addKernel(AnnotatedKernel kernel, const Fallbacks& fallbacks,
                               const FallbackOnlyTable& fallback_only) {
+  const DispatchKey key = kernel.key;
+  const bool was_empty = kernels_.empty();
   kernels_.push_front(std::move(kernel));
-  updateDispatchTable(fallbacks, fallback_only);
+  if (was_empty) {
+    updateDispatchTable(fallbacks, fallback_only);
+  } else {
+    updateSlotsFor(key, fallbacks);
+  }
 }
 
 std::shared_ptr<const KernelFunction> OperatorEntry::removeKernel(uint64_t id, const Fallbacks& fallbacks,
@@ -92,8 +98,13 @@ std::shared_ptr<const KernelFunction> OperatorEntry::removeKernel(uint64_t id, c
   auto it = std::find_if(kernels_.begin(), kernels_.end(), [&](const AnnotatedKernel& a) { return a.id == id; });
   if (it == kernels_.end()) return nullptr;
   std::shared_ptr<const KernelFunction> removed = std::move(it->kernel);
+  const DispatchKey key = it->key;
   kernels_.erase(it);
-  updateDispatchTable(fallbacks, fallback_only);
+  if (kernels_.empty()) {
+    updateDispatchTable(fallbacks, fallback_only);
+  } else {
+    updateSlotsFor(key, fallbacks);
+  }
   return removed;
 }
 
@@ -191,24 +202,29 @@ OperatorEntry::SlotInfo OperatorEntry::computeDispatchTableEntry(DispatchKey k,
   return {SlotSource::Missing, nullptr};
 }
 
-void OperatorEntry::computeTable(const Fallbacks& fallbacks, FallbackOnlyTable& out) const {
-  out.masks.fill(~uint64_t{0});
+const KernelFunction* OperatorEntry::slotKernel(const SlotInfo& info) {
+  if (info.source == SlotSource::AmbiguousAutogradOther) return &ambiguousAutogradOtherKernel();
+  return info.from ? info.from->kernel.get() : &missingKernel();
+}
+
+void FallbackOnlyTable::computeMasks() {
+  masks.fill(~uint64_t{0});
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
-    DispatchKey k = runtimeKeyForTableIndex(slot);
-    SlotInfo info = computeDispatchTableEntry(k, fallbacks[slot]);
-    const KernelFunction* kernel = info.source == SlotSource::AmbiguousAutogradOther ? &ambiguousAutogradOtherKernel()
-                                   : info.from                                     ? info.from->kernel.get()
-                                                                                   : &missingKernel();
-    out.table[slot] = kernel;
-    if (kernel->isFallthrough() && k != DispatchKey::Undefined) {
-      uint64_t functionality = functionalityBit(toFunctionalityKey(k));
-      if (auto backend = toBackendComponent(k)) {
-        out.masks[static_cast<int>(*backend)] &= ~functionality;
-      } else {
-        for (uint64_t& m : out.masks) m &= ~functionality;
-      }
+    const DispatchKey k = runtimeKeyForTableIndex(slot);
+    if (!table[slot]->isFallthrough() || k == DispatchKey::Undefined) continue;
+    const uint64_t functionality = functionalityBit(toFunctionalityKey(k));
+    if (auto backend = toBackendComponent(k)) {
+      masks[static_cast<int>(*backend)] &= ~functionality;
+    } else {
+      for (uint64_t& m : masks) m &= ~functionality;
     }
   }
+}
+
+void OperatorEntry::computeTable(const Fallbacks& fallbacks, FallbackOnlyTable& out) const {
+  for (int slot = 0; slot < kDispatchTableSize; ++slot)
+    out.table[slot] = slotKernel(computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]));
+  out.computeMasks();
 }
 
 FallbackOnlyTable OperatorEntry::computeFallbackOnlyTable(const Fallbacks& fallbacks) {
@@ -220,9 +236,73 @@ FallbackOnlyTable OperatorEntry::computeFallbackOnlyTable(const Fallbacks& fallb
 void OperatorEntry::updateDispatchTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only) {
   FallbackOnlyTable computed;
   if (!kernels_.empty()) computeTable(fallbacks, computed);
-  const FallbackOnlyTable& t = kernels_.empty() ? fallback_only : computed;
+  publish(kernels_.empty() ? fallback_only : computed);
+}
+
+void OperatorEntry::publish(const FallbackOnlyTable& t) {
   for (int slot = 0; slot < kDispatchTableSize; ++slot) dispatch_table_[slot].store(t.table[slot], std::memory_order_release);
   for (int b = 0; b < kNumBackends; ++b) non_fallthrough_keys_[b].store(t.masks[b], std::memory_order_relaxed);
+}
+
+// Note [Slots a registration changes]
+// A kernel added or removed at runtime key k changes what computeDispatchTableEntry gives for
+// three slots at most: k's own (rule 1), the autograd slot of k's backend when k is a dense
+// backend key (rule 4 asks whether that backend has a kernel), and AutogradOther when k is a
+// quantized or sparse key (rule 4 asks the same of those). Every other rule reads only alias
+// keys or the backend fallbacks. So a registration at a runtime key recomputes those slots, and
+// one at an alias key, which covers many slots, recomputes the table. The fallthrough masks are
+// rebuilt from the table either way (one pass over its pointers). test_dispatch_table_updates
+// compares the result with a full recomputation after every step of random registrations.
+void OperatorEntry::updateSlotsFor(DispatchKey key, const Fallbacks& fallbacks) {
+  if (isAliasDispatchKey(key)) {
+    FallbackOnlyTable computed;
+    computeTable(fallbacks, computed);
+    publish(computed);
+    return;
+  }
+  std::array<int, 3> slots{};
+  int n = 0;
+  slots[n++] = tableIndexForRuntimeKey(key);
+  if (isPerBackendRuntimeKey(key) && toFunctionalityKey(key) == DispatchKey::Dense) {
+    slots[n++] = tableIndexForRuntimeKey(
+        toRuntimePerBackendKey(DispatchKey::AutogradFunctionality, *toBackendComponent(key)));
+  }
+  if (autogradother_backends.has(key)) slots[n++] = tableIndexForRuntimeKey(DispatchKey::AutogradOther);
+  FallbackOnlyTable t;
+  for (int slot = 0; slot < kDispatchTableSize; ++slot) t.table[slot] = dispatch_table_[slot].load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    t.table[slots[i]] = slotKernel(computeDispatchTableEntry(runtimeKeyForTableIndex(slots[i]), fallbacks[slots[i]]));
+  t.computeMasks();
+  publish(t);
+}
+
+void OperatorEntry::updateSlot(int slot, const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only) {
+  FallbackOnlyTable t;
+  if (kernels_.empty()) {
+    publish(fallback_only);
+    return;
+  }
+  for (int s = 0; s < kDispatchTableSize; ++s) t.table[s] = dispatch_table_[s].load(std::memory_order_relaxed);
+  t.table[slot] = slotKernel(computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]));
+  t.computeMasks();
+  publish(t);
+}
+
+std::optional<std::string> OperatorEntry::findStaleSlot(const Fallbacks& fallbacks,
+                                                         const FallbackOnlyTable& fallback_only) const {
+  FallbackOnlyTable computed;
+  if (!kernels_.empty()) computeTable(fallbacks, computed);
+  const FallbackOnlyTable& want = kernels_.empty() ? fallback_only : computed;
+  for (int slot = 0; slot < kDispatchTableSize; ++slot) {
+    if (dispatch_table_[slot].load(std::memory_order_relaxed) != want.table[slot])
+      return detail::concat("slot ", slot, " (", runtimeKeyForTableIndex(slot), ") holds another kernel than a full "
+                            "recomputation gives");
+  }
+  for (int b = 0; b < kNumBackends; ++b) {
+    if (non_fallthrough_keys_[b].load(std::memory_order_relaxed) != want.masks[b])
+      return detail::concat("the fallthrough mask of backend ", b, " differs from a full recomputation");
+  }
+  return std::nullopt;
 }
 
 std::optional<CppSignature> OperatorEntry::cppSignature() const {

@@ -218,6 +218,10 @@ class Dispatcher {
   // future; observer.cpp calls it when the trace or the set of observers changes.
   void setSlowPathEnabled(bool on);
 
+  // For tests of the incremental table updates (Note [Slots a registration changes]): why
+  // `op`'s published table or fallthrough masks differ from a full recomputation, or nullopt.
+  std::optional<std::string> findStaleDispatchTable(const OperatorHandle& op) const;
+
   // Deregistered kernels not yet freed: a call may still have been running them
   // (Note [Kernel reclamation]). They are freed in batches as deregistrations go on.
   size_t retiredKernelCount() const;
@@ -251,7 +255,8 @@ class Dispatcher {
   void deregisterDef(OperatorEntry& entry);
   void deregisterImpl(OperatorEntry& entry, uint64_t id);
   void deregisterFallback(DispatchKey key, uint64_t id);
-  void updateAllTables();  // after a fallback change; caller holds mutex_
+  // After a fallback change at `changed` (every slot when nullopt); caller holds mutex_.
+  void updateAllTables(std::optional<DispatchKey> changed = std::nullopt);
   std::array<const AnnotatedKernel*, kDispatchTableSize> fallbackPointers() const;
 
   mutable std::mutex mutex_;  // serialises every writer; readers never take it on calls

@@ -259,6 +259,46 @@ struct CompileTimeUnboxedAdapter<fn, TakesKeySet, R(Args...)> {
   }
 };
 
+// Note [Spare boxing stack]
+// A typed call of a boxed-only kernel (a dispatch mode, a boxed fallback, a kernel written
+// boxed) needs a Stack for the call's duration. Each thread keeps one spare: the call takes it
+// (one thread-local load and store, initial-exec like the key sets), and gives it back empty
+// with its capacity kept, so the steady state allocates nothing (a new vector's malloc and free
+// were ~125 instructions a call). A nested boxed call, made while the spare is out, gets a new
+// Stack, which becomes the spare when it is given back to an empty slot, else is freed; so is
+// one whose capacity grew past kMaxSpareCapacity values. The thread's spare is freed at thread
+// exit; a call during thread teardown after that gets a Stack made with more than that
+// capacity, so it is freed, not kept.
+inline constexpr size_t kMaxSpareCapacity = 256;
+extern constinit thread_local Stack* tls_spare_stack __attribute__((tls_model("initial-exec")));
+Stack* newSpareStack();                  // the slow path of SpareStack: a fresh Stack
+void freeStack(Stack* s) noexcept;        // the slow path of ~SpareStack: a Stack not kept
+class SpareStack {
+ public:
+  SpareStack() : stack_(tls_spare_stack) {
+    if (__builtin_expect(stack_ != nullptr, 1)) {
+      tls_spare_stack = nullptr;
+    } else {
+      stack_ = newSpareStack();
+    }
+  }
+  ~SpareStack() {
+    stack_->clear();
+    if (__builtin_expect(tls_spare_stack == nullptr && stack_->capacity() <= kMaxSpareCapacity, 1)) {
+      tls_spare_stack = stack_;
+    } else {
+      freeStack(stack_);
+    }
+  }
+  SpareStack(const SpareStack&) = delete;
+  SpareStack& operator=(const SpareStack&) = delete;
+  Stack& operator*() const { return *stack_; }
+  Stack* get() const { return stack_; }
+
+ private:
+  Stack* stack_;
+};
+
 // "dk::add.Tensor: a boxed call needs 3 arguments on the stack but the stack has 2".
 [[noreturn]] void throwBoxedArityError(const OperatorHandle& op, size_t needed, size_t have);
 // "dk::add.Tensor: expected the boxed kernel to leave 1 return value on the stack but it left 0".
@@ -282,7 +322,9 @@ struct BoxedAdapter<Functor, TakesKeySet, R(Args...)> {
     (void)base;
     std::tuple<typename BoxingTraitsFor<Args>::Holder...> holders(
         BoxingTraitsFor<Args>::unbox(std::move(base[I]))...);
-    stack->resize(stack->size() - n);
+    // Erasing the moved-from values at the end is inline (a tag test each); resize is an
+    // out-of-line call with a growth path.
+    stack->erase(stack->end() - static_cast<ptrdiff_t>(n), stack->end());
     auto& f = *static_cast<Functor*>(functor);
     if constexpr (std::is_void_v<R>) {
       FunctorInvoker<Functor, TakesKeySet, R, Args...>::invoke(f, ks, BoxingTraitsFor<Args>::view(std::get<I>(holders))...);
@@ -417,7 +459,8 @@ void BoxingFor<R(Args...), TakesKeySet>::boxed(OperatorKernel* functor, const Op
 template <class R, class... Args, bool TakesKeySet>
 R BoxingFor<R(Args...), TakesKeySet>::callBoxed(const KernelFunction& kernel, OperatorEntry* entry,
                                                 DispatchKeySet ks, Args... args) {
-  Stack stack;
+  SpareStack spare;  // Note [Spare boxing stack]
+  Stack& stack = *spare;
   stack.reserve(sizeof...(Args));
   (stack.push_back(BoxingTraitsFor<Args>::box(std::forward<Args>(args))), ...);
   kernel.callBoxed(entry, ks, &stack);

@@ -78,6 +78,7 @@ inline void accumulateKeySet(DispatchKeySet& ks, const T& arg, const Rest&... re
 struct FallbackOnlyTable {
   std::array<const KernelFunction*, kDispatchTableSize> table{};
   std::array<uint64_t, kNumBackends> masks{};
+  void computeMasks();  // from `table`: Note [Fallthrough mask]
 };
 
 class OperatorEntry {
@@ -194,6 +195,10 @@ class OperatorEntry {
   // Recomputes every slot and the fallthrough masks from the registrations; an entry without
   // kernels copies `fallback_only` instead.
   void updateDispatchTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only);
+  // Recomputes one slot (a backend fallback changed there) and the fallthrough masks.
+  void updateSlot(int slot, const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only);
+  // For tests: why the published table or masks differ from a full recomputation, or nullopt.
+  std::optional<std::string> findStaleSlot(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only) const;
   void setSlowPath(bool on) { slow_path_.store(on ? 1 : 0, std::memory_order_relaxed); }
 
  private:
@@ -207,6 +212,10 @@ class OperatorEntry {
   bool hasQuantizedOrSparseKernel() const;
   SlotInfo computeDispatchTableEntry(DispatchKey k, const AnnotatedKernel* backend_fallback) const;
   void computeTable(const Fallbacks& fallbacks, FallbackOnlyTable& out) const;
+  static const KernelFunction* slotKernel(const SlotInfo& info);
+  // After a kernel at `key` was added or removed: Note [Slots a registration changes].
+  void updateSlotsFor(DispatchKey key, const Fallbacks& fallbacks);
+  void publish(const FallbackOnlyTable& t);
   const FunctionSchema& buildSchema() const;
 
   // Read by every call: first, so the table sits at offset 0 and the masks and the slow-path
