@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <thread>
 
 #include "dispatch_test_util.h"
 
@@ -43,6 +44,17 @@ void boxed_sum(const OperatorHandle& op, Stack* stack) {
   stack->push_back(IValue(total));
   stack->push_back(name);
 }
+// A boxed-only kernel that makes a typed call of another boxed-only kernel (boxed_sum) while
+// its own call's stack is in use: nested calls each need their own stack. Throws for n < 0.
+void nested_sum(const OperatorHandle&, Stack* stack) {
+  const int64_t n = pop(*stack).toInt();
+  DK_CHECK(n >= 0, "nested_sum: n must be non-negative, got ", n);
+  auto inner = Dispatcher::singleton()
+                   .findSchemaOrThrow("t_box::boxed_sum", "")
+                   .typed<std::tuple<int64_t, std::string>(IntArrayRef, std::string_view)>();
+  std::vector<int64_t> xs(static_cast<size_t>(n), 1);
+  stack->push_back(IValue(std::get<0>(inner.call(xs, "inner")) + 100));
+}
 // Claims one return, leaves two: pushes one and leaves its argument on the stack.
 void two_returns(const OperatorHandle&, Stack* stack) { stack->push_back(IValue(int64_t{1})); }
 }  // namespace
@@ -58,6 +70,7 @@ DK_LIBRARY(t_box, m) {
   m.def("scaled(Tensor x, int n) -> int");
   m.def("two_returns(int x) -> int");
   m.def("mask(bool[3] output_mask) -> int");
+  m.def("nested_sum(int n) -> int");
 }
 DK_LIBRARY_IMPL(t_box, CompositeExplicitAutograd, m) {
   m.impl("mixed", DK_FN(mixed_kernel));
@@ -65,6 +78,7 @@ DK_LIBRARY_IMPL(t_box, CompositeExplicitAutograd, m) {
   m.impl("optional", &optional_kernel);  // run-time function pointer
   m.impl("boxed_sum", CppFunction::makeFromBoxedFunction<&boxed_sum>());
   m.impl("two_returns", CppFunction::makeFromBoxedFunction<&two_returns>());
+  m.impl("nested_sum", CppFunction::makeFromBoxedFunction<&nested_sum>());
   // bool[3]: a std::array<bool, 3> by value, as PyTorch's output masks.
   m.impl("mask", [](std::array<bool, 3> mask) -> int64_t { return mask[0] * 4 + mask[1] * 2 + mask[2]; });
 }
@@ -232,6 +246,25 @@ TEST_CASE("boxing: Scalars box to Int, Double or Bool; Generators to an opaque o
         "(Scalar _0, Generator? _1) -> Scalar");
   Generator a(42), b(42);
   CHECK(a->random64() == b->random64());
+}
+
+TEST_CASE("boxing: typed calls of boxed-only kernels nest, throw and go on (Note [Spare boxing stack])") {
+  auto nested = opNamed("t_box::nested_sum").typed<int64_t(int64_t)>();
+  auto sum = opNamed("t_box::boxed_sum").typed<std::tuple<int64_t, std::string>(IntArrayRef, std::string_view)>();
+  CHECK(nested.call(3) == 103);  // the outer call's stack is out while the inner call runs
+  CHECK_THROWS_WITH(nested.call(-1), "nested_sum: n must be non-negative, got -1");
+  // After the throw the thread's spare stack is usable again and starts empty.
+  CHECK(sum.call({5, 6}, "after") == std::tuple<int64_t, std::string>{11, "after"});
+  CHECK(nested.call(0) == 100);
+  // A long list argument (one stack value) through the outer and the inner call.
+  std::vector<int64_t> many(1000, 2);
+  CHECK(sum.call(many, "many") == std::tuple<int64_t, std::string>{2000, "many"});
+  CHECK(nested.call(300) == 400);
+  // On another thread (its own spare, freed at the thread's exit).
+  int64_t other = 0;
+  std::thread t([&] { other = nested.call(7); });
+  t.join();
+  CHECK(other == 107);
 }
 
 TEST_CASE("boxing: a typed call of a boxed kernel that leaves the wrong number of returns names the operator") {

@@ -143,11 +143,7 @@ size_t Dispatcher::retiredKernelCount() const { return retired_kernels_.size(); 
 
 size_t Dispatcher::reclaimRetiredKernels() { return retired_kernels_.reclaim(); }
 
-std::array<const AnnotatedKernel*, kDispatchTableSize> Dispatcher::fallbackPointers() const {
-  std::array<const AnnotatedKernel*, kDispatchTableSize> out{};
-  for (int i = 0; i < kDispatchTableSize; ++i) out[i] = backend_fallbacks_[i] ? &*backend_fallbacks_[i] : nullptr;
-  return out;
-}
+const OperatorEntry::Fallbacks& Dispatcher::fallbackPointers() const { return fallback_pointers_; }
 
 std::optional<std::string> Dispatcher::findStaleDispatchTable(const OperatorHandle& op) const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -161,7 +157,9 @@ void Dispatcher::setSlowPathEnabled(bool on) {
 }
 
 void Dispatcher::updateAllTables(std::optional<DispatchKey> changed) {
-  auto fallbacks = fallbackPointers();
+  for (int i = 0; i < kDispatchTableSize; ++i)
+    fallback_pointers_[i] = backend_fallbacks_[i] ? &*backend_fallbacks_[i] : nullptr;
+  const OperatorEntry::Fallbacks& fallbacks = fallback_pointers_;
   fallback_only_ = OperatorEntry::computeFallbackOnlyTable(fallbacks);
   if (!changed) {
     for (const auto& e : registry_->entries()) e->updateDispatchTable(fallbacks, fallback_only_);
@@ -331,8 +329,11 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
   // Every kernel listed on an entry with a schema has had its inferred schema checked against
   // it (here, or by the def that came after it), so a kernel made by the same inference
   // function needs no second check: the inferred schema is a function of the C++ type alone.
-  // (This skips building a FunctionSchema, most of the cost of re-registering a kernel.)
+  // The entry also remembers the last function that passed (until its schema changes), for an
+  // operator whose only kernel comes and goes. This skips building a FunctionSchema, most of
+  // the cost of re-registering a kernel.
   auto checked = [&] {
+    if (existing->checkedInference() == infer_schema) return true;
     for (const AnnotatedKernel& a : existing->kernels())
       if (a.infer_schema == infer_schema) return true;
     return false;
@@ -345,6 +346,7 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
                existing->schemaDebug(), "\n  inferred schema: ", inferred, "\n    ", debug,
                "\n  reason: ", *why);
     }
+    existing->setCheckedInference(infer_schema);
   }
   if (existing && cpp_signature) {
     auto current = existing->cppSignature();

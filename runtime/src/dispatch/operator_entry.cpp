@@ -62,6 +62,7 @@ void OperatorEntry::setSchema(FunctionSchema schema, std::shared_ptr<const std::
   schema_debug_ = std::move(debug);
   has_schema_ = true;
   dispatch_arg_bitmap_.store(bitmap, std::memory_order_relaxed);
+  checked_inference_ = nullptr;
 }
 
 void OperatorEntry::setSchema(const schema_data::SchemaData& data, std::shared_ptr<const std::string> debug,
@@ -71,6 +72,7 @@ void OperatorEntry::setSchema(const schema_data::SchemaData& data, std::shared_p
   schema_debug_ = std::move(debug);
   has_schema_ = true;
   dispatch_arg_bitmap_.store(bitmap, std::memory_order_relaxed);
+  checked_inference_ = nullptr;
 }
 
 void OperatorEntry::clearSchema() {
@@ -79,18 +81,15 @@ void OperatorEntry::clearSchema() {
   schema_debug_.reset();
   has_schema_ = false;
   dispatch_arg_bitmap_.store(0, std::memory_order_relaxed);
+  checked_inference_ = nullptr;
 }
 
 void OperatorEntry::addKernel(AnnotatedKernel kernel, const Fallbacks& fallbacks,
                               const FallbackOnlyTable& fallback_only) {
+  (void)fallback_only;  // the table of an entry without kernels is fallback_only already
   const DispatchKey key = kernel.key;
-  const bool was_empty = kernels_.empty();
   kernels_.push_front(std::move(kernel));
-  if (was_empty) {
-    updateDispatchTable(fallbacks, fallback_only);
-  } else {
-    updateSlotsFor(key, fallbacks);
-  }
+  updateSlotsFor(key, fallbacks);
 }
 
 std::shared_ptr<const KernelFunction> OperatorEntry::removeKernel(uint64_t id, const Fallbacks& fallbacks,
@@ -101,7 +100,7 @@ std::shared_ptr<const KernelFunction> OperatorEntry::removeKernel(uint64_t id, c
   const DispatchKey key = it->key;
   kernels_.erase(it);
   if (kernels_.empty()) {
-    updateDispatchTable(fallbacks, fallback_only);
+    publish(fallback_only);
   } else {
     updateSlotsFor(key, fallbacks);
   }
@@ -210,8 +209,9 @@ const KernelFunction* OperatorEntry::slotKernel(const SlotInfo& info) {
 void FallbackOnlyTable::computeMasks() {
   masks.fill(~uint64_t{0});
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
+    if (!table[slot]->isFallthrough()) continue;
     const DispatchKey k = runtimeKeyForTableIndex(slot);
-    if (!table[slot]->isFallthrough() || k == DispatchKey::Undefined) continue;
+    if (k == DispatchKey::Undefined) continue;
     const uint64_t functionality = functionalityBit(toFunctionalityKey(k));
     if (auto backend = toBackendComponent(k)) {
       masks[static_cast<int>(*backend)] &= ~functionality;
@@ -251,8 +251,11 @@ void OperatorEntry::publish(const FallbackOnlyTable& t) {
 // quantized or sparse key (rule 4 asks the same of those). Every other rule reads only alias
 // keys or the backend fallbacks. So a registration at a runtime key recomputes those slots, and
 // one at an alias key, which covers many slots, recomputes the table. The fallthrough masks are
-// rebuilt from the table either way (one pass over its pointers). test_dispatch_table_updates
-// compares the result with a full recomputation after every step of random registrations.
+// rebuilt from the table either way (one pass over its pointers). An entry's first kernel takes
+// the same path: without kernels every slot holds what the rules give for an empty list (the
+// backend fallback or missing), which no other slot's rules change for one runtime-key kernel.
+// A test in test_dispatch_table compares the result with a full recomputation after every step
+// of random registrations and deregistrations.
 void OperatorEntry::updateSlotsFor(DispatchKey key, const Fallbacks& fallbacks) {
   if (isAliasDispatchKey(key)) {
     FallbackOnlyTable computed;

@@ -257,12 +257,13 @@ class Dispatcher {
   void deregisterFallback(DispatchKey key, uint64_t id);
   // After a fallback change at `changed` (every slot when nullopt); caller holds mutex_.
   void updateAllTables(std::optional<DispatchKey> changed = std::nullopt);
-  std::array<const AnnotatedKernel*, kDispatchTableSize> fallbackPointers() const;
+  const OperatorEntry::Fallbacks& fallbackPointers() const;  // the backend fallbacks by slot, or null
 
   mutable std::mutex mutex_;  // serialises every writer; readers never take it on calls
   std::unique_ptr<OperatorRegistry> registry_;
   std::array<std::optional<AnnotatedKernel>, kDispatchTableSize> backend_fallbacks_;
   FallbackOnlyTable fallback_only_;  // follows backend_fallbacks_ (updateAllTables)
+  OperatorEntry::Fallbacks fallback_pointers_{};  // likewise: &*backend_fallbacks_[slot] or null
   std::vector<std::pair<std::string, std::string>> libraries_;  // (namespace, debug) of DK_LIBRARY blocks
   detail::RetiredKernels retired_kernels_;  // Note [Kernel reclamation]
   uint64_t next_registration_id_ = 1;

@@ -190,6 +190,10 @@ class OperatorEntry {
   // to be retired by the caller (Note [Kernel reclamation]).
   std::shared_ptr<const KernelFunction> removeKernel(uint64_t id, const Fallbacks& fallbacks,
                                                      const FallbackOnlyTable& fallback_only);
+  // The last schema-inference function whose schema was checked against this entry's schema
+  // (null after any schema change): a kernel of the same C++ type needs no second check.
+  SchemaInferenceFn checkedInference() const { return checked_inference_; }
+  void setCheckedInference(SchemaInferenceFn fn) { checked_inference_ = fn; }
   // True the first time an override at k is reported for this operator (it warns once).
   bool claimOverrideWarning(DispatchKey k);
   // Recomputes every slot and the fallthrough masks from the registrations; an entry without
@@ -248,6 +252,7 @@ class OperatorEntry {
   mutable std::atomic<const FunctionSchema*> schema_{nullptr};  // owned
   std::shared_ptr<const std::string> schema_debug_;
   std::list<AnnotatedKernel> kernels_;  // newest first; nodes never move while listed
+  SchemaInferenceFn checked_inference_ = nullptr;
   uint64_t warned_override_keys_ = 0;    // keys whose override warning was given (one bit per DispatchKey)
 };
 
