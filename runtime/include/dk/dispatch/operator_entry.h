@@ -236,7 +236,8 @@ class OperatorEntry {
   // Note [Slot sources]
   // Written only under the dispatcher's mutex. How a slot was filled (kernel, math kernel,
   // fallback, ...) is not stored: the dumps recompute it with computeDispatchTableEntry, which
-  // gives what the table holds because every change recomputes the table under the same mutex.
+  // gives what the table holds because every change recomputes, under the same mutex, every
+  // slot whose rules it can affect (Note [Slots a registration changes]).
   // Keeping it would cost every operator 16 bytes per slot.
   OperatorName name_;
   // Note [Schemas built on first use]
