@@ -326,19 +326,10 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
   DK_CHECK(key != DispatchKey::ThreadRegistration, "cannot register a kernel for '", name,
            "' at ThreadRegistration: the dispatcher owns that key (Note [Kernel reclamation])");
   OperatorEntry* existing = lookupEntry(name);
-  // Every kernel listed on an entry with a schema has had its inferred schema checked against
-  // it (here, or by the def that came after it), so a kernel made by the same inference
-  // function needs no second check: the inferred schema is a function of the C++ type alone.
-  // The entry also remembers the last function that passed (until its schema changes), for an
-  // operator whose only kernel comes and goes. This skips building a FunctionSchema, most of
-  // the cost of re-registering a kernel.
-  auto checked = [&] {
-    if (existing->checkedInference() == infer_schema) return true;
-    for (const AnnotatedKernel& a : existing->kernels())
-      if (a.infer_schema == infer_schema) return true;
-    return false;
-  };
-  if (existing && existing->hasSchema() && infer_schema && !checked()) {
+  // The inferred schema is a function of the C++ type alone, so a kernel made by an inference
+  // function the entry has checked needs no second check: this skips building a FunctionSchema,
+  // most of the cost of re-registering a kernel.
+  if (existing && existing->hasSchema() && infer_schema && !existing->inferenceChecked(infer_schema)) {
     FunctionSchema inferred = infer_schema();
     if (auto why = findSchemaDifference(inferred, existing->schema())) {
       DK_ERROR("Inferred operator schema for a C++ kernel function doesn't match the expected function schema.\n"
@@ -370,7 +361,7 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
   a.debug = std::move(debug);
   a.id = next_registration_id_++;
   uint64_t id = a.id;
-  entry.addKernel(std::move(a), fallbackPointers(), fallback_only_);
+  entry.addKernel(std::move(a), fallbackPointers());
   return RegistrationHandleRAII([this, &entry, id] { deregisterImpl(entry, id); });
 }
 

@@ -84,9 +84,7 @@ void OperatorEntry::clearSchema() {
   checked_inference_ = nullptr;
 }
 
-void OperatorEntry::addKernel(AnnotatedKernel kernel, const Fallbacks& fallbacks,
-                              const FallbackOnlyTable& fallback_only) {
-  (void)fallback_only;  // the table of an entry without kernels is fallback_only already
+void OperatorEntry::addKernel(AnnotatedKernel kernel, const Fallbacks& fallbacks) {
   const DispatchKey key = kernel.key;
   kernels_.push_front(std::move(kernel));
   updateSlotsFor(key, fallbacks);
@@ -105,6 +103,11 @@ std::shared_ptr<const KernelFunction> OperatorEntry::removeKernel(uint64_t id, c
     updateSlotsFor(key, fallbacks);
   }
   return removed;
+}
+
+bool OperatorEntry::inferenceChecked(SchemaInferenceFn fn) const {
+  if (checked_inference_ == fn) return true;
+  return std::any_of(kernels_.begin(), kernels_.end(), [&](const AnnotatedKernel& a) { return a.infer_schema == fn; });
 }
 
 bool OperatorEntry::claimOverrideWarning(DispatchKey k) {
@@ -233,10 +236,18 @@ FallbackOnlyTable OperatorEntry::computeFallbackOnlyTable(const Fallbacks& fallb
   return out;
 }
 
+// What the whole table should hold: the shared fallback-only table while the entry has no
+// kernels, else a full recomputation into `computed`.
+const FallbackOnlyTable& OperatorEntry::wantedTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only,
+                                                    FallbackOnlyTable& computed) const {
+  if (kernels_.empty()) return fallback_only;
+  computeTable(fallbacks, computed);
+  return computed;
+}
+
 void OperatorEntry::updateDispatchTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only) {
   FallbackOnlyTable computed;
-  if (!kernels_.empty()) computeTable(fallbacks, computed);
-  publish(kernels_.empty() ? fallback_only : computed);
+  publish(wantedTable(fallbacks, fallback_only, computed));
 }
 
 void OperatorEntry::publish(const FallbackOnlyTable& t) {
@@ -264,29 +275,30 @@ void OperatorEntry::updateSlotsFor(DispatchKey key, const Fallbacks& fallbacks) 
     return;
   }
   std::array<int, 3> slots{};
-  int n = 0;
+  size_t n = 0;
   slots[n++] = tableIndexForRuntimeKey(key);
   if (isPerBackendRuntimeKey(key) && toFunctionalityKey(key) == DispatchKey::Dense) {
     slots[n++] = tableIndexForRuntimeKey(
         toRuntimePerBackendKey(DispatchKey::AutogradFunctionality, *toBackendComponent(key)));
   }
   if (autogradother_backends.has(key)) slots[n++] = tableIndexForRuntimeKey(DispatchKey::AutogradOther);
-  FallbackOnlyTable t;
-  for (int slot = 0; slot < kDispatchTableSize; ++slot) t.table[slot] = dispatch_table_[slot].load(std::memory_order_relaxed);
-  for (int i = 0; i < n; ++i)
-    t.table[slots[i]] = slotKernel(computeDispatchTableEntry(runtimeKeyForTableIndex(slots[i]), fallbacks[slots[i]]));
-  t.computeMasks();
-  publish(t);
+  recomputeSlots(ArrayRef<int>(slots.data(), n), fallbacks);
 }
 
 void OperatorEntry::updateSlot(int slot, const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only) {
-  FallbackOnlyTable t;
   if (kernels_.empty()) {
     publish(fallback_only);
     return;
   }
+  recomputeSlots(ArrayRef<int>(&slot, 1), fallbacks);
+}
+
+// Copies the published table, recomputes `slots`, rebuilds the masks and publishes the result.
+void OperatorEntry::recomputeSlots(ArrayRef<int> slots, const Fallbacks& fallbacks) {
+  FallbackOnlyTable t;
   for (int s = 0; s < kDispatchTableSize; ++s) t.table[s] = dispatch_table_[s].load(std::memory_order_relaxed);
-  t.table[slot] = slotKernel(computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]));
+  for (int slot : slots)
+    t.table[slot] = slotKernel(computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]));
   t.computeMasks();
   publish(t);
 }
@@ -294,8 +306,7 @@ void OperatorEntry::updateSlot(int slot, const Fallbacks& fallbacks, const Fallb
 std::optional<std::string> OperatorEntry::findStaleSlot(const Fallbacks& fallbacks,
                                                          const FallbackOnlyTable& fallback_only) const {
   FallbackOnlyTable computed;
-  if (!kernels_.empty()) computeTable(fallbacks, computed);
-  const FallbackOnlyTable& want = kernels_.empty() ? fallback_only : computed;
+  const FallbackOnlyTable& want = wantedTable(fallbacks, fallback_only, computed);
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {
     if (dispatch_table_[slot].load(std::memory_order_relaxed) != want.table[slot])
       return detail::concat("slot ", slot, " (", runtimeKeyForTableIndex(slot), ") holds another kernel than a full "

@@ -293,7 +293,6 @@ class SpareStack {
   SpareStack(const SpareStack&) = delete;
   SpareStack& operator=(const SpareStack&) = delete;
   Stack& operator*() const { return *stack_; }
-  Stack* get() const { return stack_; }
 
  private:
   Stack* stack_;

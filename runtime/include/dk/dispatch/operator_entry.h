@@ -185,14 +185,15 @@ class OperatorEntry {
   void setSchema(const schema_data::SchemaData& data, std::shared_ptr<const std::string> debug, uint64_t bitmap);
   void clearSchema();
   // The newest registration wins its key; the table is recomputed and published.
-  void addKernel(AnnotatedKernel kernel, const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only);
+  void addKernel(AnnotatedKernel kernel, const Fallbacks& fallbacks);
   // Unpublishes the kernel with this registration id and returns it (null when none has it),
   // to be retired by the caller (Note [Kernel reclamation]).
   std::shared_ptr<const KernelFunction> removeKernel(uint64_t id, const Fallbacks& fallbacks,
                                                      const FallbackOnlyTable& fallback_only);
-  // The last schema-inference function whose schema was checked against this entry's schema
-  // (null after any schema change): a kernel of the same C++ type needs no second check.
-  SchemaInferenceFn checkedInference() const { return checked_inference_; }
+  // Whether a kernel made by `fn` was checked against this entry's schema: one listed here
+  // (every listed kernel was checked, by its registration or by the def after it), or the
+  // last one that passed (kept until the schema changes, for a kernel that comes and goes).
+  bool inferenceChecked(SchemaInferenceFn fn) const;
   void setCheckedInference(SchemaInferenceFn fn) { checked_inference_ = fn; }
   // True the first time an override at k is reported for this operator (it warns once).
   bool claimOverrideWarning(DispatchKey k);
@@ -219,6 +220,9 @@ class OperatorEntry {
   static const KernelFunction* slotKernel(const SlotInfo& info);
   // After a kernel at `key` was added or removed: Note [Slots a registration changes].
   void updateSlotsFor(DispatchKey key, const Fallbacks& fallbacks);
+  void recomputeSlots(ArrayRef<int> slots, const Fallbacks& fallbacks);
+  const FallbackOnlyTable& wantedTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only,
+                                       FallbackOnlyTable& computed) const;
   void publish(const FallbackOnlyTable& t);
   const FunctionSchema& buildSchema() const;
 
