@@ -19,6 +19,7 @@
 
 #include "cpu/vec_math.h"
 #include "cpu/vec_math_scalar.h"
+#include "dk/generated/ops/add.h"
 #include "dk/generated/ops/addmm.h"
 #include "dk/generated/ops/bmm.h"
 #include "dk/generated/ops/cos.h"
@@ -29,6 +30,7 @@
 #include "dk/generated/ops/log_softmax.h"
 #include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/mm_ops.h"
+#include "dk/generated/ops/mul.h"
 #include "dk/generated/ops/sigmoid.h"
 #include "dk/generated/ops/sin.h"
 #include "dk/generated/ops/slice.h"
@@ -380,6 +382,48 @@ TEST_CASE("cpu-math: softmax and sum by the vectorized line functions", "[cpu-ma
       const double got = read(dk::sum(make(v, {n}, dtype)))[0];
       INFO("n " << n);
       CHECK(std::abs(got - want) <= (dtype == kFloat ? 1e-4 : 1e-10) * (1 + std::abs(want)));
+    }
+  }
+}
+
+TEST_CASE("cpu-math: add and mul of contiguous runs, strided, broadcast and in place give exact values",
+          "[cpu-math]") {
+  // Contiguous float and double runs go whole to the vector forms (Note [Contiguous binary
+  // runs]), other runs through the blocked loop; a + b and a * b are exact, so both give the
+  // value computed in the dtype, at every tail length and across the threads' split.
+  for (ScalarType dtype : {kFloat, kDouble}) {
+    INFO(dtype);
+    auto rounded = [&](double x) { return dtype == kFloat ? static_cast<double>(static_cast<float>(x)) : x; };
+    for (int64_t n : {1, 7, 15, 16, 17, 33, 1000, 4099, 200003}) {
+      INFO("n " << n);
+      Values va = randomMatrix(n, static_cast<uint32_t>(n)), vb = randomMatrix(n, static_cast<uint32_t>(n + 1));
+      Values want_add(va.size()), want_mul(va.size());
+      for (size_t i = 0; i < va.size(); ++i) {
+        want_add[i] = rounded(rounded(va[i]) + rounded(vb[i]));
+        want_mul[i] = rounded(rounded(va[i]) * rounded(vb[i]));
+      }
+      Tensor a = make(va, {n}, dtype), b = make(vb, {n}, dtype);
+      CHECK(read(dk::add(a, b)) == want_add);
+      CHECK(read(dk::mul(a, b)) == want_mul);
+      // Strided: every other element of a tensor twice as long.
+      Values spread_a(static_cast<size_t>(2 * n)), spread_b(static_cast<size_t>(2 * n));
+      for (size_t i = 0; i < va.size(); ++i) {
+        spread_a[2 * i] = va[i];
+        spread_b[2 * i] = vb[i];
+      }
+      Tensor sa = dk::slice(make(spread_a, {2 * n}, dtype), 0, 0, std::nullopt, 2);
+      Tensor sb = dk::slice(make(spread_b, {2 * n}, dtype), 0, 0, std::nullopt, 2);
+      CHECK(read(dk::add(sa, sb)) == want_add);
+      CHECK(read(dk::mul(sa, b)) == want_mul);
+      // In place: the output is the first input.
+      Tensor inplace = make(va, {n}, dtype);
+      dk::add_out(inplace, inplace, b);
+      CHECK(read(inplace) == want_add);
+      // Broadcast: a one-element second operand (stride 0).
+      Tensor two = make({2.0}, {1}, dtype);
+      Values doubled(va.size());
+      for (size_t i = 0; i < va.size(); ++i) doubled[i] = rounded(rounded(va[i]) * 2);
+      CHECK(read(dk::mul(a, two)) == doubled);
     }
   }
 }

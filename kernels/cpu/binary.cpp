@@ -7,6 +7,7 @@
 #include "dk/generated/ops/pow_native.h"
 #include "dk/generated/ops/sub_native.h"
 #include "tensor_iterator.h"
+#include "vec_math.h"
 
 namespace dk::native {
 
@@ -24,12 +25,23 @@ TensorIterator binaryIterator(const char* op, const Tensor& out, const Tensor& s
 
 bool isOne(const Scalar& s) { return s.toDouble() == 1.0; }
 
+// An exact add or mul: float and double take the vector form in their contiguous runs
+// (Note [Contiguous binary runs]); `pick` chooses it from vec::MathFunctions.
+template <class T, class Op, class Pick>
+void exactBinaryKernel(TensorIterator& iter, const Op& op, const Pick& pick) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    cpu_binary_kernel<T>(iter, op, pick(vec::mathFor<T>()));
+  } else {
+    cpu_kernel<T, T, T>(iter, op);
+  }
+}
+
 // out = self + alpha * other over a built iterator.
 void addKernel(TensorIterator& iter, const char* op, const Scalar& alpha) {
   DK_DISPATCH_ALL_TYPES(iter.common_dtype(), op, [&] {
     using M = opmath_t<scalar_t>;
     if (isOne(alpha)) {
-      cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M a, M b) { return addValues(a, b); });
+      exactBinaryKernel<scalar_t>(iter, [](M a, M b) { return addValues(a, b); }, [](const auto& m) { return m.add; });
     } else {
       const M a = scalarTo<M>(alpha);
       cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [a](M x, M y) { return addValues(x, mulValues(a, y)); });
@@ -77,7 +89,7 @@ DK_IMPL_FUNC(mul_out_cpu)(const Tensor& self, const Tensor& other, const Tensor&
   TensorIterator iter = binaryIterator("mul", out, self, other);
   DK_DISPATCH_ALL_TYPES(iter.common_dtype(), "mul", [&] {
     using M = opmath_t<scalar_t>;
-    cpu_kernel<scalar_t, scalar_t, scalar_t>(iter, [](M a, M b) { return mulValues(a, b); });
+    exactBinaryKernel<scalar_t>(iter, [](M a, M b) { return mulValues(a, b); }, [](const auto& m) { return m.mul; });
   });
 }
 

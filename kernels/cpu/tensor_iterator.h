@@ -530,6 +530,15 @@ inline void runElementwise(char* const* data, const int64_t* strides, int64_t n,
   }
 }
 
+// Calls run(data, strides, n) for every run of `iter`: large iterations split over the threads
+// (Note [Intra-op parallelism]), each element computed once, by one thread, whatever the split;
+// small ones on the caller's thread, unchunked.
+template <class Run>
+void forEachRunParallel(TensorIterator& iter, const Run& run) {
+  if (iter.numel() <= kGrainSize) iter.forEachRun(run);
+  else parallel_for(0, iter.numel(), kGrainSize, [&](int64_t begin, int64_t end) { iter.forEachRunIn(begin, end, run); });
+}
+
 }  // namespace loop_detail
 
 // Runs out = op(in...) over every element of `iter`, whose operand 0 holds Out and whose
@@ -539,13 +548,29 @@ template <class Out, class... In, class Op>
 void cpu_kernel(TensorIterator& iter, const Op& op) {
   DK_CHECK(iter.noperands() == static_cast<int>(sizeof...(In)) + 1, "cpu_kernel: the iterator has ",
            iter.noperands(), " operands, the loop takes ", sizeof...(In) + 1);
-  // Large iterations are split over the threads (Note [Intra-op parallelism]): each element is
-  // computed once, by one thread, whatever the split.
-  const auto run = [&](char* const* data, const int64_t* strides, int64_t n) {
+  loop_detail::forEachRunParallel(iter, [&](char* const* data, const int64_t* strides, int64_t n) {
     loop_detail::runElementwise<Out, In...>(data, strides, n, op, std::index_sequence_for<In...>{});
-  };
-  if (iter.numel() <= kGrainSize) iter.forEachRun(run);  // small: the caller's thread, no chunking
-  else parallel_for(0, iter.numel(), kGrainSize, [&](int64_t begin, int64_t end) { iter.forEachRunIn(begin, end, run); });
+  });
+  iter.finish();
+}
+
+// Note [Contiguous binary runs]
+// Runs out = op(a, b) like cpu_kernel<T, T, T>, except that a run where the output and both
+// inputs are contiguous goes whole to `fn`, an array function computing the same exact IEEE
+// operation (vec::MathFunctions::add, mul: AVX2 when the CPU has it). The blocked loop is built
+// for any stride and dtype; a memory-bound 4M-element add spends a quarter more time in it than
+// in whole vectors. Then finishes the iterator.
+template <class T, class Op>
+void cpu_binary_kernel(TensorIterator& iter, const Op& op, void (*fn)(const T*, const T*, T*, int64_t)) {
+  DK_CHECK(iter.noperands() == 3, "cpu_binary_kernel: the iterator has ", iter.noperands(), " operands, not 3");
+  constexpr auto kSize = static_cast<int64_t>(sizeof(T));
+  loop_detail::forEachRunParallel(iter, [&](char* const* data, const int64_t* strides, int64_t n) {
+    if (strides[0] == kSize && strides[1] == kSize && strides[2] == kSize) {
+      fn(reinterpret_cast<const T*>(data[1]), reinterpret_cast<const T*>(data[2]), reinterpret_cast<T*>(data[0]), n);
+    } else {
+      loop_detail::runElementwise<T, T, T>(data, strides, n, op, std::index_sequence_for<T, T>{});
+    }
+  });
   iter.finish();
 }
 
@@ -575,8 +600,7 @@ void cpu_array_kernel(TensorIterator& iter, void (*fn)(const opmath_t<T>*, opmat
                                         [&](int64_t j) { return block[static_cast<size_t>(j)]; });
     }
   };
-  if (iter.numel() <= kGrainSize) iter.forEachRun(run);
-  else parallel_for(0, iter.numel(), kGrainSize, [&](int64_t begin, int64_t end) { iter.forEachRunIn(begin, end, run); });
+  loop_detail::forEachRunParallel(iter, run);
   iter.finish();
 }
 

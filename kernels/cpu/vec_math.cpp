@@ -36,6 +36,8 @@ const MathFunctions<T>& defaultMath() {
       },
       sumSquaredDeviationScalar<T>,
       normalizeScalar<T>,
+      [](const T* a, const T* b, T* out, int64_t n) { zipScalar(a, b, out, 0, n, [](T x, T y) { return x + y; }); },
+      [](const T* a, const T* b, T* out, int64_t n) { zipScalar(a, b, out, 0, n, [](T x, T y) { return x * y; }); },
   };
   return functions;
 }

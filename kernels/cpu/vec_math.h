@@ -1,5 +1,6 @@
 // Vectorized math for the CPU kernels: exp, log, tanh, sigmoid, sin, cos and gelu over arrays
-// of float or double, their sum, softmax, and layer_norm's row steps (Note [Vectorized math]).
+// of float or double, their sum, softmax, layer_norm's row steps, and the add and mul of
+// contiguous runs (Note [Vectorized math]).
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,15 @@ namespace dk::native::vec {
 // for them can differ in the last bit). Without SLEEF or AVX2, or with
 // DK_CPU_CAPABILITY=default in the environment (read once), every element takes the scalar
 // functions of <cmath> (vec_math_scalar.h), in a loop the compiler vectorizes where it can.
-// Each function computes out[i] = f(in[i]) for i < n; in and out may be the same array.
+// Each function computes out[i] = f(in[i]) for i < n; in and out may be the same array. The
+// AVX2 unit also holds add and mul over contiguous arrays (exact, so their values are those of
+// the scalar forms), built with SLEEF's unit since only that unit is compiled for AVX2.
 template <class T>
 using ArrayFn = void (*)(const T* in, T* out, int64_t n);
+
+// out[i] = a[i] op b[i] for i < n; out may be a or b.
+template <class T>
+using BinaryArrayFn = void (*)(const T* a, const T* b, T* out, int64_t n);
 
 template <class T>
 struct MathFunctions {
@@ -44,6 +51,10 @@ struct MathFunctions {
   // out[i] = (in[i] * scale + shift) * weight[i] + bias[i], PyTorch's order for layer_norm;
   // weight or bias may be null (left out). in and out may be the same array.
   void (*normalize)(const T* in, T* out, int64_t n, T scale, T shift, const T* weight, const T* bias);
+  // a + b and a * b: exact IEEE operations, so every form gives the same values; the vector form
+  // is what a contiguous run of the add and mul kernels takes (Note [Contiguous binary runs]).
+  BinaryArrayFn<T> add;
+  BinaryArrayFn<T> mul;
 };
 
 const MathFunctions<float>& floatMath();

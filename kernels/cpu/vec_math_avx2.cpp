@@ -41,6 +41,32 @@ void mapDouble(const double* in, double* out, int64_t n, const VF& vf) {
   }
 }
 
+// out = a op b for an exact IEEE operation (add, mul): whole vectors, two at a time, then the
+// scalar op for the last elements, which gives the same values.
+template <class VF, class SF>
+void zipFloat(const float* a, const float* b, float* out, int64_t n, const VF& vf, const SF& sf) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 r0 = vf(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+    const __m256 r1 = vf(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8));
+    _mm256_storeu_ps(out + i, r0);
+    _mm256_storeu_ps(out + i + 8, r1);
+  }
+  for (; i < n; ++i) out[i] = sf(a[i], b[i]);
+}
+
+template <class VF, class SF>
+void zipDouble(const double* a, const double* b, double* out, int64_t n, const VF& vf, const SF& sf) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256d r0 = vf(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i));
+    const __m256d r1 = vf(_mm256_loadu_pd(a + i + 4), _mm256_loadu_pd(b + i + 4));
+    _mm256_storeu_pd(out + i, r0);
+    _mm256_storeu_pd(out + i + 4, r1);
+  }
+  for (; i < n; ++i) out[i] = sf(a[i], b[i]);
+}
+
 // sigmoid as PyTorch's vector form computes it: 1 / (1 + exp(-x)).
 __m256 sigmoidVec(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
@@ -305,6 +331,12 @@ const MathFunctions<float>& avx2FloatMath() {
       softmaxFloat,
       sumSqDevFloat,
       normalizeFloat,
+      [](const F* a, const F* b, F* out, int64_t n) {
+        zipFloat(a, b, out, n, [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); }, [](F x, F y) { return x + y; });
+      },
+      [](const F* a, const F* b, F* out, int64_t n) {
+        zipFloat(a, b, out, n, [](__m256 x, __m256 y) { return _mm256_mul_ps(x, y); }, [](F x, F y) { return x * y; });
+      },
   };
   return functions;
 }
@@ -340,6 +372,12 @@ const MathFunctions<double>& avx2DoubleMath() {
       softmaxDouble,
       sumSqDevDouble,
       normalizeDouble,
+      [](const D* a, const D* b, D* out, int64_t n) {
+        zipDouble(a, b, out, n, [](__m256d x, __m256d y) { return _mm256_add_pd(x, y); }, [](D x, D y) { return x + y; });
+      },
+      [](const D* a, const D* b, D* out, int64_t n) {
+        zipDouble(a, b, out, n, [](__m256d x, __m256d y) { return _mm256_mul_pd(x, y); }, [](D x, D y) { return x * y; });
+      },
   };
   return functions;
 }

@@ -35,6 +35,12 @@ inline void mapScalar(const T* in, T* out, int64_t begin, int64_t n, const F& f)
   for (int64_t i = begin; i < n; ++i) out[i] = f(in[i]);
 }
 
+// out[i] = f(a[i], b[i]) for i in [begin, n).
+template <class T, class F>
+inline void zipScalar(const T* a, const T* b, T* out, int64_t begin, int64_t n, const F& f) {
+  for (int64_t i = begin; i < n; ++i) out[i] = f(a[i], b[i]);
+}
+
 // The sum of in[0, n) in double, in 16 partial sums (which the compiler may keep in vectors).
 template <class T>
 double sumScalar(const T* in, int64_t n) {

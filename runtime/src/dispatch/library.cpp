@@ -51,7 +51,10 @@ OperatorName Library::qualify(std::string_view name, const char* what) const {
 OperatorName Library::qualify(OperatorName op, const char* what) const {
   auto sep = op.name.find("::");
   if (sep == std::string::npos) {
-    op.name = ns_ + "::" + op.name;
+    std::string qualified;  // one allocation: the name is usually past the short-string size
+    qualified.reserve(ns_.size() + 2 + op.name.size());
+    qualified.append(ns_).append("::").append(op.name);
+    op.name = std::move(qualified);
   } else {
     std::string_view given = std::string_view(op.name).substr(0, sep);
     DK_CHECK(given == ns_, kindName(kind_), " for namespace '", ns_, "' ", site(), " cannot ", what, " '",

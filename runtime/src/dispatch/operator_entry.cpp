@@ -262,7 +262,8 @@ void OperatorEntry::publish(const FallbackOnlyTable& t) {
 // quantized or sparse key (rule 4 asks the same of those). Every other rule reads only alias
 // keys or the backend fallbacks. So a registration at a runtime key recomputes those slots, and
 // one at an alias key, which covers many slots, recomputes the table. The fallthrough masks are
-// rebuilt from the table either way (one pass over its pointers). An entry's first kernel takes
+// rebuilt from the table (one pass over its pointers) when a changed slot gains or loses a
+// fallthrough, and kept otherwise. An entry's first kernel takes
 // the same path: without kernels every slot holds what the rules give for an empty list (the
 // backend fallback or missing), which no other slot's rules change for one runtime-key kernel.
 // A test in test_dispatch_table compares the result with a full recomputation after every step
@@ -293,13 +294,23 @@ void OperatorEntry::updateSlot(int slot, const Fallbacks& fallbacks, const Fallb
   recomputeSlots(ArrayRef<int>(&slot, 1), fallbacks);
 }
 
-// Copies the published table, recomputes `slots`, rebuilds the masks and publishes the result.
+// Copies the published table, recomputes `slots` and publishes the result. The masks depend
+// only on which slots hold a fallthrough, so they are rebuilt only when a changed slot's kernel
+// became or stopped being one.
 void OperatorEntry::recomputeSlots(ArrayRef<int> slots, const Fallbacks& fallbacks) {
   FallbackOnlyTable t;
   for (int s = 0; s < kDispatchTableSize; ++s) t.table[s] = dispatch_table_[s].load(std::memory_order_relaxed);
-  for (int slot : slots)
-    t.table[slot] = slotKernel(computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]));
-  t.computeMasks();
+  bool fallthrough_changed = false;
+  for (int slot : slots) {
+    const KernelFunction* now = slotKernel(computeDispatchTableEntry(runtimeKeyForTableIndex(slot), fallbacks[slot]));
+    fallthrough_changed = fallthrough_changed || t.table[slot]->isFallthrough() != now->isFallthrough();
+    t.table[slot] = now;
+  }
+  if (fallthrough_changed) {
+    t.computeMasks();
+  } else {
+    for (int b = 0; b < kNumBackends; ++b) t.masks[b] = non_fallthrough_keys_[b].load(std::memory_order_relaxed);
+  }
   publish(t);
 }
 
