@@ -30,10 +30,12 @@ bool isOne(const Scalar& s) { return s.toDouble() == 1.0; }
 template <class T, class Op, class Pick>
 void exactBinaryKernel(TensorIterator& iter, const Op& op, const Pick& pick) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    cpu_binary_kernel<T>(iter, op, pick(vec::mathFor<T>()));
-  } else {
-    cpu_kernel<T, T, T>(iter, op);
+    if (iter.numel() > 1) {  // one element: the blocked loop's single-element path is shorter
+      cpu_binary_kernel<T>(iter, op, pick(vec::mathFor<T>()));
+      return;
+    }
   }
+  cpu_kernel<T, T, T>(iter, op);
 }
 
 // out = self + alpha * other over a built iterator.

@@ -41,7 +41,7 @@ def main():
             totals[trigger.group(1)] = int(total.group(1))
     subprocess.run(["rm", "-rf", tmp], check=True)
     with open(out_csv, "w", newline="") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")
         w.writerow(["case", "instructions_per_call"])
         for case, n in ns.items():
             a, b = totals.get(f"{case} n"), totals.get(f"{case} 2n")

@@ -181,7 +181,7 @@ def main():
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "scale.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["case", "median", "min", "max", "unit", "note"])
+        w = csv.DictWriter(f, fieldnames=["case", "median", "min", "max", "unit", "note"], lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
 

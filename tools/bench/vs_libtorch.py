@@ -58,7 +58,7 @@ def main():
                      "c10_ns": f"{c10['median']:.3f}", "c10_min": f"{c10['min']:.3f}", "c10_max": f"{c10['max']:.3f}",
                      "ratio": f"{ratio:.3f}"})
     with open(os.path.join(RESULTS, args.out), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
 
