@@ -9,6 +9,7 @@ runtime/ holds one folder per layer, lowest first:
     dispatch  schemas, IValue, boxing, kernels, operator entries, the dispatcher, Library
     autograd  graph recording and the engine
     layers    the built-in dispatch modes, the profiler, autocast
+    func      function transforms on the dispatcher (vmap, batched tensors)
     optim     the optimizers (SGD, Adam), written with dk operators
 
 A file in one layer may include headers of its own layer and of lower ones only. The
@@ -27,7 +28,7 @@ import os
 import re
 import sys
 
-LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers", "optim"]
+LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers", "func", "optim"]
 ENTRY_POINTS = {"dk/dk.h", "dk/dispatch.h", "dk/modes.h"}
 GENERATED_LAYER = {
     "Operators.h": "dispatch",

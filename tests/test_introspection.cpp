@@ -43,7 +43,8 @@ TEST_CASE("introspection: dumpState lists the schema and every registered kernel
         "AutogradMeta: boxed_autograd [autograd kernel]\n"
         "Tracer: fallthrough tracer_skip [kernel]\n"
         "AutocastCPU: fallthrough autocast_fallthrough (default) [backend fallback]\n"
-        "AutocastCUDA: fallthrough autocast_fallthrough (default) [backend fallback]\n");
+        "AutocastCUDA: fallthrough autocast_fallthrough (default) [backend fallback]\n"
+        "FuncTorchBatched: vmap_fallback (default) [backend fallback]\n");
 }
 
 TEST_CASE("introspection: the computed table starts with Undefined when slot 0 is filled") {

@@ -380,6 +380,15 @@ void Dispatcher::deregisterImpl(OperatorEntry& entry, uint64_t id) {
 // ---- backend fallbacks ----
 
 RegistrationHandleRAII Dispatcher::registerFallback(DispatchKey key, KernelFunction kernel, std::string debug) {
+  return addFallback(key, std::move(kernel), std::move(debug), /*is_default=*/false);
+}
+
+RegistrationHandleRAII Dispatcher::registerDefaultFallback(DispatchKey key, KernelFunction kernel, std::string debug) {
+  return addFallback(key, std::move(kernel), std::move(debug), /*is_default=*/true);
+}
+
+RegistrationHandleRAII Dispatcher::addFallback(DispatchKey key, KernelFunction kernel, std::string debug,
+                                               bool is_default) {
   std::lock_guard<std::mutex> lock(mutex_);
   DK_CHECK(isRuntimeDispatchKey(key) && key != DispatchKey::Undefined, "cannot register a backend fallback at ",
            key, ": fallbacks go at a runtime key");
@@ -393,6 +402,7 @@ RegistrationHandleRAII Dispatcher::registerFallback(DispatchKey key, KernelFunct
   a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
   a.debug = std::move(debug);
   a.id = next_registration_id_++;
+  a.is_default = is_default;
   uint64_t id = a.id;
   slot = std::move(a);
   updateAllTables(key);

@@ -207,6 +207,10 @@ class Dispatcher {
                                       std::optional<CppSignature> cpp_signature,
                                       SchemaInferenceFn infer_schema, std::string debug);
   RegistrationHandleRAII registerFallback(DispatchKey key, KernelFunction kernel, std::string debug);
+  // A backend fallback the library ships with (as the Python key's dispatch-mode fallback): it
+  // is marked default, so the "Could not run" errors do not list its key among an operator's
+  // backends. For the library's own layers (vmap's for-loop fallback at FuncTorchBatched).
+  RegistrationHandleRAII registerDefaultFallback(DispatchKey key, KernelFunction kernel, std::string debug);
 
   // Checks a typed handle's C++ signature against the operator's; throws on mismatch.
   void checkSignature(const OperatorHandle& op, const CppSignature& sig, const FunctionSchema& inferred) const;
@@ -255,6 +259,7 @@ class Dispatcher {
   void deregisterDef(OperatorEntry& entry);
   void deregisterImpl(OperatorEntry& entry, uint64_t id);
   void deregisterFallback(DispatchKey key, uint64_t id);
+  RegistrationHandleRAII addFallback(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default);
   // After a fallback change at `changed` (every slot when nullopt); caller holds mutex_.
   void updateAllTables(std::optional<DispatchKey> changed = std::nullopt);
   const OperatorEntry::Fallbacks& fallbackPointers() const;  // the backend fallbacks by slot, or null

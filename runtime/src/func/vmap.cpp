@@ -1,0 +1,338 @@
+// vmap: levels, the inputs' and outputs' batch dims, the for-loop fallback at FuncTorchBatched
+// and the batching rules of the view and list operators the fallback and vmap itself use
+// (Note [vmap], Note [Batched tensors]).
+#include "dk/func/vmap.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "dk/dispatch/dispatcher.h"
+#include "dk/dispatch/library.h"
+#include "dk/func/batched_tensor.h"
+#include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/permute.h"
+#include "dk/generated/ops/select.h"
+#include "dk/generated/ops/stack.h"
+#include "dk/generated/ops/unsqueeze.h"
+
+namespace dk::func {
+
+namespace {
+
+thread_local int64_t tls_vmap_level = 0;
+std::atomic<bool> g_warn_fallback{true};
+
+// Enters a new vmap level; leaves it on scope exit, also when the function throws.
+class LevelScope {
+ public:
+  LevelScope() : level_(++tls_vmap_level) {}
+  ~LevelScope() { --tls_vmap_level; }
+  LevelScope(const LevelScope&) = delete;
+  LevelScope& operator=(const LevelScope&) = delete;
+  int64_t level() const { return level_; }
+
+ private:
+  int64_t level_;
+};
+
+int64_t wrapDim(int64_t dim, int64_t ndim, const char* what) {
+  DK_CHECK(dim >= -ndim && dim < ndim, what, ": dim ", dim, " is out of range for ", ndim, " dims (expected ", -ndim,
+           " <= dim < ", ndim, ")");
+  return dim < 0 ? dim + ndim : dim;
+}
+
+// "0", "None", "(0, None)": the dims as functorch prints them in its messages.
+std::string dimsText(const std::vector<BatchDim>& dims) {
+  auto one = [](const BatchDim& d) { return d ? std::to_string(*d) : std::string("None"); };
+  if (dims.size() == 1) return one(dims[0]);
+  std::string text = "(";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + one(dims[i]);
+  return text + ")";
+}
+
+const BatchDim& dimFor(const std::vector<BatchDim>& dims, size_t i) { return dims.size() == 1 ? dims[0] : dims[i]; }
+
+// The value's batch dim moved from the front to `target` (a view).
+Tensor moveFrontTo(const Tensor& value, int64_t target) {
+  if (target == 0) return value;
+  std::vector<int64_t> order(static_cast<size_t>(value.dim()));
+  std::iota(order.begin(), order.end(), 1);
+  order[static_cast<size_t>(target)] = 0;
+  for (int64_t d = 0; d < target; ++d) order[static_cast<size_t>(d)] = d + 1;
+  for (int64_t d = target + 1; d < value.dim(); ++d) order[static_cast<size_t>(d)] = d;
+  return value.permute(order);
+}
+
+// `t` (not batched at this level) repeated over a batch of `batch` at the front: a broadcast view.
+Tensor broadcastFront(const Tensor& t, int64_t batch) {
+  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+  sizes.insert(sizes.begin(), batch);
+  return t.unsqueeze(0).expand(sizes);
+}
+
+std::vector<Tensor> runVmap(const TensorsFn& f, const std::vector<BatchDim>& in_dims,
+                            const std::vector<BatchDim>& out_dims, const std::vector<Tensor>& inputs) {
+  const std::string call = "vmap(f, in_dims=" + dimsText(in_dims) + ", ...)(<inputs>)";
+  DK_CHECK(!inputs.empty(), "vmap(f)(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are trying to "
+           "vmap over a function with no inputs. The latter is unsupported.");
+  DK_CHECK(in_dims.size() == 1 || in_dims.size() == inputs.size(), call,
+           ": in_dims is not compatible with the structure of `inputs`. in_dims has ", in_dims.size(),
+           " entries but inputs has ", inputs.size(), ".");
+  std::vector<int64_t> batch_sizes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BatchDim& d = dimFor(in_dims, i);
+    if (!d) continue;
+    DK_CHECK(inputs[i].defined(), call, ": Got in_dim=", *d, " for input ", i, ", but that input is an undefined tensor.");
+    const int64_t n = inputs[i].dim();
+    DK_CHECK(*d >= -n && *d < n, call, ": Got in_dim=", *d, " for some input, but that input is a Tensor of "
+             "dimensionality ", n, " so expected in_dim to satisfy ", -n, " <= in_dim < ", n, ".");
+    batch_sizes.push_back(inputs[i].size(*d));
+  }
+  DK_CHECK(!batch_sizes.empty(), call, ": at least one input must be mapped, but every in_dim is None.");
+  if (std::adjacent_find(batch_sizes.begin(), batch_sizes.end(), std::not_equal_to<>()) != batch_sizes.end()) {
+    std::ostringstream sizes;
+    for (size_t i = 0; i < batch_sizes.size(); ++i) sizes << (i ? ", " : "") << batch_sizes[i];
+    DK_ERROR("vmap: Expected all tensors to have the same size in the mapped dimension, got sizes [", sizes.str(),
+             "] for the mapped dimension");
+  }
+  const int64_t batch = batch_sizes[0];
+
+  std::vector<Tensor> outputs;
+  LevelScope scope;
+  {
+    std::vector<Tensor> wrapped;
+    wrapped.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const BatchDim& d = dimFor(in_dims, i);
+      wrapped.push_back(d ? makeBatched(inputs[i], *d, scope.level()) : inputs[i]);
+    }
+    outputs = f(wrapped);
+  }
+  DK_CHECK(out_dims.size() == 1 || out_dims.size() == outputs.size(), "vmap(f, ..., out_dims=", dimsText(out_dims),
+           "): out_dims is not compatible with the structure of `outputs`. out_dims has ", out_dims.size(),
+           " entries but f returned ", outputs.size(), " outputs.");
+  std::vector<Tensor> results;
+  results.reserve(outputs.size());
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const Tensor& out = outputs[j];
+    const BatchDim& d = dimFor(out_dims, j);
+    const BatchedTensorImpl* b = out.defined() ? batchedAt(out, scope.level()) : nullptr;
+    if (!d) {
+      DK_CHECK(b == nullptr, "vmap(f, ..., out_dims=", dimsText(out_dims), "): f can not return a BatchedTensor "
+               "when out_dim is None (output ", j, " depends on a mapped input)");
+      results.push_back(out);
+      continue;
+    }
+    DK_CHECK(out.defined(), "vmap(f, ..., out_dims=", dimsText(out_dims), "): output ", j,
+             " is an undefined tensor; its out_dim must be None");
+    const int64_t target = wrapDim(*d, out.dim() + 1, "vmap: out_dim");
+    results.push_back(moveFrontTo(b ? valueWithBdimFirst(*b) : broadcastFront(out, batch), target));
+  }
+  return results;
+}
+
+// ---------------------------------------------------------------- the for-loop fallback
+
+std::mutex g_warned_mutex;
+std::set<std::string> g_warned;  // operators the fallback has warned about
+
+void warnOnce(const OperatorHandle& op) {
+  if (!g_warn_fallback.load(std::memory_order_relaxed)) return;
+  const std::string name = op.operator_name().toString();
+  {
+    std::lock_guard<std::mutex> lock(g_warned_mutex);
+    if (!g_warned.insert(name).second) return;
+  }
+  warn("vmap: there is a performance drop because " + name + " has no batching rule: it runs once per batch "
+       "element and the results are stacked. Add a batching rule for it to run once for the whole batch.");
+}
+
+// The highest vmap level among the batched tensors of `values` (tensors and tensor lists).
+int64_t highestLevel(const IValue* values, size_t n) {
+  int64_t level = 0;
+  auto see = [&](const IValue& v) {
+    if (!v.isTensor()) return;
+    if (const BatchedTensorImpl* b = maybeBatched(v.toTensor())) level = std::max(level, b->level());
+  };
+  for (size_t i = 0; i < n; ++i) {
+    see(values[i]);
+    if (values[i].isList())
+      for (const IValue& e : values[i].toListElements()) see(e);
+  }
+  return level;
+}
+
+// An in-place operator: its first argument is written and is what it returns.
+bool isInplace(const FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  const auto& rets = schema.returns();
+  return !args.empty() && args[0].alias_info && args[0].alias_info->is_write && rets.size() == 1 &&
+         rets[0].alias_info && rets[0].alias_info->is_write && !args[0].kwarg_only;
+}
+
+void batchedFallback(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* stack) {
+  const FunctionSchema& schema = op.schema();
+  const std::string name = op.operator_name().name;  // "dk::add_", as PyTorch's messages name it
+  const size_t n = schema.arguments().size();
+  DK_CHECK(stack->size() >= n, "vmap fallback for ", op.operator_name(), ": ", n, " arguments expected, the stack has ",
+           stack->size());
+  const size_t base = stack->size() - n;
+  const int64_t level = highestLevel(stack->data() + base, n);
+  DK_CHECK(level > 0, "vmap fallback for ", op.operator_name(), " ran without a batched argument");
+  for (size_t i = 0; i < n; ++i) {
+    const IValue& v = (*stack)[base + i];
+    if (!v.isList()) continue;
+    for (const IValue& e : v.toListElements())
+      DK_CHECK(!e.isTensor() || maybeBatched(e.toTensor()) == nullptr, "Batching rule not implemented for ", name,
+               ". We could not generate a fallback.");
+  }
+  for (const Argument& r : schema.returns())
+    DK_CHECK(r.type.kind() == TypeKind::Tensor, "Batching rule not implemented for ", name,
+             ". We could not generate a fallback.");
+  const bool inplace = isInplace(schema);
+  if (!inplace) {
+    bool aliases = schema.is_mutable();
+    for (const Argument& r : schema.returns()) aliases = aliases || r.alias_info.has_value();
+    DK_CHECK(!aliases, "Batching rule not implemented for ", name, "; the fallback path doesn't work on out= or view "
+             "ops.");
+  }
+  // Each argument batched at this level, with its batch dim first; the batch size.
+  std::vector<Tensor> firsts(n);
+  int64_t batch = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const IValue& v = (*stack)[base + i];
+    if (!v.isTensor()) continue;
+    if (const BatchedTensorImpl* b = batchedAt(v.toTensor(), level)) {
+      firsts[i] = valueWithBdimFirst(*b);
+      batch = firsts[i].size(0);
+    }
+  }
+  if (inplace && !firsts[0].defined()) {
+    DK_ERROR("vmap: ", name, "(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args "
+             "that has more elements than `self`. This happened due to `other` being vmapped over but `self` not being "
+             "vmapped over at level ", level, ". Please try to use out-of-place operators instead of ", name, ".");
+  }
+  warnOnce(op);
+  const size_t nrets = schema.returns().size();
+  std::vector<std::vector<Tensor>> per_return(nrets);
+  for (int64_t e = 0; e < batch; ++e) {
+    Stack s;
+    s.reserve(n);
+    for (size_t i = 0; i < n; ++i)
+      s.push_back(firsts[i].defined() ? IValue(firsts[i].select(0, e)) : (*stack)[base + i]);
+    op.callBoxed(&s);
+    for (size_t r = 0; r < nrets; ++r) per_return[r].push_back(std::move(s[r]).toTensor());
+  }
+  IValue self = inplace ? (*stack)[base] : IValue();
+  stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  if (inplace) {
+    stack->push_back(std::move(self));  // the slices were views of its value: written in place
+    return;
+  }
+  for (size_t r = 0; r < nrets; ++r) stack->push_back(IValue(makeBatched(dk::stack(per_return[r], 0), 0, level)));
+}
+
+// ---------------------------------------------------------------- batching rules
+// Views and lists, which the fallback cannot run (a view of stacked copies would not alias the
+// input) and which vmap and the fallback use themselves. Each runs the operator once on the
+// value, with the batch dim first, and wraps the result at the same level.
+
+const BatchedTensorImpl& batchedSelf(const Tensor& self) {
+  const BatchedTensorImpl* b = maybeBatched(self);
+  DK_CHECK(b != nullptr, "vmap: a batching rule ran for a tensor that is not batched");
+  return *b;
+}
+
+Tensor selectBatched(const Tensor& self, int64_t dim, int64_t index) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  const int64_t d = wrapDim(dim, self.dim(), "select()");
+  return makeBatched(valueWithBdimFirst(b).select(d + 1, index), 0, b.level());
+}
+
+Tensor permuteBatched(const Tensor& self, IntArrayRef dims) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  DK_CHECK(static_cast<int64_t>(dims.size()) == self.dim(), "number of dims don't match in permute");
+  std::vector<int64_t> physical{0};
+  for (int64_t d : dims) physical.push_back(wrapDim(d, self.dim(), "permute()") + 1);
+  return makeBatched(valueWithBdimFirst(b).permute(physical), 0, b.level());
+}
+
+Tensor unsqueezeBatched(const Tensor& self, int64_t dim) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  const int64_t d = wrapDim(dim, self.dim() + 1, "unsqueeze()");
+  return makeBatched(valueWithBdimFirst(b).unsqueeze(d + 1), 0, b.level());
+}
+
+Tensor expandBatched(const Tensor& self, IntArrayRef size, bool implicit) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  DK_CHECK(static_cast<int64_t>(size.size()) >= self.dim(), "expand(size=", size, "): the number of sizes provided (",
+           size.size(), ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
+  Tensor value = valueWithBdimFirst(b);
+  // New leading dims go after the batch dim.
+  for (size_t i = static_cast<size_t>(self.dim()); i < size.size(); ++i) value = value.unsqueeze(1);
+  std::vector<int64_t> physical{value.size(0)};
+  physical.insert(physical.end(), size.begin(), size.end());
+  return makeBatched(value.expand(physical, implicit), 0, b.level());
+}
+
+Tensor stackBatched(ArrayRef<Tensor> tensors, int64_t dim) {
+  DK_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
+  int64_t level = 0;
+  int64_t batch = -1;
+  for (const Tensor& t : tensors) {
+    if (const BatchedTensorImpl* b = maybeBatched(t); b != nullptr && b->level() >= level) {
+      if (b->level() > level) batch = b->value().size(b->bdim());
+      level = b->level();
+    }
+  }
+  std::vector<Tensor> physical;
+  physical.reserve(tensors.size());
+  for (const Tensor& t : tensors) {
+    const BatchedTensorImpl* b = batchedAt(t, level);
+    physical.push_back(b ? valueWithBdimFirst(*b) : broadcastFront(t, batch));
+  }
+  const int64_t d = wrapDim(dim, tensors[0].dim() + 1, "stack()");
+  return makeBatched(dk::stack(physical, d + 1), 0, level);
+}
+
+}  // namespace
+
+TensorsFn vmap(TensorsFn f, std::vector<BatchDim> in_dims, std::vector<BatchDim> out_dims) {
+  DK_CHECK(f, "vmap: the function to map is empty");
+  DK_CHECK(!in_dims.empty(), "vmap: in_dims must hold one entry per input, or one for all of them");
+  DK_CHECK(!out_dims.empty(), "vmap: out_dims must hold one entry per output, or one for all of them");
+  return [f = std::move(f), in_dims = std::move(in_dims), out_dims = std::move(out_dims)](
+             const std::vector<Tensor>& inputs) { return runVmap(f, in_dims, out_dims, inputs); };
+}
+
+std::function<Tensor(const Tensor&)> vmap(std::function<Tensor(const Tensor&)> f, BatchDim in_dim, BatchDim out_dim) {
+  DK_CHECK(f, "vmap: the function to map is empty");
+  TensorsFn many = vmap([f = std::move(f)](const std::vector<Tensor>& xs) { return std::vector<Tensor>{f(xs[0])}; },
+                        {in_dim}, {out_dim});
+  return [many = std::move(many)](const Tensor& x) { return many({x})[0]; };
+}
+
+int64_t currentVmapLevel() { return tls_vmap_level; }
+
+bool setVmapFallbackWarningEnabled(bool enabled) { return g_warn_fallback.exchange(enabled); }
+
+// The fallback is the library's own: registered once and kept for the life of the process, as
+// the dispatcher's defaults are (the handle is never destroyed; the global keeps it reachable).
+[[maybe_unused]] RegistrationHandleRAII* const g_fallback =
+    new RegistrationHandleRAII(Dispatcher::singleton().registerDefaultFallback(
+        DispatchKey::FuncTorchBatched, KernelFunction::makeFromBoxedFunction<&batchedFallback>(),
+        "vmap_fallback (default)"));
+
+DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
+  m.impl("select.int", DK_FN(selectBatched));
+  m.impl("permute", DK_FN(permuteBatched));
+  m.impl("unsqueeze", DK_FN(unsqueezeBatched));
+  m.impl("expand", DK_FN(expandBatched));
+  m.impl("stack", DK_FN(stackBatched));
+}
+
+}  // namespace dk::func

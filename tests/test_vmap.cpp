@@ -1,0 +1,198 @@
+// vmap (Note [vmap], Note [Batched tensors]): the batched result equals stacking the
+// per-example results of a loop, for mapped and unmapped inputs, any in_dims and out_dims,
+// nested levels, operators with a batching rule and those that take the for-loop fallback
+// (which warns once per operator); and the errors of mismatched or out-of-range dims.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dispatch_test_util.h"
+#include "dk/dk.h"
+#include "dk/func/batched_tensor.h"
+#include "dk/func/vmap.h"
+#include "kernel_test_util.h"
+
+using namespace dk;
+using namespace dk::test;
+using dk::func::BatchDim;
+using dk::func::vmap;
+
+namespace {
+
+Tensor randomTensor(const std::vector<int64_t>& sizes, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-2, 2);
+  Values v(static_cast<size_t>(computeNumel(sizes)));
+  for (double& x : v) x = dist(gen);
+  return make(v, sizes, kDouble);
+}
+
+// f applied to each example (inputs sliced at their in_dims), the results stacked at out_dim.
+Tensor loopReference(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
+                     const std::vector<BatchDim>& in_dims, int64_t out_dim) {
+  int64_t batch = -1;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (in_dims[i]) batch = inputs[i].size(*in_dims[i]);
+  std::vector<Tensor> results;
+  for (int64_t e = 0; e < batch; ++e) {
+    std::vector<Tensor> slice;
+    for (size_t i = 0; i < inputs.size(); ++i) slice.push_back(in_dims[i] ? inputs[i].select(*in_dims[i], e) : inputs[i]);
+    results.push_back(f(slice));
+  }
+  return dk::stack(results, out_dim);
+}
+
+bool sameTensor(const Tensor& got, const Tensor& want) {
+  return got.sizes() == want.sizes() && sameValues(read(got), read(want), 1e-12);
+}
+
+}  // namespace
+
+TEST_CASE("vmap: pointwise, matmul and reductions equal a loop over the batch, for any in_dims and out_dims",
+          "[vmap]") {
+  dk::func::setVmapFallbackWarningEnabled(false);
+  struct Case {
+    const char* name;
+    std::function<Tensor(const std::vector<Tensor>&)> f;
+    std::vector<std::vector<int64_t>> example_sizes;  // per input, without the batch dim
+  };
+  const std::vector<Case> cases = {
+      {"add", [](const std::vector<Tensor>& x) { return dk::add(x[0], x[1]); }, {{3, 4}, {3, 4}}},
+      {"mul broadcast", [](const std::vector<Tensor>& x) { return dk::mul(x[0], x[1]); }, {{3, 4}, {4}}},
+      {"exp", [](const std::vector<Tensor>& x) { return dk::exp(x[0]); }, {{2, 5}}},
+      {"mm", [](const std::vector<Tensor>& x) { return dk::mm(x[0], x[1]); }, {{3, 4}, {4, 2}}},
+      {"sum dim", [](const std::vector<Tensor>& x) { return dk::sum(x[0], std::vector<int64_t>{1}); }, {{3, 4}}},
+      {"full sum", [](const std::vector<Tensor>& x) { return dk::sum(x[0]); }, {{3, 4}}},
+      {"softmax", [](const std::vector<Tensor>& x) { return dk::softmax(x[0], -1); }, {{3, 4}}},
+      {"views", [](const std::vector<Tensor>& x) { return x[0].permute({1, 0}).unsqueeze(0).select(2, 1); }, {{3, 4}}},
+      {"expand", [](const std::vector<Tensor>& x) { return dk::add(x[0].expand({2, 3, 4}), x[1]); }, {{3, 4}, {3, 4}}},
+  };
+  const int64_t batch = 5;
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    // Each input mapped at every dim (or not mapped, when another one is); outputs at 0 and -1.
+    const size_t n = c.example_sizes.size();
+    for (int64_t in0 = -1; in0 <= static_cast<int64_t>(c.example_sizes[0].size()); ++in0) {
+      for (int mapped_second = 0; mapped_second < (n > 1 ? 2 : 1); ++mapped_second) {
+        for (int64_t out_dim : {0, -1}) {
+          std::vector<BatchDim> in_dims;
+          std::vector<Tensor> inputs;
+          for (size_t i = 0; i < n; ++i) {
+            std::vector<int64_t> sizes = c.example_sizes[i];
+            BatchDim d;
+            if (i == 0 && in0 >= 0) d = in0;
+            if (i == 1 && mapped_second) d = static_cast<int64_t>(sizes.size());  // the last dim
+            if (d) sizes.insert(sizes.begin() + *d, batch);
+            in_dims.push_back(d);
+            inputs.push_back(randomTensor(sizes, seed++));
+          }
+          if (!in_dims[0] && !(n > 1 && in_dims[1])) continue;
+          INFO(c.name << ": in_dims " << (in_dims[0] ? std::to_string(*in_dims[0]) : "None")
+                      << (n > 1 ? (in_dims[1] ? ", " + std::to_string(*in_dims[1]) : ", None") : "") << ", out_dim "
+                      << out_dim);
+          Tensor got = vmap([&](const std::vector<Tensor>& xs) { return std::vector<Tensor>{c.f(xs)}; }, in_dims,
+                            {out_dim})(inputs)[0];
+          const int64_t want_dim = out_dim < 0 ? out_dim + got.dim() : out_dim;
+          Tensor want = loopReference(c.f, inputs, in_dims, want_dim);
+          CHECK(!dk::func::maybeBatched(got));
+          CHECK(sameTensor(got, want));
+        }
+      }
+    }
+  }
+  dk::func::setVmapFallbackWarningEnabled(true);
+}
+
+TEST_CASE("vmap: nested levels give the doubly batched result", "[vmap]") {
+  dk::func::setVmapFallbackWarningEnabled(false);
+  // Outer over dim 0 of x, inner over dim 0 of y: out[i][j] = x[i] * y[j] + sum(x[i]).
+  Tensor x = randomTensor({3, 4}, 7), y = randomTensor({2, 4}, 8);
+  auto inner = [](const std::vector<Tensor>& xs) {
+    return std::vector<Tensor>{dk::add(dk::mul(xs[0], xs[1]), dk::sum(xs[0]))};
+  };
+  auto outer = [&](const std::vector<Tensor>& xs) {
+    CHECK(dk::func::currentVmapLevel() == 1);
+    return vmap(inner, {std::nullopt, 0})({xs[0], xs[1]});
+  };
+  Tensor got = vmap(outer, {0, std::nullopt})({x, y})[0];
+  REQUIRE(got.sizes() == std::vector<int64_t>{3, 2, 4});
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 2; ++j) {
+      Tensor want = dk::add(dk::mul(x.select(0, i), y.select(0, j)), dk::sum(x.select(0, i)));
+      CHECK(sameTensor(got.select(0, i).select(0, j), want));
+    }
+  }
+  CHECK(dk::func::currentVmapLevel() == 0);
+  dk::func::setVmapFallbackWarningEnabled(true);
+}
+
+TEST_CASE("vmap: unmapped outputs are broadcast, out_dims None returns them as they are", "[vmap]") {
+  Tensor x = randomTensor({4, 3}, 11);
+  Tensor constant = randomTensor({3}, 12);
+  auto f = [&](const std::vector<Tensor>& xs) { return std::vector<Tensor>{xs[0], constant}; };
+  std::vector<Tensor> out = vmap(f, {0}, {1, 0})({x});
+  CHECK(sameTensor(out[0], x.permute({1, 0})));
+  REQUIRE(out[1].sizes() == std::vector<int64_t>{4, 3});
+  for (int64_t i = 0; i < 4; ++i) CHECK(sameTensor(out[1].select(0, i), constant));
+  std::vector<Tensor> kept = vmap(f, {0}, {0, std::nullopt})({x});
+  CHECK(kept[1].is_same(constant));
+}
+
+TEST_CASE("vmap: an operator without a batching rule runs once per element and warns once", "[vmap]") {
+  dk::testing::WarningCapture warnings;
+  Tensor x = randomTensor({6, 3}, 21);
+  auto f = [](const Tensor& t) { return dk::tanh(t); };
+  Tensor got = vmap(std::function<Tensor(const Tensor&)>(f))(x);
+  CHECK(sameTensor(got, dk::tanh(x)));
+  vmap(std::function<Tensor(const Tensor&)>(f))(x);  // the second call does not warn again
+  int tanh_warnings = 0;
+  for (const std::string& m : warnings.messages)
+    if (m.find("dk::tanh") != std::string::npos && m.find("no batching rule") != std::string::npos) ++tanh_warnings;
+  CHECK(tanh_warnings == 1);
+}
+
+TEST_CASE("vmap: in-place operators write through the batched input's value", "[vmap]") {
+  dk::func::setVmapFallbackWarningEnabled(false);
+  Tensor x = randomTensor({4, 3}, 31), y = randomTensor({4, 3}, 32);
+  Tensor expected = dk::add(x, y);
+  Tensor target = x.clone();
+  vmap([](const std::vector<Tensor>& xs) { return std::vector<Tensor>{xs[0].add_(xs[1])}; }, {0})({target, y});
+  CHECK(sameTensor(target, expected));
+  // self not mapped while the other argument is: the batched values cannot go into it.
+  Tensor small = randomTensor({3}, 33);
+  auto bad = [](const std::vector<Tensor>& xs) { return std::vector<Tensor>{xs[0].add_(xs[1])}; };
+  CHECK_THROWS_WITH(vmap(bad, {std::nullopt, 0})({small, y}),
+                    Catch::Contains("vmap: dk::add_(self, *extra_args) is not possible because there exists a Tensor "
+                                    "`other` in extra_args that has more elements than `self`") &&
+                        Catch::Contains("not being vmapped over at level 1"));
+  dk::func::setVmapFallbackWarningEnabled(true);
+}
+
+TEST_CASE("vmap: errors name the problem", "[vmap]") {
+  dk::func::setVmapFallbackWarningEnabled(false);
+  auto id = [](const std::vector<Tensor>& xs) { return std::vector<Tensor>{xs[0]}; };
+  auto both = [](const std::vector<Tensor>& xs) { return std::vector<Tensor>{dk::add(xs[0], xs[1])}; };
+  Tensor a = randomTensor({2, 3}, 41), b = randomTensor({4, 3}, 42);
+  CHECK_THROWS_WITH(vmap(both)({a, b}), "vmap: Expected all tensors to have the same size in the mapped dimension, "
+                                        "got sizes [2, 4] for the mapped dimension");
+  CHECK_THROWS_WITH(vmap(id, {2})({a}), "vmap(f, in_dims=2, ...)(<inputs>): Got in_dim=2 for some input, but that "
+                                        "input is a Tensor of dimensionality 2 so expected in_dim to satisfy -2 <= "
+                                        "in_dim < 2.");
+  CHECK_THROWS_WITH(vmap(id, {0, 0, 0})({a, b}), Catch::Contains("in_dims is not compatible with the structure of "
+                                                                 "`inputs`"));
+  CHECK_THROWS_WITH(vmap(id, {std::nullopt})({a}), Catch::Contains("at least one input must be mapped"));
+  CHECK_THROWS_WITH(vmap(id)({}), Catch::Contains("got no inputs"));
+  CHECK_THROWS_WITH(vmap(id, {0}, {std::nullopt})({a}),
+                    Catch::Contains("f can not return a BatchedTensor when out_dim is None"));
+  CHECK_THROWS_WITH(vmap(id, {0}, {3})({a}), Catch::Contains("out_dim"));
+  CHECK(dk::func::currentVmapLevel() == 0);  // every error left its level
+  // An operator whose result is not a tensor has no fallback.
+  auto item = [](const std::vector<Tensor>& xs) {
+    (void)dk::sum(xs[0]).item();
+    return std::vector<Tensor>{xs[0]};
+  };
+  CHECK_THROWS_WITH(vmap(item)({a}), Catch::Contains("We could not generate a fallback"));
+  dk::func::setVmapFallbackWarningEnabled(true);
+}
