@@ -14,6 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "dk/core/parallel.h"
 #include "dk/dk.h"
 #include "dk/util/error.h"
@@ -187,4 +191,46 @@ TEST_CASE("parallel: kernels give the same values on one thread and on several",
   const std::vector<float>& b = several.back();
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) REQUIRE(std::abs(a[i] - b[i]) <= 1e-3f * (1 + std::abs(a[i])));
+}
+
+TEST_CASE("parallel: a forked child runs regions on a fresh pool, the parent on its own", "[parallel]") {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer does not support starting threads in the child of a multithreaded process
+  // (it ends the child), so this case runs in the other builds only.
+  return;
+#else
+  ThreadCount threads(4);
+  auto sumOfRange = [] {
+    std::atomic<int64_t> sum{0};
+    parallel_for(0, 100000, 1000, [&](int64_t b, int64_t e) {
+      int64_t s = 0;
+      for (int64_t i = b; i < e; ++i) s += i;
+      sum.fetch_add(s);
+    });
+    return sum.load();
+  };
+  const int64_t want = int64_t{100000} * 99999 / 2;
+  REQUIRE(sumOfRange() == want);  // the workers are running now
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(60);  // a child stuck waiting on the parent's workers dies instead of hanging
+    const bool ok = sumOfRange() == want && sumOfRange() == want && get_num_threads() == 4;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int waited_ms = 0; waited_ms < 90000 && done == 0; waited_ms += 10) {
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) usleep(10000);
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL("the forked child did not finish its parallel regions");
+  }
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(sumOfRange() == want);  // the parent's pool goes on
+#endif
 }

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
 #include <sched.h>
 
 #include "dk/util/error.h"
@@ -37,10 +38,23 @@ int defaultThreadCount() {
 // The pool: workers_ sleep until generation_ changes, then each takes chunks of the current
 // region until none are left and reports that it is done; the region's caller waits for every
 // worker, so the region (and the chunk function on the caller's stack) outlives every use.
+//
+// Note [Pool after fork]
+// A child made by fork() has one thread, the one that forked: the workers stayed in the parent,
+// and a mutex another thread held at the fork stays held. So the child's pool is reset in a
+// pthread_atfork child handler: fresh mutexes, no workers (the next region starts its own),
+// and the old workers' std::thread handles set aside unjoined (joining would wait forever,
+// destroying a joinable one terminates), kept reachable in `abandoned_` for the life of the
+// process. A process that forks to run workers of its own (the distributed tests) can use the
+// intra-op pool on both sides.
 class Pool {
  public:
   static Pool& get() {
-    static Pool* pool = new Pool();  // never destroyed: workers may still sleep at exit
+    static Pool* pool = [] {
+      auto* created = new Pool();  // never destroyed: workers may still sleep at exit
+      pthread_atfork(nullptr, nullptr, [] { Pool::get().resetInChild(); });
+      return created;
+    }();
     return *pool;
   }
 
@@ -84,6 +98,20 @@ class Pool {
   }
 
  private:
+  // Note [Pool after fork]. Runs in the child, which has this one thread.
+  void resetInChild() {
+    new (&region_mutex_) std::mutex();
+    new (&error_mutex_) std::mutex();
+    if (!workers_.empty()) {
+      if (abandoned_ == nullptr) abandoned_ = new std::vector<std::thread>();
+      for (std::thread& t : workers_) abandoned_->push_back(std::move(t));
+      workers_.clear();
+    }
+    stopping_.store(false, std::memory_order_relaxed);
+    pending_workers_.store(0, std::memory_order_relaxed);
+    tl_in_region = false;
+  }
+
   void runChunk(int64_t chunk) {
     const int64_t b = begin_ + chunk * chunk_size_;
     const int64_t e = std::min(end_, b + chunk_size_);
@@ -145,6 +173,7 @@ class Pool {
   detail::ChunkFn fn_{};
   std::mutex error_mutex_;
   std::exception_ptr error_;
+  std::vector<std::thread>* abandoned_ = nullptr;  // Note [Pool after fork]
 };
 
 }  // namespace
