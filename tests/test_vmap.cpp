@@ -11,6 +11,7 @@
 #include "dispatch_test_util.h"
 #include "dk/dk.h"
 #include "dk/func/batched_tensor.h"
+#include "dk/func/batching_rules.h"
 #include "dk/func/vmap.h"
 #include "kernel_test_util.h"
 
@@ -195,4 +196,77 @@ TEST_CASE("vmap: errors name the problem", "[vmap]") {
   };
   CHECK_THROWS_WITH(vmap(item)({a}), Catch::Contains("We could not generate a fallback"));
   dk::func::setVmapFallbackWarningEnabled(true);
+}
+
+TEST_CASE("vmap: the pointwise batching rule runs an operator once for the batch, with the loop's values",
+          "[vmap]") {
+  // Registered here for a few operators; the YAML's pointwise family will register it for all.
+  Library lib(Library::IMPL, "dk", DispatchKey::FuncTorchBatched);
+  auto rule = [] { return CppFunction::makeFromBoxedFunction<&dk::func::pointwiseBatchingRule>(); };
+  lib.impl("add.Tensor", rule());
+  lib.impl("mul.Tensor", rule());
+  lib.impl("exp", rule());
+  lib.impl("add_.Tensor", rule());
+  dk::testing::WarningCapture warnings;
+  auto op = std::make_shared<OpCounter>();
+  const int64_t batch = 4;
+  struct Case {
+    const char* name;
+    std::function<Tensor(const std::vector<Tensor>&)> f;
+    std::vector<std::vector<int64_t>> sizes;  // per input, without the batch dim
+    std::vector<BatchDim> in_dims;
+  };
+  const std::vector<Case> cases = {
+      {"same shapes", [](const std::vector<Tensor>& x) { return dk::add(x[0], x[1]); }, {{3, 2}, {3, 2}}, {0, 1}},
+      {"ranks differ", [](const std::vector<Tensor>& x) { return dk::mul(x[0], x[1]); }, {{3, 2}, {2}}, {2, 0}},
+      {"lower rank batched", [](const std::vector<Tensor>& x) { return dk::mul(x[0], x[1]); }, {{2}, {3, 2}}, {0, 0}},
+      {"unbatched operand", [](const std::vector<Tensor>& x) { return dk::add(x[0], x[1]); }, {{2}, {3, 2}},
+       {0, std::nullopt}},
+      {"unbatched higher rank", [](const std::vector<Tensor>& x) { return dk::mul(x[0], x[1]); }, {{3, 2}, {5, 3, 2}},
+       {-1, std::nullopt}},
+      {"unary", [](const std::vector<Tensor>& x) { return dk::exp(x[0]); }, {{2, 3}}, {1}},
+      {"logical scalars", [](const std::vector<Tensor>& x) { return dk::add(x[0], x[1]); }, {{}, {}}, {0, 0}},
+  };
+  uint32_t seed = 100;
+  for (const Case& c : cases) {
+    INFO(c.name);
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < c.sizes.size(); ++i) {
+      std::vector<int64_t> sizes = c.sizes[i];
+      if (c.in_dims[i]) {
+        const auto rank = static_cast<int64_t>(sizes.size()) + 1;
+        const int64_t d = *c.in_dims[i] < 0 ? *c.in_dims[i] + rank : *c.in_dims[i];
+        sizes.insert(sizes.begin() + d, batch);
+      }
+      inputs.push_back(randomTensor(sizes, seed++));
+    }
+    std::vector<BatchDim> wrapped_dims = c.in_dims;
+    for (BatchDim& d : wrapped_dims)
+      if (d && *d < 0) *d += static_cast<int64_t>(inputs[static_cast<size_t>(&d - wrapped_dims.data())].dim());
+    Tensor got;
+    {
+      DispatchModeGuard counting(op);
+      got = vmap([&](const std::vector<Tensor>& xs) { return std::vector<Tensor>{c.f(xs)}; }, c.in_dims)(inputs)[0];
+    }
+    CHECK(sameTensor(got, loopReference(c.f, inputs, wrapped_dims, 0)));
+  }
+  // One call of each operator per vmap call (the rule), never one per batch element.
+  CHECK(op->count("dk::add.Tensor") == 3);
+  CHECK(op->count("dk::mul.Tensor") == 3);
+  CHECK(op->count("dk::exp") == 1);
+  for (const std::string& m : warnings.messages) CHECK(m.find("no batching rule") == std::string::npos);
+  // In place: written through self's value.
+  Tensor x = randomTensor({4, 3}, 200), y = randomTensor({3}, 201);
+  Tensor expected = dk::add(x, y);
+  vmap([](const std::vector<Tensor>& xs) { return std::vector<Tensor>{xs[0].add_(xs[1])}; }, {0, std::nullopt})({x, y});
+  CHECK(sameTensor(x, expected));
+  // Nested: the inner level's rule calls the operator on the outer level's tensors, whose rule
+  // runs it once more.
+  Tensor a = randomTensor({3, 2}, 202), b = randomTensor({5, 2}, 203);
+  auto inner = [](const std::vector<Tensor>& xs) { return std::vector<Tensor>{dk::mul(xs[0], xs[1])}; };
+  Tensor nested = vmap([&](const std::vector<Tensor>& xs) { return vmap(inner, {std::nullopt, 0})(xs); },
+                       {0, std::nullopt})({a, b})[0];
+  REQUIRE(nested.sizes() == std::vector<int64_t>{3, 5, 2});
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 5; ++j) CHECK(sameTensor(nested.select(0, i).select(0, j), dk::mul(a.select(0, i), b.select(0, j))));
 }

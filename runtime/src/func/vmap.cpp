@@ -301,6 +301,8 @@ Tensor stackBatched(ArrayRef<Tensor> tensors, int64_t dim) {
 
 }  // namespace
 
+void forLoopBatchingFallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) { batchedFallback(op, ks, stack); }
+
 TensorsFn vmap(TensorsFn f, std::vector<BatchDim> in_dims, std::vector<BatchDim> out_dims) {
   DK_CHECK(f, "vmap: the function to map is empty");
   DK_CHECK(!in_dims.empty(), "vmap: in_dims must hold one entry per input, or one for all of them");

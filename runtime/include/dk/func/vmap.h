@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dk/dispatch/dispatcher.h"
 #include "dk/tensor/tensor.h"
 
 namespace dk::func {
@@ -40,6 +41,10 @@ TensorsFn vmap(TensorsFn f, std::vector<BatchDim> in_dims = {0}, std::vector<Bat
 // One tensor in, one out.
 std::function<Tensor(const Tensor&)> vmap(std::function<Tensor(const Tensor&)> f, BatchDim in_dim = 0,
                                           BatchDim out_dim = 0);
+
+// The for-loop fallback at FuncTorchBatched (Note [vmap]): the operator once per batch element,
+// the results stacked. Batching rules call it for the cases they do not cover.
+void forLoopBatchingFallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
 
 // The level of the innermost vmap running on this thread (0 outside any).
 int64_t currentVmapLevel();

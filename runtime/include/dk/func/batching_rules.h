@@ -1,0 +1,22 @@
+// dk/func/batching_rules.h: batching rules shared by families of operators (Note [Pointwise
+// batching rule]). Each is a boxed kernel for FuncTorchBatched.
+#pragma once
+
+#include "dk/dispatch/dispatcher.h"
+
+namespace dk::func {
+
+// Note [Pointwise batching rule]
+// A pointwise operator (out[i] = f(in[i]...) after broadcasting) runs once for the whole batch:
+// every tensor argument batched at the call's level gives its value with the batch dim first,
+// viewed with size-1 dims after the batch dim up to the highest logical rank of the arguments,
+// so that the example dims of every argument line up from the right as broadcasting wants and
+// the batch dim stays alone at the front; other tensors and non-tensor arguments are passed as
+// they are (they broadcast from the right, below the batch dim). The results are wrapped at the
+// same level with the batch dim first. An in-place operator writes into its self's value and
+// returns self, which must then be batched at that level. Where the physical call would change
+// type promotion (a batched argument that is logically 0-dim among arguments of different
+// dtypes: it would count as a dimensioned tensor), the rule runs the for-loop fallback instead.
+void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+
+}  // namespace dk::func

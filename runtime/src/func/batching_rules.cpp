@@ -1,0 +1,105 @@
+// Batching rules shared by families of operators (Note [Pointwise batching rule]).
+#include "dk/func/batching_rules.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "dk/func/batched_tensor.h"
+#include "dk/func/vmap.h"
+
+namespace dk::func {
+
+namespace {
+
+// The highest vmap level among the batched tensor arguments (0: none).
+int64_t callLevel(const IValue* args, size_t n) {
+  int64_t level = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!args[i].isTensor()) continue;
+    if (const BatchedTensorImpl* b = maybeBatched(args[i].toTensor())) level = std::max(level, b->level());
+  }
+  return level;
+}
+
+bool hasTensorList(const IValue* args, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (args[i].isList()) return true;
+  return false;
+}
+
+bool isInplace(const FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  const auto& rets = schema.returns();
+  return !args.empty() && args[0].alias_info && args[0].alias_info->is_write && rets.size() == 1 &&
+         rets[0].alias_info && rets[0].alias_info->is_write;
+}
+
+// `value` (batch dim first, `logical_rank` example dims) viewed with size-1 dims after the batch
+// dim up to `rank` example dims.
+Tensor padAfterBatch(Tensor value, int64_t logical_rank, int64_t rank) {
+  for (int64_t d = logical_rank; d < rank; ++d) value = value.unsqueeze(1);
+  return value;
+}
+
+}  // namespace
+
+void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  const FunctionSchema& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  DK_CHECK(stack->size() >= n, "vmap pointwise rule for ", op.operator_name(), ": ", n,
+           " arguments expected, the stack has ", stack->size());
+  const size_t base = stack->size() - n;
+  const IValue* args = stack->data() + base;
+  const int64_t level = callLevel(args, n);
+  bool run_loop = level == 0 || hasTensorList(args, n);
+  for (const Argument& r : schema.returns()) run_loop = run_loop || r.type.kind() != TypeKind::Tensor;
+  const bool inplace = isInplace(schema);
+  if (!inplace && schema.is_mutable()) run_loop = true;  // out= forms: the fallback says why it cannot
+  // The arguments' logical ranks and dtypes: a batched 0-dim argument among several dtypes would
+  // promote as a dimensioned tensor once physical.
+  int64_t rank = 0;
+  bool batched_scalar = false;
+  bool mixed_dtypes = false;
+  std::optional<ScalarType> dtype;
+  for (size_t i = 0; i < n && !run_loop; ++i) {
+    if (!args[i].isTensor()) continue;
+    const Tensor t = args[i].toTensor();
+    if (!t.defined()) continue;
+    rank = std::max(rank, t.dim());
+    if (batchedAt(t, level) != nullptr && t.dim() == 0) batched_scalar = true;
+    if (dtype && *dtype != t.dtype()) mixed_dtypes = true;
+    dtype = t.dtype();
+  }
+  if (batched_scalar && mixed_dtypes) run_loop = true;
+  if (run_loop) {
+    forLoopBatchingFallback(op, ks, stack);
+    return;
+  }
+  if (inplace && batchedAt(args[0].toTensor(), level) == nullptr) {
+    // The fallback gives functorch's error for a mapped argument written into an unmapped self.
+    forLoopBatchingFallback(op, ks, stack);
+    return;
+  }
+  Stack physical;
+  physical.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const BatchedTensorImpl* b = args[i].isTensor() ? batchedAt(args[i].toTensor(), level) : nullptr;
+    if (b == nullptr) {
+      physical.push_back(args[i]);
+      continue;
+    }
+    // In place, self keeps its own rank: the operator cannot grow it, and says so.
+    const int64_t target = inplace && i == 0 ? args[i].toTensor().dim() : rank;
+    physical.push_back(IValue(padAfterBatch(valueWithBdimFirst(*b), args[i].toTensor().dim(), target)));
+  }
+  IValue self = inplace ? args[0] : IValue();
+  op.callBoxed(&physical);
+  stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  if (inplace) {
+    stack->push_back(std::move(self));  // written through its value
+    return;
+  }
+  for (IValue& r : physical) stack->push_back(IValue(makeBatched(std::move(r).toTensor(), 0, level)));
+}
+
+}  // namespace dk::func
