@@ -62,6 +62,7 @@ from codegen.dest import (  # noqa: E402
     autocast,
     autograd,
     backend_select,
+    batching,
     boxing_adapters,
     dispatch_keys,
     functions,
@@ -179,6 +180,7 @@ def generate(
     register_backend.emit(ctx, files)
     backend_select.emit(ctx, files)
     autocast.emit(ctx, files)
+    batching.emit(ctx, files)
     manifest.emit(ctx, files)
 
 

@@ -47,6 +47,11 @@ AUTOCAST_POLICIES = ("lower_precision_fp", "fp32", "promote", "fp32_set_opt_dtyp
 # The device types with an autocast key; an entry's `autocast:` is one policy for all of them,
 # or a mapping from some of them to their policy (PyTorch's CPU and CUDA lists differ).
 AUTOCAST_DEVICES = ("CPU", "CUDA")
+# How vmap runs an operator once for a whole batch (`batching:`): the shared batching rule of a
+# family of operators (Note [Pointwise batching rule] in dk/func/batching_rules.h). An entry
+# tagged `pointwise` is in the pointwise family unless it is an out= form or says
+# `batching: none`; operators without a family run vmap's for-loop fallback.
+BATCHING_FAMILIES = ("pointwise",)
 
 
 def _empty_map() -> Mapping:
@@ -119,6 +124,7 @@ class NativeFunction:
     use_const_ref_for_mutable_tensors: bool = False
     ufunc_inner_loop: Mapping[str, str] = field(default_factory=_empty_map)
     autocast: Mapping[str, str] = field(default_factory=_empty_map)  # device type -> policy
+    batching: Optional[str] = None  # the vmap batching-rule family (BATCHING_FAMILIES)
 
     @property
     def name(self) -> OperatorName:

@@ -27,6 +27,7 @@ from codegen.errors import GenError, Location
 from codegen.model import (
     AUTOCAST_DEVICES,
     AUTOCAST_POLICIES,
+    BATCHING_FAMILIES,
     DEVICE_CHECKS,
     VARIANTS,
     Argument,
@@ -47,13 +48,13 @@ FOREIGN_KEY_MODES = ("error", "ignore")
 MAX_UNKNOWN_KEYS = 5
 
 # Every key an entry may have: those of PyTorch 1.13.1's file, manual_kernel_registration,
-# and our 'autocast' extension.
+# and our 'autocast' and 'batching' extensions.
 ENTRY_KEYS = (
     "func", "variants", "dispatch", "tags", "device_check", "device_guard",
     "manual_cpp_binding", "manual_kernel_registration", "autogen", "structured",
     "structured_delegate", "structured_inherits", "python_module", "category_override",
     "precomputed", "cpp_no_default_args", "use_const_ref_for_mutable_tensors",
-    "ufunc_inner_loop", "autocast",
+    "ufunc_inner_loop", "autocast", "batching",
 )
 _BOOL_KEYS = (
     "device_guard", "manual_cpp_binding", "manual_kernel_registration", "structured",
@@ -199,6 +200,7 @@ class _EntryParser:
         fields["cpp_no_default_args"] = self.parse_cpp_no_default_args(func)
         fields["ufunc_inner_loop"] = self.parse_ufunc_inner_loop()
         fields["autocast"] = self.parse_autocast()
+        fields["batching"] = self.parse_batching(func, fields.get("tags") or ())
         self.parse_dispatch(func, fields)
         self.check_structure(func, fields)
         if self.errors:
@@ -346,6 +348,15 @@ class _EntryParser:
                 )
         return MappingProxyType(dict(loops))
 
+    def parse_batching(self, func: FunctionSchema, tags: Tuple[str, ...]) -> Optional[str]:
+        """``batching: pointwise`` or ``batching: none``; a `pointwise` tag implies the pointwise
+        family for the functional and in-place forms."""
+        if "batching" in self.raw:
+            family = self.choice("batching", BATCHING_FAMILIES + ("none",),
+                                 "one of " + ", ".join(BATCHING_FAMILIES + ("none",)))
+            return None if family == "none" else family
+        return "pointwise" if "pointwise" in tags and not func.is_out_fn else None
+
     def parse_autocast(self) -> Optional[Mapping[str, str]]:
         """``autocast: fp32`` (every device type) or ``autocast: {CUDA: fp32_set_opt_dtype}``."""
         if "autocast" not in self.raw:
@@ -447,6 +458,17 @@ class _EntryParser:
             for name in r.alias.before if r.alias is not None else ():
                 if name != "*" and name not in argument_sets:
                     self.error(f"return alias set '{clip(name)}' is not the alias set of any argument", "func")
+        if fields.get("batching") == "pointwise":
+            # The rule lines up tensor arguments and wraps tensor results (Note [Pointwise batching
+            # rule]): no lists, no out= or view forms, every return a tensor.
+            if (not func.dispatch_arguments or func.is_out_fn or (func.is_mutable and not func.is_inplace)
+                    or any(a.type.is_tensor_like() and a.type.strip_optional() != BaseType("Tensor")
+                           for a in func.arguments)
+                    or any(r.type != BaseType("Tensor") for r in func.returns)
+                    or any(r.alias is not None for r in func.returns if not func.is_inplace)):
+                self.error("the pointwise batching rule is for an operator with tensor arguments (no tensor lists) "
+                           "that returns tensors, functional or in-place: not out= or a view; set 'batching: none' "
+                           "to leave it to vmap's for-loop fallback", "batching" if "batching" in self.raw else "tags")
         if "fp32_set_opt_dtype" in (fields.get("autocast") or {}).values():
             first = func.positional[0] if func.positional else None
             dtype = func.argument("dtype")

@@ -223,6 +223,20 @@ class EntryFieldsTest(support.NativeYamlTestCase):
                             "  autocast: {CPU: promote, CUDA: fp32}\n")
         self.assertEqual(dict(nf.autocast), {"CPU": "promote", "CUDA": "fp32"})
 
+    def test_batching_family(self):
+        # A pointwise tag implies the family for functional and in-place forms, not out=.
+        nf = self.parse_one("- func: relu(Tensor self) -> Tensor\n  tags: pointwise\n")
+        self.assertEqual(nf.batching, "pointwise")
+        nf = self.parse_one("- func: relu_(Tensor(a!) self) -> Tensor(a!)\n  tags: pointwise\n")
+        self.assertEqual(nf.batching, "pointwise")
+        nf = self.parse_one("- func: relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  tags: pointwise\n")
+        self.assertIsNone(nf.batching)
+        nf = self.parse_one("- func: relu(Tensor self) -> Tensor\n  tags: pointwise\n  batching: none\n")
+        self.assertIsNone(nf.batching)
+        nf = self.parse_one("- func: f(Tensor a, Tensor b, Scalar c) -> Tensor\n  batching: pointwise\n")
+        self.assertEqual(nf.batching, "pointwise")
+        self.assertIsNone(self.parse_one("- func: relu(Tensor self) -> Tensor\n").batching)
+
     def test_locations_are_the_func_lines(self):
         nfs = self.parse("""
             # a comment

@@ -288,6 +288,20 @@ class StructureErrorsTest(support.NativeYamlTestCase):
              "fp32_set_opt_dtype, got list"],
         )
 
+    def test_batching_family_errors(self):
+        self.assertError(f"- func: {RELU}\n  batching: elementwise\n",
+                         f"P:2: {RELU}: 'batching' must be one of pointwise, none, got 'elementwise'")
+        message = ("the pointwise batching rule is for an operator with tensor arguments (no tensor lists) that returns "
+                   "tensors, functional or in-place: not out= or a view; set 'batching: none' to leave it to vmap's "
+                   "for-loop fallback")
+        for func in ("cat(Tensor[] tensors, int dim=0) -> Tensor", "view(Tensor(a) self, int[] size) -> Tensor(a)",
+                     "item(Tensor self) -> Scalar", "relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"):
+            with self.subTest(func):
+                self.assertError(f"- func: {func}\n  batching: pointwise\n", f"P:2: {func}: {message}")
+        # Implied by the tag: the error points at the tags.
+        self.assertError("- func: view(Tensor(a) self, int[] size) -> Tensor(a)\n  tags: pointwise\n",
+                         f"P:2: view(Tensor(a) self, int[] size) -> Tensor(a): {message}")
+
     def test_fp32_set_opt_dtype_needs_a_dtype_argument(self):
         message = ("autocast policy 'fp32_set_opt_dtype' is for a functional operator that takes a Tensor first and "
                    "a 'ScalarType? dtype' argument")

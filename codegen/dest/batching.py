@@ -1,0 +1,23 @@
+"""``RegisterBatching.cpp``: the batching rules at FuncTorchBatched of the operators with a
+``batching:`` family (Note [Pointwise batching rule] in dk/func/batching_rules.h).
+
+Each family has one boxed rule in the runtime; the file registers it for every operator of the
+family. Operators without a family run vmap's for-loop fallback (Note [vmap]).
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from codegen.dest.common import GenContext, Operator, render
+
+# The runtime's boxed rule of each family (codegen.model.BATCHING_FAMILIES).
+RULES = {"pointwise": "::dk::func::pointwiseBatchingRule"}
+
+
+def emit(ctx: GenContext, files) -> None:
+    ops: List[Operator] = [op for op in ctx.operators if op.nf.batching]
+    families = sorted({op.nf.batching for op in ops})
+    files.write("RegisterBatching.cpp", render(
+        ctx, "RegisterBatching.cpp.j2", families=[(f, RULES[f]) for f in families],
+        ops=[(str(op.nf.func.name), op.nf.batching) for op in ops]))
