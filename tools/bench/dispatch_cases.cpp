@@ -8,11 +8,15 @@
 #include "dk/generated/ops/add.h"
 #include "dk/generated/ops/full.h"
 #include "dk/generated/ops/linear.h"
+#include "dk/generated/ops/matmul.h"
+#include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/mul_ops.h"
 #include "dk/generated/ops/ones.h"
 #include "dk/generated/ops/randn.h"
 #include "dk/generated/ops/relu.h"
+#include "dk/generated/ops/sub.h"
 #include "dk/generated/ops/sum.h"
+#include "dk/func/vmap.h"
 
 namespace dk::bench {
 
@@ -349,6 +353,50 @@ std::vector<Case> allCases() {
   step.callgrind_n = 20;
   step.ops_per_call = countMlpOps();
   cases.push_back(step);
+  // ---- 6b. vmap (issue 19): a batch of 64 through the batching rules, against the same
+  // operator called once on the stacked input. Each run returns 1 per call; the check compares
+  // the two results.
+  static Tensor vm_x = dk::randn({64, 256}), vm_y = dk::randn({256});
+  static Tensor vm_a = dk::randn({64, 16, 32}), vm_w = dk::randn({32, 16});
+  static func::TensorsFn vmap_add = func::vmap(
+      [](const std::vector<Tensor>& xs) { return std::vector<Tensor>{dk::add(xs[0], xs[1])}; }, {0, std::nullopt});
+  static func::TensorsFn vmap_mm = func::vmap(
+      [](const std::vector<Tensor>& xs) { return std::vector<Tensor>{dk::mm(xs[0], xs[1])}; }, {0, std::nullopt});
+  auto sameResult = [](const Tensor& got, const Tensor& want) {
+    return got.sizes() == want.sizes() && dk::sub(got, want).abs().sum().item().toDouble() == 0
+               ? std::string()
+               : std::string("the vmap result differs from the stacked call's");
+  };
+  Case vm_add{"vmap_add_batch64", [](int64_t n) {
+                for (int64_t i = 0; i < n; ++i) (void)vmap_add({vm_x, vm_y});
+                return n;
+              }, 1};
+  vm_add.check = [sameResult] { return sameResult(vmap_add({vm_x, vm_y})[0], dk::add(vm_x, vm_y)); };
+  vm_add.batch = 100;
+  vm_add.callgrind_n = 200;
+  cases.push_back(vm_add);
+  Case st_add{"stacked_add_64x256", [](int64_t n) {
+                for (int64_t i = 0; i < n; ++i) (void)dk::add(vm_x, vm_y);
+                return n;
+              }, 1};
+  st_add.batch = 100;
+  st_add.callgrind_n = 200;
+  cases.push_back(st_add);
+  Case vm_mm{"vmap_mm_batch64", [](int64_t n) {
+               for (int64_t i = 0; i < n; ++i) (void)vmap_mm({vm_a, vm_w});
+               return n;
+             }, 1};
+  vm_mm.check = [sameResult] { return sameResult(vmap_mm({vm_a, vm_w})[0], dk::matmul(vm_a, vm_w)); };
+  vm_mm.batch = 100;
+  vm_mm.callgrind_n = 200;
+  cases.push_back(vm_mm);
+  Case st_mm{"stacked_matmul_64x16x32", [](int64_t n) {
+               for (int64_t i = 0; i < n; ++i) (void)dk::matmul(vm_a, vm_w);
+               return n;
+             }, 1};
+  st_mm.batch = 100;
+  st_mm.callgrind_n = 200;
+  cases.push_back(st_mm);
   // ---- 7. registration
   Case reg{"register_deregister_one_operator", [](int64_t n) {
              int64_t s = 0;

@@ -14,6 +14,7 @@
 #include "dk/dispatch/library.h"
 #include "dk/func/batched_tensor.h"
 #include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/permute.h"
 #include "dk/generated/ops/select.h"
 #include "dk/generated/ops/stack.h"
@@ -76,23 +77,24 @@ Tensor broadcastFront(const Tensor& t, int64_t batch) {
 
 std::vector<Tensor> runVmap(const TensorsFn& f, const std::vector<BatchDim>& in_dims,
                             const std::vector<BatchDim>& out_dims, const std::vector<Tensor>& inputs) {
-  const std::string call = "vmap(f, in_dims=" + dimsText(in_dims) + ", ...)(<inputs>)";
+  // The messages' prefix, built only for an error.
+  auto call = [&] { return "vmap(f, in_dims=" + dimsText(in_dims) + ", ...)(<inputs>)"; };
   DK_CHECK(!inputs.empty(), "vmap(f)(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are trying to "
            "vmap over a function with no inputs. The latter is unsupported.");
-  DK_CHECK(in_dims.size() == 1 || in_dims.size() == inputs.size(), call,
+  DK_CHECK(in_dims.size() == 1 || in_dims.size() == inputs.size(), call(),
            ": in_dims is not compatible with the structure of `inputs`. in_dims has ", in_dims.size(),
            " entries but inputs has ", inputs.size(), ".");
   std::vector<int64_t> batch_sizes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BatchDim& d = dimFor(in_dims, i);
     if (!d) continue;
-    DK_CHECK(inputs[i].defined(), call, ": Got in_dim=", *d, " for input ", i, ", but that input is an undefined tensor.");
+    DK_CHECK(inputs[i].defined(), call(), ": Got in_dim=", *d, " for input ", i, ", but that input is an undefined tensor.");
     const int64_t n = inputs[i].dim();
-    DK_CHECK(*d >= -n && *d < n, call, ": Got in_dim=", *d, " for some input, but that input is a Tensor of "
+    DK_CHECK(*d >= -n && *d < n, call(), ": Got in_dim=", *d, " for some input, but that input is a Tensor of "
              "dimensionality ", n, " so expected in_dim to satisfy ", -n, " <= in_dim < ", n, ".");
     batch_sizes.push_back(inputs[i].size(*d));
   }
-  DK_CHECK(!batch_sizes.empty(), call, ": at least one input must be mapped, but every in_dim is None.");
+  DK_CHECK(!batch_sizes.empty(), call(), ": at least one input must be mapped, but every in_dim is None.");
   if (std::adjacent_find(batch_sizes.begin(), batch_sizes.end(), std::not_equal_to<>()) != batch_sizes.end()) {
     std::ostringstream sizes;
     for (size_t i = 0; i < batch_sizes.size(); ++i) sizes << (i ? ", " : "") << batch_sizes[i];
@@ -238,8 +240,8 @@ void batchedFallback(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* sta
 
 // ---------------------------------------------------------------- batching rules
 // Views and lists, which the fallback cannot run (a view of stacked copies would not alias the
-// input) and which vmap and the fallback use themselves. Each runs the operator once on the
-// value, with the batch dim first, and wraps the result at the same level.
+// input) and which vmap and the fallback use themselves, and mm. Each runs the operator once
+// on the value, with the batch dim first, and wraps the result at the same level.
 
 const BatchedTensorImpl& batchedSelf(const Tensor& self) {
   const BatchedTensorImpl* b = maybeBatched(self);
@@ -299,6 +301,22 @@ Tensor stackBatched(ArrayRef<Tensor> tensors, int64_t dim) {
   return makeBatched(dk::stack(physical, d + 1), 0, level);
 }
 
+// mm of one or two batched matrices is one batched product: matmul broadcasts a batched
+// [B, n, k] against a plain [k, m] (or the other way round) and multiplies two batched ones
+// matrix by matrix.
+Tensor mmBatched(const Tensor& self, const Tensor& mat2) {
+  DK_CHECK(self.dim() == 2, "self must be a matrix");
+  DK_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
+  const BatchedTensorImpl* a = maybeBatched(self);
+  const BatchedTensorImpl* b = maybeBatched(mat2);
+  const int64_t level = std::max(a ? a->level() : 0, b ? b->level() : 0);
+  auto physical = [level](const Tensor& t) {
+    const BatchedTensorImpl* bt = batchedAt(t, level);
+    return bt ? valueWithBdimFirst(*bt) : t;
+  };
+  return makeBatched(dk::matmul(physical(self), physical(mat2)), 0, level);
+}
+
 }  // namespace
 
 void forLoopBatchingFallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) { batchedFallback(op, ks, stack); }
@@ -335,6 +353,7 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("unsqueeze", DK_FN(unsqueezeBatched));
   m.impl("expand", DK_FN(expandBatched));
   m.impl("stack", DK_FN(stackBatched));
+  m.impl("mm", DK_FN(mmBatched));
 }
 
 }  // namespace dk::func
