@@ -367,36 +367,24 @@ std::vector<Case> allCases() {
                ? std::string()
                : std::string("the vmap result differs from the stacked call's");
   };
-  Case vm_add{"vmap_add_batch64", [](int64_t n) {
-                for (int64_t i = 0; i < n; ++i) (void)vmap_add({vm_x, vm_y});
-                return n;
-              }, 1};
+  // n calls of `call`, 100 per timed iteration, 200 under callgrind.
+  auto batchCase = [](std::string name, std::function<void()> call) {
+    Case c{std::move(name), [call = std::move(call)](int64_t n) {
+             for (int64_t i = 0; i < n; ++i) call();
+             return n;
+           }, 1};
+    c.batch = 100;
+    c.callgrind_n = 200;
+    return c;
+  };
+  Case vm_add = batchCase("vmap_add_batch64", [] { (void)vmap_add({vm_x, vm_y}); });
   vm_add.check = [sameResult] { return sameResult(vmap_add({vm_x, vm_y})[0], dk::add(vm_x, vm_y)); };
-  vm_add.batch = 100;
-  vm_add.callgrind_n = 200;
   cases.push_back(vm_add);
-  Case st_add{"stacked_add_64x256", [](int64_t n) {
-                for (int64_t i = 0; i < n; ++i) (void)dk::add(vm_x, vm_y);
-                return n;
-              }, 1};
-  st_add.batch = 100;
-  st_add.callgrind_n = 200;
-  cases.push_back(st_add);
-  Case vm_mm{"vmap_mm_batch64", [](int64_t n) {
-               for (int64_t i = 0; i < n; ++i) (void)vmap_mm({vm_a, vm_w});
-               return n;
-             }, 1};
+  cases.push_back(batchCase("stacked_add_64x256", [] { (void)dk::add(vm_x, vm_y); }));
+  Case vm_mm = batchCase("vmap_mm_batch64", [] { (void)vmap_mm({vm_a, vm_w}); });
   vm_mm.check = [sameResult] { return sameResult(vmap_mm({vm_a, vm_w})[0], dk::matmul(vm_a, vm_w)); };
-  vm_mm.batch = 100;
-  vm_mm.callgrind_n = 200;
   cases.push_back(vm_mm);
-  Case st_mm{"stacked_matmul_64x16x32", [](int64_t n) {
-               for (int64_t i = 0; i < n; ++i) (void)dk::matmul(vm_a, vm_w);
-               return n;
-             }, 1};
-  st_mm.batch = 100;
-  st_mm.callgrind_n = 200;
-  cases.push_back(st_mm);
+  cases.push_back(batchCase("stacked_matmul_64x16x32", [] { (void)dk::matmul(vm_a, vm_w); }));
   // ---- 7. registration
   Case reg{"register_deregister_one_operator", [](int64_t n) {
              int64_t s = 0;
