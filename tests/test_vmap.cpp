@@ -188,6 +188,10 @@ TEST_CASE("vmap: errors name the problem", "[vmap]") {
                     Catch::Contains("f can not return a BatchedTensor when out_dim is None"));
   CHECK_THROWS_WITH(vmap(id, {0}, {3})({a}), Catch::Contains("out_dim"));
   CHECK(dk::func::currentVmapLevel() == 0);  // every error left its level
+  CHECK_THROWS_WITH(dk::func::makeBatched(a, 2, 1), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(make_intrusive<dk::func::BatchedTensorImpl>(a, 5, 1), Catch::Contains("is not a dim of a value"));
+  CHECK_THROWS_WITH(make_intrusive<dk::func::BatchedTensorImpl>(dk::func::makeBatched(a, 0, 1).select(0, 0), 0, 2),
+                    Catch::Contains("is not a dim of a value of dimensionality 0"));
   // An operator whose result is not a tensor has no fallback.
   auto item = [](const std::vector<Tensor>& xs) {
     (void)dk::sum(xs[0]).item();

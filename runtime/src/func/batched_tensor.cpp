@@ -9,7 +9,7 @@ namespace dk::func {
 namespace {
 std::vector<int64_t> withoutDim(IntArrayRef sizes, int64_t dim) {
   std::vector<int64_t> out;
-  out.reserve(sizes.size() - 1);
+  out.reserve(sizes.empty() ? 0 : sizes.size() - 1);
   for (size_t d = 0; d < sizes.size(); ++d)
     if (static_cast<int64_t>(d) != dim) out.push_back(sizes[d]);
   return out;
@@ -28,7 +28,10 @@ BatchedTensorImpl::BatchedTensorImpl(Tensor value, int64_t bdim, int64_t level)
                  withoutDim(value.sizes(), bdim)),
       value_(std::move(value)),
       bdim_(bdim),
-      level_(level) {}
+      level_(level) {
+  DK_CHECK(bdim_ >= 0 && bdim_ < value_.dim(), "BatchedTensorImpl: the batch dim ", bdim_, " is not a dim of a value "
+           "of dimensionality ", value_.dim(), " (makeBatched takes negative dims)");
+}
 
 const BatchedTensorImpl* maybeBatched(const Tensor& t) {
   if (!t.key_set().has(DispatchKey::FuncTorchBatched)) return nullptr;

@@ -11,27 +11,10 @@ namespace dk::func {
 
 namespace {
 
-// The highest vmap level among the batched tensor arguments (0: none).
-int64_t callLevel(const IValue* args, size_t n) {
-  int64_t level = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!args[i].isTensor()) continue;
-    if (const BatchedTensorImpl* b = maybeBatched(args[i].toTensor())) level = std::max(level, b->level());
-  }
-  return level;
-}
-
 bool hasTensorList(const IValue* args, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (args[i].isList()) return true;
   return false;
-}
-
-bool isInplace(const FunctionSchema& schema) {
-  const auto& args = schema.arguments();
-  const auto& rets = schema.returns();
-  return !args.empty() && args[0].alias_info && args[0].alias_info->is_write && rets.size() == 1 &&
-         rets[0].alias_info && rets[0].alias_info->is_write;
 }
 
 // `value` (batch dim first, `logical_rank` example dims) viewed with size-1 dims after the batch
@@ -43,6 +26,27 @@ Tensor padAfterBatch(Tensor value, int64_t logical_rank, int64_t rank) {
 
 }  // namespace
 
+int64_t highestBatchLevel(const IValue* args, size_t n) {
+  int64_t level = 0;
+  auto see = [&](const IValue& v) {
+    if (!v.isTensor()) return;
+    if (const BatchedTensorImpl* b = maybeBatched(v.toTensor())) level = std::max(level, b->level());
+  };
+  for (size_t i = 0; i < n; ++i) {
+    see(args[i]);
+    if (args[i].isList())
+      for (const IValue& e : args[i].toListElements()) see(e);
+  }
+  return level;
+}
+
+bool isInplaceSchema(const FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  const auto& rets = schema.returns();
+  return !args.empty() && args[0].alias_info && args[0].alias_info->is_write && !args[0].kwarg_only &&
+         rets.size() == 1 && rets[0].alias_info && rets[0].alias_info->is_write;
+}
+
 void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   const FunctionSchema& schema = op.schema();
   const size_t n = schema.arguments().size();
@@ -50,10 +54,10 @@ void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* s
            " arguments expected, the stack has ", stack->size());
   const size_t base = stack->size() - n;
   const IValue* args = stack->data() + base;
-  const int64_t level = callLevel(args, n);
+  const int64_t level = highestBatchLevel(args, n);
   bool run_loop = level == 0 || hasTensorList(args, n);
   for (const Argument& r : schema.returns()) run_loop = run_loop || r.type.kind() != TypeKind::Tensor;
-  const bool inplace = isInplace(schema);
+  const bool inplace = isInplaceSchema(schema);
   if (!inplace && schema.is_mutable()) run_loop = true;  // out= forms: the fallback says why it cannot
   // The arguments' logical ranks and dtypes: a batched 0-dim argument among several dtypes would
   // promote as a dimensioned tensor once physical.

@@ -13,6 +13,7 @@
 #include "dk/dispatch/dispatcher.h"
 #include "dk/dispatch/library.h"
 #include "dk/func/batched_tensor.h"
+#include "dk/func/batching_rules.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/permute.h"
@@ -153,29 +154,6 @@ void warnOnce(const OperatorHandle& op) {
        "element and the results are stacked. Add a batching rule for it to run once for the whole batch.");
 }
 
-// The highest vmap level among the batched tensors of `values` (tensors and tensor lists).
-int64_t highestLevel(const IValue* values, size_t n) {
-  int64_t level = 0;
-  auto see = [&](const IValue& v) {
-    if (!v.isTensor()) return;
-    if (const BatchedTensorImpl* b = maybeBatched(v.toTensor())) level = std::max(level, b->level());
-  };
-  for (size_t i = 0; i < n; ++i) {
-    see(values[i]);
-    if (values[i].isList())
-      for (const IValue& e : values[i].toListElements()) see(e);
-  }
-  return level;
-}
-
-// An in-place operator: its first argument is written and is what it returns.
-bool isInplace(const FunctionSchema& schema) {
-  const auto& args = schema.arguments();
-  const auto& rets = schema.returns();
-  return !args.empty() && args[0].alias_info && args[0].alias_info->is_write && rets.size() == 1 &&
-         rets[0].alias_info && rets[0].alias_info->is_write && !args[0].kwarg_only;
-}
-
 void batchedFallback(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* stack) {
   const FunctionSchema& schema = op.schema();
   const std::string name = op.operator_name().name;  // "dk::add_", as PyTorch's messages name it
@@ -183,7 +161,7 @@ void batchedFallback(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* sta
   DK_CHECK(stack->size() >= n, "vmap fallback for ", op.operator_name(), ": ", n, " arguments expected, the stack has ",
            stack->size());
   const size_t base = stack->size() - n;
-  const int64_t level = highestLevel(stack->data() + base, n);
+  const int64_t level = highestBatchLevel(stack->data() + base, n);
   DK_CHECK(level > 0, "vmap fallback for ", op.operator_name(), " ran without a batched argument");
   for (size_t i = 0; i < n; ++i) {
     const IValue& v = (*stack)[base + i];
@@ -195,7 +173,7 @@ void batchedFallback(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* sta
   for (const Argument& r : schema.returns())
     DK_CHECK(r.type.kind() == TypeKind::Tensor, "Batching rule not implemented for ", name,
              ". We could not generate a fallback.");
-  const bool inplace = isInplace(schema);
+  const bool inplace = isInplaceSchema(schema);
   if (!inplace) {
     bool aliases = schema.is_mutable();
     for (const Argument& r : schema.returns()) aliases = aliases || r.alias_info.has_value();

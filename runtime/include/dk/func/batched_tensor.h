@@ -21,6 +21,7 @@ namespace dk::func {
 // value reach the level-1 rules in turn, until a plain tensor reaches the kernels.
 class BatchedTensorImpl : public TensorImpl {
  public:
+  // bdim is a dim of value, in [0, value.dim()); makeBatched also takes a negative one.
   BatchedTensorImpl(Tensor value, int64_t bdim, int64_t level);
 
   const Tensor& value() const { return value_; }

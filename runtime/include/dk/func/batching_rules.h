@@ -19,4 +19,10 @@ namespace dk::func {
 // dtypes: it would count as a dimensioned tensor), the rule runs the for-loop fallback instead.
 void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
 
+// Helpers of the rules and the fallback.
+// The highest vmap level among the batched tensors of args[0, n), tensor lists included (0: none).
+int64_t highestBatchLevel(const IValue* args, size_t n);
+// An in-place operator: its first (positional) argument is written and is what it returns.
+bool isInplaceSchema(const FunctionSchema& schema);
+
 }  // namespace dk::func
