@@ -15,54 +15,55 @@ const MathFunctions<double>& avx2DoubleMath();
 
 namespace {
 
+// One AVX2 register of T: its type, lane count and (un)aligned loads and stores.
+template <class T>
+struct Avx2;
+template <>
+struct Avx2<float> {
+  using V = __m256;
+  static constexpr int64_t kLanes = 8;
+  static V load(const float* p) { return _mm256_load_ps(p); }
+  static V loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_store_ps(p, v); }
+  static void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
+};
+template <>
+struct Avx2<double> {
+  using V = __m256d;
+  static constexpr int64_t kLanes = 4;
+  static V load(const double* p) { return _mm256_load_pd(p); }
+  static V loadu(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_store_pd(p, v); }
+  static void storeu(double* p, V v) { _mm256_storeu_pd(p, v); }
+};
+
 // Whole vectors through vf; the elements left over are copied into one more vector (padded
 // with zeros), so every element gets vf's value whatever its position in the array.
-template <class VF>
-void mapFloat(const float* in, float* out, int64_t n, const VF& vf) {
+template <class T, class VF>
+void mapVec(const T* in, T* out, int64_t n, const VF& vf) {
+  using R = Avx2<T>;
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, vf(_mm256_loadu_ps(in + i)));
+  for (; i + R::kLanes <= n; i += R::kLanes) R::storeu(out + i, vf(R::loadu(in + i)));
   if (i < n) {
-    alignas(32) float rest[8] = {};
-    std::memcpy(rest, in + i, static_cast<size_t>(n - i) * sizeof(float));
-    _mm256_store_ps(rest, vf(_mm256_load_ps(rest)));
-    std::memcpy(out + i, rest, static_cast<size_t>(n - i) * sizeof(float));
-  }
-}
-
-template <class VF>
-void mapDouble(const double* in, double* out, int64_t n, const VF& vf) {
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) _mm256_storeu_pd(out + i, vf(_mm256_loadu_pd(in + i)));
-  if (i < n) {
-    alignas(32) double rest[4] = {};
-    std::memcpy(rest, in + i, static_cast<size_t>(n - i) * sizeof(double));
-    _mm256_store_pd(rest, vf(_mm256_load_pd(rest)));
-    std::memcpy(out + i, rest, static_cast<size_t>(n - i) * sizeof(double));
+    alignas(32) T rest[R::kLanes] = {};
+    std::memcpy(rest, in + i, static_cast<size_t>(n - i) * sizeof(T));
+    R::store(rest, vf(R::load(rest)));
+    std::memcpy(out + i, rest, static_cast<size_t>(n - i) * sizeof(T));
   }
 }
 
 // out = a op b for an exact IEEE operation (add, mul): whole vectors, two at a time, then the
 // scalar op for the last elements, which gives the same values.
-template <class VF, class SF>
-void zipFloat(const float* a, const float* b, float* out, int64_t n, const VF& vf, const SF& sf) {
+template <class T, class VF, class SF>
+void zipVec(const T* a, const T* b, T* out, int64_t n, const VF& vf, const SF& sf) {
+  using R = Avx2<T>;
+  constexpr int64_t w = R::kLanes;
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 r0 = vf(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
-    const __m256 r1 = vf(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8));
-    _mm256_storeu_ps(out + i, r0);
-    _mm256_storeu_ps(out + i + 8, r1);
-  }
-  for (; i < n; ++i) out[i] = sf(a[i], b[i]);
-}
-
-template <class VF, class SF>
-void zipDouble(const double* a, const double* b, double* out, int64_t n, const VF& vf, const SF& sf) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256d r0 = vf(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i));
-    const __m256d r1 = vf(_mm256_loadu_pd(a + i + 4), _mm256_loadu_pd(b + i + 4));
-    _mm256_storeu_pd(out + i, r0);
-    _mm256_storeu_pd(out + i + 4, r1);
+  for (; i + 2 * w <= n; i += 2 * w) {
+    const auto r0 = vf(R::loadu(a + i), R::loadu(b + i));
+    const auto r1 = vf(R::loadu(a + i + w), R::loadu(b + i + w));
+    R::storeu(out + i, r0);
+    R::storeu(out + i + w, r1);
   }
   for (; i < n; ++i) out[i] = sf(a[i], b[i]);
 }
@@ -304,38 +305,38 @@ const MathFunctions<float>& avx2FloatMath() {
   using F = float;
   static const MathFunctions<float> functions{
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_expf8_u10avx2(v); });
+        mapVec(in, out, n, [](__m256 v) { return Sleef_expf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_logf8_u10avx2(v); });
+        mapVec(in, out, n, [](__m256 v) { return Sleef_logf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_tanhf8_u10avx2(v); });
+        mapVec(in, out, n, [](__m256 v) { return Sleef_tanhf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return sigmoidVec(v); });
+        mapVec(in, out, n, [](__m256 v) { return sigmoidVec(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_sinf8_u10avx2(v); });
+        mapVec(in, out, n, [](__m256 v) { return Sleef_sinf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return Sleef_cosf8_u10avx2(v); });
+        mapVec(in, out, n, [](__m256 v) { return Sleef_cosf8_u10avx2(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return geluVec(v); });
+        mapVec(in, out, n, [](__m256 v) { return geluVec(v); });
       },
       [](const F* in, F* out, int64_t n) {
-        mapFloat(in, out, n, [](__m256 v) { return geluTanhVec(v); });
+        mapVec(in, out, n, [](__m256 v) { return geluTanhVec(v); });
       },
       sumFloat,
       softmaxFloat,
       sumSqDevFloat,
       normalizeFloat,
       [](const F* a, const F* b, F* out, int64_t n) {
-        zipFloat(a, b, out, n, [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); }, [](F x, F y) { return x + y; });
+        zipVec(a, b, out, n, [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); }, [](F x, F y) { return x + y; });
       },
       [](const F* a, const F* b, F* out, int64_t n) {
-        zipFloat(a, b, out, n, [](__m256 x, __m256 y) { return _mm256_mul_ps(x, y); }, [](F x, F y) { return x * y; });
+        zipVec(a, b, out, n, [](__m256 x, __m256 y) { return _mm256_mul_ps(x, y); }, [](F x, F y) { return x * y; });
       },
   };
   return functions;
@@ -345,38 +346,38 @@ const MathFunctions<double>& avx2DoubleMath() {
   using D = double;
   static const MathFunctions<double> functions{
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_expd4_u10avx2(v); });
+        mapVec(in, out, n, [](__m256d v) { return Sleef_expd4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_logd4_u10avx2(v); });
+        mapVec(in, out, n, [](__m256d v) { return Sleef_logd4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_tanhd4_u10avx2(v); });
+        mapVec(in, out, n, [](__m256d v) { return Sleef_tanhd4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return sigmoidVec(v); });
+        mapVec(in, out, n, [](__m256d v) { return sigmoidVec(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_sind4_u10avx2(v); });
+        mapVec(in, out, n, [](__m256d v) { return Sleef_sind4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return Sleef_cosd4_u10avx2(v); });
+        mapVec(in, out, n, [](__m256d v) { return Sleef_cosd4_u10avx2(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return geluVec(v); });
+        mapVec(in, out, n, [](__m256d v) { return geluVec(v); });
       },
       [](const D* in, D* out, int64_t n) {
-        mapDouble(in, out, n, [](__m256d v) { return geluTanhVec(v); });
+        mapVec(in, out, n, [](__m256d v) { return geluTanhVec(v); });
       },
       sumDouble,
       softmaxDouble,
       sumSqDevDouble,
       normalizeDouble,
       [](const D* a, const D* b, D* out, int64_t n) {
-        zipDouble(a, b, out, n, [](__m256d x, __m256d y) { return _mm256_add_pd(x, y); }, [](D x, D y) { return x + y; });
+        zipVec(a, b, out, n, [](__m256d x, __m256d y) { return _mm256_add_pd(x, y); }, [](D x, D y) { return x + y; });
       },
       [](const D* a, const D* b, D* out, int64_t n) {
-        zipDouble(a, b, out, n, [](__m256d x, __m256d y) { return _mm256_mul_pd(x, y); }, [](D x, D y) { return x * y; });
+        zipVec(a, b, out, n, [](__m256d x, __m256d y) { return _mm256_mul_pd(x, y); }, [](D x, D y) { return x * y; });
       },
   };
   return functions;

@@ -27,14 +27,8 @@ Dispatcher::Dispatcher() : registry_(std::make_unique<OperatorRegistry>()) {
   // works on tensors that require grad; its result simply has no gradient history. Going on
   // below a key is what a fallthrough does, so the fallback is a fallthrough kernel: calls
   // skip the autograd slot through the fallthrough mask and pay nothing for it.
-  auto install = [&](DispatchKey k, KernelFunction kernel, std::string_view debug) {
-    AnnotatedKernel a;
-    a.key = k;
-    a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
-    a.debug = std::string(debug);
-    a.id = next_registration_id_++;
-    a.is_default = true;
-    backend_fallbacks_[tableIndexForRuntimeKey(k)] = std::move(a);
+  auto install = [&](DispatchKey k, const KernelFunction& kernel, std::string_view debug) {
+    setFallbackSlot(k, kernel, std::string(debug), /*is_default=*/true);
   };
   // The key file's default fallthroughs (`fallback:`): BackendSelect, ADInplaceOrView, the
   // autograd keys (Note [Autograd fallback]) and the autocast keys (operators without an
@@ -397,16 +391,21 @@ RegistrationHandleRAII Dispatcher::addFallback(DispatchKey key, KernelFunction k
   auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
   DK_CHECK(!slot, "Tried to register multiple backend fallbacks for the same dispatch key ", key,
            "; previous registration ", slot->debug, ", new registration ", debug);
+  uint64_t id = setFallbackSlot(key, std::move(kernel), std::move(debug), is_default);
+  updateAllTables(key);
+  return RegistrationHandleRAII([this, key, id] { deregisterFallback(key, id); });
+}
+
+uint64_t Dispatcher::setFallbackSlot(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default) {
   AnnotatedKernel a;
   a.key = key;
   a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
   a.debug = std::move(debug);
   a.id = next_registration_id_++;
   a.is_default = is_default;
-  uint64_t id = a.id;
-  slot = std::move(a);
-  updateAllTables(key);
-  return RegistrationHandleRAII([this, key, id] { deregisterFallback(key, id); });
+  const uint64_t id = a.id;
+  backend_fallbacks_[tableIndexForRuntimeKey(key)] = std::move(a);
+  return id;
 }
 
 void Dispatcher::deregisterFallback(DispatchKey key, uint64_t id) {

@@ -260,6 +260,9 @@ class Dispatcher {
   void deregisterImpl(OperatorEntry& entry, uint64_t id);
   void deregisterFallback(DispatchKey key, uint64_t id);
   RegistrationHandleRAII addFallback(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default);
+  // Fills the fallback slot at `key` with a new registration and returns its id (under mutex_,
+  // or from the constructor).
+  uint64_t setFallbackSlot(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default);
   // After a fallback change at `changed` (every slot when nullopt); caller holds mutex_.
   void updateAllTables(std::optional<DispatchKey> changed = std::nullopt);
   const OperatorEntry::Fallbacks& fallbackPointers() const;  // the backend fallbacks by slot, or null
