@@ -9,7 +9,7 @@ runtime/ holds one folder per layer, lowest first:
     dispatch  schemas, IValue, boxing, kernels, operator entries, the dispatcher, Library
     autograd  graph recording and the engine
     layers    the built-in dispatch modes, the profiler, autocast
-    func      function transforms on the dispatcher (vmap, batched tensors)
+    func      function transforms on the dispatcher (vmap, batched tensors, grad, the layer stack)
     optim     the optimizers (SGD, Adam), written with dk operators
 
 A file in one layer may include headers of its own layer and of lower ones only. The

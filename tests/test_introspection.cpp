@@ -34,6 +34,7 @@ TEST_CASE("introspection: dumpState lists the schema and every registered kernel
         "CPU: cpu_v2 [kernel]\n"
         "BackendSelect: fallthrough backend_select_fallthrough (default) [backend fallback]\n"
         "Python: dispatch_mode_fallback (default) [backend fallback]\n"
+        "FuncTorchDynamicLayerBackMode: dynamic_layer_back (default) [backend fallback]\n"
         "ADInplaceOrView: fallthrough ad_inplace_or_view_fallthrough (default) [backend fallback]\n"
         "AutogradOther: boxed_autograd [autograd kernel]\n"
         "AutogradCPU: boxed_autograd [autograd kernel]\n"
@@ -44,7 +45,8 @@ TEST_CASE("introspection: dumpState lists the schema and every registered kernel
         "Tracer: fallthrough tracer_skip [kernel]\n"
         "AutocastCPU: fallthrough autocast_fallthrough (default) [backend fallback]\n"
         "AutocastCUDA: fallthrough autocast_fallthrough (default) [backend fallback]\n"
-        "FuncTorchBatched: vmap_fallback (default) [backend fallback]\n");
+        "FuncTorchBatched: vmap_fallback (default) [backend fallback]\n"
+        "FuncTorchDynamicLayerFrontMode: dynamic_layer_front (default) [backend fallback]\n");
 }
 
 TEST_CASE("introspection: the computed table starts with Undefined when slot 0 is filled") {

@@ -9,6 +9,10 @@
 
 #include "dispatch_test_util.h"
 #include "dk/autograd/node.h"
+#include "dk/func/grad.h"
+#include "dk/func/vmap.h"
+#include "dk/generated/ops/sin.h"
+#include "dk/generated/ops/sum.h"
 #include "dk/generated/ops/full.h"
 #include "dk/generated/ops/mul.h"
 
@@ -82,4 +86,30 @@ TEST_CASE("trace: a generated autograd kernel records, then redispatches below a
         "  [redispatch] op=[dk::add_.Tensor], key=[ADInplaceOrView]\n"
         "    [redispatch] op=[dk::add_.Tensor], key=[CPU]\n");
   CHECK(c._version() == 1);
+}
+
+TEST_CASE("trace: under vmap(grad(f)) each layer strips itself and redispatches, grad's first") {
+  REQUIRE(isDispatchTraceEnabled());
+  // The seed's walk-through made visible (Note [Dynamic layer stack]): sin on a grad wrapper of
+  // a batched tensor goes to the front fallback, which hands it to the innermost layer (grad,
+  // level 2): the autograd kernel records it and redispatches below autograd to the back
+  // fallback, which pops the grad layer and calls sin on the wrapped value, a batched tensor of
+  // level 1, whose batching rule calls sin once for the whole batch on the plain value (its
+  // autograd kernel records nothing, as nothing there requires grad, and then the CPU kernel).
+  Tensor xs = dk::full({4, 3}, 0.5, ScalarType::Double);
+  std::string text;
+  auto f = [&](const Tensor& x) {
+    Tensor y;
+    text = captureStderr([&] { y = dk::sin(x); });
+    return dk::sum(y);
+  };
+  Tensor g = func::vmap(func::grad(std::function<Tensor(const Tensor&)>(f)))(xs);
+  CHECK(text ==
+        "[call] op=[dk::sin], key=[FuncTorchDynamicLayerFrontMode]\n"
+        "  [redispatchBoxed] op=[dk::sin], key=[AutogradCPU]\n"
+        "    [redispatch] op=[dk::sin], key=[FuncTorchDynamicLayerBackMode]\n"
+        "      [callBoxed] op=[dk::sin], key=[FuncTorchBatched]\n"
+        "        [callBoxed] op=[dk::sin], key=[AutogradCPU]\n"
+        "          [redispatch] op=[dk::sin], key=[CPU]\n");
+  CHECK(g.sizes() == std::vector<int64_t>{4, 3});
 }

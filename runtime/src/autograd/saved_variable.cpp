@@ -10,19 +10,11 @@ namespace dk::autograd {
 
 namespace {
 
-// Same storage, geometry, key set and version counter as `t`, and no autograd metadata or base:
-// what a node keeps of its own output without holding itself through the output's grad_fn.
-Tensor aliasWithoutHistory(const Tensor& t) {
-  TensorImpl* impl = t.unsafeGetTensorImpl();
-  auto alias = make_intrusive<TensorImpl>(impl->storage(), impl->key_set(), impl->dtype(), impl->device(),
-                                          impl->sizes(), impl->strides(), impl->storage_offset());
-  alias->set_version_counter(impl->version_counter());
-  // No base: the storage is shared already, and holding the base would hold the base's
-  // autograd metadata, whose grad_fn (CopySlices after an in-place change of this view) holds
-  // the node that saves this alias: a reference cycle.
-  alias->set_wrapped_number(impl->is_wrapped_number());
-  return Tensor(std::move(alias));
-}
+// What a node keeps of its own output without holding itself through the output's grad_fn
+// (TensorImpl::shallow_copy_without_history). No base: the storage is shared already, and
+// holding the base would hold the base's autograd metadata, whose grad_fn (CopySlices after an
+// in-place change of this view) holds the node that saves this alias: a reference cycle.
+Tensor aliasWithoutHistory(const Tensor& t) { return Tensor(t.unsafeGetTensorImpl()->shallow_copy_without_history()); }
 
 }  // namespace
 

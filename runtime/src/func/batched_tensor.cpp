@@ -33,6 +33,12 @@ BatchedTensorImpl::BatchedTensorImpl(Tensor value, int64_t bdim, int64_t level)
            "of dimensionality ", value_.dim(), " (makeBatched takes negative dims)");
 }
 
+intrusive_ptr<TensorImpl> BatchedTensorImpl::shallow_copy_without_history() const {
+  auto copy = make_intrusive<BatchedTensorImpl>(value_, bdim_, level_);
+  copy->set_version_counter(version_counter());
+  return copy;
+}
+
 const BatchedTensorImpl* maybeBatched(const Tensor& t) {
   if (!t.key_set().has(DispatchKey::FuncTorchBatched)) return nullptr;
   // The key alone does not prove the type: a test may give any TensorImpl any key set.

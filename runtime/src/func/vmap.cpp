@@ -14,6 +14,7 @@
 #include "dk/dispatch/library.h"
 #include "dk/func/batched_tensor.h"
 #include "dk/func/batching_rules.h"
+#include "dk/func/dynamic_layer.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/permute.h"
@@ -25,21 +26,7 @@ namespace dk::func {
 
 namespace {
 
-thread_local int64_t tls_vmap_level = 0;
 std::atomic<bool> g_warn_fallback{true};
-
-// Enters a new vmap level; leaves it on scope exit, also when the function throws.
-class LevelScope {
- public:
-  LevelScope() : level_(++tls_vmap_level) {}
-  ~LevelScope() { --tls_vmap_level; }
-  LevelScope(const LevelScope&) = delete;
-  LevelScope& operator=(const LevelScope&) = delete;
-  int64_t level() const { return level_; }
-
- private:
-  int64_t level_;
-};
 
 int64_t wrapDim(int64_t dim, int64_t ndim, const char* what) {
   DK_CHECK(dim >= -ndim && dim < ndim, what, ": dim ", dim, " is out of range for ", ndim, " dims (expected ", -ndim,
@@ -105,7 +92,7 @@ std::vector<Tensor> runVmap(const TensorsFn& f, const std::vector<BatchDim>& in_
   const int64_t batch = batch_sizes[0];
 
   std::vector<Tensor> outputs;
-  LevelScope scope;
+  DynamicLayerScope scope(TransformType::Vmap);
   {
     std::vector<Tensor> wrapped;
     wrapped.reserve(inputs.size());
@@ -154,7 +141,16 @@ void warnOnce(const OperatorHandle& op) {
        "element and the results are stacked. Add a batching rule for it to run once for the whole batch.");
 }
 
-void batchedFallback(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* stack) {
+void batchedFallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  // An operator defined by a CompositeImplicitAutograd kernel runs it: its decomposition calls
+  // operators on the batched tensors, which reach their own rules (the kernel is in the
+  // operator's backend slots).
+  if (op.hasKernelForDispatchKey(DispatchKey::CompositeImplicitAutograd) &&
+      !op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd) && !op.hasKernelForDispatchKey(DispatchKey::CPU)) {
+    CallAsFromOutsideLayer fresh;
+    op.redispatchBoxed(ks & backend_dispatch_keyset, stack);
+    return;
+  }
   const FunctionSchema& schema = op.schema();
   const std::string name = op.operator_name().name;  // "dk::add_", as PyTorch's messages name it
   const size_t n = schema.arguments().size();
@@ -279,6 +275,76 @@ Tensor stackBatched(ArrayRef<Tensor> tensors, int64_t dim) {
   return makeBatched(dk::stack(physical, d + 1), 0, level);
 }
 
+Tensor transposeBatched(const Tensor& self, int64_t dim0, int64_t dim1) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  if (self.dim() == 0) {  // transpose of a 0-dim tensor takes dims 0 / -1 and changes nothing
+    wrapDim(dim0, 1, "transpose()");
+    wrapDim(dim1, 1, "transpose()");
+    return makeBatched(b.value(), b.bdim(), b.level());
+  }
+  const int64_t d0 = wrapDim(dim0, self.dim(), "transpose()");
+  const int64_t d1 = wrapDim(dim1, self.dim(), "transpose()");
+  return makeBatched(valueWithBdimFirst(b).transpose(d0 + 1, d1 + 1), 0, b.level());
+}
+
+Tensor tBatched(const Tensor& self) {
+  DK_CHECK(self.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", self.dim(), "D");
+  return self.dim() < 2 ? transposeBatched(self, 0, 0) : transposeBatched(self, 0, 1);
+}
+
+Tensor viewBatched(const Tensor& self, IntArrayRef size) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  Tensor value = valueWithBdimFirst(b);
+  std::vector<int64_t> physical{value.size(0)};
+  physical.insert(physical.end(), size.begin(), size.end());
+  return makeBatched(value.view(physical), 0, b.level());
+}
+
+// The size-1 dims squeezed, never the batch dim.
+Tensor squeezeBatched(const Tensor& self) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  Tensor value = valueWithBdimFirst(b);
+  for (int64_t d = self.dim() - 1; d >= 0; --d)
+    if (self.size(d) == 1) value = value.squeeze(d + 1);
+  return makeBatched(value, 0, b.level());
+}
+
+Tensor squeezeDimBatched(const Tensor& self, int64_t dim) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  const int64_t d = wrapDim(dim, std::max<int64_t>(self.dim(), 1), "squeeze()");
+  if (self.dim() == 0 || self.size(d) != 1) return makeBatched(b.value(), b.bdim(), b.level());
+  return makeBatched(valueWithBdimFirst(b).squeeze(d + 1), 0, b.level());
+}
+
+Tensor sliceBatched(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                    int64_t step) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  const int64_t d = wrapDim(dim, self.dim(), "slice()");
+  return makeBatched(valueWithBdimFirst(b).slice(d + 1, start, end, step), 0, b.level());
+}
+
+Tensor detachBatched(const Tensor& self) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  return makeBatched(b.value().detach(), b.bdim(), b.level());
+}
+
+std::vector<Tensor> batchedEach(std::vector<Tensor> values, int64_t level) {
+  for (Tensor& v : values) v = makeBatched(std::move(v), 0, level);
+  return values;
+}
+
+std::vector<Tensor> unbindBatched(const Tensor& self, int64_t dim) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  const int64_t d = wrapDim(dim, self.dim(), "unbind()");
+  return batchedEach(valueWithBdimFirst(b).unbind(d + 1), b.level());
+}
+
+std::vector<Tensor> splitBatched(const Tensor& self, int64_t split_size, int64_t dim) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  const int64_t d = wrapDim(dim, self.dim(), "split()");
+  return batchedEach(valueWithBdimFirst(b).split(split_size, d + 1), b.level());
+}
+
 // mm of one or two batched matrices is one batched product: matmul broadcasts a batched
 // [B, n, k] against a plain [k, m] (or the other way round) and multiplies two batched ones
 // matrix by matrix.
@@ -314,7 +380,12 @@ std::function<Tensor(const Tensor&)> vmap(std::function<Tensor(const Tensor&)> f
   return [many = std::move(many)](const Tensor& x) { return many({x})[0]; };
 }
 
-int64_t currentVmapLevel() { return tls_vmap_level; }
+int64_t currentVmapLevel() {
+  const std::vector<DynamicLayer>& layers = dynamicLayerStack();
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it)
+    if (it->type == TransformType::Vmap) return it->level;
+  return 0;
+}
 
 bool setVmapFallbackWarningEnabled(bool enabled) { return g_warn_fallback.exchange(enabled); }
 
@@ -332,6 +403,15 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("expand", DK_FN(expandBatched));
   m.impl("stack", DK_FN(stackBatched));
   m.impl("mm", DK_FN(mmBatched));
+  m.impl("transpose.int", DK_FN(transposeBatched));
+  m.impl("t", DK_FN(tBatched));
+  m.impl("view", DK_FN(viewBatched));
+  m.impl("squeeze", DK_FN(squeezeBatched));
+  m.impl("squeeze.dim", DK_FN(squeezeDimBatched));
+  m.impl("slice.Tensor", DK_FN(sliceBatched));
+  m.impl("detach", DK_FN(detachBatched));
+  m.impl("unbind.int", DK_FN(unbindBatched));
+  m.impl("split.Tensor", DK_FN(splitBatched));
 }
 
 }  // namespace dk::func

@@ -47,6 +47,13 @@ TensorImpl::~TensorImpl() {
   if (__builtin_expect(hook != nullptr, 0)) hook(this);
 }
 
+intrusive_ptr<TensorImpl> TensorImpl::shallow_copy_without_history() const {
+  auto alias = make_intrusive<TensorImpl>(storage_, version_counter_, key_set_, dtype_, device_, sizes_, strides_,
+                                          storage_offset_);
+  alias->set_wrapped_number(is_wrapped_number_);
+  return alias;
+}
+
 int64_t TensorImpl::size(int64_t dim) const {
   return sizes_[static_cast<size_t>(maybe_wrap_dim(dim, this->dim(), /*wrap_scalar=*/false))];
 }

@@ -28,6 +28,8 @@ class BatchedTensorImpl : public TensorImpl {
   int64_t bdim() const { return bdim_; }
   int64_t level() const { return level_; }
 
+  intrusive_ptr<TensorImpl> shallow_copy_without_history() const override;
+
  private:
   Tensor value_;
   int64_t bdim_;

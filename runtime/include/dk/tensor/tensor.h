@@ -127,6 +127,11 @@ class TensorImpl : public intrusive_ptr_target {
 
   bool is_inference() const { return !key_set_.has(DispatchKey::ADInplaceOrView); }
 
+  // Same storage, geometry, key set and version counter, and no autograd metadata or base: what
+  // autograd keeps of a node's own output without holding the node through the output's
+  // grad_fn. A subclass (a wrapper of the function transforms) returns its own kind.
+  virtual intrusive_ptr<TensorImpl> shallow_copy_without_history() const;
+
   // The shared impl of undefined tensors: empty key set, never freed. Fast: the address of a
   // global, so Tensor compares against it inline (Note [Undefined tensor impl]).
   static TensorImpl* undefined();

@@ -16,16 +16,16 @@ inline constexpr DispatchKeySet autograd_dispatch_keyset =
     DispatchKeySet{DispatchKey::AutogradOther, DispatchKey::AutogradFunctionality};
 
 // after_autograd_keyset: up_to: ADInplaceOrView
-//   = CPU, CUDA, PrivateUse1, PrivateUse2, Meta, QuantizedCPU, QuantizedCUDA, QuantizedPrivateUse1, QuantizedPrivateUse2, QuantizedMeta, SparseCPU, SparseCUDA, SparsePrivateUse1, SparsePrivateUse2, SparseMeta, BackendSelect, Python, Functionalize, ADInplaceOrView
+//   = CPU, CUDA, PrivateUse1, PrivateUse2, Meta, QuantizedCPU, QuantizedCUDA, QuantizedPrivateUse1, QuantizedPrivateUse2, QuantizedMeta, SparseCPU, SparseCUDA, SparsePrivateUse1, SparsePrivateUse2, SparseMeta, BackendSelect, Python, FuncTorchDynamicLayerBackMode, Functionalize, ADInplaceOrView
 inline constexpr DispatchKeySet after_autograd_keyset =
     DispatchKeySet::allBackends() |
-    DispatchKeySet{DispatchKey::Dense, DispatchKey::Quantized, DispatchKey::Sparse, DispatchKey::BackendSelect, DispatchKey::Python, DispatchKey::Functionalize, DispatchKey::ADInplaceOrView};
+    DispatchKeySet{DispatchKey::Dense, DispatchKey::Quantized, DispatchKey::Sparse, DispatchKey::BackendSelect, DispatchKey::Python, DispatchKey::FuncTorchDynamicLayerBackMode, DispatchKey::Functionalize, DispatchKey::ADInplaceOrView};
 
 // after_ADInplaceOrView_keyset: up_to: Functionalize
-//   = CPU, CUDA, PrivateUse1, PrivateUse2, Meta, QuantizedCPU, QuantizedCUDA, QuantizedPrivateUse1, QuantizedPrivateUse2, QuantizedMeta, SparseCPU, SparseCUDA, SparsePrivateUse1, SparsePrivateUse2, SparseMeta, BackendSelect, Python, Functionalize
+//   = CPU, CUDA, PrivateUse1, PrivateUse2, Meta, QuantizedCPU, QuantizedCUDA, QuantizedPrivateUse1, QuantizedPrivateUse2, QuantizedMeta, SparseCPU, SparseCUDA, SparsePrivateUse1, SparsePrivateUse2, SparseMeta, BackendSelect, Python, FuncTorchDynamicLayerBackMode, Functionalize
 inline constexpr DispatchKeySet after_ADInplaceOrView_keyset =
     DispatchKeySet::allBackends() |
-    DispatchKeySet{DispatchKey::Dense, DispatchKey::Quantized, DispatchKey::Sparse, DispatchKey::BackendSelect, DispatchKey::Python, DispatchKey::Functionalize};
+    DispatchKeySet{DispatchKey::Dense, DispatchKey::Quantized, DispatchKey::Sparse, DispatchKey::BackendSelect, DispatchKey::Python, DispatchKey::FuncTorchDynamicLayerBackMode, DispatchKey::Functionalize};
 
 // default_included_set: BackendSelect, ADInplaceOrView
 //   = BackendSelect, ADInplaceOrView
@@ -55,10 +55,10 @@ inline constexpr DispatchKeySet autogradother_backends =
     DispatchKeySet{DispatchKey::Quantized, DispatchKey::Sparse};
 
 // full_keyset: all_functionalities
-//   = CPU, CUDA, PrivateUse1, PrivateUse2, Meta, QuantizedCPU, QuantizedCUDA, QuantizedPrivateUse1, QuantizedPrivateUse2, QuantizedMeta, SparseCPU, SparseCUDA, SparsePrivateUse1, SparsePrivateUse2, SparseMeta, BackendSelect, Python, Functionalize, ADInplaceOrView, AutogradOther, AutogradCPU, AutogradCUDA, AutogradPrivateUse1, AutogradPrivateUse2, AutogradMeta, Tracer, AutocastCPU, AutocastCUDA, FuncTorchBatched, TESTING_ONLY_GenericWrapper, TESTING_ONLY_GenericMode, ThreadRegistration
+//   = CPU, CUDA, PrivateUse1, PrivateUse2, Meta, QuantizedCPU, QuantizedCUDA, QuantizedPrivateUse1, QuantizedPrivateUse2, QuantizedMeta, SparseCPU, SparseCUDA, SparsePrivateUse1, SparsePrivateUse2, SparseMeta, BackendSelect, Python, FuncTorchDynamicLayerBackMode, Functionalize, ADInplaceOrView, AutogradOther, AutogradCPU, AutogradCUDA, AutogradPrivateUse1, AutogradPrivateUse2, AutogradMeta, Tracer, AutocastCPU, AutocastCUDA, FuncTorchBatched, FuncTorchDynamicLayerFrontMode, TESTING_ONLY_GenericWrapper, TESTING_ONLY_GenericMode, ThreadRegistration
 inline constexpr DispatchKeySet full_keyset =
     DispatchKeySet::allBackends() |
-    DispatchKeySet{DispatchKey::Dense, DispatchKey::Quantized, DispatchKey::Sparse, DispatchKey::BackendSelect, DispatchKey::Python, DispatchKey::Functionalize, DispatchKey::ADInplaceOrView, DispatchKey::AutogradOther, DispatchKey::AutogradFunctionality, DispatchKey::Tracer, DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA, DispatchKey::FuncTorchBatched, DispatchKey::TESTING_ONLY_GenericWrapper, DispatchKey::TESTING_ONLY_GenericMode, DispatchKey::ThreadRegistration};
+    DispatchKeySet{DispatchKey::Dense, DispatchKey::Quantized, DispatchKey::Sparse, DispatchKey::BackendSelect, DispatchKey::Python, DispatchKey::FuncTorchDynamicLayerBackMode, DispatchKey::Functionalize, DispatchKey::ADInplaceOrView, DispatchKey::AutogradOther, DispatchKey::AutogradFunctionality, DispatchKey::Tracer, DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA, DispatchKey::FuncTorchBatched, DispatchKey::FuncTorchDynamicLayerFrontMode, DispatchKey::TESTING_ONLY_GenericWrapper, DispatchKey::TESTING_ONLY_GenericMode, DispatchKey::ThreadRegistration};
 
 // The runtime keys an alias key covers; empty for every other key.
 constexpr DispatchKeySet getRuntimeKeySetForAlias(DispatchKey alias) {

@@ -40,6 +40,7 @@ enum class DispatchKey : uint16_t {
   Sparse,  // per-backend: SparseCPU, SparseCUDA, SparsePrivateUse1, SparsePrivateUse2, SparseMeta; autograd: AutogradOther
   BackendSelect,  // falls through by default (backend_select_fallthrough)
   Python,
+  FuncTorchDynamicLayerBackMode,
   Functionalize,
   ADInplaceOrView,  // falls through by default (ad_inplace_or_view_fallthrough)
   AutogradOther,  // falls through by default (autograd_fallback)
@@ -48,6 +49,7 @@ enum class DispatchKey : uint16_t {
   AutocastCPU,  // falls through by default (autocast_fallthrough); autocast for CPU
   AutocastCUDA,  // falls through by default (autocast_fallthrough); autocast for CUDA
   FuncTorchBatched,
+  FuncTorchDynamicLayerFrontMode,
   TESTING_ONLY_GenericWrapper,
   TESTING_ONLY_GenericMode,
   ThreadRegistration,  // internal
@@ -103,6 +105,7 @@ inline constexpr std::array<int8_t, kNumFunctionalityKeys> kPerBackendBlock = {
     2,  // Sparse
     -1,  // BackendSelect
     -1,  // Python
+    -1,  // FuncTorchDynamicLayerBackMode
     -1,  // Functionalize
     -1,  // ADInplaceOrView
     -1,  // AutogradOther
@@ -111,6 +114,7 @@ inline constexpr std::array<int8_t, kNumFunctionalityKeys> kPerBackendBlock = {
     -1,  // AutocastCPU
     -1,  // AutocastCUDA
     -1,  // FuncTorchBatched
+    -1,  // FuncTorchDynamicLayerFrontMode
     -1,  // TESTING_ONLY_GenericWrapper
     -1,  // TESTING_ONLY_GenericMode
     -1,  // ThreadRegistration
@@ -124,6 +128,7 @@ inline constexpr std::array<DispatchKey, kNumFunctionalityKeys> kAutogradFunctio
     DispatchKey::AutogradOther,  // Sparse
     DispatchKey::Undefined,  // BackendSelect
     DispatchKey::Undefined,  // Python
+    DispatchKey::Undefined,  // FuncTorchDynamicLayerBackMode
     DispatchKey::Undefined,  // Functionalize
     DispatchKey::Undefined,  // ADInplaceOrView
     DispatchKey::Undefined,  // AutogradOther
@@ -132,6 +137,7 @@ inline constexpr std::array<DispatchKey, kNumFunctionalityKeys> kAutogradFunctio
     DispatchKey::Undefined,  // AutocastCPU
     DispatchKey::Undefined,  // AutocastCUDA
     DispatchKey::Undefined,  // FuncTorchBatched
+    DispatchKey::Undefined,  // FuncTorchDynamicLayerFrontMode
     DispatchKey::Undefined,  // TESTING_ONLY_GenericWrapper
     DispatchKey::Undefined,  // TESTING_ONLY_GenericMode
     DispatchKey::Undefined,  // ThreadRegistration
@@ -144,6 +150,7 @@ inline constexpr std::array<std::string_view, static_cast<int>(DispatchKey::EndO
     "Sparse",
     "BackendSelect",
     "Python",
+    "FuncTorchDynamicLayerBackMode",
     "Functionalize",
     "ADInplaceOrView",
     "AutogradOther",
@@ -152,6 +159,7 @@ inline constexpr std::array<std::string_view, static_cast<int>(DispatchKey::EndO
     "AutocastCPU",
     "AutocastCUDA",
     "FuncTorchBatched",
+    "FuncTorchDynamicLayerFrontMode",
     "TESTING_ONLY_GenericWrapper",
     "TESTING_ONLY_GenericMode",
     "ThreadRegistration",

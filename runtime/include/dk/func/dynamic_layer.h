@@ -1,0 +1,123 @@
+// dk/func/dynamic_layer.h: the thread's stack of running transforms and the grad wrappers
+// (Note [Dynamic layer stack], Note [Grad wrappers]).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dk/core/local_dispatch_key_set.h"
+#include "dk/tensor/tensor.h"
+
+namespace dk::func {
+
+enum class TransformType : uint8_t { Vmap, Grad };
+
+// Note [Dynamic layer stack]
+// Transforms compose in the order they are called, not in the order of their keys: in
+// vmap(grad(f)) the gradient is taken per example, in grad(vmap(f)) of the whole batch, yet
+// FuncTorchBatched outranks the autograd keys in both. So each thread keeps the transforms it is
+// inside as a stack of layers, outermost first; a layer's level is its depth (1 for the
+// outermost). An operator called on a tensor of a grad layer (a grad wrapper, whose key set holds
+// FuncTorchDynamicLayerFrontMode, the highest functionality key) first reaches the front
+// fallback, which hands it to the innermost layer:
+//  - a layer none of whose tensors is among the arguments lets the call through to the next
+//    layer (pops itself for the call's duration and calls the operator again);
+//  - a grad layer wraps every other tensor argument as a constant of its level, excludes
+//    FuncTorchBatched and redispatches, so the autograd kernel records the operator at this
+//    level;
+//  - a vmap layer excludes the autograd keys and redispatches to its batching rule.
+// Below the layer's own keys, FuncTorchDynamicLayerBackMode (included while a layer is active)
+// reaches the back fallback, which pops the layer, restores the thread's key sets as they were
+// when the front fallback took the call (the autograd kernel's "below autograd" guard belongs to
+// this layer, not to the next), unwraps the grad layer's tensors, calls the operator again for
+// the layers below, and wraps the results at its level. Each layer so strips itself and
+// redispatches, and the next layer down sees ordinary tensors of its own level.
+//
+// Calls on batched tensors alone (no grad wrapper among the arguments) go straight to their
+// batching rules, which is the same order when no grad layer is between them: plain vmap pays
+// nothing for the stack.
+struct DynamicLayer {
+  TransformType type;
+  int64_t level;
+  // False once the transform has returned: its wrappers are then dead and stand for their value.
+  std::shared_ptr<bool> alive;
+  // The thread's key sets when the front fallback handed a call to this layer (Note [Dynamic
+  // layer stack]); meaningful only while the layer handles a call.
+  LocalDispatchKeySet outside{};
+  // Whether the front fallback has handed this layer a call that is still running.
+  bool active = false;
+};
+
+// The thread's layers, outermost first.
+const std::vector<DynamicLayer>& dynamicLayerStack();
+
+// Pushes a layer for a transform's duration; pops it, and marks its wrappers dead, on exit (also
+// when the transform's function throws).
+class DynamicLayerScope {
+ public:
+  explicit DynamicLayerScope(TransformType type);
+  ~DynamicLayerScope();
+  DynamicLayerScope(const DynamicLayerScope&) = delete;
+  DynamicLayerScope& operator=(const DynamicLayerScope&) = delete;
+  int64_t level() const { return level_; }
+  const std::shared_ptr<bool>& alive() const { return alive_; }
+
+ private:
+  int64_t level_;
+  std::shared_ptr<bool> alive_;
+};
+
+// For a decomposition a layer's rule runs (a CompositeImplicitAutograd kernel under vmap): while
+// the innermost layer handles a call, sets the thread's key sets back to what the front fallback
+// found, so the decomposition's own calls start over at the front and reach this layer's rules;
+// does nothing otherwise.
+class CallAsFromOutsideLayer {
+ public:
+  CallAsFromOutsideLayer();
+  ~CallAsFromOutsideLayer();
+  CallAsFromOutsideLayer(const CallAsFromOutsideLayer&) = delete;
+  CallAsFromOutsideLayer& operator=(const CallAsFromOutsideLayer&) = delete;
+
+ private:
+  bool swapped_ = false;
+  DispatchKeySet included_;
+  uint64_t allowed_ = 0;
+};
+
+// Note [Grad wrappers]
+// Inside a grad transform each tensor of its level is a TensorWrapper: a `value` (a plain
+// tensor, a batched tensor of an outer vmap, or a wrapper of an outer grad) with the wrapper's
+// own autograd metadata, so each grad level records its own graph. Its sizes, strides, dtype and
+// device are the value's; it has no storage. Its key set is the value's without
+// FuncTorchBatched, plus FuncTorchDynamicLayerFrontMode, so operators on it reach the front
+// fallback (Note [Dynamic layer stack]). Once its transform has returned it is dead: the front
+// fallback then replaces it by its value, so a wrapper that escapes (a gradient's graph kept by
+// vjp) still computes.
+class TensorWrapper : public TensorImpl {
+ public:
+  TensorWrapper(Tensor value, int64_t level, std::shared_ptr<bool> alive);
+
+  const Tensor& value() const { return value_; }
+  int64_t level() const { return level_; }
+  bool is_alive() const { return *alive_; }
+  const std::shared_ptr<bool>& alive() const { return alive_; }
+
+  intrusive_ptr<TensorImpl> shallow_copy_without_history() const override;
+
+ private:
+  Tensor value_;
+  int64_t level_;
+  std::shared_ptr<bool> alive_;
+};
+
+// The wrapper impl of `t`, or null when `t` is not a grad wrapper.
+const TensorWrapper* maybeWrapper(const Tensor& t);
+// The wrapper impl of `t` when it is a live wrapper of `level`, else null.
+const TensorWrapper* wrapperAt(const Tensor& t, int64_t level);
+// `value` wrapped for the grad layer of `level` (no autograd history).
+Tensor makeWrapper(Tensor value, int64_t level, std::shared_ptr<bool> alive);
+// The value of `t` when it is a wrapper of `level`; `t` itself otherwise.
+Tensor unwrapAt(const Tensor& t, int64_t level);
+
+}  // namespace dk::func

@@ -1,0 +1,280 @@
+// The dynamic layer stack, its front and back fallbacks, and grad wrappers (Note [Dynamic layer
+// stack], Note [Grad wrappers]).
+#include "dk/func/dynamic_layer.h"
+
+#include <utility>
+
+#include "dk/dispatch/dispatcher.h"
+#include "dk/func/batched_tensor.h"
+
+namespace dk::func {
+
+namespace {
+
+thread_local std::vector<DynamicLayer> tls_layers;
+
+constexpr DispatchKey kFront = DispatchKey::FuncTorchDynamicLayerFrontMode;
+constexpr DispatchKey kBack = DispatchKey::FuncTorchDynamicLayerBackMode;
+
+// Replaces `v` by fn(v) when it is a tensor, and each tensor of it when it is a tensor list.
+template <class F>
+void mapTensors(IValue& v, const F& fn) {
+  if (v.isTensor()) {
+    v = IValue(fn(v.toTensor()));
+  } else if (v.isList() && !v.toListElements().empty() && v.toListElements()[0].isTensor()) {
+    std::vector<IValue> elements;
+    elements.reserve(v.toListElements().size());
+    for (const IValue& e : v.toListElements()) elements.push_back(e.isTensor() ? IValue(fn(e.toTensor())) : e);
+    v = IValue::makeList(v.listElementType(), std::move(elements));
+  }
+}
+
+// mapTensors on each stack entry at or above `base`.
+template <class F>
+void mapTensorArgs(Stack* stack, size_t base, const F& fn) {
+  for (size_t i = base; i < stack->size(); ++i) mapTensors((*stack)[i], fn);
+}
+
+// Whether pred holds for a tensor argument at or above `base` (or a tensor of a tensor list).
+template <class P>
+bool anyTensorArg(const Stack& stack, size_t base, const P& pred) {
+  for (size_t i = base; i < stack.size(); ++i) {
+    const IValue& v = stack[i];
+    if (v.isTensor() && pred(v.toTensor())) return true;
+    if (v.isList())
+      for (const IValue& e : v.toListElements())
+        if (e.isTensor() && pred(e.toTensor())) return true;
+  }
+  return false;
+}
+
+// A dead wrapper stands for its value (Note [Grad wrappers]).
+Tensor unwrapDead(Tensor t) {
+  while (const TensorWrapper* w = maybeWrapper(t)) {
+    if (w->is_alive()) break;
+    t = w->value();
+  }
+  return t;
+}
+
+bool participates(const DynamicLayer& layer, const Stack& stack, size_t base) {
+  const int64_t level = layer.level;
+  if (layer.type == TransformType::Vmap)
+    return anyTensorArg(stack, base, [level](const Tensor& t) { return batchedAt(t, level) != nullptr; });
+  return anyTensorArg(stack, base, [level](const Tensor& t) { return wrapperAt(t, level) != nullptr; });
+}
+
+// Takes the innermost layer off the stack for a scope and puts it back on exit (with the key
+// sets the scope found restored, when asked to).
+class LayerSetAside {
+ public:
+  LayerSetAside() : layer_(std::move(tls_layers.back())) { tls_layers.pop_back(); }
+  ~LayerSetAside() { tls_layers.push_back(std::move(layer_)); }
+  LayerSetAside(const LayerSetAside&) = delete;
+  LayerSetAside& operator=(const LayerSetAside&) = delete;
+  const DynamicLayer& layer() const { return layer_; }
+
+ private:
+  DynamicLayer layer_;
+};
+
+// Sets the thread's key sets to `keys` for a scope, then restores the ones it found. Only the
+// back fallback uses it, for the call it makes on the layers below: that call is nested inside
+// this scope, so no guard's change crosses the restore (Note [Guards undo only their own change]).
+class KeySetsSwap {
+ public:
+  explicit KeySetsSwap(const LocalDispatchKeySet& keys)
+      : included_(detail::tls_dispatch_keys.included), allowed_(detail::tls_dispatch_keys.allowed) {
+    detail::tls_dispatch_keys.included = keys.included;
+    detail::tls_dispatch_keys.allowed = ~keys.excluded.raw_repr();
+  }
+  ~KeySetsSwap() {
+    detail::tls_dispatch_keys.included = included_;
+    detail::tls_dispatch_keys.allowed = allowed_;
+  }
+  KeySetsSwap(const KeySetsSwap&) = delete;
+  KeySetsSwap& operator=(const KeySetsSwap&) = delete;
+
+ private:
+  DispatchKeySet included_;
+  uint64_t allowed_;
+};
+
+// A grad layer may not write into a tensor it did not wrap: the write would escape its graph.
+void checkNoCapturedMutation(const OperatorHandle& op, const Stack& stack, size_t base, int64_t level) {
+  const auto& args = op.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].alias_info || !args[i].alias_info->is_write) continue;
+    const Stack one{stack[base + i]};
+    const bool captured = anyTensorArg(one, 0, [level](const Tensor& t) { return wrapperAt(t, level) == nullptr; });
+    DK_CHECK(!captured, "During a grad (vjp, jacrev, grad, etc) transform, the function provided attempted to call "
+             "in-place operation (", op.operator_name(), ") that would mutate a captured Tensor. This is not "
+             "supported; please rewrite the function being transformed to explicitly accept the mutated Tensor(s) as "
+             "inputs.");
+  }
+}
+
+// Note [Dynamic layer stack]: hands the call to the innermost layer.
+void dynamicLayerFront(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  const size_t base = stack->size() - op.schema().arguments().size();
+  mapTensorArgs(stack, base, unwrapDead);
+  if (tls_layers.empty()) {  // only dead wrappers brought the call here
+    op.callBoxed(stack);
+    return;
+  }
+  DynamicLayer& top = tls_layers.back();
+  if (!participates(top, *stack, base)) {
+    LayerSetAside aside;
+    op.callBoxed(stack);
+    return;
+  }
+  const int64_t level = top.level;
+  DispatchKeySet exclude{kFront, DispatchKey::FuncTorchBatched};
+  if (top.type == TransformType::Grad) {
+    checkNoCapturedMutation(op, *stack, base, level);
+    const std::shared_ptr<bool> alive = top.alive;
+    mapTensorArgs(stack, base, [&](const Tensor& t) {
+      return !t.defined() || wrapperAt(t, level) != nullptr ? t : makeWrapper(t, level, alive);
+    });
+  } else {
+    exclude = exclude | autograd_dispatch_keyset | DispatchKeySet(DispatchKey::ADInplaceOrView);
+  }
+  top.outside = tls_local_dispatch_key_set();
+  const detail::KeySetChange change = detail::KeySetChange::apply(DispatchKeySet(kBack), {}, exclude, {});
+  const size_t index = tls_layers.size() - 1;
+  const bool was_active = top.active;
+  top.active = true;
+  struct Undo {
+    const detail::KeySetChange& change;
+    size_t index;
+    bool was_active;
+    ~Undo() {
+      change.undo();
+      tls_layers[index].active = was_active;
+    }
+  } undo{change, index, was_active};
+  DispatchKeySet next;
+  if (top.type == TransformType::Grad) {
+    const OperatorEntry& entry = op.entry();
+    next = entry.computeDispatchKeySet(entry.getDispatchKeySetBoxed(*stack));
+  } else {
+    // The batching rule at FuncTorchBatched, which the thread's sets now exclude for the calls
+    // the rule makes.
+    next = ks - (exclude - DispatchKeySet(DispatchKey::FuncTorchBatched));
+  }
+  op.redispatchBoxed(next, stack);
+}
+
+// Note [Dynamic layer stack]: the innermost layer strips itself and calls the layers below.
+void dynamicLayerBack(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* stack) {
+  DK_CHECK(!tls_layers.empty(), "FuncTorchDynamicLayerBackMode reached for ", op.operator_name(),
+           " with no transform running");
+  const FunctionSchema& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  const size_t base = stack->size() - n;
+  LayerSetAside aside;
+  const DynamicLayer& layer = aside.layer();
+  KeySetsSwap keys(layer.outside);
+  if (layer.type == TransformType::Vmap) {  // the batching rule unwrapped its arguments
+    op.callBoxed(stack);
+    return;
+  }
+  const int64_t level = layer.level;
+  std::vector<IValue> wrapped(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  mapTensorArgs(stack, base, [level](const Tensor& t) { return unwrapAt(t, level); });
+  op.callBoxed(stack);
+  const size_t nrets = schema.returns().size();
+  const size_t rbase = stack->size() - nrets;
+  for (size_t j = 0; j < nrets; ++j) {
+    const Argument& ret = schema.returns()[j];
+    if (ret.alias_info && ret.alias_info->is_write) {
+      // In place or out=: the result is the wrapper that was written.
+      for (size_t i = 0; i < n; ++i) {
+        const auto& a = schema.arguments()[i].alias_info;
+        if (a && a->is_write && a->before_set == ret.alias_info->before_set) {
+          (*stack)[rbase + j] = wrapped[i];
+          break;
+        }
+      }
+      continue;
+    }
+    mapTensors((*stack)[rbase + j], [&](const Tensor& t) { return t.defined() ? makeWrapper(t, level, layer.alive) : t; });
+  }
+}
+
+[[maybe_unused]] RegistrationHandleRAII* const g_front = new RegistrationHandleRAII(
+    Dispatcher::singleton().registerDefaultFallback(kFront, KernelFunction::makeFromBoxedFunction<&dynamicLayerFront>(),
+                                                    "dynamic_layer_front (default)"));
+[[maybe_unused]] RegistrationHandleRAII* const g_back = new RegistrationHandleRAII(
+    Dispatcher::singleton().registerDefaultFallback(kBack, KernelFunction::makeFromBoxedFunction<&dynamicLayerBack>(),
+                                                    "dynamic_layer_back (default)"));
+
+}  // namespace
+
+const std::vector<DynamicLayer>& dynamicLayerStack() { return tls_layers; }
+
+CallAsFromOutsideLayer::CallAsFromOutsideLayer() {
+  if (tls_layers.empty() || !tls_layers.back().active) return;
+  swapped_ = true;
+  included_ = detail::tls_dispatch_keys.included;
+  allowed_ = detail::tls_dispatch_keys.allowed;
+  const LocalDispatchKeySet& outside = tls_layers.back().outside;
+  detail::tls_dispatch_keys.included = outside.included;
+  detail::tls_dispatch_keys.allowed = ~outside.excluded.raw_repr();
+}
+
+CallAsFromOutsideLayer::~CallAsFromOutsideLayer() {
+  if (!swapped_) return;
+  detail::tls_dispatch_keys.included = included_;
+  detail::tls_dispatch_keys.allowed = allowed_;
+}
+
+DynamicLayerScope::DynamicLayerScope(TransformType type)
+    : level_(static_cast<int64_t>(tls_layers.size()) + 1), alive_(std::make_shared<bool>(true)) {
+  tls_layers.push_back(DynamicLayer{type, level_, alive_});
+}
+
+DynamicLayerScope::~DynamicLayerScope() {
+  *alive_ = false;
+  // Front and back fallbacks put back what they set aside, also on an exception, so the top is
+  // this scope's layer.
+  if (!tls_layers.empty() && tls_layers.back().level == level_) tls_layers.pop_back();
+}
+
+TensorWrapper::TensorWrapper(Tensor value, int64_t level, std::shared_ptr<bool> alive)
+    : TensorImpl(value.key_set().remove(DispatchKey::FuncTorchBatched).add(kFront), value.dtype(), value.device(),
+                 std::vector<int64_t>(value.sizes().begin(), value.sizes().end())),
+      value_(std::move(value)),
+      level_(level),
+      alive_(std::move(alive)) {
+  set_sizes_and_strides(std::vector<int64_t>(value_.sizes().begin(), value_.sizes().end()),
+                        std::vector<int64_t>(value_.strides().begin(), value_.strides().end()));
+}
+
+intrusive_ptr<TensorImpl> TensorWrapper::shallow_copy_without_history() const {
+  auto copy = make_intrusive<TensorWrapper>(value_, level_, alive_);
+  copy->set_version_counter(version_counter());
+  return copy;
+}
+
+const TensorWrapper* maybeWrapper(const Tensor& t) {
+  if (!t.key_set().has(kFront)) return nullptr;
+  return dynamic_cast<const TensorWrapper*>(t.unsafeGetTensorImpl());
+}
+
+const TensorWrapper* wrapperAt(const Tensor& t, int64_t level) {
+  const TensorWrapper* w = maybeWrapper(t);
+  return w != nullptr && w->level() == level && w->is_alive() ? w : nullptr;
+}
+
+Tensor makeWrapper(Tensor value, int64_t level, std::shared_ptr<bool> alive) {
+  DK_CHECK(value.defined(), "grad transform: cannot wrap an undefined tensor");
+  return Tensor(make_intrusive<TensorWrapper>(std::move(value), level, std::move(alive)));
+}
+
+Tensor unwrapAt(const Tensor& t, int64_t level) {
+  const TensorWrapper* w = wrapperAt(t, level);
+  return w != nullptr ? w->value() : t;
+}
+
+}  // namespace dk::func
