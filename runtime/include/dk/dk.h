@@ -5,6 +5,7 @@
 #include "dk/autograd/autograd.h"
 #include "dk/core/parallel.h"
 #include "dk/dispatch.h"
+#include "dk/func/grad.h"
 #include "dk/func/vmap.h"
 #include "dk/generated/Functions.h"
 #include "dk/generated/TensorOperators.h"
