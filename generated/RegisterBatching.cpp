@@ -3,7 +3,9 @@
 //
 // Batching rules at FuncTorchBatched (Note [Pointwise batching rule] in dk/func/batching_rules.h):
 // each operator of a `batching:` family in the YAML (a `pointwise` tag implies that family) gets
-// the family's boxed rule, which runs the operator once for a whole vmap batch.
+// the family's boxed rule, which runs the operator once for a whole vmap batch. Random operators
+// (tag `nondeterministic_seeded`) get the randomness rule at FuncTorchVmapMode (Note [vmap
+// randomness]).
 #include "dk/dispatch/library.h"
 #include "dk/func/batching_rules.h"
 
@@ -11,6 +13,7 @@ namespace dk {
 
 DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   const auto pointwise = [] { return CppFunction::makeFromBoxedFunction<&::dk::func::pointwiseBatchingRule>().debug("pointwise batching rule"); };
+  m.impl("_to_copy", pointwise());
   m.impl("abs", pointwise());
   m.impl("add.Scalar", pointwise());
   m.impl("add.Tensor", pointwise());
@@ -64,6 +67,15 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("tanh", pointwise());
   m.impl("tanh_", pointwise());
   m.impl("where.self", pointwise());
+}
+
+DK_LIBRARY_IMPL(dk, FuncTorchVmapMode, m) {
+  const auto randomness = [] { return CppFunction::makeFromBoxedFunction<&::dk::func::randomnessBatchingRule>().debug("vmap randomness rule"); };
+  m.impl("dropout", randomness());
+  m.impl("rand", randomness());
+  m.impl("rand.generator", randomness());
+  m.impl("randn", randomness());
+  m.impl("randn.generator", randomness());
 }
 
 }  // namespace dk

@@ -46,6 +46,7 @@ TEST_CASE("introspection: dumpState lists the schema and every registered kernel
         "AutocastCPU: fallthrough autocast_fallthrough (default) [backend fallback]\n"
         "AutocastCUDA: fallthrough autocast_fallthrough (default) [backend fallback]\n"
         "FuncTorchBatched: vmap_fallback (default) [backend fallback]\n"
+        "FuncTorchVmapMode: fallthrough vmap_mode_fallthrough (default) [backend fallback]\n"
         "FuncTorchDynamicLayerFrontMode: dynamic_layer_front (default) [backend fallback]\n");
 }
 

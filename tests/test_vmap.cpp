@@ -267,3 +267,55 @@ TEST_CASE("vmap: the pointwise batching rule runs an operator once for the batch
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 5; ++j) CHECK(sameTensor(nested.select(0, i).select(0, j), dk::mul(a.select(0, i), b.select(0, j))));
 }
+
+TEST_CASE("vmap: random operators follow the randomness policy (Note [vmap randomness])") {
+  using dk::func::Randomness;
+  const Tensor xs = dk::ones({4, 3}, kDouble);
+  auto rows_equal = [](const Tensor& t) {
+    for (int64_t r = 1; r < t.size(0); ++r)
+      if (read(t.select(0, r)) != read(t.select(0, 0))) return false;
+    return true;
+  };
+  auto rows_distinct = [](const Tensor& t) {
+    for (int64_t r = 0; r < t.size(0); ++r)
+      for (int64_t q = 0; q < r; ++q)
+        if (read(t.select(0, r)) == read(t.select(0, q))) return false;
+    return true;
+  };
+  auto add_noise = [](const Tensor& x) { return dk::add(x, dk::rand({3}, kDouble)); };
+  // Error, functorch's default, names the operator; the level is left.
+  CHECK_THROWS_WITH(vmap(add_noise)(xs), Catch::Contains("vmap: called random operation while in randomness error "
+                                                         "mode") && Catch::Contains("dk::rand"));
+  CHECK(dk::func::currentVmapLevel() == 0);
+  CHECK_THROWS_WITH(vmap([](const Tensor& x) { return dk::dropout(x, 0.5, true); })(xs),
+                    Catch::Contains("randomness error mode"));
+  // Same: one draw for the whole batch; Different: one per example.
+  const Tensor same = vmap(add_noise, 0, 0, Randomness::Same)(xs);
+  REQUIRE(same.sizes() == std::vector<int64_t>{4, 3});
+  CHECK(rows_equal(same));
+  const Tensor different = vmap(add_noise, 0, 0, Randomness::Different)(xs);
+  REQUIRE(different.sizes() == std::vector<int64_t>{4, 3});
+  CHECK(rows_distinct(different));
+  for (double v : read(different)) CHECK((v >= 1.0 && v < 2.0));
+  // A factory alone: Different gives a batched draw, Same one that vmap broadcasts.
+  auto noise = [](const Tensor&) { return dk::randn({3}, kDouble); };
+  CHECK(rows_distinct(vmap(noise, 0, 0, Randomness::Different)(xs)));
+  CHECK(rows_equal(vmap(noise, 0, 0, Randomness::Same)(xs)));
+  // dropout decomposes into a rand of the example's shape, which follows the policy.
+  const Tensor wide = dk::ones({4, 64}, kDouble);
+  auto drop = [](const Tensor& x) { return dk::dropout(x, 0.5, true); };
+  const Tensor shared = vmap(drop, 0, 0, Randomness::Same)(wide);
+  CHECK(rows_equal(shared));
+  const Tensor own = vmap(drop, 0, 0, Randomness::Different)(wide);
+  CHECK(rows_distinct(own));
+  for (double v : read(own)) CHECK((v == 0.0 || v == 2.0));
+  // Nested: each Different level adds its batch dim in front of the draw.
+  const Tensor grid = dk::ones({2, 4, 3}, kDouble);
+  const Tensor nested = vmap(vmap(add_noise, 0, 0, Randomness::Different), 0, 0, Randomness::Different)(grid);
+  REQUIRE(nested.sizes() == std::vector<int64_t>{2, 4, 3});
+  CHECK(rows_distinct(nested.reshape({8, 3})));
+  // Outer Same, inner Different: the draw differs along the inner batch only.
+  const Tensor inner_only = vmap(vmap(add_noise, 0, 0, Randomness::Different), 0, 0, Randomness::Same)(grid);
+  CHECK(rows_equal(inner_only));  // the two outer examples agree
+  CHECK(rows_distinct(inner_only.select(0, 0)));
+}

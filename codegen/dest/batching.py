@@ -1,5 +1,7 @@
 """``RegisterBatching.cpp``: the batching rules at FuncTorchBatched of the operators with a
-``batching:`` family (Note [Pointwise batching rule] in dk/func/batching_rules.h).
+``batching:`` family (Note [Pointwise batching rule] in dk/func/batching_rules.h), and the
+randomness rule at FuncTorchVmapMode of the random ones (tag ``nondeterministic_seeded``, Note
+[vmap randomness]).
 
 Each family has one boxed rule in the runtime; the file registers it for every operator of the
 family. Operators without a family run vmap's for-loop fallback (Note [vmap]).
@@ -13,6 +15,9 @@ from codegen.dest.common import GenContext, Operator, render
 
 # The runtime's boxed rule of each family (codegen.model.BATCHING_FAMILIES).
 RULES = {"pointwise": "::dk::func::pointwiseBatchingRule"}
+# The tag that marks a random operator, and the rule it gets at FuncTorchVmapMode.
+RANDOM_TAG = "nondeterministic_seeded"
+RANDOMNESS_RULE = "::dk::func::randomnessBatchingRule"
 
 
 def emit(ctx: GenContext, files) -> None:
@@ -20,4 +25,6 @@ def emit(ctx: GenContext, files) -> None:
     families = sorted({op.nf.batching for op in ops})
     files.write("RegisterBatching.cpp", render(
         ctx, "RegisterBatching.cpp.j2", families=[(f, RULES[f]) for f in families],
-        ops=[(str(op.nf.func.name), op.nf.batching) for op in ops]))
+        ops=[(str(op.nf.func.name), op.nf.batching) for op in ops],
+        random_ops=[str(op.nf.func.name) for op in ctx.operators if RANDOM_TAG in op.nf.tags],
+        randomness_rule=RANDOMNESS_RULE))

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dk/func/batched_tensor.h"
+#include "dk/func/dynamic_layer.h"
 #include "dk/func/vmap.h"
 
 namespace dk::func {
@@ -104,6 +105,45 @@ void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* s
     return;
   }
   for (IValue& r : physical) stack->push_back(IValue(makeBatched(std::move(r).toTensor(), 0, level)));
+}
+
+void randomnessBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  const DispatchKeySet below = ks.remove(DispatchKey::FuncTorchVmapMode);
+  std::vector<const DynamicLayer*> different;  // outermost first
+  bool any_vmap = false;
+  for (const DynamicLayer& layer : dynamicLayerStack()) {
+    if (layer.type != TransformType::Vmap) continue;
+    any_vmap = true;
+    DK_CHECK(layer.randomness != Randomness::Error, "vmap: called random operation while in randomness error mode. "
+             "Please either use the 'same' or 'different' randomness flags on vmap or perform the randomness "
+             "operation out of vmap (", op.operator_name(), ")");
+    if (layer.randomness == Randomness::Different) different.push_back(&layer);
+  }
+  const FunctionSchema& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  const size_t base = stack->size() - n;
+  bool has_tensor_args = false;
+  for (const Argument& a : schema.arguments()) has_tensor_args = has_tensor_args || a.type.isTensorLike();
+  if (!any_vmap || different.empty() || has_tensor_args) {
+    op.redispatchBoxed(below, stack);
+    return;
+  }
+  // A factory: its `size` argument (the first int[]) gets the batch sizes in front.
+  size_t size_arg = n;
+  for (size_t i = 0; i < n && size_arg == n; ++i)
+    if (schema.arguments()[i].type.kind() == TypeKind::List && (*stack)[base + i].isList()) size_arg = i;
+  DK_CHECK(size_arg < n, "vmap: the random operator ", op.operator_name(), " has neither a tensor argument nor a "
+           "size; randomness='different' cannot batch it");
+  std::vector<IValue> sizes;
+  for (const DynamicLayer* layer : different) sizes.emplace_back(layer->batch_size);
+  IValue& size = (*stack)[base + size_arg];
+  for (const IValue& d : size.toListElements()) sizes.push_back(d);
+  size = IValue::makeList(size.listElementType(), std::move(sizes));
+  op.redispatchBoxed(below, stack);
+  IValue& result = stack->back();
+  Tensor value = result.toTensor();
+  for (const DynamicLayer* layer : different) value = makeBatched(std::move(value), 0, layer->level);
+  result = IValue(std::move(value));
 }
 
 }  // namespace dk::func

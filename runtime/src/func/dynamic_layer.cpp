@@ -229,12 +229,22 @@ CallAsFromOutsideLayer::~CallAsFromOutsideLayer() {
   detail::tls_dispatch_keys.allowed = allowed_;
 }
 
-DynamicLayerScope::DynamicLayerScope(TransformType type)
+DynamicLayerScope::DynamicLayerScope()
     : level_(static_cast<int64_t>(tls_layers.size()) + 1), alive_(std::make_shared<bool>(true)) {
-  tls_layers.push_back(DynamicLayer{type, level_, alive_});
+  tls_layers.push_back(DynamicLayer{TransformType::Grad, level_, alive_});
+}
+
+DynamicLayerScope::DynamicLayerScope(int64_t batch_size, Randomness randomness)
+    : level_(static_cast<int64_t>(tls_layers.size()) + 1), alive_(std::make_shared<bool>(true)) {
+  DynamicLayer layer{TransformType::Vmap, level_, alive_};
+  layer.batch_size = batch_size;
+  layer.randomness = randomness;
+  tls_layers.push_back(std::move(layer));
+  vmap_mode_ = detail::KeySetChange::apply(DispatchKeySet(DispatchKey::FuncTorchVmapMode), {}, {}, {});
 }
 
 DynamicLayerScope::~DynamicLayerScope() {
+  vmap_mode_.undo();
   *alive_ = false;
   // Front and back fallbacks put back what they set aside, also on an exception, so the top is
   // this scope's layer.

@@ -69,7 +69,7 @@ std::vector<Tensor> runGrad(const TensorsFn& f, const std::vector<int64_t>& argn
                             const std::vector<Tensor>& inputs) {
   const std::vector<size_t> diff = checkedArgnums("grad(f)(*args)", argnums, inputs.size());
   AutoGradMode grad_on(true);
-  DynamicLayerScope layer(TransformType::Grad);
+  DynamicLayerScope layer;
   const int64_t level = layer.level();
   std::vector<Tensor> args = inputs;
   std::vector<Tensor> diff_args;
@@ -112,7 +112,7 @@ VjpResult vjp(const TensorsFn& f, const std::vector<Tensor>& primals) {
   DK_CHECK(f, "vjp: the function to differentiate is empty");
   DK_CHECK(!primals.empty(), "vjp(f, *primals): Expected at least one primal");
   AutoGradMode grad_on(true);
-  DynamicLayerScope layer(TransformType::Grad);
+  DynamicLayerScope layer;
   const int64_t level = layer.level();
   std::vector<Tensor> wrapped;
   wrapped.reserve(primals.size());

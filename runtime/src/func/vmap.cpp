@@ -64,7 +64,8 @@ Tensor broadcastFront(const Tensor& t, int64_t batch) {
 }
 
 std::vector<Tensor> runVmap(const TensorsFn& f, const std::vector<BatchDim>& in_dims,
-                            const std::vector<BatchDim>& out_dims, const std::vector<Tensor>& inputs) {
+                            const std::vector<BatchDim>& out_dims, Randomness randomness,
+                            const std::vector<Tensor>& inputs) {
   // The messages' prefix, built only for an error.
   auto call = [&] { return "vmap(f, in_dims=" + dimsText(in_dims) + ", ...)(<inputs>)"; };
   DK_CHECK(!inputs.empty(), "vmap(f)(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are trying to "
@@ -92,7 +93,7 @@ std::vector<Tensor> runVmap(const TensorsFn& f, const std::vector<BatchDim>& in_
   const int64_t batch = batch_sizes[0];
 
   std::vector<Tensor> outputs;
-  DynamicLayerScope scope(TransformType::Vmap);
+  DynamicLayerScope scope(batch, randomness);
   {
     std::vector<Tensor> wrapped;
     wrapped.reserve(inputs.size());
@@ -365,18 +366,19 @@ Tensor mmBatched(const Tensor& self, const Tensor& mat2) {
 
 void forLoopBatchingFallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) { batchedFallback(op, ks, stack); }
 
-TensorsFn vmap(TensorsFn f, std::vector<BatchDim> in_dims, std::vector<BatchDim> out_dims) {
+TensorsFn vmap(TensorsFn f, std::vector<BatchDim> in_dims, std::vector<BatchDim> out_dims, Randomness randomness) {
   DK_CHECK(f, "vmap: the function to map is empty");
   DK_CHECK(!in_dims.empty(), "vmap: in_dims must hold one entry per input, or one for all of them");
   DK_CHECK(!out_dims.empty(), "vmap: out_dims must hold one entry per output, or one for all of them");
-  return [f = std::move(f), in_dims = std::move(in_dims), out_dims = std::move(out_dims)](
-             const std::vector<Tensor>& inputs) { return runVmap(f, in_dims, out_dims, inputs); };
+  return [f = std::move(f), in_dims = std::move(in_dims), out_dims = std::move(out_dims), randomness](
+             const std::vector<Tensor>& inputs) { return runVmap(f, in_dims, out_dims, randomness, inputs); };
 }
 
-std::function<Tensor(const Tensor&)> vmap(std::function<Tensor(const Tensor&)> f, BatchDim in_dim, BatchDim out_dim) {
+std::function<Tensor(const Tensor&)> vmap(std::function<Tensor(const Tensor&)> f, BatchDim in_dim, BatchDim out_dim,
+                                          Randomness randomness) {
   DK_CHECK(f, "vmap: the function to map is empty");
   TensorsFn many = vmap([f = std::move(f)](const std::vector<Tensor>& xs) { return std::vector<Tensor>{f(xs[0])}; },
-                        {in_dim}, {out_dim});
+                        {in_dim}, {out_dim}, randomness);
   return [many = std::move(many)](const Tensor& x) { return many({x})[0]; };
 }
 

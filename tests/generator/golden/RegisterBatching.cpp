@@ -3,7 +3,9 @@
 //
 // Batching rules at FuncTorchBatched (Note [Pointwise batching rule] in dk/func/batching_rules.h):
 // each operator of a `batching:` family in the YAML (a `pointwise` tag implies that family) gets
-// the family's boxed rule, which runs the operator once for a whole vmap batch.
+// the family's boxed rule, which runs the operator once for a whole vmap batch. Random operators
+// (tag `nondeterministic_seeded`) get the randomness rule at FuncTorchVmapMode (Note [vmap
+// randomness]).
 #include "dk/dispatch/library.h"
 #include "dk/func/batching_rules.h"
 
@@ -13,5 +15,6 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   const auto pointwise = [] { return CppFunction::makeFromBoxedFunction<&::dk::func::pointwiseBatchingRule>().debug("pointwise batching rule"); };
   m.impl("add.Tensor", pointwise());
 }
+
 
 }  // namespace dk

@@ -19,6 +19,17 @@ namespace dk::func {
 // dtypes: it would count as a dimensioned tensor), the rule runs the for-loop fallback instead.
 void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
 
+// Note [vmap randomness]
+// A random operator (tagged `nondeterministic_seeded` in the YAML) gets this rule at
+// FuncTorchVmapMode, which every running vmap includes, so it runs first even for a random
+// factory with no tensor argument. With any running vmap's randomness Error, functorch's
+// default, it refuses. Otherwise a factory draws once for all the examples of the vmaps whose
+// randomness is Different (their batch sizes go in front of `size`, outermost first, and the
+// result is wrapped at each of their levels), and once for all the others (Same: one value for
+// the whole batch, which vmap broadcasts). An operator with tensor arguments (dropout) goes on
+// below: its randomness comes from the random factories it calls, which reach this rule in turn.
+void randomnessBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+
 // Helpers of the rules and the fallback.
 // The highest vmap level among the batched tensors of args[0, n), tensor lists included (0: none).
 int64_t highestBatchLevel(const IValue* args, size_t n);

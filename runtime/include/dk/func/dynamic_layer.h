@@ -13,6 +13,10 @@ namespace dk::func {
 
 enum class TransformType : uint8_t { Vmap, Grad };
 
+// What a random operator does inside vmap (Note [vmap randomness]): Error, functorch's default,
+// refuses it; Same gives every example the same random values; Different gives each its own.
+enum class Randomness : uint8_t { Error, Same, Different };
+
 // Note [Dynamic layer stack]
 // Transforms compose in the order they are called, not in the order of their keys: in
 // vmap(grad(f)) the gradient is taken per example, in grad(vmap(f)) of the whole batch, yet
@@ -42,6 +46,9 @@ struct DynamicLayer {
   int64_t level;
   // False once the transform has returned: its wrappers are then dead and stand for their value.
   std::shared_ptr<bool> alive;
+  // A vmap layer's batch size and randomness.
+  int64_t batch_size = 0;
+  Randomness randomness = Randomness::Error;
   // The thread's key sets when the front fallback handed a call to this layer (Note [Dynamic
   // layer stack]); meaningful only while the layer handles a call.
   LocalDispatchKeySet outside{};
@@ -56,7 +63,10 @@ const std::vector<DynamicLayer>& dynamicLayerStack();
 // when the transform's function throws).
 class DynamicLayerScope {
  public:
-  explicit DynamicLayerScope(TransformType type);
+  // A grad layer.
+  DynamicLayerScope();
+  // A vmap layer; FuncTorchVmapMode is included while one runs (Note [vmap randomness]).
+  DynamicLayerScope(int64_t batch_size, Randomness randomness);
   ~DynamicLayerScope();
   DynamicLayerScope(const DynamicLayerScope&) = delete;
   DynamicLayerScope& operator=(const DynamicLayerScope&) = delete;
@@ -66,6 +76,7 @@ class DynamicLayerScope {
  private:
   int64_t level_;
   std::shared_ptr<bool> alive_;
+  detail::KeySetChange vmap_mode_;
 };
 
 // For a decomposition a layer's rule runs (a CompositeImplicitAutograd kernel under vmap): while

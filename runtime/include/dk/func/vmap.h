@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dk/dispatch/dispatcher.h"
+#include "dk/func/dynamic_layer.h"
 #include "dk/tensor/tensor.h"
 
 namespace dk::func {
@@ -35,12 +36,14 @@ using TensorsFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>
 //
 // in_dims and out_dims hold one entry per input and output, or a single entry for all; a dim
 // may be negative (from the end). Inputs must agree on the batch size. vmap nests: the inner
-// vmap's level is one more than the outer's.
-TensorsFn vmap(TensorsFn f, std::vector<BatchDim> in_dims = {0}, std::vector<BatchDim> out_dims = {0});
+// vmap's level is one more than the outer's. `randomness` says what random operators do inside
+// (Note [vmap randomness]).
+TensorsFn vmap(TensorsFn f, std::vector<BatchDim> in_dims = {0}, std::vector<BatchDim> out_dims = {0},
+               Randomness randomness = Randomness::Error);
 
 // One tensor in, one out.
 std::function<Tensor(const Tensor&)> vmap(std::function<Tensor(const Tensor&)> f, BatchDim in_dim = 0,
-                                          BatchDim out_dim = 0);
+                                          BatchDim out_dim = 0, Randomness randomness = Randomness::Error);
 
 // The for-loop fallback at FuncTorchBatched (Note [vmap]): the operator once per batch element,
 // the results stacked. Batching rules call it for the cases they do not cover.

@@ -49,6 +49,7 @@ enum class DispatchKey : uint16_t {
   AutocastCPU,  // falls through by default (autocast_fallthrough); autocast for CPU
   AutocastCUDA,  // falls through by default (autocast_fallthrough); autocast for CUDA
   FuncTorchBatched,
+  FuncTorchVmapMode,  // falls through by default (vmap_mode_fallthrough)
   FuncTorchDynamicLayerFrontMode,
   TESTING_ONLY_GenericWrapper,
   TESTING_ONLY_GenericMode,
@@ -114,6 +115,7 @@ inline constexpr std::array<int8_t, kNumFunctionalityKeys> kPerBackendBlock = {
     -1,  // AutocastCPU
     -1,  // AutocastCUDA
     -1,  // FuncTorchBatched
+    -1,  // FuncTorchVmapMode
     -1,  // FuncTorchDynamicLayerFrontMode
     -1,  // TESTING_ONLY_GenericWrapper
     -1,  // TESTING_ONLY_GenericMode
@@ -137,6 +139,7 @@ inline constexpr std::array<DispatchKey, kNumFunctionalityKeys> kAutogradFunctio
     DispatchKey::Undefined,  // AutocastCPU
     DispatchKey::Undefined,  // AutocastCUDA
     DispatchKey::Undefined,  // FuncTorchBatched
+    DispatchKey::Undefined,  // FuncTorchVmapMode
     DispatchKey::Undefined,  // FuncTorchDynamicLayerFrontMode
     DispatchKey::Undefined,  // TESTING_ONLY_GenericWrapper
     DispatchKey::Undefined,  // TESTING_ONLY_GenericMode
@@ -159,6 +162,7 @@ inline constexpr std::array<std::string_view, static_cast<int>(DispatchKey::EndO
     "AutocastCPU",
     "AutocastCUDA",
     "FuncTorchBatched",
+    "FuncTorchVmapMode",
     "FuncTorchDynamicLayerFrontMode",
     "TESTING_ONLY_GenericWrapper",
     "TESTING_ONLY_GenericMode",
@@ -214,13 +218,14 @@ struct DefaultFallthrough {
   DispatchKey functionality;
   std::string_view name;
 };
-inline constexpr std::array<DefaultFallthrough, 6> kDefaultFallthroughs = {{
+inline constexpr std::array<DefaultFallthrough, 7> kDefaultFallthroughs = {{
     {DispatchKey::BackendSelect, "backend_select_fallthrough (default)"},
     {DispatchKey::ADInplaceOrView, "ad_inplace_or_view_fallthrough (default)"},
     {DispatchKey::AutogradOther, "autograd_fallback (default)"},
     {DispatchKey::AutogradFunctionality, "autograd_fallback (default)"},
     {DispatchKey::AutocastCPU, "autocast_fallthrough (default)"},
     {DispatchKey::AutocastCUDA, "autocast_fallthrough (default)"},
+    {DispatchKey::FuncTorchVmapMode, "vmap_mode_fallthrough (default)"},
 }};
 }  // namespace detail
 
