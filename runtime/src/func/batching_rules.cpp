@@ -18,14 +18,12 @@ bool hasTensorList(const IValue* args, size_t n) {
   return false;
 }
 
-// `value` (batch dim first, `logical_rank` example dims) viewed with size-1 dims after the batch
-// dim up to `rank` example dims.
+}  // namespace
+
 Tensor padAfterBatch(Tensor value, int64_t logical_rank, int64_t rank) {
   for (int64_t d = logical_rank; d < rank; ++d) value = value.unsqueeze(1);
   return value;
 }
-
-}  // namespace
 
 int64_t highestBatchLevel(const IValue* args, size_t n) {
   int64_t level = 0;

@@ -15,6 +15,7 @@
 #include "dk/func/batched_tensor.h"
 #include "dk/func/batching_rules.h"
 #include "dk/func/dynamic_layer.h"
+#include "dk/generated/ops/cat.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/permute.h"
@@ -346,6 +347,43 @@ std::vector<Tensor> splitBatched(const Tensor& self, int64_t split_size, int64_t
   return batchedEach(valueWithBdimFirst(b).split(split_size, d + 1), b.level());
 }
 
+Tensor catBatched(ArrayRef<Tensor> tensors, int64_t dim) {
+  DK_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  const std::vector<IValue> as_values(tensors.begin(), tensors.end());
+  const int64_t level = highestBatchLevel(as_values.data(), as_values.size());
+  int64_t batch = -1;
+  for (const Tensor& t : tensors)
+    if (const BatchedTensorImpl* b = batchedAt(t, level)) batch = b->value().size(b->bdim());
+  std::vector<Tensor> physical;
+  physical.reserve(tensors.size());
+  for (const Tensor& t : tensors) {
+    const BatchedTensorImpl* b = batchedAt(t, level);
+    physical.push_back(b ? valueWithBdimFirst(*b) : broadcastFront(t, batch));
+  }
+  const int64_t d = wrapDim(dim, std::max<int64_t>(tensors[0].dim(), 1), "cat()");
+  return makeBatched(dk::cat(physical, d + 1), 0, level);
+}
+
+// reshape views the value when it can and copies otherwise, as the unbatched reshape does.
+Tensor reshapeBatched(const Tensor& self, IntArrayRef shape) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  Tensor value = valueWithBdimFirst(b);
+  std::vector<int64_t> physical{value.size(0)};
+  physical.insert(physical.end(), shape.begin(), shape.end());
+  return makeBatched(value.reshape(physical), 0, b.level());
+}
+
+// repeat of the value with the batch dim repeated once.
+Tensor repeatBatched(const Tensor& self, IntArrayRef repeats) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  DK_CHECK(static_cast<int64_t>(repeats.size()) >= self.dim(),
+           "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+  Tensor value = padAfterBatch(valueWithBdimFirst(b), self.dim(), static_cast<int64_t>(repeats.size()));
+  std::vector<int64_t> physical{1};
+  physical.insert(physical.end(), repeats.begin(), repeats.end());
+  return makeBatched(value.repeat(physical), 0, b.level());
+}
+
 // mm of one or two batched matrices is one batched product: matmul broadcasts a batched
 // [B, n, k] against a plain [k, m] (or the other way round) and multiplies two batched ones
 // matrix by matrix.
@@ -414,6 +452,9 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("detach", DK_FN(detachBatched));
   m.impl("unbind.int", DK_FN(unbindBatched));
   m.impl("split.Tensor", DK_FN(splitBatched));
+  m.impl("cat", DK_FN(catBatched));
+  m.impl("reshape", DK_FN(reshapeBatched));
+  m.impl("repeat", DK_FN(repeatBatched));
 }
 
 }  // namespace dk::func

@@ -33,6 +33,9 @@ void randomnessBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* 
 // Helpers of the rules and the fallback.
 // The highest vmap level among the batched tensors of args[0, n), tensor lists included (0: none).
 int64_t highestBatchLevel(const IValue* args, size_t n);
+// `value` (batch dim first, `logical_rank` example dims) viewed with size-1 dims after the batch
+// dim up to `rank` example dims.
+Tensor padAfterBatch(Tensor value, int64_t logical_rank, int64_t rank);
 // An in-place operator: its first (positional) argument is written and is what it returns.
 bool isInplaceSchema(const FunctionSchema& schema);
 
