@@ -3,6 +3,7 @@
 //
 // The adapters declared in dk/generated/BoxingAdapters.h; see Note [Generated boxing adapters] there.
 #include "dk/generated/boxing/sig_Scalar__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
@@ -83,6 +84,9 @@
 
 // Scalar(const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Scalar__Tensor>;
+
+// Tensor(IntArrayRef, IntArrayRef, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__IntList_IntList_OptScalarType_OptLayout_OptDevice_OptBool>;
 
 // Tensor(IntArrayRef, std::optional<Generator>, std::optional<ScalarType>, std::optional<Layout>, std::optional<Device>, std::optional<bool>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool>;

@@ -7,6 +7,7 @@
 // picks the backend from the device argument (CPU when it is None) and redispatches to that
 // backend's Dense key. Trailing comments: operator @ key.
 #include "dk/dispatch/library.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptGenerator_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool_OptMemoryFormat.h"
@@ -14,6 +15,7 @@
 #include "dk/generated/boxing/sig_Tensor__Scalar_Scalar_Scalar_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/empty_ops.h"
+#include "dk/generated/ops/empty_strided_ops.h"
 #include "dk/generated/ops/full_ops.h"
 #include "dk/generated/ops/ones_ops.h"
 #include "dk/generated/ops/rand_ops.h"
@@ -34,6 +36,12 @@ Tensor backend_select_arange_start_step(const Scalar& start, const Scalar& end, 
 Tensor backend_select_empty_memory_format(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, std::optional<MemoryFormat> memory_format) {
   DispatchKeySet ks = DispatchKeySet(toBackendComponent(device.value_or(Device(kCPU)).type)).add(DispatchKey::Dense);
   return ops::empty_memory_format::redispatch(ks, size, dtype, layout, device, pin_memory, memory_format);
+}
+
+// ===== dk::empty_strided @ BackendSelect =====
+Tensor backend_select_empty_strided(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
+  DispatchKeySet ks = DispatchKeySet(toBackendComponent(device.value_or(Device(kCPU)).type)).add(DispatchKey::Dense);
+  return ops::empty_strided::redispatch(ks, size, stride, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::full @ BackendSelect =====
@@ -83,6 +91,7 @@ Tensor backend_select_zeros(IntArrayRef size, std::optional<ScalarType> dtype, s
 DK_LIBRARY_IMPL(dk, BackendSelect, m) {
   m.impl("arange.start_step", ::dk::detail::kernelFor<ops::arange_start_step, &backend_select_arange_start_step>("backend_select_arange_start_step"));  // arange.start_step @ BackendSelect
   m.impl("empty.memory_format", ::dk::detail::kernelFor<ops::empty_memory_format, &backend_select_empty_memory_format>("backend_select_empty_memory_format"));  // empty.memory_format @ BackendSelect
+  m.impl("empty_strided", ::dk::detail::kernelFor<ops::empty_strided, &backend_select_empty_strided>("backend_select_empty_strided"));  // empty_strided @ BackendSelect
   m.impl("full", ::dk::detail::kernelFor<ops::full, &backend_select_full>("backend_select_full"));  // full @ BackendSelect
   m.impl("ones", ::dk::detail::kernelFor<ops::ones, &backend_select_ones>("backend_select_ones"));  // ones @ BackendSelect
   m.impl("rand", ::dk::detail::kernelFor<ops::rand, &backend_select_rand>("backend_select_rand"));  // rand @ BackendSelect

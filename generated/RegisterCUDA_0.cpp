@@ -10,6 +10,7 @@
 
 #include "dk/dispatch/library.h"
 #include "dk/generated/DeviceCheck.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
@@ -41,6 +42,8 @@
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cumsum_native.h"
 #include "dk/generated/ops/cumsum_ops.h"
+#include "dk/generated/ops/empty_strided_native.h"
+#include "dk/generated/ops/empty_strided_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/gelu_backward_native.h"
@@ -158,6 +161,14 @@ Tensor wrapper_CUDA_cumsum_(const Tensor& self, int64_t dim, std::optional<Scala
   op.impl(self, dim, dtype, op.maybe_get_output(0));
   op.finish();
   return self;
+}
+
+// ===== dk::empty_strided @ CUDA =====
+Tensor wrapper_CUDA_empty_strided(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
+#ifdef DK_WITH_CUDA
+  const cuda::DeviceGuard device_guard(device);
+#endif
+  return native::empty_strided_cuda(size, stride, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::eq.Scalar_out @ CUDA =====
@@ -429,6 +440,7 @@ DK_LIBRARY_IMPL(dk, CUDA, m) {
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_CUDA_cos>("wrapper_CUDA_cos"));  // cos @ CUDA -> native::structured_cos_out_cuda
   m.impl("cumsum.out", ::dk::detail::kernelFor<ops::cumsum_out, &wrapper_CUDA_cumsum_out>("wrapper_CUDA_cumsum_out"));  // cumsum.out @ CUDA -> native::structured_cumsum_out_cuda
   m.impl("cumsum_", ::dk::detail::kernelFor<ops::cumsum_, &wrapper_CUDA_cumsum_>("wrapper_CUDA_cumsum_"));  // cumsum_ @ CUDA -> native::structured_cumsum_out_cuda
+  m.impl("empty_strided", ::dk::detail::kernelFor<ops::empty_strided, &wrapper_CUDA_empty_strided>("wrapper_CUDA_empty_strided"));  // empty_strided @ CUDA -> native::empty_strided_cuda
   m.impl("eq.Scalar_out", ::dk::detail::kernelFor<ops::eq_Scalar_out, &wrapper_CUDA_eq_Scalar_out>("wrapper_CUDA_eq_Scalar_out"));  // eq.Scalar_out @ CUDA -> native::structured_eq_Scalar_out_cuda
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_CUDA_eq_Tensor>("wrapper_CUDA_eq_Tensor"));  // eq.Tensor @ CUDA -> native::structured_eq_Tensor_out_cuda
   m.impl("eq.Tensor_out", ::dk::detail::kernelFor<ops::eq_Tensor_out, &wrapper_CUDA_eq_Tensor_out>("wrapper_CUDA_eq_Tensor_out"));  // eq.Tensor_out @ CUDA -> native::structured_eq_Tensor_out_cuda

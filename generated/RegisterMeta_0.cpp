@@ -10,6 +10,7 @@
 
 #include "dk/dispatch/library.h"
 #include "dk/generated/DeviceCheck.h"
+#include "dk/generated/boxing/sig_Tensor__IntList_IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__IntList_OptScalarType_OptLayout_OptDevice_OptBool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
@@ -41,6 +42,8 @@
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cumsum_native.h"
 #include "dk/generated/ops/cumsum_ops.h"
+#include "dk/generated/ops/empty_strided_native.h"
+#include "dk/generated/ops/empty_strided_ops.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/gelu_backward_native.h"
@@ -128,6 +131,11 @@ Tensor wrapper_Meta_cumsum_(const Tensor& self, int64_t dim, std::optional<Scala
   op.meta(self, dim, dtype);
   op.finish();
   return self;
+}
+
+// ===== dk::empty_strided @ Meta =====
+Tensor wrapper_Meta_empty_strided(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
+  return native::empty_strided_meta(size, stride, dtype, layout, device, pin_memory);
 }
 
 // ===== dk::eq.Scalar_out @ Meta =====
@@ -313,6 +321,7 @@ DK_LIBRARY_IMPL(dk, Meta, m) {
   m.impl("cos", ::dk::detail::kernelFor<ops::cos, &wrapper_Meta_cos>("wrapper_Meta_cos"));  // cos @ Meta -> ::dk::meta::structured_cos
   m.impl("cumsum.out", ::dk::detail::kernelFor<ops::cumsum_out, &wrapper_Meta_cumsum_out>("wrapper_Meta_cumsum_out"));  // cumsum.out @ Meta -> ::dk::meta::structured_cumsum
   m.impl("cumsum_", ::dk::detail::kernelFor<ops::cumsum_, &wrapper_Meta_cumsum_>("wrapper_Meta_cumsum_"));  // cumsum_ @ Meta -> ::dk::meta::structured_cumsum
+  m.impl("empty_strided", ::dk::detail::kernelFor<ops::empty_strided, &wrapper_Meta_empty_strided>("wrapper_Meta_empty_strided"));  // empty_strided @ Meta -> native::empty_strided_meta
   m.impl("eq.Scalar_out", ::dk::detail::kernelFor<ops::eq_Scalar_out, &wrapper_Meta_eq_Scalar_out>("wrapper_Meta_eq_Scalar_out"));  // eq.Scalar_out @ Meta -> ::dk::meta::structured_eq_Scalar
   m.impl("eq.Tensor", ::dk::detail::kernelFor<ops::eq_Tensor, &wrapper_Meta_eq_Tensor>("wrapper_Meta_eq_Tensor"));  // eq.Tensor @ Meta -> ::dk::meta::structured_eq_Tensor
   m.impl("eq.Tensor_out", ::dk::detail::kernelFor<ops::eq_Tensor_out, &wrapper_Meta_eq_Tensor_out>("wrapper_Meta_eq_Tensor_out"));  // eq.Tensor_out @ Meta -> ::dk::meta::structured_eq_Tensor

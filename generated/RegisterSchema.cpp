@@ -39,6 +39,7 @@
 #include "dk/generated/ops/embedding_ops.h"
 #include "dk/generated/ops/empty_like_ops.h"
 #include "dk/generated/ops/empty_ops.h"
+#include "dk/generated/ops/empty_strided_ops.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/expand_ops.h"
@@ -170,6 +171,7 @@ struct Strings {
   char s_empty_2[6] = "empty";
   char s_memory_format[14] = "memory_format";
   char s_empty_like[11] = "empty_like";
+  char s_empty_strided[14] = "empty_strided";
   char s_eq[3] = "eq";
   char s_Scalar_out[11] = "Scalar_out";
   char s_Tensor_out[11] = "Tensor_out";
@@ -434,6 +436,7 @@ enum : StringOffset {
   s_empty_2 = offsetof(Strings, s_empty_2),
   s_memory_format = offsetof(Strings, s_memory_format),
   s_empty_like = offsetof(Strings, s_empty_like),
+  s_empty_strided = offsetof(Strings, s_empty_strided),
   s_eq = offsetof(Strings, s_eq),
   s_Scalar_out = offsetof(Strings, s_Scalar_out),
   s_Tensor_out = offsetof(Strings, s_Tensor_out),
@@ -1231,6 +1234,19 @@ constexpr ArgumentData empty_like_arguments[] = {
     {.name = s_memory_format, .type = {MemoryFormat, {kOptional}}, .default_value = s_None, .kwarg_only = true},
 };
 constexpr ArgumentData empty_like_returns[] = {
+    {.type = {Tensor}},
+};
+
+// empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+constexpr ArgumentData empty_strided_arguments[] = {
+    {.name = s_size, .type = {SymInt, {kList}}},
+    {.name = s_stride, .type = {SymInt, {kList}}},
+    {.name = s_dtype, .type = {ScalarType, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_layout, .type = {Layout, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_device, .type = {Device, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+    {.name = s_pin_memory, .type = {Bool, {kOptional}}, .default_value = s_None, .kwarg_only = true},
+};
+constexpr ArgumentData empty_strided_returns[] = {
     {.type = {Tensor}},
 };
 
@@ -2813,6 +2829,10 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_empty_like,
      .arguments = empty_like_arguments, .returns = empty_like_returns,
      .dispatch_bitmap = ::dk::ops::empty_like::dispatch_bitmap},
+    // dk::empty_strided
+    {.strings = &kStrings, .name = s_empty_strided,
+     .arguments = empty_strided_arguments, .returns = empty_strided_returns,
+     .dispatch_bitmap = ::dk::ops::empty_strided::dispatch_bitmap},
     // dk::eq.Scalar
     {.strings = &kStrings, .name = s_eq, .overload_name = s_Scalar,
      .arguments = eq_Scalar_arguments, .returns = eq_Scalar_returns,

@@ -194,4 +194,12 @@ TEST_CASE("grad: errors") {
     return dk::sum(u);
   });
   checkClose(g(x), dk::mul(x, 2.0));
+  // So is writing into a tensor made inside the function (a factory's result is wrapped at the
+  // grad level, as in functorch).
+  auto h = func::grad([](const Tensor& t) {
+    Tensor buffer = dk::zeros({3}, kDouble);
+    buffer.add_(t);
+    return dk::sum(dk::mul(buffer, buffer));
+  });
+  checkClose(h(x), dk::mul(x, 2.0));
 }

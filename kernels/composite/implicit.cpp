@@ -2,10 +2,6 @@
 // run on every backend that has the operators they call, and autograd comes from those calls.
 // Each calls the dispatched dk:: functions (or dk::ops::<op>::call for method-only operators),
 // never a backend kernel. Semantics follow PyTorch 1.13.1's ATen composites.
-//
-// The one exception is empty_like, which allocates through detail::empty_strided (the device's
-// registered allocator): there is no empty_strided operator, and preserving a non-contiguous
-// layout needs explicit strides (Note [Preserve memory format]).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -33,6 +29,7 @@
 #include "dk/generated/ops/dropout_native.h"
 #include "dk/generated/ops/embedding.h"
 #include "dk/generated/ops/empty_like.h"
+#include "dk/generated/ops/empty_strided.h"
 #include "dk/generated/ops/empty_like_native.h"
 #include "dk/generated/ops/eq.h"
 #include "dk/generated/ops/expand_ops.h"
@@ -441,7 +438,8 @@ Tensor empty_like(const Tensor& self, std::optional<ScalarType> dtype, std::opti
   } else {
     strides = inferDenseStrides(self.sizes(), self.strides());
   }
-  return detail::empty_strided(self.sizes(), strides, dtype.value_or(self.dtype()), device.value_or(self.device()));
+  return dk::empty_strided(self.sizes(), strides, dtype.value_or(self.dtype()), std::nullopt,
+                          device.value_or(self.device()));
 }
 
 Tensor zeros_like(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout,

@@ -91,6 +91,12 @@ Tensor randnImpl(IntArrayRef size, const std::optional<Generator>& generator, st
 
 }  // namespace
 
+Tensor empty_strided_cpu(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype,
+                         std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
+  checkFactoryOptions("empty_strided", layout, device, pin_memory);
+  return detail::empty_strided(size, stride, dtype.value_or(get_default_dtype()), Device(DeviceType::CPU));
+}
+
 // memory_format: Contiguous (the default) or ChannelsLast for 4-dim sizes.
 Tensor empty_cpu(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout,
                  std::optional<Device> device, std::optional<bool> pin_memory,

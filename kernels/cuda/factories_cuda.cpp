@@ -33,6 +33,13 @@ uint64_t randomSeed(const std::optional<Generator>& generator) {
 
 }  // namespace
 
+Tensor empty_strided_cuda(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype,
+                          std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
+  Device target = cuda::resolveDevice(device.value_or(Device(DeviceType::CUDA)));
+  meta::checkFactoryOptions("empty_strided", layout, pin_memory, target);
+  return detail::empty_strided(size, stride, dtype.value_or(get_default_dtype()), target);
+}
+
 Tensor empty_cuda(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout,
                   std::optional<Device> device, std::optional<bool> pin_memory,
                   std::optional<MemoryFormat> memory_format) {

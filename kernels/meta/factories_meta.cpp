@@ -24,6 +24,13 @@ Tensor metaFactory(const char* op, IntArrayRef size, ScalarType dtype, std::opti
 
 }  // namespace
 
+Tensor empty_strided_meta(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype,
+                          std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory) {
+  Device target = device.value_or(Device(DeviceType::Meta));
+  meta::checkFactoryOptions("empty_strided", layout, pin_memory, target);
+  return detail::empty_strided(size, stride, dtype.value_or(get_default_dtype()), target);
+}
+
 Tensor empty_meta(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Layout> layout,
                   std::optional<Device> device, std::optional<bool> pin_memory,
                   std::optional<MemoryFormat> memory_format) {

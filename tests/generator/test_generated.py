@@ -302,7 +302,7 @@ REQUIRED_OPERATORS = """
     index_select gather gather.out scatter_add scatter_add_ scatter_add.out cumsum cumsum_ cumsum.out sort
     topk topk.values im2col col2im convolution conv1d conv2d max_pool2d max_pool2d_with_indices avg_pool2d
     avg_pool2d_backward batch_norm _scaled_dot_product_attention nonzero index.Tensor index_put_ index_put
-    empty.memory_format zeros ones full arange.start_step rand randn rand.generator randn.generator
+    empty.memory_format empty_strided zeros ones full arange.start_step rand randn rand.generator randn.generator
     zeros_like ones_like empty_like
     _to_copy to.dtype clone copy_ fill_.Scalar zero_ item
     _softmax softmax.int log_softmax.int _log_softmax mse_loss nll_loss cross_entropy_loss dropout embedding

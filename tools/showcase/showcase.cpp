@@ -90,6 +90,23 @@ void mlpShowcase() {
   Tensor my = mlp(mx, mw1, mb1, mw2, mb2);
   std::cout << "output: " << my << "\n";
 
+  std::cout << "\n== under FakeTensorMode on a pretend cuda:0 (no GPU, no data), its graph recorded\n";
+  {
+    auto fake = std::make_shared<FakeTensorMode>();
+    auto graph = std::make_shared<GraphRecorder>();
+    DispatchModeGuard fake_guard(fake);
+    auto gpu = TensorOptions().device(Device(DeviceType::CUDA, 0));
+    Tensor fx = dk::randn({1024, 3}, gpu), fw1 = dk::randn({5, 3}, gpu), fb1 = dk::zeros({5}, gpu);
+    Tensor fw2 = dk::randn({2, 5}, gpu), fb2 = dk::zeros({2}, gpu);
+    Tensor fy;
+    {
+      DispatchModeGuard record(graph);  // on top: sees the fake tensors the fake mode makes
+      fy = mlp(fx, fw1, fb1, fw2, fb2);
+    }
+    std::cout << "output: " << fy << "\n" << graph->str() << "bytes the real run allocates: " << fake->bytes()
+              << "\n";
+  }
+
   std::cout << "\n== and on CUDA, when there is a GPU\n";
   try {
     Tensor gx = dk::_to_copy(x, std::nullopt, std::nullopt, Device(DeviceType::CUDA, 0));

@@ -38,6 +38,7 @@
 #include "dk/generated/ops/embedding.h"
 #include "dk/generated/ops/empty.h"
 #include "dk/generated/ops/empty_like.h"
+#include "dk/generated/ops/empty_strided.h"
 #include "dk/generated/ops/eq.h"
 #include "dk/generated/ops/exp.h"
 #include "dk/generated/ops/fill.h"

@@ -41,6 +41,7 @@
 #include "dk/generated/ops/embedding_native.h"
 #include "dk/generated/ops/empty_native.h"
 #include "dk/generated/ops/empty_like_native.h"
+#include "dk/generated/ops/empty_strided_native.h"
 #include "dk/generated/ops/eq_native.h"
 #include "dk/generated/ops/exp_native.h"
 #include "dk/generated/ops/expand_native.h"

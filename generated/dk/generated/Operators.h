@@ -49,6 +49,7 @@
 #include "dk/generated/ops/embedding_ops.h"
 #include "dk/generated/ops/empty_ops.h"
 #include "dk/generated/ops/empty_like_ops.h"
+#include "dk/generated/ops/empty_strided_ops.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/expand_ops.h"
@@ -192,6 +193,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {embedding::name, embedding::overload_name, embedding::schema_str, embedding::dispatch_bitmap},  // embedding
     {empty_memory_format::name, empty_memory_format::overload_name, empty_memory_format::schema_str, empty_memory_format::dispatch_bitmap},  // empty.memory_format
     {empty_like::name, empty_like::overload_name, empty_like::schema_str, empty_like::dispatch_bitmap},  // empty_like
+    {empty_strided::name, empty_strided::overload_name, empty_strided::schema_str, empty_strided::dispatch_bitmap},  // empty_strided
     {eq_Scalar::name, eq_Scalar::overload_name, eq_Scalar::schema_str, eq_Scalar::dispatch_bitmap},  // eq.Scalar
     {eq_Scalar_out::name, eq_Scalar_out::overload_name, eq_Scalar_out::schema_str, eq_Scalar_out::dispatch_bitmap},  // eq.Scalar_out
     {eq_Tensor::name, eq_Tensor::overload_name, eq_Tensor::schema_str, eq_Tensor::dispatch_bitmap},  // eq.Tensor

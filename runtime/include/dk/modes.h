@@ -5,5 +5,6 @@
 #include "dk/dispatch/dispatch_mode.h"
 #include "dk/dispatch/observer.h"
 #include "dk/layers/autocast.h"
+#include "dk/layers/fake_tensor.h"
 #include "dk/layers/modes.h"
 #include "dk/layers/profiler.h"

@@ -81,7 +81,17 @@ namespace detail {
 void pythonDispatchModeFallback(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   DispatchKeySet below = ks.remove(DispatchKey::Python);
   if (noModes()) {
-    // The Python key was included by hand, with no mode: nothing to intercept.
+    // A tensor with no storage whose own key set holds the Python key (a fake tensor, Note
+    // [Fake tensors]) exists only for a mode to run: a kernel would find no data.
+    const size_t n = op.schema().arguments().size();
+    for (size_t i = stack->size() - n; i < stack->size(); ++i) {
+      const IValue& v = (*stack)[i];
+      DK_CHECK(!v.isTensor() || !v.toTensor().key_set().has(DispatchKey::Python) ||
+                   v.toTensor().unsafeGetTensorImpl()->has_storage(),
+               op.operator_name(), ": argument ", i - (stack->size() - n), " is a fake tensor (it has no data) and no "
+               "dispatch mode is running; call it under FakeTensorMode, or on real tensors");
+    }
+    // Otherwise the Python key was included by hand, with no mode: nothing to intercept.
     op.redispatchBoxed(below, stack);
     return;
   }

@@ -275,6 +275,16 @@ bool FunctionSchema::is_mutable() const {
   return false;
 }
 
+std::optional<size_t> writtenArgumentOfReturn(const FunctionSchema& schema, size_t ret) {
+  const auto& r = schema.returns().at(ret).alias_info;
+  if (!r || !r->is_write) return std::nullopt;
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const auto& a = schema.arguments()[i].alias_info;
+    if (a && a->is_write && a->before_set == r->before_set) return i;
+  }
+  return std::nullopt;
+}
+
 std::ostream& operator<<(std::ostream& os, const FunctionSchema& s) { return os << s.str(); }
 
 // ---------------------------------------------------------------------------------------------

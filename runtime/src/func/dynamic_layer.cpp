@@ -16,19 +16,6 @@ thread_local std::vector<DynamicLayer> tls_layers;
 constexpr DispatchKey kFront = DispatchKey::FuncTorchDynamicLayerFrontMode;
 constexpr DispatchKey kBack = DispatchKey::FuncTorchDynamicLayerBackMode;
 
-// Replaces `v` by fn(v) when it is a tensor, and each tensor of it when it is a tensor list.
-template <class F>
-void mapTensors(IValue& v, const F& fn) {
-  if (v.isTensor()) {
-    v = IValue(fn(v.toTensor()));
-  } else if (v.isList() && !v.toListElements().empty() && v.toListElements()[0].isTensor()) {
-    std::vector<IValue> elements;
-    elements.reserve(v.toListElements().size());
-    for (const IValue& e : v.toListElements()) elements.push_back(e.isTensor() ? IValue(fn(e.toTensor())) : e);
-    v = IValue::makeList(v.listElementType(), std::move(elements));
-  }
-}
-
 // mapTensors on each stack entry at or above `base`.
 template <class F>
 void mapTensorArgs(Stack* stack, size_t base, const F& fn) {
@@ -48,20 +35,22 @@ bool anyTensorArg(const Stack& stack, size_t base, const P& pred) {
   return false;
 }
 
-// A dead wrapper stands for its value (Note [Grad wrappers]).
-Tensor unwrapDead(Tensor t) {
-  while (const TensorWrapper* w = maybeWrapper(t)) {
-    if (w->is_alive()) break;
-    t = w->value();
-  }
-  return t;
+// A grad layer handles every call made while it is the innermost (a factory's result is wrapped
+// at its level too, as functorch's are); a vmap layer only calls on its batched tensors.
+bool participates(const DynamicLayer& layer, const Stack& stack, size_t base) {
+  if (layer.type == TransformType::Grad) return true;
+  const int64_t level = layer.level;
+  return anyTensorArg(stack, base, [level](const Tensor& t) { return batchedAt(t, level) != nullptr; });
 }
 
-bool participates(const DynamicLayer& layer, const Stack& stack, size_t base) {
-  const int64_t level = layer.level;
-  if (layer.type == TransformType::Vmap)
-    return anyTensorArg(stack, base, [level](const Tensor& t) { return batchedAt(t, level) != nullptr; });
-  return anyTensorArg(stack, base, [level](const Tensor& t) { return wrapperAt(t, level) != nullptr; });
+bool anyGradLayer() {
+  for (const DynamicLayer& layer : tls_layers)
+    if (layer.type == TransformType::Grad) return true;
+  return false;
+}
+
+LocalDispatchKeySet currentKeys() {
+  return {detail::tls_dispatch_keys.included, detail::tls_dispatch_keys.excluded()};
 }
 
 // Takes the innermost layer off the stack for a scope and puts it back on exit (with the key
@@ -100,6 +89,14 @@ class KeySetsSwap {
   uint64_t allowed_;
 };
 
+// Calls the operator on the layers below the innermost one (which the caller has set aside) with
+// the thread's key sets `keys`; the front key stays included only while a grad layer remains.
+void callNextLayer(const OperatorHandle& op, Stack* stack, LocalDispatchKeySet keys) {
+  if (!anyGradLayer()) keys.included = keys.included.remove(kFront);
+  KeySetsSwap swap(keys);
+  op.callBoxed(stack);
+}
+
 // A grad layer may not write into a tensor it did not wrap: the write would escape its graph.
 void checkNoCapturedMutation(const OperatorHandle& op, const Stack& stack, size_t base, int64_t level) {
   const auto& args = op.schema().arguments();
@@ -119,13 +116,14 @@ void dynamicLayerFront(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
   const size_t base = stack->size() - op.schema().arguments().size();
   mapTensorArgs(stack, base, unwrapDead);
   if (tls_layers.empty()) {  // only dead wrappers brought the call here
-    op.callBoxed(stack);
+    callNextLayer(op, stack, currentKeys());
     return;
   }
   DynamicLayer& top = tls_layers.back();
   if (!participates(top, *stack, base)) {
+    const LocalDispatchKeySet keys = currentKeys();
     LayerSetAside aside;
-    op.callBoxed(stack);
+    callNextLayer(op, stack, keys);
     return;
   }
   const int64_t level = top.level;
@@ -174,28 +172,19 @@ void dynamicLayerBack(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* st
   const size_t base = stack->size() - n;
   LayerSetAside aside;
   const DynamicLayer& layer = aside.layer();
-  KeySetsSwap keys(layer.outside);
   if (layer.type == TransformType::Vmap) {  // the batching rule unwrapped its arguments
-    op.callBoxed(stack);
+    callNextLayer(op, stack, layer.outside);
     return;
   }
   const int64_t level = layer.level;
   std::vector<IValue> wrapped(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   mapTensorArgs(stack, base, [level](const Tensor& t) { return unwrapAt(t, level); });
-  op.callBoxed(stack);
+  callNextLayer(op, stack, layer.outside);
   const size_t nrets = schema.returns().size();
   const size_t rbase = stack->size() - nrets;
   for (size_t j = 0; j < nrets; ++j) {
-    const Argument& ret = schema.returns()[j];
-    if (ret.alias_info && ret.alias_info->is_write) {
-      // In place or out=: the result is the wrapper that was written.
-      for (size_t i = 0; i < n; ++i) {
-        const auto& a = schema.arguments()[i].alias_info;
-        if (a && a->is_write && a->before_set == ret.alias_info->before_set) {
-          (*stack)[rbase + j] = wrapped[i];
-          break;
-        }
-      }
+    if (std::optional<size_t> i = writtenArgumentOfReturn(schema, j)) {
+      (*stack)[rbase + j] = wrapped[*i];  // in place or out=: the wrapper that was written
       continue;
     }
     mapTensors((*stack)[rbase + j], [&](const Tensor& t) { return t.defined() ? makeWrapper(t, level, layer.alive) : t; });
@@ -232,6 +221,8 @@ CallAsFromOutsideLayer::~CallAsFromOutsideLayer() {
 DynamicLayerScope::DynamicLayerScope()
     : level_(static_cast<int64_t>(tls_layers.size()) + 1), alive_(std::make_shared<bool>(true)) {
   tls_layers.push_back(DynamicLayer{TransformType::Grad, level_, alive_});
+  // Every call reaches the front while a grad layer runs (factories included).
+  mode_keys_ = detail::KeySetChange::apply(DispatchKeySet(kFront), {}, {}, {});
 }
 
 DynamicLayerScope::DynamicLayerScope(int64_t batch_size, Randomness randomness)
@@ -240,11 +231,11 @@ DynamicLayerScope::DynamicLayerScope(int64_t batch_size, Randomness randomness)
   layer.batch_size = batch_size;
   layer.randomness = randomness;
   tls_layers.push_back(std::move(layer));
-  vmap_mode_ = detail::KeySetChange::apply(DispatchKeySet(DispatchKey::FuncTorchVmapMode), {}, {}, {});
+  mode_keys_ = detail::KeySetChange::apply(DispatchKeySet(DispatchKey::FuncTorchVmapMode), {}, {}, {});
 }
 
 DynamicLayerScope::~DynamicLayerScope() {
-  vmap_mode_.undo();
+  mode_keys_.undo();
   *alive_ = false;
   // Front and back fallbacks put back what they set aside, also on an exception, so the top is
   // this scope's layer.
@@ -280,6 +271,14 @@ const TensorWrapper* wrapperAt(const Tensor& t, int64_t level) {
 Tensor makeWrapper(Tensor value, int64_t level, std::shared_ptr<bool> alive) {
   DK_CHECK(value.defined(), "grad transform: cannot wrap an undefined tensor");
   return Tensor(make_intrusive<TensorWrapper>(std::move(value), level, std::move(alive)));
+}
+
+Tensor unwrapDead(Tensor t) {
+  while (const TensorWrapper* w = maybeWrapper(t)) {
+    if (w->is_alive()) break;
+    t = w->value();
+  }
+  return t;
 }
 
 Tensor unwrapAt(const Tensor& t, int64_t level) {

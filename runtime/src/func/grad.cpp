@@ -37,14 +37,6 @@ std::vector<size_t> checkedArgnums(const char* api, const std::vector<int64_t>& 
   return out;
 }
 
-Tensor unwrapDeadWrappers(Tensor t) {
-  while (const TensorWrapper* w = maybeWrapper(t)) {
-    if (w->is_alive()) break;
-    t = w->value();
-  }
-  return t;
-}
-
 // The gradients of `outputs` (weighted by `cotangents`) with respect to `inputs`; zeros for an
 // input they do not depend on. Outputs that do not require grad contribute nothing.
 std::vector<Tensor> gradientsOf(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
@@ -137,7 +129,7 @@ VjpResult vjp(const TensorsFn& f, const std::vector<Tensor>& primals) {
                " and output ", i, " has a shape of ", outputs[i].sizes(), ".");
     }
     std::vector<Tensor> grads = gradientsOf(outputs, cotangents, wrapped, GradMode::is_enabled());
-    for (Tensor& g : grads) g = unwrapDeadWrappers(std::move(g));
+    for (Tensor& g : grads) g = unwrapDead(std::move(g));
     return grads;
   };
   return result;

@@ -84,7 +84,7 @@ void TensorImpl::refreshNumelAndContiguity() {
 void* TensorImpl::data() const {
   // Adding an offset to a null pointer is undefined behaviour, so null stays null.
   void* base = storage_.data();
-  if (base == nullptr) return nullptr;
+  if (base == nullptr) return data_when_absent();
   return static_cast<char*>(base) + storage_offset_ * static_cast<int64_t>(itemsize());
 }
 

@@ -255,7 +255,7 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t) {
 
   ScalarType dtype = t.scalar_type();
   std::string dtype_suffix = "dtype=" + std::string(dtypeName(dtype));
-  bool readable = t.is_cpu() && (t.numel() == 0 || t.data_ptr() != nullptr);
+  bool readable = t.is_cpu() && t.unsafeGetTensorImpl()->has_storage() && (t.numel() == 0 || t.data_ptr() != nullptr);
   std::string data;
   if (!readable) {
     suffixes.push_back("size=" + sizeTuple(t.sizes()));

@@ -157,6 +157,10 @@ class FunctionSchema {
   bool is_vararg_ = false;
   bool is_varret_ = false;
 };
+
+// The argument that return `ret` of an in-place or out= schema is (the written argument with the
+// same alias set: self for add_, out for add.out); nullopt for any other return.
+std::optional<size_t> writtenArgumentOfReturn(const FunctionSchema& schema, size_t ret);
 std::ostream& operator<<(std::ostream&, const FunctionSchema&);
 
 // ---- parsing ----

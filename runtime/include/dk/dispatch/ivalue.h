@@ -235,4 +235,18 @@ std::vector<IValue> pop(Stack& stack, size_t n);       // the top n, in push ord
 const IValue& peek(const Stack& stack, size_t i, size_t n);  // i-th of the top n
 void drop(Stack& stack, size_t n);
 
+// Replaces `v` by fn(v) when it is a tensor, and each tensor of it when it is a tensor list (a new
+// list): how a boxed layer rewrites the tensors it passes on or returns.
+template <class F>
+void mapTensors(IValue& v, const F& fn) {
+  if (v.isTensor()) {
+    v = IValue(fn(v.toTensor()));
+  } else if (v.isList() && !v.toListElements().empty() && v.toListElements()[0].isTensor()) {
+    std::vector<IValue> elements;
+    elements.reserve(v.toListElements().size());
+    for (const IValue& e : v.toListElements()) elements.push_back(e.isTensor() ? IValue(fn(e.toTensor())) : e);
+    v = IValue::makeList(v.listElementType(), std::move(elements));
+  }
+}
+
 }  // namespace dk

@@ -22,25 +22,27 @@ enum class Randomness : uint8_t { Error, Same, Different };
 // vmap(grad(f)) the gradient is taken per example, in grad(vmap(f)) of the whole batch, yet
 // FuncTorchBatched outranks the autograd keys in both. So each thread keeps the transforms it is
 // inside as a stack of layers, outermost first; a layer's level is its depth (1 for the
-// outermost). An operator called on a tensor of a grad layer (a grad wrapper, whose key set holds
-// FuncTorchDynamicLayerFrontMode, the highest functionality key) first reaches the front
-// fallback, which hands it to the innermost layer:
-//  - a layer none of whose tensors is among the arguments lets the call through to the next
-//    layer (pops itself for the call's duration and calls the operator again);
-//  - a grad layer wraps every other tensor argument as a constant of its level, excludes
+// outermost). While a grad layer runs, FuncTorchDynamicLayerFrontMode (the highest functionality
+// key) is in the thread's included set, and a grad wrapper carries it in its own key set, so
+// calls first reach the front fallback, which hands them to the innermost layer:
+//  - a grad layer takes every call (a factory's result is wrapped at its level, as functorch's
+//    are): it wraps every other tensor argument as a constant of its level, excludes
 //    FuncTorchBatched and redispatches, so the autograd kernel records the operator at this
-//    level;
-//  - a vmap layer excludes the autograd keys and redispatches to its batching rule.
+//    level. Writing into a tensor it did not wrap (a captured one) is refused, as functorch does;
+//  - a vmap layer takes the calls on its batched tensors: it excludes the autograd keys and
+//    redispatches to its batching rule; other calls go through to the next layer (it sets itself
+//    aside for the call's duration and calls the operator again).
 // Below the layer's own keys, FuncTorchDynamicLayerBackMode (included while a layer is active)
-// reaches the back fallback, which pops the layer, restores the thread's key sets as they were
-// when the front fallback took the call (the autograd kernel's "below autograd" guard belongs to
-// this layer, not to the next), unwraps the grad layer's tensors, calls the operator again for
-// the layers below, and wraps the results at its level. Each layer so strips itself and
-// redispatches, and the next layer down sees ordinary tensors of its own level.
+// reaches the back fallback, which sets the layer aside, restores the thread's key sets as they
+// were when the front fallback took the call (the autograd kernel's "below autograd" guard
+// belongs to this layer, not to the next), unwraps the grad layer's tensors, calls the operator
+// again for the layers below, and wraps the results at its level (an in-place result is the
+// wrapper written). Each layer so strips itself and redispatches, and the next layer down sees
+// ordinary tensors of its own level; below the last grad layer the front key is no longer
+// included.
 //
-// Calls on batched tensors alone (no grad wrapper among the arguments) go straight to their
-// batching rules, which is the same order when no grad layer is between them: plain vmap pays
-// nothing for the stack.
+// With no grad layer running, calls on batched tensors go straight to their batching rules,
+// which is the same order: plain vmap pays nothing for the stack.
 struct DynamicLayer {
   TransformType type;
   int64_t level;
@@ -63,7 +65,7 @@ const std::vector<DynamicLayer>& dynamicLayerStack();
 // when the transform's function throws).
 class DynamicLayerScope {
  public:
-  // A grad layer.
+  // A grad layer; FuncTorchDynamicLayerFrontMode is included while one runs.
   DynamicLayerScope();
   // A vmap layer; FuncTorchVmapMode is included while one runs (Note [vmap randomness]).
   DynamicLayerScope(int64_t batch_size, Randomness randomness);
@@ -76,7 +78,8 @@ class DynamicLayerScope {
  private:
   int64_t level_;
   std::shared_ptr<bool> alive_;
-  detail::KeySetChange vmap_mode_;
+  // FuncTorchVmapMode for a vmap layer, FuncTorchDynamicLayerFrontMode for a grad layer.
+  detail::KeySetChange mode_keys_;
 };
 
 // For a decomposition a layer's rule runs (a CompositeImplicitAutograd kernel under vmap): while
@@ -130,5 +133,7 @@ const TensorWrapper* wrapperAt(const Tensor& t, int64_t level);
 Tensor makeWrapper(Tensor value, int64_t level, std::shared_ptr<bool> alive);
 // The value of `t` when it is a wrapper of `level`; `t` itself otherwise.
 Tensor unwrapAt(const Tensor& t, int64_t level);
+// `t` with every dead wrapper around it removed (a dead wrapper stands for its value).
+Tensor unwrapDead(Tensor t);
 
 }  // namespace dk::func

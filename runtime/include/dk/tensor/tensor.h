@@ -138,6 +138,9 @@ class TensorImpl : public intrusive_ptr_target {
 
  protected:
   void refreshNumelAndContiguity();
+  // What data() gives when there is no data (no storage, a meta tensor, zero bytes): null. A
+  // tensor that pretends to have data it does not (a fake tensor) raises instead.
+  virtual void* data_when_absent() const { return nullptr; }
 
   DispatchKeySet key_set_;
   ScalarType dtype_;
