@@ -79,6 +79,15 @@ struct Cnn {
     return dk::linear(dk::flatten(h, 1), fc, fc_bias);
   }
   std::vector<Tensor> parameters() const { return {conv1, conv1_bias, bn_weight, bn_bias, conv2, conv2_bias, fc, fc_bias}; }
+  // The same model on fake tensors on a pretend cuda:0 (--fake).
+  Cnn fakeOnCuda() const {
+    Cnn m{demo::fakeOnCuda(conv1), demo::fakeOnCuda(conv1_bias), demo::fakeOnCuda(bn_weight),
+          demo::fakeOnCuda(bn_bias), demo::fakeOnCuda(conv2),      demo::fakeOnCuda(conv2_bias),
+          demo::fakeOnCuda(fc),      demo::fakeOnCuda(fc_bias)};
+    m.running_mean = demo::fakeOnCuda(running_mean);
+    m.running_var = demo::fakeOnCuda(running_var);
+    return m;
+  }
 };
 
 
@@ -96,8 +105,17 @@ int main(int argc, char** argv) {
     Cnn model{parameter(gen, {8, 1, 3, 3}, 9),   constantParameter({8}, 0),  constantParameter({8}, 1),
               constantParameter({8}, 0),         parameter(gen, {16, 8, 3, 3}, 72), constantParameter({16}, 0),
               parameter(gen, {kClasses, 144}, 144), constantParameter({kClasses}, 0)};
-    optim::Adam adam(model.parameters(), optim::AdamOptions(0.01));
     const int64_t batch = 64;
+    if (args->fake) {
+      Cnn fake = model.fakeOnCuda();
+      Tensor x = demo::fakeOnCuda(dk::narrow(train.x, 0, 0, batch)), y = demo::fakeOnCuda(dk::narrow(train.y, 0, 0, batch));
+      return demo::planFakeStep(fake.parameters(), [&] {
+        Tensor loss = dk::cross_entropy_loss(fake.forward(x, /*training=*/true), y);
+        loss.backward();
+        return loss;
+      }) ? 0 : 1;
+    }
+    optim::Adam adam(model.parameters(), optim::AdamOptions(0.01));
     std::cout << "== training a CNN (conv-bn-relu-pool, conv-relu-pool, linear) on " << train.x.size(0)
               << " 12x12 stroke images, 4 classes, Adam (lr 0.01, batch " << batch << ", " << steps << " steps)\n";
     std::cout << std::fixed << std::setprecision(4);

@@ -84,6 +84,12 @@ struct Transformer {
     return {token_embedding, position_embedding, ln1_weight, ln1_bias, wq, wk, wv, wo,
             ln2_weight,      ln2_bias,           w1,         b1,       w2, b2, head, head_bias};
   }
+  // The same model on fake tensors on a pretend cuda:0 (--fake).
+  Transformer fakeOnCuda() const {
+    std::vector<Tensor> p = parameters();
+    for (Tensor& t : p) t = demo::fakeOnCuda(t);
+    return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]};
+  }
 };
 
 
@@ -108,8 +114,19 @@ int main(int argc, char** argv) {
                       parameter(gen, {2 * kWidth, kWidth}, s),   constantParameter({2 * kWidth}, 0),
                       parameter(gen, {kWidth, 2 * kWidth}, s / std::sqrt(2.0)), constantParameter({kWidth}, 0),
                       parameter(gen, {kVocab, kWidth}, s),       constantParameter({kVocab}, 0)};
-    optim::Adam adam(model.parameters(), optim::AdamOptions(0.005));
     const int64_t batch = 64;
+    if (args->fake) {
+      Transformer fake = model.fakeOnCuda();
+      Tensor tokens = demo::fakeOnCuda(dk::narrow(train.tokens, 0, 0, batch));
+      Tensor targets = demo::fakeOnCuda(dk::narrow(train.targets, 0, 0, batch));
+      return demo::planFakeStep(fake.parameters(), [&] {
+        Tensor logits = fake.forward(tokens, /*training=*/true);
+        Tensor loss = dk::cross_entropy_loss(dk::reshape(logits, {-1, kVocab}), dk::reshape(targets, {-1}));
+        loss.backward();
+        return loss;
+      }) ? 0 : 1;
+    }
+    optim::Adam adam(model.parameters(), optim::AdamOptions(0.005));
     std::cout << "== training a one-block transformer (causal attention, width " << kWidth
               << ") to output the running maximum of " << kLength << "-token sequences, Adam (lr 0.005, batch "
               << batch << ", " << steps << " steps)\n";
