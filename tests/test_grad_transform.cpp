@@ -164,7 +164,15 @@ TEST_CASE("grad: jacrev is the Jacobian") {
   checkClose(func::jacrev([&](const Tensor& t) { return dk::matmul(w, t); })(x), w);
   // An elementwise function's is diagonal: d sin(x_i) x_i / dx_j = (cos(x_i) x_i + sin(x_i)) [i == j].
   const Tensor j = func::jacrev([](const Tensor& t) { return dk::mul(dk::sin(t), t); })(x);
+  // With respect to a matrix: d (W x)_i / d W_kl = [i == k] x_l, shape [2] + [2, 3].
+  const Tensor jw = func::jacrev([&](const Tensor& m) { return dk::matmul(m, x); })(w);
   func::setVmapFallbackWarningEnabled(warned);
+  REQUIRE(jw.sizes() == std::vector<int64_t>{2, 2, 3});
+  const Values jwv = read(jw);
+  const Values xs = read(x);
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t k = 0; k < 2; ++k)
+      for (size_t l = 0; l < 3; ++l) CHECK(jwv[(i * 2 + k) * 3 + l] == Approx(i == k ? xs[l] : 0.0).margin(1e-12));
   const Values got = read(j);
   const Values xv = read(x);
   REQUIRE(j.sizes() == std::vector<int64_t>{3, 3});

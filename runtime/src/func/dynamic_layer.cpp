@@ -137,7 +137,7 @@ void dynamicLayerFront(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
   } else {
     exclude = exclude | autograd_dispatch_keyset | DispatchKeySet(DispatchKey::ADInplaceOrView);
   }
-  top.outside = tls_local_dispatch_key_set();
+  top.outside = currentKeys();
   const detail::KeySetChange change = detail::KeySetChange::apply(DispatchKeySet(kBack), {}, exclude, {});
   const size_t index = tls_layers.size() - 1;
   const bool was_active = top.active;
