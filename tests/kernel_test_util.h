@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <type_traits>
 #include <vector>
 
@@ -51,6 +52,15 @@ inline Values iotaValues(int64_t n) {
 // A contiguous CPU tensor holding 0, 1, 2, ... in row-major order.
 inline Tensor iota(const Sizes& sizes, ScalarType dtype = kFloat) {
   return make(iotaValues(computeNumel(sizes)), sizes, dtype);
+}
+
+// A float64 CPU tensor of values drawn uniformly from [lo, hi) by a generator seeded with `seed`.
+inline Tensor uniformDoubles(const Sizes& sizes, uint32_t seed, double lo, double hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  Values v(static_cast<size_t>(computeNumel(sizes)));
+  for (double& x : v) x = dist(gen);
+  return make(v, sizes, kDouble);
 }
 
 // The elements in row-major order of the logical shape, whatever the strides, as doubles.

@@ -21,13 +21,7 @@ using dk::func::TensorsFn;
 
 namespace {
 
-Tensor randomTensor(const std::vector<int64_t>& sizes, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  Values v(static_cast<size_t>(computeNumel(sizes)));
-  for (double& x : v) x = dist(gen);
-  return make(v, sizes, kDouble);
-}
+Tensor randomTensor(const std::vector<int64_t>& sizes, uint32_t seed) { return uniformDoubles(sizes, seed, -1, 1); }
 
 void checkClose(const Tensor& actual, const Tensor& expected, double tol = 1e-10) {
   REQUIRE(actual.defined());

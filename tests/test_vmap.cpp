@@ -21,13 +21,7 @@ using dk::func::vmap;
 
 namespace {
 
-Tensor randomTensor(const std::vector<int64_t>& sizes, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-2, 2);
-  Values v(static_cast<size_t>(computeNumel(sizes)));
-  for (double& x : v) x = dist(gen);
-  return make(v, sizes, kDouble);
-}
+Tensor randomTensor(const std::vector<int64_t>& sizes, uint32_t seed) { return uniformDoubles(sizes, seed, -2, 2); }
 
 // f applied to each example (inputs sliced at their in_dims), the results stacked at out_dim.
 Tensor loopReference(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,

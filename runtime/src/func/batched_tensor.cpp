@@ -23,17 +23,17 @@ int64_t checkedBdim(const Tensor& value, int64_t bdim) {
 }
 }  // namespace
 
+// The value's sizes and strides without the batch dim: a decomposition that asks whether the
+// tensor is contiguous, or could be viewed, gets the answer its physical layout gives. No
+// storage (Storage() is undefined).
 BatchedTensorImpl::BatchedTensorImpl(Tensor value, int64_t bdim, int64_t level)
-    : TensorImpl(value.key_set().add(DispatchKey::FuncTorchBatched), value.dtype(), value.device(),
-                 withoutDim(value.sizes(), bdim)),
+    : TensorImpl(Storage(), value.key_set().add(DispatchKey::FuncTorchBatched), value.dtype(), value.device(),
+                 withoutDim(value.sizes(), bdim), withoutDim(value.strides(), bdim), 0),
       value_(std::move(value)),
       bdim_(bdim),
       level_(level) {
   DK_CHECK(bdim_ >= 0 && bdim_ < value_.dim(), "BatchedTensorImpl: the batch dim ", bdim_, " is not a dim of a value "
            "of dimensionality ", value_.dim(), " (makeBatched takes negative dims)");
-  // The value's strides without the batch dim: a decomposition that asks whether the tensor is
-  // contiguous, or could be viewed, gets the answer its physical layout gives.
-  set_sizes_and_strides(withoutDim(value_.sizes(), bdim_), withoutDim(value_.strides(), bdim_));
 }
 
 intrusive_ptr<TensorImpl> BatchedTensorImpl::shallow_copy_without_history() const {

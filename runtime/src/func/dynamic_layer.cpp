@@ -226,7 +226,7 @@ DynamicLayerScope::DynamicLayerScope()
 }
 
 DynamicLayerScope::DynamicLayerScope(int64_t batch_size, Randomness randomness)
-    : level_(static_cast<int64_t>(tls_layers.size()) + 1), alive_(std::make_shared<bool>(true)) {
+    : level_(static_cast<int64_t>(tls_layers.size()) + 1) {  // no wrappers: no alive flag
   DynamicLayer layer{TransformType::Vmap, level_, alive_};
   layer.batch_size = batch_size;
   layer.randomness = randomness;
@@ -236,21 +236,19 @@ DynamicLayerScope::DynamicLayerScope(int64_t batch_size, Randomness randomness)
 
 DynamicLayerScope::~DynamicLayerScope() {
   mode_keys_.undo();
-  *alive_ = false;
+  if (alive_) *alive_ = false;
   // Front and back fallbacks put back what they set aside, also on an exception, so the top is
   // this scope's layer.
   if (!tls_layers.empty() && tls_layers.back().level == level_) tls_layers.pop_back();
 }
 
 TensorWrapper::TensorWrapper(Tensor value, int64_t level, std::shared_ptr<bool> alive)
-    : TensorImpl(value.key_set().remove(DispatchKey::FuncTorchBatched).add(kFront), value.dtype(), value.device(),
-                 std::vector<int64_t>(value.sizes().begin(), value.sizes().end())),
+    : TensorImpl(Storage(), value.key_set().remove(DispatchKey::FuncTorchBatched).add(kFront), value.dtype(),
+                 value.device(), std::vector<int64_t>(value.sizes().begin(), value.sizes().end()),
+                 std::vector<int64_t>(value.strides().begin(), value.strides().end()), 0),
       value_(std::move(value)),
       level_(level),
-      alive_(std::move(alive)) {
-  set_sizes_and_strides(std::vector<int64_t>(value_.sizes().begin(), value_.sizes().end()),
-                        std::vector<int64_t>(value_.strides().begin(), value_.strides().end()));
-}
+      alive_(std::move(alive)) {}
 
 intrusive_ptr<TensorImpl> TensorWrapper::shallow_copy_without_history() const {
   auto copy = make_intrusive<TensorWrapper>(value_, level_, alive_);

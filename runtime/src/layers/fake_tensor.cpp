@@ -32,13 +32,10 @@ Tensor fakeGeometry(const Tensor& t) {
 }  // namespace
 
 FakeTensorImpl::FakeTensorImpl(Tensor meta, Device device)
-    : TensorImpl(fakeKeySet(meta, device), meta.dtype(), device,
-                 std::vector<int64_t>(meta.sizes().begin(), meta.sizes().end())),
-      meta_(std::move(meta)) {
-  set_sizes_and_strides(std::vector<int64_t>(meta_.sizes().begin(), meta_.sizes().end()),
-                        std::vector<int64_t>(meta_.strides().begin(), meta_.strides().end()));
-  set_storage_offset(meta_.storage_offset());
-}
+    : TensorImpl(Storage(), fakeKeySet(meta, device), meta.dtype(), device,
+                 std::vector<int64_t>(meta.sizes().begin(), meta.sizes().end()),
+                 std::vector<int64_t>(meta.strides().begin(), meta.strides().end()), meta.storage_offset()),
+      meta_(std::move(meta)) {}
 
 intrusive_ptr<TensorImpl> FakeTensorImpl::shallow_copy_without_history() const {
   auto copy = make_intrusive<FakeTensorImpl>(meta_, device());

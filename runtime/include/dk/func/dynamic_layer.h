@@ -46,7 +46,8 @@ enum class Randomness : uint8_t { Error, Same, Different };
 struct DynamicLayer {
   TransformType type;
   int64_t level;
-  // False once the transform has returned: its wrappers are then dead and stand for their value.
+  // A grad layer's: false once the transform has returned, when its wrappers are dead and stand
+  // for their value (null for a vmap layer, which makes no wrappers).
   std::shared_ptr<bool> alive;
   // A vmap layer's batch size and randomness.
   int64_t batch_size = 0;
