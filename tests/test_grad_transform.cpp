@@ -205,3 +205,43 @@ TEST_CASE("grad: errors") {
   });
   checkClose(h(x), dk::mul(x, 2.0));
 }
+
+TEST_CASE("grad: vmap randomness composes with grad in either order") {
+  using func::Randomness;
+  const Tensor xs = randomTensor({4, 3}, 60);
+  auto rows_distinct = [](const Tensor& t) {
+    for (int64_t r = 0; r < t.size(0); ++r)
+      for (int64_t q = 0; q < r; ++q)
+        if (read(t.select(0, r)) == read(t.select(0, q))) return false;
+    return true;
+  };
+  const bool warned = func::setVmapFallbackWarningEnabled(false);  // sum runs once per example
+  // f(x) = sum(x * noise): its gradient is the noise, drawn per example under Different.
+  auto noisy = [](const Tensor& x) { return dk::sum(dk::mul(x, dk::rand({3}, kDouble))); };
+  const Tensor per_example = func::vmap(func::grad(noisy), 0, 0, Randomness::Different)(xs);
+  REQUIRE(per_example.sizes() == std::vector<int64_t>{4, 3});
+  CHECK(rows_distinct(per_example));
+  for (double v : read(per_example)) CHECK((v >= 0.0 && v < 1.0));
+  CHECK(func::maybeWrapper(per_example) == nullptr);
+  // Same: one noise for every example.
+  const Tensor shared = func::vmap(func::grad(noisy), 0, 0, Randomness::Same)(xs);
+  for (int64_t r = 1; r < 4; ++r) CHECK(read(shared.select(0, r)) == read(shared.select(0, 0)));
+  // grad outside: d/dx_e of sum_e sum(x_e * noise_e) is noise_e, one per example.
+  auto batch_sum = [](const Tensor& x) {
+    auto each = [](const Tensor& e) { return dk::mul(e, dk::rand({3}, kDouble)); };
+    return dk::sum(func::vmap(each, 0, 0, Randomness::Different)(x));
+  };
+  const Tensor g = func::grad(std::function<Tensor(const Tensor&)>(batch_sum))(xs);
+  REQUIRE(g.sizes() == std::vector<int64_t>{4, 3});
+  CHECK(rows_distinct(g));
+  // Error, the default, is kept whichever transform is innermost.
+  CHECK_THROWS_WITH(func::vmap(func::grad(noisy))(xs), Catch::Contains("randomness error mode"));
+  auto batch_sum_error = [](const Tensor& x) {
+    auto each = [](const Tensor& e) { return dk::mul(e, dk::rand({3}, kDouble)); };
+    return dk::sum(func::vmap(each)(x));
+  };
+  CHECK_THROWS_WITH(func::grad(std::function<Tensor(const Tensor&)>(batch_sum_error))(xs),
+                    Catch::Contains("randomness error mode"));
+  func::setVmapFallbackWarningEnabled(warned);
+  CHECK(func::dynamicLayerStack().empty());
+}

@@ -303,6 +303,14 @@ TEST_CASE("vmap: random operators follow the randomness policy (Note [vmap rando
   const Tensor own = vmap(drop, 0, 0, Randomness::Different)(wide);
   CHECK(rows_distinct(own));
   for (double v : read(own)) CHECK((v == 0.0 || v == 2.0));
+  // dropout of an unmapped tensor: Different still gives each example its own mask.
+  dk::func::TensorsFn drop_shared_input = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{dk::dropout(in[1], 0.5, true)};
+  };
+  const Tensor per_example_masks =
+      vmap(drop_shared_input, {0, std::nullopt}, {0}, Randomness::Different)({wide, dk::ones({64}, kDouble)})[0];
+  REQUIRE(per_example_masks.sizes() == std::vector<int64_t>{4, 64});
+  CHECK(rows_distinct(per_example_masks));
   // Nested: each Different level adds its batch dim in front of the draw.
   const Tensor grid = dk::ones({2, 4, 3}, kDouble);
   const Tensor nested = vmap(vmap(add_noise, 0, 0, Randomness::Different), 0, 0, Randomness::Different)(grid);

@@ -96,7 +96,12 @@ void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* s
     physical.push_back(IValue(padAfterBatch(valueWithBdimFirst(*b), args[i].toTensor().dim(), target)));
   }
   IValue self = inplace ? args[0] : IValue();
-  op.callBoxed(&physical);
+  if (isRandomOperator(op)) {  // the physical call is below vmap (Note [vmap randomness])
+    ExcludeDispatchKeyGuard below_vmap_mode(DispatchKey::FuncTorchVmapMode);
+    op.callBoxed(&physical);
+  } else {
+    op.callBoxed(&physical);
+  }
   stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   if (inplace) {
     stack->push_back(std::move(self));  // written through its value
@@ -107,41 +112,61 @@ void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* s
 
 void randomnessBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   const DispatchKeySet below = ks.remove(DispatchKey::FuncTorchVmapMode);
-  std::vector<const DynamicLayer*> different;  // outermost first
-  bool any_vmap = false;
-  for (const DynamicLayer& layer : dynamicLayerStack()) {
-    if (layer.type != TransformType::Vmap) continue;
-    any_vmap = true;
-    DK_CHECK(layer.randomness != Randomness::Error, "vmap: called random operation while in randomness error mode. "
-             "Please either use the 'same' or 'different' randomness flags on vmap or perform the randomness "
-             "operation out of vmap (", op.operator_name(), ")");
-    if (layer.randomness == Randomness::Different) different.push_back(&layer);
-  }
-  const FunctionSchema& schema = op.schema();
-  const size_t n = schema.arguments().size();
-  const size_t base = stack->size() - n;
-  bool has_tensor_args = false;
-  for (const Argument& a : schema.arguments()) has_tensor_args = has_tensor_args || a.type.isTensorLike();
-  if (!any_vmap || different.empty() || has_tensor_args) {
+  const std::vector<DynamicLayer>& layers = dynamicLayerStack();
+  if (layers.empty() || layers.back().type != TransformType::Vmap) {  // below every vmap
     op.redispatchBoxed(below, stack);
     return;
   }
-  // A factory: its `size` argument (the first int[]) gets the batch sizes in front.
-  size_t size_arg = n;
-  for (size_t i = 0; i < n && size_arg == n; ++i)
-    if (schema.arguments()[i].type.kind() == TypeKind::List && (*stack)[base + i].isList()) size_arg = i;
-  DK_CHECK(size_arg < n, "vmap: the random operator ", op.operator_name(), " has neither a tensor argument nor a "
-           "size; randomness='different' cannot batch it");
-  std::vector<IValue> sizes;
-  for (const DynamicLayer* layer : different) sizes.emplace_back(layer->batch_size);
-  IValue& size = (*stack)[base + size_arg];
-  for (const IValue& d : size.toListElements()) sizes.push_back(d);
-  size = IValue::makeList(size.listElementType(), std::move(sizes));
-  op.redispatchBoxed(below, stack);
-  IValue& result = stack->back();
-  Tensor value = result.toTensor();
-  for (const DynamicLayer* layer : different) value = makeBatched(std::move(value), 0, layer->level);
-  result = IValue(std::move(value));
+  // The innermost layer's policy; copied, as the stack changes while the operator runs below.
+  const int64_t level = layers.back().level;
+  const int64_t batch = layers.back().batch_size;
+  const Randomness randomness = layers.back().randomness;
+  DK_CHECK(randomness != Randomness::Error, "vmap: called random operation while in randomness error mode. Please "
+           "either use the 'same' or 'different' randomness flags on vmap or perform the randomness operation out "
+           "of vmap (", op.operator_name(), ")");
+  const FunctionSchema& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  const size_t base = stack->size() - n;
+  size_t first_tensor = n;
+  bool batched = false;
+  for (size_t i = 0; i < n; ++i) {
+    const IValue& v = (*stack)[base + i];
+    if (!v.isTensor()) continue;
+    if (first_tensor == n) first_tensor = i;
+    batched = batched || batchedAt(v.toTensor(), level) != nullptr;
+  }
+  if (first_tensor < n) {
+    // An operator on tensors: its randomness comes from the random factories it calls. With
+    // Different and no argument of this vmap, its first tensor is repeated over the batch, so
+    // that each example draws its own.
+    if (randomness == Randomness::Different && !batched) {
+      IValue& v = (*stack)[base + first_tensor];
+      const Tensor t = v.toTensor();
+      std::vector<int64_t> sizes{batch};
+      sizes.insert(sizes.end(), t.sizes().begin(), t.sizes().end());
+      v = IValue(makeBatched(t.unsqueeze(0).expand(sizes), 0, level));
+      op.callBoxed(stack);
+      return;
+    }
+    op.redispatchBoxed(below, stack);
+    return;
+  }
+  // A factory: Same draws once for the whole batch (vmap broadcasts it); Different puts the batch
+  // size in front of `size` (the first int[]) and wraps the draw at this level. The layers below
+  // then do the same for theirs.
+  if (randomness == Randomness::Different) {
+    size_t size_arg = n;
+    for (size_t i = 0; i < n && size_arg == n; ++i)
+      if (schema.arguments()[i].type.kind() == TypeKind::List && (*stack)[base + i].isList()) size_arg = i;
+    DK_CHECK(size_arg < n, "vmap: the random operator ", op.operator_name(), " has neither a tensor argument nor a "
+             "size; randomness='different' cannot batch it");
+    IValue& size = (*stack)[base + size_arg];
+    std::vector<IValue> sizes{IValue(batch)};
+    for (const IValue& d : size.toListElements()) sizes.push_back(d);
+    size = IValue::makeList(size.listElementType(), std::move(sizes));
+  }
+  callOnLayersBelow(op, stack);
+  if (randomness == Randomness::Different) stack->back() = IValue(makeBatched(stack->back().toTensor(), 0, level));
 }
 
 }  // namespace dk::func

@@ -37,8 +37,11 @@ bool anyTensorArg(const Stack& stack, size_t base, const P& pred) {
 
 // A grad layer handles every call made while it is the innermost (a factory's result is wrapped
 // at its level too, as functorch's are); a vmap layer only calls on its batched tensors.
-bool participates(const DynamicLayer& layer, const Stack& stack, size_t base) {
+bool participates(const DynamicLayer& layer, const OperatorHandle& op, const Stack& stack, size_t base) {
   if (layer.type == TransformType::Grad) return true;
+  // A random operator (a kernel at FuncTorchVmapMode, Note [vmap randomness]) belongs to the
+  // innermost vmap whatever its arguments: its randomness decides what it draws.
+  if (isRandomOperator(op)) return true;
   const int64_t level = layer.level;
   return anyTensorArg(stack, base, [level](const Tensor& t) { return batchedAt(t, level) != nullptr; });
 }
@@ -120,14 +123,16 @@ void dynamicLayerFront(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
     return;
   }
   DynamicLayer& top = tls_layers.back();
-  if (!participates(top, *stack, base)) {
+  if (!participates(top, op, *stack, base)) {
     const LocalDispatchKeySet keys = currentKeys();
     LayerSetAside aside;
     callNextLayer(op, stack, keys);
     return;
   }
   const int64_t level = top.level;
-  DispatchKeySet exclude{kFront, DispatchKey::FuncTorchBatched};
+  // Below the layer's own keys, neither batching nor randomness rules run: calls the layer's
+  // kernels make go to the back fallback and so to the layers below.
+  DispatchKeySet exclude{kFront, DispatchKey::FuncTorchBatched, DispatchKey::FuncTorchVmapMode};
   if (top.type == TransformType::Grad) {
     checkNoCapturedMutation(op, *stack, base, level);
     const std::shared_ptr<bool> alive = top.alive;
@@ -156,9 +161,9 @@ void dynamicLayerFront(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
     const OperatorEntry& entry = op.entry();
     next = entry.computeDispatchKeySet(entry.getDispatchKeySetBoxed(*stack));
   } else {
-    // The batching rule at FuncTorchBatched, which the thread's sets now exclude for the calls
-    // the rule makes.
-    next = ks - (exclude - DispatchKeySet(DispatchKey::FuncTorchBatched));
+    // The randomness rule at FuncTorchVmapMode or the batching rule at FuncTorchBatched, which
+    // the thread's sets now exclude for the calls the rule makes.
+    next = ks - (exclude - DispatchKeySet{DispatchKey::FuncTorchBatched, DispatchKey::FuncTorchVmapMode});
   }
   op.redispatchBoxed(next, stack);
 }
@@ -201,6 +206,18 @@ void dynamicLayerBack(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* st
 }  // namespace
 
 const std::vector<DynamicLayer>& dynamicLayerStack() { return tls_layers; }
+
+bool isRandomOperator(const OperatorHandle& op) {
+  const KernelFunction& k = op.entry().lookup(DispatchKeySet(DispatchKey::FuncTorchVmapMode));
+  return k.isValid() && !k.isFallthrough();
+}
+
+void callOnLayersBelow(const OperatorHandle& op, Stack* stack) {
+  DK_CHECK(!tls_layers.empty(), "callOnLayersBelow for ", op.operator_name(), " with no transform running");
+  const LocalDispatchKeySet keys = tls_layers.back().active ? tls_layers.back().outside : currentKeys();
+  LayerSetAside aside;
+  callNextLayer(op, stack, keys);
+}
 
 CallAsFromOutsideLayer::CallAsFromOutsideLayer() {
   if (tls_layers.empty() || !tls_layers.back().active) return;

@@ -197,6 +197,9 @@ void batchedFallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) 
   warnOnce(op);
   const size_t nrets = schema.returns().size();
   std::vector<std::vector<Tensor>> per_return(nrets);
+  // Each element's call is below this vmap: a random operator there draws for that element
+  // alone, not through the randomness rule again (Note [vmap randomness]).
+  ExcludeDispatchKeyGuard below_vmap_mode(DispatchKey::FuncTorchVmapMode);
   for (int64_t e = 0; e < batch; ++e) {
     Stack s;
     s.reserve(n);

@@ -22,12 +22,16 @@ void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* s
 // Note [vmap randomness]
 // A random operator (tagged `nondeterministic_seeded` in the YAML) gets this rule at
 // FuncTorchVmapMode, which every running vmap includes, so it runs first even for a random
-// factory with no tensor argument. With any running vmap's randomness Error, functorch's
-// default, it refuses. Otherwise a factory draws once for all the examples of the vmaps whose
-// randomness is Different (their batch sizes go in front of `size`, outermost first, and the
-// result is wrapped at each of their levels), and once for all the others (Same: one value for
-// the whole batch, which vmap broadcasts). An operator with tensor arguments (dropout) goes on
-// below: its randomness comes from the random factories it calls, which reach this rule in turn.
+// factory with no tensor argument; the front fallback hands a random operator to the innermost
+// vmap whatever its arguments (Note [Dynamic layer stack]). The innermost vmap's randomness
+// decides: Error, functorch's default, refuses. A factory with Same draws once for the whole
+// batch (vmap broadcasts the result); with Different it draws with the batch size in front of
+// `size` and wraps the draw at its level. Either way the draw is made by the layers below, with
+// this vmap set aside, so an outer vmap applies its own policy in turn (nested Different vmaps
+// draw one value per example of each). An operator with tensor arguments (dropout) goes on
+// below: its randomness comes from the random factories it calls, which reach this rule in turn;
+// with Different and no argument of this vmap, its first tensor is first repeated over the
+// batch, so each example draws its own.
 void randomnessBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
 
 // Helpers of the rules and the fallback.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dk/core/local_dispatch_key_set.h"
+#include "dk/dispatch/dispatcher.h"
 #include "dk/tensor/tensor.h"
 
 namespace dk::func {
@@ -29,9 +30,10 @@ enum class Randomness : uint8_t { Error, Same, Different };
 //    are): it wraps every other tensor argument as a constant of its level, excludes
 //    FuncTorchBatched and redispatches, so the autograd kernel records the operator at this
 //    level. Writing into a tensor it did not wrap (a captured one) is refused, as functorch does;
-//  - a vmap layer takes the calls on its batched tensors: it excludes the autograd keys and
-//    redispatches to its batching rule; other calls go through to the next layer (it sets itself
-//    aside for the call's duration and calls the operator again).
+//  - a vmap layer takes the calls on its batched tensors, and random operators (Note [vmap
+//    randomness]): it excludes the autograd keys and redispatches to its batching or randomness
+//    rule; other calls go through to the next layer (it sets itself aside for the call's
+//    duration and calls the operator again).
 // Below the layer's own keys, FuncTorchDynamicLayerBackMode (included while a layer is active)
 // reaches the back fallback, which sets the layer aside, restores the thread's key sets as they
 // were when the front fallback took the call (the autograd kernel's "below autograd" guard
@@ -82,6 +84,15 @@ class DynamicLayerScope {
   // FuncTorchVmapMode for a vmap layer, FuncTorchDynamicLayerFrontMode for a grad layer.
   detail::KeySetChange mode_keys_;
 };
+
+// Whether `op` is random for vmap: it has a kernel (the randomness rule) at FuncTorchVmapMode
+// (Note [vmap randomness]). Fast: one table read.
+bool isRandomOperator(const OperatorHandle& op);
+
+// For a rule of the innermost layer (vmap's randomness rule): calls `op` as the layers below it
+// see calls, with that layer set aside for the call and the thread's key sets as the front
+// fallback found them (when the layer is handling a call).
+void callOnLayersBelow(const OperatorHandle& op, Stack* stack);
 
 // For a decomposition a layer's rule runs (a CompositeImplicitAutograd kernel under vmap): while
 // the innermost layer handles a call, sets the thread's key sets back to what the front fallback
