@@ -308,8 +308,10 @@ class _Parser:
                                 f"'{a.name}: {NON_DIFFERENTIABLE}')", schema)
         if output_diff is None:
             output_diff = tuple(True for _ in nf.func.returns)
-        index = self.node_counts.get(nf.func.name.name, 0)
-        self.node_counts[nf.func.name.name] = index + 1
+        # Numbered per node base name, so copy and copy_ (both "Copy") get distinct classes.
+        base = node_name(nf.func.name, 0)
+        index = self.node_counts.get(base, 0)
+        self.node_counts[base] = index + 1
         diff_names = {n for f in formulas for n in f.inputs}
         diff_inputs = tuple(a for a in nf.func.arguments if a.name in diff_names)
         try:

@@ -65,6 +65,7 @@ from codegen.dest import (  # noqa: E402
     batching,
     boxing_adapters,
     dispatch_keys,
+    functionalization,
     functions,
     manifest,
     operators,
@@ -181,6 +182,7 @@ def generate(
     backend_select.emit(ctx, files)
     autocast.emit(ctx, files)
     batching.emit(ctx, files)
+    functionalization.emit(ctx, files)
     manifest.emit(ctx, files)
 
 

@@ -20,7 +20,11 @@
 #include "dk/generated/ops/gelu_backward.h"
 #include "dk/generated/ops/im2col.h"
 #include "dk/generated/ops/reshape.h"
+#include "dk/generated/ops/select.h"
+#include "dk/generated/ops/select_scatter.h"
 #include "dk/generated/ops/sin.h"
+#include "dk/generated/ops/slice.h"
+#include "dk/generated/ops/slice_scatter.h"
 #include "dk/generated/ops/squeeze.h"
 #include "dk/generated/ops/t.h"
 #include "dk/generated/ops/transpose.h"
@@ -201,8 +205,24 @@ variable_list Col2ImBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
-// copy_
+// copy
 variable_list CopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  const IndexRange src_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, zeros_like(grad));
+  }
+  if (should_compute_output({src_ix})) {
+    copy_range(grad_inputs, src_ix, sum_to(_to_copy(grad, src_scalar_type_, std::nullopt, src_device_), src_sizes_));
+  }
+  return grad_inputs;
+}
+
+// copy_
+variable_list CopyBackward1::apply(variable_list grads) {
   IndexRangeGenerator gen;
   const IndexRange self_ix = gen.range(1);
   const IndexRange src_ix = gen.range(1);
@@ -301,8 +321,32 @@ variable_list ExpandBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
-// fill_.Scalar
+// expand_copy
+variable_list ExpandCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, sum_to(grad, self_sizes_));
+  }
+  return grad_inputs;
+}
+
+// fill.Scalar
 variable_list FillBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, zeros_like(grad));
+  }
+  return grad_inputs;
+}
+
+// fill_.Scalar
+variable_list FillBackward1::apply(variable_list grads) {
   IndexRangeGenerator gen;
   const IndexRange self_ix = gen.range(1);
   variable_list grad_inputs(gen.size());
@@ -660,6 +704,19 @@ variable_list PermuteBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// permute_copy
+variable_list PermuteCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dims = dims_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, permute_backwards(grad, dims));
+  }
+  return grad_inputs;
+}
+
 // pow.Tensor_Scalar
 variable_list PowBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -732,6 +789,39 @@ variable_list SelectBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// select_copy.int
+variable_list SelectCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const auto& index = index_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, select_backward(grad, self_sizes_, dim, index));
+  }
+  return grad_inputs;
+}
+
+// select_scatter
+variable_list SelectScatterBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  const IndexRange src_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const auto& index = index_;
+  const Tensor src = src_.unpack();
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, select_scatter(grad, zeros_like(src), dim, index));
+  }
+  if (should_compute_output({src_ix})) {
+    copy_range(grad_inputs, src_ix, select(grad, dim, index));
+  }
+  return grad_inputs;
+}
+
 // sigmoid
 variable_list SigmoidBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -770,6 +860,43 @@ variable_list SliceBackward0::apply(variable_list grads) {
   const auto& step = step_;
   if (should_compute_output({self_ix})) {
     copy_range(grad_inputs, self_ix, slice_backward(grad, self_sizes_, dim, start, end, step));
+  }
+  return grad_inputs;
+}
+
+// slice_copy.Tensor
+variable_list SliceCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const auto& end = end_;
+  const auto& start = start_;
+  const auto& step = step_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, slice_backward(grad, self_sizes_, dim, start, end, step));
+  }
+  return grad_inputs;
+}
+
+// slice_scatter
+variable_list SliceScatterBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  const IndexRange src_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const auto& end = end_;
+  const Tensor src = src_.unpack();
+  const auto& start = start_;
+  const auto& step = step_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, slice_scatter(grad, zeros_like(src), dim, start, end, step));
+  }
+  if (should_compute_output({src_ix})) {
+    copy_range(grad_inputs, src_ix, slice(grad, dim, start, end, step));
   }
   return grad_inputs;
 }
@@ -815,6 +942,19 @@ variable_list SplitBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// split_copy.Tensor
+variable_list SplitCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const auto& dim = dim_;
+  const auto& split_size = split_size_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, split_backward(grads, split_size, dim, self_sizes_, self_scalar_type_, self_device_));
+  }
+  return grad_inputs;
+}
+
 // sqrt
 variable_list SqrtBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -842,6 +982,31 @@ variable_list SqueezeBackward0::apply(variable_list grads) {
 
 // squeeze.dim
 variable_list SqueezeBackward1::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, unsqueeze_to(grad, dim, self_sizes_));
+  }
+  return grad_inputs;
+}
+
+// squeeze_copy
+variable_list SqueezeCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, unsqueeze_to(grad, self_sizes_));
+  }
+  return grad_inputs;
+}
+
+// squeeze_copy.dim
+variable_list SqueezeCopyBackward1::apply(variable_list grads) {
   IndexRangeGenerator gen;
   const IndexRange self_ix = gen.range(1);
   variable_list grad_inputs(gen.size());
@@ -908,6 +1073,18 @@ variable_list TBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// t_copy
+variable_list TCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, t(grad));
+  }
+  return grad_inputs;
+}
+
 // tanh
 variable_list TanhBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
@@ -961,8 +1138,34 @@ variable_list TransposeBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// transpose_copy.int
+variable_list TransposeCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim0 = dim0_;
+  const auto& dim1 = dim1_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, transpose(grad, dim0, dim1));
+  }
+  return grad_inputs;
+}
+
 // unbind.int
 variable_list UnbindBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const auto& dim = dim_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, unbind_backward(grads, dim, self_sizes_, self_scalar_type_, self_device_));
+  }
+  return grad_inputs;
+}
+
+// unbind_copy.int
+variable_list UnbindCopyBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
   const IndexRange self_ix = gen.range(1);
   variable_list grad_inputs(gen.size());
@@ -986,8 +1189,33 @@ variable_list UnsqueezeBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// unsqueeze_copy
+variable_list UnsqueezeCopyBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, squeeze(grad, dim));
+  }
+  return grad_inputs;
+}
+
 // view
 variable_list ViewBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, reshape(grad, self_sizes_));
+  }
+  return grad_inputs;
+}
+
+// view_copy
+variable_list ViewCopyBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;
   const IndexRange self_ix = gen.range(1);
   variable_list grad_inputs(gen.size());
@@ -1015,8 +1243,20 @@ variable_list WhereBackward0::apply(variable_list grads) {
   return grad_inputs;
 }
 
-// zero_
+// zero
 variable_list ZeroBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, zeros_like(grad));
+  }
+  return grad_inputs;
+}
+
+// zero_
+variable_list ZeroBackward1::apply(variable_list grads) {
   IndexRangeGenerator gen;
   const IndexRange self_ix = gen.range(1);
   variable_list grad_inputs(gen.size());

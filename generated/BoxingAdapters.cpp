@@ -56,6 +56,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
@@ -243,6 +245,12 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_In
 
 // Tensor(const Tensor&, const Tensor&, int64_t, bool, bool)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Int_Bool_Bool>;
+
+// Tensor(const Tensor&, const Tensor&, int64_t, int64_t)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Int_Int>;
+
+// Tensor(const Tensor&, const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Int_OptInt_OptInt_Int>;
 
 // Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool, std::optional<int64_t>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt>;

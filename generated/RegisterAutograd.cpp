@@ -38,6 +38,7 @@
 #include "dk/generated/ops/embedding_ops.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
+#include "dk/generated/ops/expand_copy_ops.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/gather_ops.h"
@@ -60,27 +61,39 @@
 #include "dk/generated/ops/native_layer_norm_ops.h"
 #include "dk/generated/ops/neg_ops.h"
 #include "dk/generated/ops/nll_loss_ops.h"
+#include "dk/generated/ops/permute_copy_ops.h"
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/scatter_add_ops.h"
+#include "dk/generated/ops/select_copy_ops.h"
 #include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/select_scatter_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
+#include "dk/generated/ops/slice_copy_ops.h"
 #include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/slice_scatter_ops.h"
 #include "dk/generated/ops/sort_ops.h"
+#include "dk/generated/ops/split_copy_ops.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/sqrt_ops.h"
+#include "dk/generated/ops/squeeze_copy_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/t_copy_ops.h"
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/topk_ops.h"
+#include "dk/generated/ops/transpose_copy_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/unbind_copy_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
+#include "dk/generated/ops/unsqueeze_copy_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
+#include "dk/generated/ops/view_copy_ops.h"
 #include "dk/generated/ops/view_ops.h"
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_ops.h"
@@ -509,13 +522,35 @@ Tensor col2im_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef output
   return result;
 }
 
-// ===== dk::copy_ @ Autograd (CopyBackward0) =====
-Tensor copy__Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
+// ===== dk::copy @ Autograd (CopyBackward0) =====
+Tensor copy_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
   const bool requires_grad = compute_requires_grad(self, src);
-  check_inplace(self, requires_grad);
   std::shared_ptr<CopyBackward0> grad_fn;
   if (requires_grad) {
     grad_fn = std::make_shared<CopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self, src));
+    if (grad_fn->should_compute_output(1)) grad_fn->src_device_ = src.device();
+    if (grad_fn->should_compute_output(1)) grad_fn->src_scalar_type_ = src.scalar_type();
+    if (grad_fn->should_compute_output(1)) grad_fn->src_sizes_ = src.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::copy::redispatch(ks & after_autograd_keyset, self, src, non_blocking);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::copy_ @ Autograd (CopyBackward1) =====
+Tensor copy__Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
+  const bool requires_grad = compute_requires_grad(self, src);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<CopyBackward1> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<CopyBackward1>();
     grad_fn->set_next_edges(collect_next_edges(self, src));
     if (grad_fn->should_compute_output(1)) grad_fn->src_device_ = src.device();
     if (grad_fn->should_compute_output(1)) grad_fn->src_scalar_type_ = src.scalar_type();
@@ -797,13 +832,52 @@ Tensor expand_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef size, 
   return result;
 }
 
-// ===== dk::fill_.Scalar @ Autograd (FillBackward0) =====
-Tensor fill__Scalar_Autograd(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
+// ===== dk::expand_copy @ Autograd (ExpandCopyBackward0) =====
+Tensor expand_copy_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef size, bool implicit) {
   const bool requires_grad = compute_requires_grad(self);
-  check_inplace(self, requires_grad);
+  std::shared_ptr<ExpandCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<ExpandCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::expand_copy::redispatch(ks & after_autograd_keyset, self, size, implicit);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::fill.Scalar @ Autograd (FillBackward0) =====
+Tensor fill_Scalar_Autograd(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
+  const bool requires_grad = compute_requires_grad(self);
   std::shared_ptr<FillBackward0> grad_fn;
   if (requires_grad) {
     grad_fn = std::make_shared<FillBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::fill_Scalar::redispatch(ks & after_autograd_keyset, self, value);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::fill_.Scalar @ Autograd (FillBackward1) =====
+Tensor fill__Scalar_Autograd(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<FillBackward1> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<FillBackward1>();
     grad_fn->set_next_edges(collect_next_edges(self));
   }
   {
@@ -1488,6 +1562,26 @@ Tensor permute_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef dims)
   return result;
 }
 
+// ===== dk::permute_copy @ Autograd (PermuteCopyBackward0) =====
+Tensor permute_copy_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef dims) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<PermuteCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<PermuteCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dims_ = dims.vec();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::permute_copy::redispatch(ks & after_autograd_keyset, self, dims);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
 // ===== dk::pow.Tensor_Scalar @ Autograd (PowBackward0) =====
 Tensor pow_Tensor_Scalar_Autograd(DispatchKeySet ks, const Tensor& self, const Scalar& exponent) {
   const bool requires_grad = compute_requires_grad(self);
@@ -1704,6 +1798,50 @@ Tensor select_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, i
   return result;
 }
 
+// ===== dk::select_copy.int @ Autograd (SelectCopyBackward0) =====
+Tensor select_copy_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, int64_t index) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<SelectCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SelectCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->index_ = index;
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::select_copy_int::redispatch(ks & after_autograd_keyset, self, dim, index);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::select_scatter @ Autograd (SelectScatterBackward0) =====
+Tensor select_scatter_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& src, int64_t dim, int64_t index) {
+  const bool requires_grad = compute_requires_grad(self, src);
+  std::shared_ptr<SelectScatterBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SelectScatterBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self, src));
+    grad_fn->dim_ = dim;
+    grad_fn->index_ = index;
+    if (grad_fn->should_compute_output(0)) grad_fn->src_ = SavedVariable(src, false);
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::select_scatter::redispatch(ks & after_autograd_keyset, self, src, dim, index);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
 // ===== dk::sigmoid @ Autograd (SigmoidBackward0) =====
 Tensor sigmoid_Autograd(DispatchKeySet ks, const Tensor& self) {
   const bool requires_grad = compute_requires_grad(self);
@@ -1828,6 +1966,54 @@ Tensor slice_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim,
   return result;
 }
 
+// ===== dk::slice_copy.Tensor @ Autograd (SliceCopyBackward0) =====
+Tensor slice_copy_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<SliceCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SliceCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->end_ = end;
+    grad_fn->self_sizes_ = self.sizes();
+    grad_fn->start_ = start;
+    grad_fn->step_ = step;
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::slice_copy_Tensor::redispatch(ks & after_autograd_keyset, self, dim, start, end, step);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::slice_scatter @ Autograd (SliceScatterBackward0) =====
+Tensor slice_scatter_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& src, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  const bool requires_grad = compute_requires_grad(self, src);
+  std::shared_ptr<SliceScatterBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SliceScatterBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self, src));
+    grad_fn->dim_ = dim;
+    grad_fn->end_ = end;
+    if (grad_fn->should_compute_output(0)) grad_fn->src_ = SavedVariable(src, false);
+    grad_fn->start_ = start;
+    grad_fn->step_ = step;
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::slice_scatter::redispatch(ks & after_autograd_keyset, self, src, dim, start, end, step);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
 // ===== dk::sort @ Autograd (SortBackward0) =====
 std::tuple<Tensor, Tensor> sort_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim, bool descending) {
   const bool requires_grad = compute_requires_grad(self);
@@ -1867,6 +2053,30 @@ std::vector<Tensor> split_Tensor_Autograd(DispatchKeySet ks, const Tensor& self,
   {
     AutoDispatchBelowAutograd guard;
     result = ops::split_Tensor::redispatch(ks & after_autograd_keyset, self, split_size, dim);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::split_copy.Tensor @ Autograd (SplitCopyBackward0) =====
+std::vector<Tensor> split_copy_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, int64_t split_size, int64_t dim) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<SplitCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SplitCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->self_device_ = self.device();
+    grad_fn->self_scalar_type_ = self.scalar_type();
+    grad_fn->self_sizes_ = self.sizes();
+    grad_fn->split_size_ = split_size;
+  }
+  std::vector<Tensor> result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::split_copy_Tensor::redispatch(ks & after_autograd_keyset, self, split_size, dim);
   }
   if (grad_fn) {
     set_history(result, grad_fn);
@@ -1958,6 +2168,47 @@ Tensor squeeze_dim_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim) 
   {
     AutoDispatchBelowAutograd guard;
     result = ops::squeeze_dim::redispatch(ks & after_autograd_keyset, self, dim);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::squeeze_copy @ Autograd (SqueezeCopyBackward0) =====
+Tensor squeeze_copy_Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<SqueezeCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SqueezeCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::squeeze_copy::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::squeeze_copy.dim @ Autograd (SqueezeCopyBackward1) =====
+Tensor squeeze_copy_dim_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<SqueezeCopyBackward1> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<SqueezeCopyBackward1>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::squeeze_copy_dim::redispatch(ks & after_autograd_keyset, self, dim);
   }
   if (grad_fn) {
     set_history(result, grad_fn);
@@ -2086,6 +2337,25 @@ Tensor t_Autograd(DispatchKeySet ks, const Tensor& self) {
   return result;
 }
 
+// ===== dk::t_copy @ Autograd (TCopyBackward0) =====
+Tensor t_copy_Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<TCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<TCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::t_copy::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
 // ===== dk::tanh @ Autograd (TanhBackward0) =====
 Tensor tanh_Autograd(DispatchKeySet ks, const Tensor& self) {
   const bool requires_grad = compute_requires_grad(self);
@@ -2189,6 +2459,27 @@ Tensor transpose_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim
   return result;
 }
 
+// ===== dk::transpose_copy.int @ Autograd (TransposeCopyBackward0) =====
+Tensor transpose_copy_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim0, int64_t dim1) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<TransposeCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<TransposeCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim0_ = dim0;
+    grad_fn->dim1_ = dim1;
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::transpose_copy_int::redispatch(ks & after_autograd_keyset, self, dim0, dim1);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
 // ===== dk::unbind.int @ Autograd (UnbindBackward0) =====
 std::vector<Tensor> unbind_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim) {
   const bool requires_grad = compute_requires_grad(self);
@@ -2205,6 +2496,29 @@ std::vector<Tensor> unbind_int_Autograd(DispatchKeySet ks, const Tensor& self, i
   {
     AutoDispatchBelowAutograd guard;
     result = ops::unbind_int::redispatch(ks & after_autograd_keyset, self, dim);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::unbind_copy.int @ Autograd (UnbindCopyBackward0) =====
+std::vector<Tensor> unbind_copy_int_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<UnbindCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<UnbindCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+    grad_fn->self_device_ = self.device();
+    grad_fn->self_scalar_type_ = self.scalar_type();
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  std::vector<Tensor> result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::unbind_copy_int::redispatch(ks & after_autograd_keyset, self, dim);
   }
   if (grad_fn) {
     set_history(result, grad_fn);
@@ -2232,6 +2546,26 @@ Tensor unsqueeze_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim) {
   return result;
 }
 
+// ===== dk::unsqueeze_copy @ Autograd (UnsqueezeCopyBackward0) =====
+Tensor unsqueeze_copy_Autograd(DispatchKeySet ks, const Tensor& self, int64_t dim) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<UnsqueezeCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<UnsqueezeCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = dim;
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::unsqueeze_copy::redispatch(ks & after_autograd_keyset, self, dim);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
 // ===== dk::view @ Autograd (ViewBackward0) =====
 Tensor view_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef size) {
   const bool requires_grad = compute_requires_grad(self);
@@ -2245,6 +2579,26 @@ Tensor view_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef size) {
   {
     AutoDispatchBelowAutograd guard;
     result = ops::view::redispatch(ks & after_autograd_keyset, self, size);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::view_copy @ Autograd (ViewCopyBackward0) =====
+Tensor view_copy_Autograd(DispatchKeySet ks, const Tensor& self, IntArrayRef size) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<ViewCopyBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<ViewCopyBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_sizes_ = self.sizes();
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::view_copy::redispatch(ks & after_autograd_keyset, self, size);
   }
   if (grad_fn) {
     set_history(result, grad_fn);
@@ -2272,13 +2626,32 @@ Tensor where_self_Autograd(DispatchKeySet ks, const Tensor& condition, const Ten
   return result;
 }
 
-// ===== dk::zero_ @ Autograd (ZeroBackward0) =====
-Tensor zero__Autograd(DispatchKeySet ks, const Tensor& self) {
+// ===== dk::zero @ Autograd (ZeroBackward0) =====
+Tensor zero_Autograd(DispatchKeySet ks, const Tensor& self) {
   const bool requires_grad = compute_requires_grad(self);
-  check_inplace(self, requires_grad);
   std::shared_ptr<ZeroBackward0> grad_fn;
   if (requires_grad) {
     grad_fn = std::make_shared<ZeroBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::zero::redispatch(ks & after_autograd_keyset, self);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+  }
+  return result;
+}
+
+// ===== dk::zero_ @ Autograd (ZeroBackward1) =====
+Tensor zero__Autograd(DispatchKeySet ks, const Tensor& self) {
+  const bool requires_grad = compute_requires_grad(self);
+  check_inplace(self, requires_grad);
+  std::shared_ptr<ZeroBackward1> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<ZeroBackward1>();
     grad_fn->set_next_edges(collect_next_edges(self));
   }
   {
@@ -2320,7 +2693,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("clamp_", DK_FN(autograd::generated::clamp__Autograd));  // ClampBackward0
   m.impl("clone", DK_FN(autograd::generated::clone_Autograd));  // CloneBackward0
   m.impl("col2im", DK_FN(autograd::generated::col2im_Autograd));  // Col2ImBackward0
-  m.impl("copy_", DK_FN(autograd::generated::copy__Autograd));  // CopyBackward0
+  m.impl("copy", DK_FN(autograd::generated::copy_Autograd));  // CopyBackward0
+  m.impl("copy_", DK_FN(autograd::generated::copy__Autograd));  // CopyBackward1
   m.impl("cos", DK_FN(autograd::generated::cos_Autograd));  // CosBackward0
   m.impl("cos.out", DK_FN(autograd::generated::cos_out_Autograd));  // out=: refuses grad
   m.impl("cos_", DK_FN(autograd::generated::cos__Autograd));  // CosBackward0
@@ -2337,7 +2711,9 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("exp.out", DK_FN(autograd::generated::exp_out_Autograd));  // out=: refuses grad
   m.impl("exp_", DK_FN(autograd::generated::exp__Autograd));  // ExpBackward0
   m.impl("expand", DK_FN(autograd::generated::expand_Autograd));  // ExpandBackward0
-  m.impl("fill_.Scalar", DK_FN(autograd::generated::fill__Scalar_Autograd));  // FillBackward0
+  m.impl("expand_copy", DK_FN(autograd::generated::expand_copy_Autograd));  // ExpandCopyBackward0
+  m.impl("fill.Scalar", DK_FN(autograd::generated::fill_Scalar_Autograd));  // FillBackward0
+  m.impl("fill_.Scalar", DK_FN(autograd::generated::fill__Scalar_Autograd));  // FillBackward1
   m.impl("gather", DK_FN(autograd::generated::gather_Autograd));  // GatherBackward0
   m.impl("gather.out", DK_FN(autograd::generated::gather_out_Autograd));  // out=: refuses grad
   m.impl("gelu", DK_FN(autograd::generated::gelu_Autograd));  // GeluBackward0
@@ -2376,6 +2752,7 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("neg_", DK_FN(autograd::generated::neg__Autograd));  // NegBackward0
   m.impl("nll_loss", DK_FN(autograd::generated::nll_loss_Autograd));  // NllLossBackward0
   m.impl("permute", DK_FN(autograd::generated::permute_Autograd));  // PermuteBackward0
+  m.impl("permute_copy", DK_FN(autograd::generated::permute_copy_Autograd));  // PermuteCopyBackward0
   m.impl("pow.Tensor_Scalar", DK_FN(autograd::generated::pow_Tensor_Scalar_Autograd));  // PowBackward0
   m.impl("pow.Tensor_Scalar_out", DK_FN(autograd::generated::pow_Tensor_Scalar_out_Autograd));  // out=: refuses grad
   m.impl("pow_.Scalar", DK_FN(autograd::generated::pow__Scalar_Autograd));  // PowBackward0
@@ -2388,6 +2765,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("scatter_add.out", DK_FN(autograd::generated::scatter_add_out_Autograd));  // out=: refuses grad
   m.impl("scatter_add_", DK_FN(autograd::generated::scatter_add__Autograd));  // ScatterAddBackward0
   m.impl("select.int", DK_FN(autograd::generated::select_int_Autograd));  // SelectBackward0
+  m.impl("select_copy.int", DK_FN(autograd::generated::select_copy_int_Autograd));  // SelectCopyBackward0
+  m.impl("select_scatter", DK_FN(autograd::generated::select_scatter_Autograd));  // SelectScatterBackward0
   m.impl("sigmoid", DK_FN(autograd::generated::sigmoid_Autograd));  // SigmoidBackward0
   m.impl("sigmoid.out", DK_FN(autograd::generated::sigmoid_out_Autograd));  // out=: refuses grad
   m.impl("sigmoid_", DK_FN(autograd::generated::sigmoid__Autograd));  // SigmoidBackward0
@@ -2395,13 +2774,18 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("sin.out", DK_FN(autograd::generated::sin_out_Autograd));  // out=: refuses grad
   m.impl("sin_", DK_FN(autograd::generated::sin__Autograd));  // SinBackward0
   m.impl("slice.Tensor", DK_FN(autograd::generated::slice_Tensor_Autograd));  // SliceBackward0
+  m.impl("slice_copy.Tensor", DK_FN(autograd::generated::slice_copy_Tensor_Autograd));  // SliceCopyBackward0
+  m.impl("slice_scatter", DK_FN(autograd::generated::slice_scatter_Autograd));  // SliceScatterBackward0
   m.impl("sort", DK_FN(autograd::generated::sort_Autograd));  // SortBackward0
   m.impl("split.Tensor", DK_FN(autograd::generated::split_Tensor_Autograd));  // SplitBackward0
+  m.impl("split_copy.Tensor", DK_FN(autograd::generated::split_copy_Tensor_Autograd));  // SplitCopyBackward0
   m.impl("sqrt", DK_FN(autograd::generated::sqrt_Autograd));  // SqrtBackward0
   m.impl("sqrt.out", DK_FN(autograd::generated::sqrt_out_Autograd));  // out=: refuses grad
   m.impl("sqrt_", DK_FN(autograd::generated::sqrt__Autograd));  // SqrtBackward0
   m.impl("squeeze", DK_FN(autograd::generated::squeeze_Autograd));  // SqueezeBackward0
   m.impl("squeeze.dim", DK_FN(autograd::generated::squeeze_dim_Autograd));  // SqueezeBackward1
+  m.impl("squeeze_copy", DK_FN(autograd::generated::squeeze_copy_Autograd));  // SqueezeCopyBackward0
+  m.impl("squeeze_copy.dim", DK_FN(autograd::generated::squeeze_copy_dim_Autograd));  // SqueezeCopyBackward1
   m.impl("sub.Tensor", DK_FN(autograd::generated::sub_Tensor_Autograd));  // SubBackward0
   m.impl("sub.out", DK_FN(autograd::generated::sub_out_Autograd));  // out=: refuses grad
   m.impl("sub_.Tensor", DK_FN(autograd::generated::sub__Tensor_Autograd));  // SubBackward0
@@ -2409,17 +2793,23 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("sum.IntList_out", DK_FN(autograd::generated::sum_IntList_out_Autograd));  // out=: refuses grad
   m.impl("sum.dim_IntList", DK_FN(autograd::generated::sum_dim_IntList_Autograd));  // SumBackward1
   m.impl("t", DK_FN(autograd::generated::t_Autograd));  // TBackward0
+  m.impl("t_copy", DK_FN(autograd::generated::t_copy_Autograd));  // TCopyBackward0
   m.impl("tanh", DK_FN(autograd::generated::tanh_Autograd));  // TanhBackward0
   m.impl("tanh.out", DK_FN(autograd::generated::tanh_out_Autograd));  // out=: refuses grad
   m.impl("tanh_", DK_FN(autograd::generated::tanh__Autograd));  // TanhBackward0
   m.impl("topk", DK_FN(autograd::generated::topk_Autograd));  // TopkBackward0
   m.impl("topk.values", DK_FN(autograd::generated::topk_values_Autograd));  // out=: refuses grad
   m.impl("transpose.int", DK_FN(autograd::generated::transpose_int_Autograd));  // TransposeBackward0
+  m.impl("transpose_copy.int", DK_FN(autograd::generated::transpose_copy_int_Autograd));  // TransposeCopyBackward0
   m.impl("unbind.int", DK_FN(autograd::generated::unbind_int_Autograd));  // UnbindBackward0
+  m.impl("unbind_copy.int", DK_FN(autograd::generated::unbind_copy_int_Autograd));  // UnbindCopyBackward0
   m.impl("unsqueeze", DK_FN(autograd::generated::unsqueeze_Autograd));  // UnsqueezeBackward0
+  m.impl("unsqueeze_copy", DK_FN(autograd::generated::unsqueeze_copy_Autograd));  // UnsqueezeCopyBackward0
   m.impl("view", DK_FN(autograd::generated::view_Autograd));  // ViewBackward0
+  m.impl("view_copy", DK_FN(autograd::generated::view_copy_Autograd));  // ViewCopyBackward0
   m.impl("where.self", DK_FN(autograd::generated::where_self_Autograd));  // WhereBackward0
-  m.impl("zero_", DK_FN(autograd::generated::zero__Autograd));  // ZeroBackward0
+  m.impl("zero", DK_FN(autograd::generated::zero_Autograd));  // ZeroBackward0
+  m.impl("zero_", DK_FN(autograd::generated::zero__Autograd));  // ZeroBackward1
 }
 
 }  // namespace dk

@@ -18,16 +18,24 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_IntList_OptTensor_OptTensor_Double.h"
 #include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3.h"
 #include "dk/generated/ops/_to_copy_native.h"
 #include "dk/generated/ops/_to_copy_ops.h"
 #include "dk/generated/ops/clone_native.h"
 #include "dk/generated/ops/clone_ops.h"
+#include "dk/generated/ops/copy_native.h"
+#include "dk/generated/ops/copy_ops.h"
 #include "dk/generated/ops/detach_native.h"
 #include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/expand_native.h"
 #include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/fill_native.h"
+#include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/max_native.h"
 #include "dk/generated/ops/max_ops.h"
 #include "dk/generated/ops/min_native.h"
@@ -40,8 +48,12 @@
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/select_native.h"
 #include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/select_scatter_native.h"
+#include "dk/generated/ops/select_scatter_ops.h"
 #include "dk/generated/ops/slice_native.h"
 #include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/slice_scatter_native.h"
+#include "dk/generated/ops/slice_scatter_ops.h"
 #include "dk/generated/ops/split_native.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/squeeze_native.h"
@@ -56,6 +68,8 @@
 #include "dk/generated/ops/unsqueeze_ops.h"
 #include "dk/generated/ops/view_native.h"
 #include "dk/generated/ops/view_ops.h"
+#include "dk/generated/ops/zero_native.h"
+#include "dk/generated/ops/zero_ops.h"
 
 namespace dk {
 
@@ -71,6 +85,11 @@ Tensor wrapper_CompositeExplicitAutograd_clone(const Tensor& self, std::optional
   return native::clone(self, memory_format);
 }
 
+// ===== dk::copy @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_copy(const Tensor& self, const Tensor& src, bool non_blocking) {
+  return native::copy(self, src, non_blocking);
+}
+
 // ===== dk::detach @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_detach(const Tensor& self) {
   return native::detach(self);
@@ -79,6 +98,11 @@ Tensor wrapper_CompositeExplicitAutograd_detach(const Tensor& self) {
 // ===== dk::expand @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_expand(const Tensor& self, IntArrayRef size, bool implicit) {
   return native::expand(self, size, implicit);
+}
+
+// ===== dk::fill.Scalar @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_fill_Scalar(const Tensor& self, const Scalar& value) {
+  return native::fill(self, value);
 }
 
 // ===== dk::max @ CompositeExplicitAutograd =====
@@ -111,9 +135,19 @@ Tensor wrapper_CompositeExplicitAutograd_select_int(const Tensor& self, int64_t 
   return native::select(self, dim, index);
 }
 
+// ===== dk::select_scatter @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_select_scatter(const Tensor& self, const Tensor& src, int64_t dim, int64_t index) {
+  return native::select_scatter(self, src, dim, index);
+}
+
 // ===== dk::slice.Tensor @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_slice_Tensor(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   return native::slice(self, dim, start, end, step);
+}
+
+// ===== dk::slice_scatter @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_slice_scatter(const Tensor& self, const Tensor& src, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  return native::slice_scatter(self, src, dim, start, end, step);
 }
 
 // ===== dk::split.Tensor @ CompositeExplicitAutograd =====
@@ -156,20 +190,29 @@ Tensor wrapper_CompositeExplicitAutograd_view(const Tensor& self, IntArrayRef si
   return native::view(self, size);
 }
 
+// ===== dk::zero @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_zero(const Tensor& self) {
+  return native::zero(self);
+}
+
 }  // namespace
 
 DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
   m.impl("_to_copy", ::dk::detail::kernelFor<ops::_to_copy, &wrapper_CompositeExplicitAutograd__to_copy>("wrapper_CompositeExplicitAutograd__to_copy"));  // _to_copy @ CompositeExplicitAutograd -> native::_to_copy
   m.impl("clone", ::dk::detail::kernelFor<ops::clone, &wrapper_CompositeExplicitAutograd_clone>("wrapper_CompositeExplicitAutograd_clone"));  // clone @ CompositeExplicitAutograd -> native::clone
+  m.impl("copy", ::dk::detail::kernelFor<ops::copy, &wrapper_CompositeExplicitAutograd_copy>("wrapper_CompositeExplicitAutograd_copy"));  // copy @ CompositeExplicitAutograd -> native::copy
   m.impl("detach", ::dk::detail::kernelFor<ops::detach, &wrapper_CompositeExplicitAutograd_detach>("wrapper_CompositeExplicitAutograd_detach"));  // detach @ CompositeExplicitAutograd -> native::detach
   m.impl("expand", ::dk::detail::kernelFor<ops::expand, &wrapper_CompositeExplicitAutograd_expand>("wrapper_CompositeExplicitAutograd_expand"));  // expand @ CompositeExplicitAutograd -> native::expand
+  m.impl("fill.Scalar", ::dk::detail::kernelFor<ops::fill_Scalar, &wrapper_CompositeExplicitAutograd_fill_Scalar>("wrapper_CompositeExplicitAutograd_fill_Scalar"));  // fill.Scalar @ CompositeExplicitAutograd -> native::fill
   m.impl("max", ::dk::detail::kernelFor<ops::max, &wrapper_CompositeExplicitAutograd_max>("wrapper_CompositeExplicitAutograd_max"));  // max @ CompositeExplicitAutograd -> native::max
   m.impl("min", ::dk::detail::kernelFor<ops::min, &wrapper_CompositeExplicitAutograd_min>("wrapper_CompositeExplicitAutograd_min"));  // min @ CompositeExplicitAutograd -> native::min
   m.impl("native_layer_norm", ::dk::detail::kernelFor<ops::native_layer_norm, &wrapper_CompositeExplicitAutograd_native_layer_norm>("wrapper_CompositeExplicitAutograd_native_layer_norm"));  // native_layer_norm @ CompositeExplicitAutograd -> native::native_layer_norm
   m.impl("native_layer_norm_backward", ::dk::detail::kernelFor<ops::native_layer_norm_backward, &wrapper_CompositeExplicitAutograd_native_layer_norm_backward>("wrapper_CompositeExplicitAutograd_native_layer_norm_backward"));  // native_layer_norm_backward @ CompositeExplicitAutograd -> native::native_layer_norm_backward
   m.impl("permute", ::dk::detail::kernelFor<ops::permute, &wrapper_CompositeExplicitAutograd_permute>("wrapper_CompositeExplicitAutograd_permute"));  // permute @ CompositeExplicitAutograd -> native::permute
   m.impl("select.int", ::dk::detail::kernelFor<ops::select_int, &wrapper_CompositeExplicitAutograd_select_int>("wrapper_CompositeExplicitAutograd_select_int"));  // select.int @ CompositeExplicitAutograd -> native::select
+  m.impl("select_scatter", ::dk::detail::kernelFor<ops::select_scatter, &wrapper_CompositeExplicitAutograd_select_scatter>("wrapper_CompositeExplicitAutograd_select_scatter"));  // select_scatter @ CompositeExplicitAutograd -> native::select_scatter
   m.impl("slice.Tensor", ::dk::detail::kernelFor<ops::slice_Tensor, &wrapper_CompositeExplicitAutograd_slice_Tensor>("wrapper_CompositeExplicitAutograd_slice_Tensor"));  // slice.Tensor @ CompositeExplicitAutograd -> native::slice
+  m.impl("slice_scatter", ::dk::detail::kernelFor<ops::slice_scatter, &wrapper_CompositeExplicitAutograd_slice_scatter>("wrapper_CompositeExplicitAutograd_slice_scatter"));  // slice_scatter @ CompositeExplicitAutograd -> native::slice_scatter
   m.impl("split.Tensor", ::dk::detail::kernelFor<ops::split_Tensor, &wrapper_CompositeExplicitAutograd_split_Tensor>("wrapper_CompositeExplicitAutograd_split_Tensor"));  // split.Tensor @ CompositeExplicitAutograd -> native::split
   m.impl("squeeze", ::dk::detail::kernelFor<ops::squeeze, &wrapper_CompositeExplicitAutograd_squeeze>("wrapper_CompositeExplicitAutograd_squeeze"));  // squeeze @ CompositeExplicitAutograd -> native::squeeze
   m.impl("squeeze.dim", ::dk::detail::kernelFor<ops::squeeze_dim, &wrapper_CompositeExplicitAutograd_squeeze_dim>("wrapper_CompositeExplicitAutograd_squeeze_dim"));  // squeeze.dim @ CompositeExplicitAutograd -> native::squeeze
@@ -178,6 +221,7 @@ DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
   m.impl("unbind.int", ::dk::detail::kernelFor<ops::unbind_int, &wrapper_CompositeExplicitAutograd_unbind_int>("wrapper_CompositeExplicitAutograd_unbind_int"));  // unbind.int @ CompositeExplicitAutograd -> native::unbind
   m.impl("unsqueeze", ::dk::detail::kernelFor<ops::unsqueeze, &wrapper_CompositeExplicitAutograd_unsqueeze>("wrapper_CompositeExplicitAutograd_unsqueeze"));  // unsqueeze @ CompositeExplicitAutograd -> native::unsqueeze
   m.impl("view", ::dk::detail::kernelFor<ops::view, &wrapper_CompositeExplicitAutograd_view>("wrapper_CompositeExplicitAutograd_view"));  // view @ CompositeExplicitAutograd -> native::view
+  m.impl("zero", ::dk::detail::kernelFor<ops::zero, &wrapper_CompositeExplicitAutograd_zero>("wrapper_CompositeExplicitAutograd_zero"));  // zero @ CompositeExplicitAutograd -> native::zero
 }
 
 }  // namespace dk

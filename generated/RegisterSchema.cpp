@@ -33,6 +33,7 @@
 #include "dk/generated/ops/cos_ops.h"
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
 #include "dk/generated/ops/cumsum_ops.h"
+#include "dk/generated/ops/detach_copy_ops.h"
 #include "dk/generated/ops/detach_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/dropout_ops.h"
@@ -42,6 +43,7 @@
 #include "dk/generated/ops/empty_strided_ops.h"
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
+#include "dk/generated/ops/expand_copy_ops.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/flatten_ops.h"
@@ -80,6 +82,7 @@
 #include "dk/generated/ops/nonzero_ops.h"
 #include "dk/generated/ops/ones_like_ops.h"
 #include "dk/generated/ops/ones_ops.h"
+#include "dk/generated/ops/permute_copy_ops.h"
 #include "dk/generated/ops/permute_ops.h"
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/rand_ops.h"
@@ -89,29 +92,40 @@
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/scatter_add_ops.h"
+#include "dk/generated/ops/select_copy_ops.h"
 #include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/select_scatter_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
+#include "dk/generated/ops/slice_copy_ops.h"
 #include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/slice_scatter_ops.h"
 #include "dk/generated/ops/softmax_ops.h"
 #include "dk/generated/ops/sort_ops.h"
+#include "dk/generated/ops/split_copy_ops.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/sqrt_ops.h"
+#include "dk/generated/ops/squeeze_copy_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
 #include "dk/generated/ops/stack_ops.h"
 #include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_ops.h"
+#include "dk/generated/ops/t_copy_ops.h"
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/to_ops.h"
 #include "dk/generated/ops/topk_ops.h"
+#include "dk/generated/ops/transpose_copy_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
 #include "dk/generated/ops/tril_ops.h"
 #include "dk/generated/ops/triu_ops.h"
+#include "dk/generated/ops/unbind_copy_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
+#include "dk/generated/ops/unsqueeze_copy_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
 #include "dk/generated/ops/var_ops.h"
+#include "dk/generated/ops/view_copy_ops.h"
 #include "dk/generated/ops/view_ops.h"
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_ops.h"
@@ -157,6 +171,7 @@ struct Strings {
   char s_conv1d[7] = "conv1d";
   char s_conv2d[7] = "conv2d";
   char s_convolution[12] = "convolution";
+  char s_copy[5] = "copy";
   char s_copy_[6] = "copy_";
   char s_cos[4] = "cos";
   char s_cos_[5] = "cos_";
@@ -164,6 +179,7 @@ struct Strings {
   char s_cumsum[7] = "cumsum";
   char s_cumsum_[8] = "cumsum_";
   char s_detach[7] = "detach";
+  char s_detach_copy[12] = "detach_copy";
   char s_div[4] = "div";
   char s_div_[5] = "div_";
   char s_dropout[8] = "dropout";
@@ -179,6 +195,8 @@ struct Strings {
   char s_exp[4] = "exp";
   char s_exp_[5] = "exp_";
   char s_expand[7] = "expand";
+  char s_expand_copy[12] = "expand_copy";
+  char s_fill[5] = "fill";
   char s_fill_[6] = "fill_";
   char s_flatten[8] = "flatten";
   char s_using_ints[11] = "using_ints";
@@ -229,6 +247,7 @@ struct Strings {
   char s_ones[5] = "ones";
   char s_ones_like[10] = "ones_like";
   char s_permute[8] = "permute";
+  char s_permute_copy[13] = "permute_copy";
   char s_pow[4] = "pow";
   char s_Tensor_Scalar[14] = "Tensor_Scalar";
   char s_Tensor_Scalar_out[18] = "Tensor_Scalar_out";
@@ -245,17 +264,23 @@ struct Strings {
   char s_scatter_add[12] = "scatter_add";
   char s_scatter_add_[13] = "scatter_add_";
   char s_select[7] = "select";
+  char s_select_copy[12] = "select_copy";
+  char s_select_scatter[15] = "select_scatter";
   char s_sigmoid[8] = "sigmoid";
   char s_sigmoid_[9] = "sigmoid_";
   char s_sin[4] = "sin";
   char s_sin_[5] = "sin_";
   char s_slice[6] = "slice";
+  char s_slice_copy[11] = "slice_copy";
+  char s_slice_scatter[14] = "slice_scatter";
   char s_softmax[8] = "softmax";
   char s_sort[5] = "sort";
   char s_split[6] = "split";
+  char s_split_copy[11] = "split_copy";
   char s_sqrt[5] = "sqrt";
   char s_sqrt_[6] = "sqrt_";
   char s_squeeze[8] = "squeeze";
+  char s_squeeze_copy[13] = "squeeze_copy";
   char s_stack[6] = "stack";
   char s_std[4] = "std";
   char s_sub[4] = "sub";
@@ -264,6 +289,7 @@ struct Strings {
   char s_IntList_out[12] = "IntList_out";
   char s_dim_IntList[12] = "dim_IntList";
   char s_t[2] = "t";
+  char s_t_copy[7] = "t_copy";
   char s_tanh[5] = "tanh";
   char s_tanh_[6] = "tanh_";
   char s_to[3] = "to";
@@ -271,14 +297,19 @@ struct Strings {
   char s_topk[5] = "topk";
   char s_values[7] = "values";
   char s_transpose[10] = "transpose";
+  char s_transpose_copy[15] = "transpose_copy";
   char s_tril[5] = "tril";
   char s_triu[5] = "triu";
   char s_unbind[7] = "unbind";
+  char s_unbind_copy[12] = "unbind_copy";
   char s_unsqueeze[10] = "unsqueeze";
+  char s_unsqueeze_copy[15] = "unsqueeze_copy";
   char s_var[4] = "var";
   char s_view[5] = "view";
+  char s_view_copy[10] = "view_copy";
   char s_where[6] = "where";
   char s_self[5] = "self";
+  char s_zero[5] = "zero";
   char s_zero_[6] = "zero_";
   char s_zeros[6] = "zeros";
   char s_zeros_like[11] = "zeros_like";
@@ -379,7 +410,6 @@ struct Strings {
   char s_descending[11] = "descending";
   char s_split_size[11] = "split_size";
   char s_unbiased[9] = "unbiased";
-  char s_copy[5] = "copy";
   char s_k[2] = "k";
   char s_largest[8] = "largest";
   char s_sorted[7] = "sorted";
@@ -422,6 +452,7 @@ enum : StringOffset {
   s_conv1d = offsetof(Strings, s_conv1d),
   s_conv2d = offsetof(Strings, s_conv2d),
   s_convolution = offsetof(Strings, s_convolution),
+  s_copy = offsetof(Strings, s_copy),
   s_copy_ = offsetof(Strings, s_copy_),
   s_cos = offsetof(Strings, s_cos),
   s_cos_ = offsetof(Strings, s_cos_),
@@ -429,6 +460,7 @@ enum : StringOffset {
   s_cumsum = offsetof(Strings, s_cumsum),
   s_cumsum_ = offsetof(Strings, s_cumsum_),
   s_detach = offsetof(Strings, s_detach),
+  s_detach_copy = offsetof(Strings, s_detach_copy),
   s_div = offsetof(Strings, s_div),
   s_div_ = offsetof(Strings, s_div_),
   s_dropout = offsetof(Strings, s_dropout),
@@ -444,6 +476,8 @@ enum : StringOffset {
   s_exp = offsetof(Strings, s_exp),
   s_exp_ = offsetof(Strings, s_exp_),
   s_expand = offsetof(Strings, s_expand),
+  s_expand_copy = offsetof(Strings, s_expand_copy),
+  s_fill = offsetof(Strings, s_fill),
   s_fill_ = offsetof(Strings, s_fill_),
   s_flatten = offsetof(Strings, s_flatten),
   s_using_ints = offsetof(Strings, s_using_ints),
@@ -494,6 +528,7 @@ enum : StringOffset {
   s_ones = offsetof(Strings, s_ones),
   s_ones_like = offsetof(Strings, s_ones_like),
   s_permute = offsetof(Strings, s_permute),
+  s_permute_copy = offsetof(Strings, s_permute_copy),
   s_pow = offsetof(Strings, s_pow),
   s_Tensor_Scalar = offsetof(Strings, s_Tensor_Scalar),
   s_Tensor_Scalar_out = offsetof(Strings, s_Tensor_Scalar_out),
@@ -510,17 +545,23 @@ enum : StringOffset {
   s_scatter_add = offsetof(Strings, s_scatter_add),
   s_scatter_add_ = offsetof(Strings, s_scatter_add_),
   s_select = offsetof(Strings, s_select),
+  s_select_copy = offsetof(Strings, s_select_copy),
+  s_select_scatter = offsetof(Strings, s_select_scatter),
   s_sigmoid = offsetof(Strings, s_sigmoid),
   s_sigmoid_ = offsetof(Strings, s_sigmoid_),
   s_sin = offsetof(Strings, s_sin),
   s_sin_ = offsetof(Strings, s_sin_),
   s_slice = offsetof(Strings, s_slice),
+  s_slice_copy = offsetof(Strings, s_slice_copy),
+  s_slice_scatter = offsetof(Strings, s_slice_scatter),
   s_softmax = offsetof(Strings, s_softmax),
   s_sort = offsetof(Strings, s_sort),
   s_split = offsetof(Strings, s_split),
+  s_split_copy = offsetof(Strings, s_split_copy),
   s_sqrt = offsetof(Strings, s_sqrt),
   s_sqrt_ = offsetof(Strings, s_sqrt_),
   s_squeeze = offsetof(Strings, s_squeeze),
+  s_squeeze_copy = offsetof(Strings, s_squeeze_copy),
   s_stack = offsetof(Strings, s_stack),
   s_std = offsetof(Strings, s_std),
   s_sub = offsetof(Strings, s_sub),
@@ -529,6 +570,7 @@ enum : StringOffset {
   s_IntList_out = offsetof(Strings, s_IntList_out),
   s_dim_IntList = offsetof(Strings, s_dim_IntList),
   s_t = offsetof(Strings, s_t),
+  s_t_copy = offsetof(Strings, s_t_copy),
   s_tanh = offsetof(Strings, s_tanh),
   s_tanh_ = offsetof(Strings, s_tanh_),
   s_to = offsetof(Strings, s_to),
@@ -536,14 +578,19 @@ enum : StringOffset {
   s_topk = offsetof(Strings, s_topk),
   s_values = offsetof(Strings, s_values),
   s_transpose = offsetof(Strings, s_transpose),
+  s_transpose_copy = offsetof(Strings, s_transpose_copy),
   s_tril = offsetof(Strings, s_tril),
   s_triu = offsetof(Strings, s_triu),
   s_unbind = offsetof(Strings, s_unbind),
+  s_unbind_copy = offsetof(Strings, s_unbind_copy),
   s_unsqueeze = offsetof(Strings, s_unsqueeze),
+  s_unsqueeze_copy = offsetof(Strings, s_unsqueeze_copy),
   s_var = offsetof(Strings, s_var),
   s_view = offsetof(Strings, s_view),
+  s_view_copy = offsetof(Strings, s_view_copy),
   s_where = offsetof(Strings, s_where),
   s_self = offsetof(Strings, s_self),
+  s_zero = offsetof(Strings, s_zero),
   s_zero_ = offsetof(Strings, s_zero_),
   s_zeros = offsetof(Strings, s_zeros),
   s_zeros_like = offsetof(Strings, s_zeros_like),
@@ -644,7 +691,6 @@ enum : StringOffset {
   s_descending = offsetof(Strings, s_descending),
   s_split_size = offsetof(Strings, s_split_size),
   s_unbiased = offsetof(Strings, s_unbiased),
-  s_copy = offsetof(Strings, s_copy),
   s_k = offsetof(Strings, s_k),
   s_largest = offsetof(Strings, s_largest),
   s_sorted = offsetof(Strings, s_sorted),
@@ -1056,6 +1102,16 @@ constexpr ArgumentData convolution_returns[] = {
     {.type = {Tensor}},
 };
 
+// copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor
+constexpr ArgumentData copy_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_src, .type = {Tensor}},
+    {.name = s_non_blocking, .type = {Bool}, .default_value = s_False},
+};
+constexpr ArgumentData copy_returns[] = {
+    {.type = {Tensor}},
+};
+
 // copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)
 constexpr ArgumentData copy__arguments[] = {
     {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
@@ -1141,6 +1197,14 @@ constexpr ArgumentData detach_arguments[] = {
 };
 constexpr ArgumentData detach_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
+};
+
+// detach_copy(Tensor self) -> Tensor
+constexpr ArgumentData detach_copy_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+};
+constexpr ArgumentData detach_copy_returns[] = {
+    {.type = {Tensor}},
 };
 
 // div.Scalar(Tensor self, Scalar other) -> Tensor
@@ -1339,6 +1403,25 @@ constexpr ArgumentData expand_arguments[] = {
 };
 constexpr ArgumentData expand_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
+};
+
+// expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor
+constexpr ArgumentData expand_copy_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_size, .type = {SymInt, {kList}}},
+    {.name = s_implicit, .type = {Bool}, .default_value = s_False, .kwarg_only = true},
+};
+constexpr ArgumentData expand_copy_returns[] = {
+    {.type = {Tensor}},
+};
+
+// fill.Scalar(Tensor self, Scalar value) -> Tensor
+constexpr ArgumentData fill_Scalar_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_value, .type = {Scalar}},
+};
+constexpr ArgumentData fill_Scalar_returns[] = {
+    {.type = {Tensor}},
 };
 
 // fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)
@@ -1995,6 +2078,15 @@ constexpr ArgumentData permute_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
 
+// permute_copy(Tensor self, int[] dims) -> Tensor
+constexpr ArgumentData permute_copy_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dims, .type = {Int, {kList}}},
+};
+constexpr ArgumentData permute_copy_returns[] = {
+    {.type = {Tensor}},
+};
+
 // pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
 constexpr ArgumentData pow_Tensor_Scalar_arguments[] = {
     {.name = s_self, .type = {Tensor}},
@@ -2176,6 +2268,27 @@ constexpr ArgumentData select_int_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
 
+// select_copy.int(Tensor self, int dim, int index) -> Tensor
+constexpr ArgumentData select_copy_int_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Int}},
+};
+constexpr ArgumentData select_copy_int_returns[] = {
+    {.type = {Tensor}},
+};
+
+// select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor
+constexpr ArgumentData select_scatter_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_src, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+    {.name = s_index, .type = {Int}},
+};
+constexpr ArgumentData select_scatter_returns[] = {
+    {.type = {Tensor}},
+};
+
 // sigmoid(Tensor self) -> Tensor
 constexpr ArgumentData sigmoid_arguments[] = {
     {.name = s_self, .type = {Tensor}},
@@ -2238,6 +2351,31 @@ constexpr ArgumentData slice_Tensor_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
 
+// slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor
+constexpr ArgumentData slice_copy_Tensor_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
+    {.name = s_start, .type = {SymInt, {kOptional}}, .default_value = s_None},
+    {.name = s_end, .type = {SymInt, {kOptional}}, .default_value = s_None},
+    {.name = s_step, .type = {SymInt}, .default_value = s_1},
+};
+constexpr ArgumentData slice_copy_Tensor_returns[] = {
+    {.type = {Tensor}},
+};
+
+// slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor
+constexpr ArgumentData slice_scatter_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_src, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
+    {.name = s_start, .type = {SymInt, {kOptional}}, .default_value = s_None},
+    {.name = s_end, .type = {SymInt, {kOptional}}, .default_value = s_None},
+    {.name = s_step, .type = {SymInt}, .default_value = s_1},
+};
+constexpr ArgumentData slice_scatter_returns[] = {
+    {.type = {Tensor}},
+};
+
 // softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
 constexpr ArgumentData softmax_int_arguments[] = {
     {.name = s_self, .type = {Tensor}},
@@ -2267,6 +2405,16 @@ constexpr ArgumentData split_Tensor_arguments[] = {
 };
 constexpr ArgumentData split_Tensor_returns[] = {
     {.type = {Tensor, {kList}}, .alias = {.before = s_a}},
+};
+
+// split_copy.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+constexpr ArgumentData split_copy_Tensor_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_split_size, .type = {Int}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
+};
+constexpr ArgumentData split_copy_Tensor_returns[] = {
+    {.type = {Tensor, {kList}}},
 };
 
 // sqrt(Tensor self) -> Tensor
@@ -2309,6 +2457,23 @@ constexpr ArgumentData squeeze_dim_arguments[] = {
 };
 constexpr ArgumentData squeeze_dim_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
+};
+
+// squeeze_copy(Tensor self) -> Tensor
+constexpr ArgumentData squeeze_copy_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+};
+constexpr ArgumentData squeeze_copy_returns[] = {
+    {.type = {Tensor}},
+};
+
+// squeeze_copy.dim(Tensor self, int dim) -> Tensor
+constexpr ArgumentData squeeze_copy_dim_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+};
+constexpr ArgumentData squeeze_copy_dim_returns[] = {
+    {.type = {Tensor}},
 };
 
 // stack(Tensor[] tensors, int dim=0) -> Tensor
@@ -2431,6 +2596,14 @@ constexpr ArgumentData t_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
 
+// t_copy(Tensor self) -> Tensor
+constexpr ArgumentData t_copy_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+};
+constexpr ArgumentData t_copy_returns[] = {
+    {.type = {Tensor}},
+};
+
 // tanh(Tensor self) -> Tensor
 constexpr ArgumentData tanh_arguments[] = {
     {.name = s_self, .type = {Tensor}},
@@ -2506,6 +2679,16 @@ constexpr ArgumentData transpose_int_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
 
+// transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor
+constexpr ArgumentData transpose_copy_int_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim0, .type = {Int}},
+    {.name = s_dim1, .type = {Int}},
+};
+constexpr ArgumentData transpose_copy_int_returns[] = {
+    {.type = {Tensor}},
+};
+
 // tril(Tensor self, int diagonal=0) -> Tensor
 constexpr ArgumentData tril_arguments[] = {
     {.name = s_self, .type = {Tensor}},
@@ -2533,6 +2716,15 @@ constexpr ArgumentData unbind_int_returns[] = {
     {.type = {Tensor, {kList}}, .alias = {.before = s_a}},
 };
 
+// unbind_copy.int(Tensor self, int dim=0) -> Tensor[]
+constexpr ArgumentData unbind_copy_int_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}, .default_value = s_0},
+};
+constexpr ArgumentData unbind_copy_int_returns[] = {
+    {.type = {Tensor, {kList}}},
+};
+
 // unsqueeze(Tensor(a) self, int dim) -> Tensor(a)
 constexpr ArgumentData unsqueeze_arguments[] = {
     {.name = s_self, .type = {Tensor}, .alias = {.before = s_a}},
@@ -2540,6 +2732,15 @@ constexpr ArgumentData unsqueeze_arguments[] = {
 };
 constexpr ArgumentData unsqueeze_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
+};
+
+// unsqueeze_copy(Tensor self, int dim) -> Tensor
+constexpr ArgumentData unsqueeze_copy_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dim, .type = {Int}},
+};
+constexpr ArgumentData unsqueeze_copy_returns[] = {
+    {.type = {Tensor}},
 };
 
 // var(Tensor self, bool unbiased=True) -> Tensor
@@ -2571,6 +2772,15 @@ constexpr ArgumentData view_returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a}},
 };
 
+// view_copy(Tensor self, SymInt[] size) -> Tensor
+constexpr ArgumentData view_copy_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_size, .type = {SymInt, {kList}}},
+};
+constexpr ArgumentData view_copy_returns[] = {
+    {.type = {Tensor}},
+};
+
 // where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 constexpr ArgumentData where_self_arguments[] = {
     {.name = s_condition, .type = {Tensor}},
@@ -2578,6 +2788,14 @@ constexpr ArgumentData where_self_arguments[] = {
     {.name = s_other, .type = {Tensor}},
 };
 constexpr ArgumentData where_self_returns[] = {
+    {.type = {Tensor}},
+};
+
+// zero(Tensor self) -> Tensor
+constexpr ArgumentData zero_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+};
+constexpr ArgumentData zero_returns[] = {
     {.type = {Tensor}},
 };
 
@@ -2757,6 +2975,10 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_convolution,
      .arguments = convolution_arguments, .returns = convolution_returns,
      .dispatch_bitmap = ::dk::ops::convolution::dispatch_bitmap},
+    // dk::copy
+    {.strings = &kStrings, .name = s_copy,
+     .arguments = copy_arguments, .returns = copy_returns,
+     .dispatch_bitmap = ::dk::ops::copy::dispatch_bitmap},
     // dk::copy_
     {.strings = &kStrings, .name = s_copy_,
      .arguments = copy__arguments, .returns = copy__returns,
@@ -2793,6 +3015,10 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_detach,
      .arguments = detach_arguments, .returns = detach_returns,
      .dispatch_bitmap = ::dk::ops::detach::dispatch_bitmap},
+    // dk::detach_copy
+    {.strings = &kStrings, .name = s_detach_copy,
+     .arguments = detach_copy_arguments, .returns = detach_copy_returns,
+     .dispatch_bitmap = ::dk::ops::detach_copy::dispatch_bitmap},
     // dk::div.Scalar
     {.strings = &kStrings, .name = s_div, .overload_name = s_Scalar,
      .arguments = div_Scalar_arguments, .returns = div_Scalar_returns,
@@ -2873,6 +3099,14 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_expand,
      .arguments = expand_arguments, .returns = expand_returns,
      .dispatch_bitmap = ::dk::ops::expand::dispatch_bitmap},
+    // dk::expand_copy
+    {.strings = &kStrings, .name = s_expand_copy,
+     .arguments = expand_copy_arguments, .returns = expand_copy_returns,
+     .dispatch_bitmap = ::dk::ops::expand_copy::dispatch_bitmap},
+    // dk::fill.Scalar
+    {.strings = &kStrings, .name = s_fill, .overload_name = s_Scalar,
+     .arguments = fill_Scalar_arguments, .returns = fill_Scalar_returns,
+     .dispatch_bitmap = ::dk::ops::fill_Scalar::dispatch_bitmap},
     // dk::fill_.Scalar
     {.strings = &kStrings, .name = s_fill_, .overload_name = s_Scalar,
      .arguments = fill__Scalar_arguments, .returns = fill__Scalar_returns,
@@ -3129,6 +3363,10 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_permute,
      .arguments = permute_arguments, .returns = permute_returns,
      .dispatch_bitmap = ::dk::ops::permute::dispatch_bitmap},
+    // dk::permute_copy
+    {.strings = &kStrings, .name = s_permute_copy,
+     .arguments = permute_copy_arguments, .returns = permute_copy_returns,
+     .dispatch_bitmap = ::dk::ops::permute_copy::dispatch_bitmap},
     // dk::pow.Tensor_Scalar
     {.strings = &kStrings, .name = s_pow, .overload_name = s_Tensor_Scalar,
      .arguments = pow_Tensor_Scalar_arguments, .returns = pow_Tensor_Scalar_returns,
@@ -3201,6 +3439,14 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_select, .overload_name = s_int,
      .arguments = select_int_arguments, .returns = select_int_returns,
      .dispatch_bitmap = ::dk::ops::select_int::dispatch_bitmap},
+    // dk::select_copy.int
+    {.strings = &kStrings, .name = s_select_copy, .overload_name = s_int,
+     .arguments = select_copy_int_arguments, .returns = select_copy_int_returns,
+     .dispatch_bitmap = ::dk::ops::select_copy_int::dispatch_bitmap},
+    // dk::select_scatter
+    {.strings = &kStrings, .name = s_select_scatter,
+     .arguments = select_scatter_arguments, .returns = select_scatter_returns,
+     .dispatch_bitmap = ::dk::ops::select_scatter::dispatch_bitmap},
     // dk::sigmoid
     {.strings = &kStrings, .name = s_sigmoid,
      .arguments = sigmoid_arguments, .returns = sigmoid_returns,
@@ -3229,6 +3475,14 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_slice, .overload_name = s_Tensor,
      .arguments = slice_Tensor_arguments, .returns = slice_Tensor_returns,
      .dispatch_bitmap = ::dk::ops::slice_Tensor::dispatch_bitmap},
+    // dk::slice_copy.Tensor
+    {.strings = &kStrings, .name = s_slice_copy, .overload_name = s_Tensor,
+     .arguments = slice_copy_Tensor_arguments, .returns = slice_copy_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::slice_copy_Tensor::dispatch_bitmap},
+    // dk::slice_scatter
+    {.strings = &kStrings, .name = s_slice_scatter,
+     .arguments = slice_scatter_arguments, .returns = slice_scatter_returns,
+     .dispatch_bitmap = ::dk::ops::slice_scatter::dispatch_bitmap},
     // dk::softmax.int
     {.strings = &kStrings, .name = s_softmax, .overload_name = s_int,
      .arguments = softmax_int_arguments, .returns = softmax_int_returns,
@@ -3241,6 +3495,10 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_split, .overload_name = s_Tensor,
      .arguments = split_Tensor_arguments, .returns = split_Tensor_returns,
      .dispatch_bitmap = ::dk::ops::split_Tensor::dispatch_bitmap},
+    // dk::split_copy.Tensor
+    {.strings = &kStrings, .name = s_split_copy, .overload_name = s_Tensor,
+     .arguments = split_copy_Tensor_arguments, .returns = split_copy_Tensor_returns,
+     .dispatch_bitmap = ::dk::ops::split_copy_Tensor::dispatch_bitmap},
     // dk::sqrt
     {.strings = &kStrings, .name = s_sqrt,
      .arguments = sqrt_arguments, .returns = sqrt_returns,
@@ -3261,6 +3519,14 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_squeeze, .overload_name = s_dim,
      .arguments = squeeze_dim_arguments, .returns = squeeze_dim_returns,
      .dispatch_bitmap = ::dk::ops::squeeze_dim::dispatch_bitmap},
+    // dk::squeeze_copy
+    {.strings = &kStrings, .name = s_squeeze_copy,
+     .arguments = squeeze_copy_arguments, .returns = squeeze_copy_returns,
+     .dispatch_bitmap = ::dk::ops::squeeze_copy::dispatch_bitmap},
+    // dk::squeeze_copy.dim
+    {.strings = &kStrings, .name = s_squeeze_copy, .overload_name = s_dim,
+     .arguments = squeeze_copy_dim_arguments, .returns = squeeze_copy_dim_returns,
+     .dispatch_bitmap = ::dk::ops::squeeze_copy_dim::dispatch_bitmap},
     // dk::stack
     {.strings = &kStrings, .name = s_stack,
      .arguments = stack_arguments, .returns = stack_returns,
@@ -3309,6 +3575,10 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_t,
      .arguments = t_arguments, .returns = t_returns,
      .dispatch_bitmap = ::dk::ops::t::dispatch_bitmap},
+    // dk::t_copy
+    {.strings = &kStrings, .name = s_t_copy,
+     .arguments = t_copy_arguments, .returns = t_copy_returns,
+     .dispatch_bitmap = ::dk::ops::t_copy::dispatch_bitmap},
     // dk::tanh
     {.strings = &kStrings, .name = s_tanh,
      .arguments = tanh_arguments, .returns = tanh_returns,
@@ -3337,6 +3607,10 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_transpose, .overload_name = s_int,
      .arguments = transpose_int_arguments, .returns = transpose_int_returns,
      .dispatch_bitmap = ::dk::ops::transpose_int::dispatch_bitmap},
+    // dk::transpose_copy.int
+    {.strings = &kStrings, .name = s_transpose_copy, .overload_name = s_int,
+     .arguments = transpose_copy_int_arguments, .returns = transpose_copy_int_returns,
+     .dispatch_bitmap = ::dk::ops::transpose_copy_int::dispatch_bitmap},
     // dk::tril
     {.strings = &kStrings, .name = s_tril,
      .arguments = tril_arguments, .returns = tril_returns,
@@ -3349,10 +3623,18 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_unbind, .overload_name = s_int,
      .arguments = unbind_int_arguments, .returns = unbind_int_returns,
      .dispatch_bitmap = ::dk::ops::unbind_int::dispatch_bitmap},
+    // dk::unbind_copy.int
+    {.strings = &kStrings, .name = s_unbind_copy, .overload_name = s_int,
+     .arguments = unbind_copy_int_arguments, .returns = unbind_copy_int_returns,
+     .dispatch_bitmap = ::dk::ops::unbind_copy_int::dispatch_bitmap},
     // dk::unsqueeze
     {.strings = &kStrings, .name = s_unsqueeze,
      .arguments = unsqueeze_arguments, .returns = unsqueeze_returns,
      .dispatch_bitmap = ::dk::ops::unsqueeze::dispatch_bitmap},
+    // dk::unsqueeze_copy
+    {.strings = &kStrings, .name = s_unsqueeze_copy,
+     .arguments = unsqueeze_copy_arguments, .returns = unsqueeze_copy_returns,
+     .dispatch_bitmap = ::dk::ops::unsqueeze_copy::dispatch_bitmap},
     // dk::var
     {.strings = &kStrings, .name = s_var,
      .arguments = var_arguments, .returns = var_returns,
@@ -3365,10 +3647,18 @@ constexpr SchemaData kSchemas[] = {
     {.strings = &kStrings, .name = s_view,
      .arguments = view_arguments, .returns = view_returns,
      .dispatch_bitmap = ::dk::ops::view::dispatch_bitmap},
+    // dk::view_copy
+    {.strings = &kStrings, .name = s_view_copy,
+     .arguments = view_copy_arguments, .returns = view_copy_returns,
+     .dispatch_bitmap = ::dk::ops::view_copy::dispatch_bitmap},
     // dk::where.self
     {.strings = &kStrings, .name = s_where, .overload_name = s_self,
      .arguments = where_self_arguments, .returns = where_self_returns,
      .dispatch_bitmap = ::dk::ops::where_self::dispatch_bitmap},
+    // dk::zero
+    {.strings = &kStrings, .name = s_zero,
+     .arguments = zero_arguments, .returns = zero_returns,
+     .dispatch_bitmap = ::dk::ops::zero::dispatch_bitmap},
     // dk::zero_
     {.strings = &kStrings, .name = s_zero_,
      .arguments = zero__arguments, .returns = zero__returns,

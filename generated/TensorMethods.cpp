@@ -57,9 +57,11 @@
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/select_scatter_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/slice_scatter_ops.h"
 #include "dk/generated/ops/softmax_ops.h"
 #include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/split_ops.h"
@@ -489,6 +491,11 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   return ops::select_int::call(*this, dim, index);
 }
 
+// ===== dk::select_scatter =====
+Tensor Tensor::select_scatter(const Tensor& src, int64_t dim, int64_t index) const {
+  return ops::select_scatter::call(*this, src, dim, index);
+}
+
 // ===== dk::sigmoid =====
 Tensor Tensor::sigmoid() const {
   return ops::sigmoid::call(*this);
@@ -512,6 +519,11 @@ Tensor Tensor::sin_() const {
 // ===== dk::slice.Tensor =====
 Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
   return ops::slice_Tensor::call(*this, dim, start, end, step);
+}
+
+// ===== dk::slice_scatter =====
+Tensor Tensor::slice_scatter(const Tensor& src, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
+  return ops::slice_scatter::call(*this, src, dim, start, end, step);
 }
 
 // ===== dk::softmax.int =====

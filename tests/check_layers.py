@@ -9,7 +9,8 @@ runtime/ holds one folder per layer, lowest first:
     dispatch  schemas, IValue, boxing, kernels, operator entries, the dispatcher, Library
     autograd  graph recording and the engine
     layers    the built-in dispatch modes, the profiler, autocast
-    func      function transforms on the dispatcher (vmap, batched tensors, grad, the layer stack)
+    func      function transforms on the dispatcher (vmap, batched tensors, grad, the layer stack,
+              functionalization, graph capture)
     optim     the optimizers (SGD, Adam), written with dk operators
 
 A file in one layer may include headers of its own layer and of lower ones only. The
@@ -40,6 +41,7 @@ GENERATED_LAYER = {
     "NativeFunctions.h": "dispatch",
     "BoxingAdapters.h": "dispatch",
     "AutogradFunctions.h": "autograd",
+    "FunctionalInverses.h": "func",
     # templates of the per-operator and per-signature headers
     "OperatorStructs.h": "dispatch",
     "OperatorFunctions.h": "dispatch",
@@ -48,7 +50,8 @@ GENERATED_LAYER = {
 }
 TOP = len(LAYERS)  # the rank of the entry points, and of code outside runtime/ (kernels, tests, tools)
 # Runtime sources that define members of a header with another name.
-SOURCES_WITHOUT_OWN_HEADER = {"tensor/tensor_print.cpp", "autograd/tensor_autograd.cpp"}
+SOURCES_WITHOUT_OWN_HEADER = {"tensor/tensor_print.cpp", "autograd/tensor_autograd.cpp",
+                              "func/functional_inverses.cpp"}  # the last defines a generated header's names
 # Files outside runtime/ that include compatibility paths on purpose.
 COMPAT_USERS = {"tests/downstream/prog.cpp"}
 

@@ -41,7 +41,7 @@ TEST_CASE("generated: every operator is registered with the schema its struct ca
     CHECK(op->schema().str() == "dk::" + std::string(info.schema_str));
     ++n;
   }
-  CHECK(n == 191);
+  CHECK(n == 209);
 }
 
 TEST_CASE("generated: a def from schema data builds the schema the text parses to") {

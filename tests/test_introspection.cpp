@@ -35,6 +35,7 @@ TEST_CASE("introspection: dumpState lists the schema and every registered kernel
         "BackendSelect: fallthrough backend_select_fallthrough (default) [backend fallback]\n"
         "Python: dispatch_mode_fallback (default) [backend fallback]\n"
         "FuncTorchDynamicLayerBackMode: dynamic_layer_back (default) [backend fallback]\n"
+        "Functionalize: functionalize (default) [backend fallback]\n"
         "ADInplaceOrView: fallthrough ad_inplace_or_view_fallthrough (default) [backend fallback]\n"
         "AutogradOther: boxed_autograd [autograd kernel]\n"
         "AutogradCPU: boxed_autograd [autograd kernel]\n"

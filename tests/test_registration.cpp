@@ -241,15 +241,15 @@ TEST_CASE("registration: an alias-key fallback covers every runtime key, all or 
     }
   }
   CHECK(fallbacksAt(DispatchKey::CPU).empty());
-  // CompositeImplicitAutograd covers the backend keys and Functionalize (free) and the
-  // autograd keys (taken by the default autograd fallback): rejected, and the free keys it
-  // reached first are released again.
+  // CompositeImplicitAutograd covers the backend keys (free), Functionalize and the autograd
+  // keys (taken by functionalization's and autograd's default fallbacks): rejected, and the free
+  // keys it reached first are released again.
   Library clash(Library::IMPL, "_", DispatchKey::CompositeImplicitAutograd);
   CHECK_THROWS_WITH(clash.fallback(CppFunction::makeFromBoxedFunction<&noopBoxed>()),
                     Catch::StartsWith("Tried to register multiple backend fallbacks for the same dispatch key "
-                                      "AutogradOther"));
+                                      "Functionalize"));
   CHECK(fallbacksAt(DispatchKey::CPU).empty());
-  CHECK(fallbacksAt(DispatchKey::Functionalize).empty());
+  CHECK(fallbacksAt(DispatchKey::QuantizedCUDA).empty());
 }
 
 TEST_CASE("registration: namespaces, keys and library kinds are checked") {

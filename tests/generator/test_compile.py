@@ -67,7 +67,7 @@ class CompileTest(support.TempDirTestCase):
         with open(calls, "w", encoding="utf-8") as f:
             f.write(cpp_checks.call_check_source(nfs))
         sources = sorted(glob.glob(os.path.join(out, "*.cpp")))
-        self.assertEqual(len(sources), 13)
+        self.assertEqual(len(sources), 14)
         self.assertCompiles(sources + [calls], out)
 
     def test_kernels_outside_dk_native_and_int64_limits(self):

@@ -152,6 +152,24 @@ void transformsShowcase() {
             << dk::max(dk::abs(grads[0].select(0, 0) - first)).item().toDouble() << "\n";
 }
 
+// Graph capture (dk/func/make_graph.h): an SGD step with writes through a view and in place,
+// functionalized and recorded on fake tensors (no data), then replayed on real ones.
+void graphShowcase() {
+  std::cout << "\n== graph capture: make_graph(step), an update with in-place writes\n";
+  func::TensorsFn step = [](const std::vector<Tensor>& in) {  // in: w [3], g [3]
+    dk::select(in[0], 0, 0).mul_(2.0);                         // w[0] *= 2, through a view
+    in[0].sub_(dk::mul(in[1], 0.1));                            // w -= 0.1 g
+    return std::vector<Tensor>{dk::sum(in[0])};
+  };
+  Tensor w = dk::tensor({1.0, 2.0, 3.0}), g = dk::tensor({0.5, 0.5, 0.5});
+  func::Graph graph = func::make_graph(step, {w, g});
+  std::cout << graph.str();
+  Tensor w_eager = w.clone();
+  const double eager = step({w_eager, g})[0].item().toDouble();
+  const double replayed = graph({w, g})[0].item().toDouble();
+  std::cout << "replayed: sum " << replayed << ", w " << w << "; eager: sum " << eager << ", w " << w_eager << "\n";
+}
+
 int main() {
   Dispatcher& d = Dispatcher::singleton();
   Tensor x = make_tensor({2, 3});
@@ -197,6 +215,7 @@ int main() {
 
   mlpShowcase();
   transformsShowcase();
+  graphShowcase();
 
   std::cout << "\n== dispatch trace of numel_twice(x) (what DK_SHOW_DISPATCH_TRACE=1 prints, on stderr)\n"
             << std::flush;

@@ -144,10 +144,20 @@ struct Col2ImBackward0 final : public Node {
   std::vector<int64_t> stride_;
 };
 
-// copy_
+// copy
 struct CopyBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "CopyBackward0"; }
+
+  Device src_device_;
+  ScalarType src_scalar_type_;
+  std::vector<int64_t> src_sizes_;
+};
+
+// copy_
+struct CopyBackward1 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "CopyBackward1"; }
 
   Device src_device_;
   ScalarType src_scalar_type_;
@@ -219,10 +229,24 @@ struct ExpandBackward0 final : public Node {
   std::vector<int64_t> self_sizes_;
 };
 
-// fill_.Scalar
+// expand_copy
+struct ExpandCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "ExpandCopyBackward0"; }
+
+  std::vector<int64_t> self_sizes_;
+};
+
+// fill.Scalar
 struct FillBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "FillBackward0"; }
+};
+
+// fill_.Scalar
+struct FillBackward1 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "FillBackward1"; }
 };
 
 // gather
@@ -511,6 +535,14 @@ struct PermuteBackward0 final : public Node {
   std::vector<int64_t> dims_;
 };
 
+// permute_copy
+struct PermuteCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "PermuteCopyBackward0"; }
+
+  std::vector<int64_t> dims_;
+};
+
 // pow.Tensor_Scalar
 struct PowBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -567,6 +599,29 @@ struct SelectBackward0 final : public Node {
   std::vector<int64_t> self_sizes_;
 };
 
+// select_copy.int
+struct SelectCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SelectCopyBackward0"; }
+
+  int64_t dim_{};
+  int64_t index_{};
+  std::vector<int64_t> self_sizes_;
+};
+
+// select_scatter
+struct SelectScatterBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SelectScatterBackward0"; }
+  void release_variables() override {
+    detail::release(src_);
+  }
+
+  int64_t dim_{};
+  int64_t index_{};
+  SavedVariable src_;
+};
+
 // sigmoid
 struct SigmoidBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -597,6 +652,33 @@ struct SliceBackward0 final : public Node {
   int64_t dim_{};
   std::optional<int64_t> end_;
   std::vector<int64_t> self_sizes_;
+  std::optional<int64_t> start_;
+  int64_t step_{};
+};
+
+// slice_copy.Tensor
+struct SliceCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SliceCopyBackward0"; }
+
+  int64_t dim_{};
+  std::optional<int64_t> end_;
+  std::vector<int64_t> self_sizes_;
+  std::optional<int64_t> start_;
+  int64_t step_{};
+};
+
+// slice_scatter
+struct SliceScatterBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SliceScatterBackward0"; }
+  void release_variables() override {
+    detail::release(src_);
+  }
+
+  int64_t dim_{};
+  std::optional<int64_t> end_;
+  SavedVariable src_;
   std::optional<int64_t> start_;
   int64_t step_{};
 };
@@ -639,6 +721,18 @@ struct SplitBackward0 final : public Node {
   int64_t split_size_{};
 };
 
+// split_copy.Tensor
+struct SplitCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SplitCopyBackward0"; }
+
+  int64_t dim_{};
+  Device self_device_;
+  ScalarType self_scalar_type_;
+  std::vector<int64_t> self_sizes_;
+  int64_t split_size_{};
+};
+
 // sqrt
 struct SqrtBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
@@ -662,6 +756,23 @@ struct SqueezeBackward0 final : public Node {
 struct SqueezeBackward1 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "SqueezeBackward1"; }
+
+  int64_t dim_{};
+  std::vector<int64_t> self_sizes_;
+};
+
+// squeeze_copy
+struct SqueezeCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SqueezeCopyBackward0"; }
+
+  std::vector<int64_t> self_sizes_;
+};
+
+// squeeze_copy.dim
+struct SqueezeCopyBackward1 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "SqueezeCopyBackward1"; }
 
   int64_t dim_{};
   std::vector<int64_t> self_sizes_;
@@ -697,6 +808,12 @@ struct SumBackward1 final : public Node {
 struct TBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "TBackward0"; }
+};
+
+// t_copy
+struct TCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "TCopyBackward0"; }
 };
 
 // tanh
@@ -741,10 +858,30 @@ struct TransposeBackward0 final : public Node {
   int64_t dim1_{};
 };
 
+// transpose_copy.int
+struct TransposeCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "TransposeCopyBackward0"; }
+
+  int64_t dim0_{};
+  int64_t dim1_{};
+};
+
 // unbind.int
 struct UnbindBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "UnbindBackward0"; }
+
+  int64_t dim_{};
+  Device self_device_;
+  ScalarType self_scalar_type_;
+  std::vector<int64_t> self_sizes_;
+};
+
+// unbind_copy.int
+struct UnbindCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "UnbindCopyBackward0"; }
 
   int64_t dim_{};
   Device self_device_;
@@ -760,10 +897,26 @@ struct UnsqueezeBackward0 final : public Node {
   int64_t dim_{};
 };
 
+// unsqueeze_copy
+struct UnsqueezeCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "UnsqueezeCopyBackward0"; }
+
+  int64_t dim_{};
+};
+
 // view
 struct ViewBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "ViewBackward0"; }
+
+  std::vector<int64_t> self_sizes_;
+};
+
+// view_copy
+struct ViewCopyBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "ViewCopyBackward0"; }
 
   std::vector<int64_t> self_sizes_;
 };
@@ -779,10 +932,16 @@ struct WhereBackward0 final : public Node {
   SavedVariable condition_;
 };
 
-// zero_
+// zero
 struct ZeroBackward0 final : public Node {
   variable_list apply(variable_list grads) override;
   std::string name() const override { return "ZeroBackward0"; }
+};
+
+// zero_
+struct ZeroBackward1 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "ZeroBackward1"; }
 };
 
 }  // namespace dk::autograd::generated

@@ -68,6 +68,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Bool_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"

@@ -44,6 +44,7 @@
 #include "dk/generated/ops/cross_entropy_loss_ops.h"
 #include "dk/generated/ops/cumsum_ops.h"
 #include "dk/generated/ops/detach_ops.h"
+#include "dk/generated/ops/detach_copy_ops.h"
 #include "dk/generated/ops/div_ops.h"
 #include "dk/generated/ops/dropout_ops.h"
 #include "dk/generated/ops/embedding_ops.h"
@@ -53,6 +54,7 @@
 #include "dk/generated/ops/eq_ops.h"
 #include "dk/generated/ops/exp_ops.h"
 #include "dk/generated/ops/expand_ops.h"
+#include "dk/generated/ops/expand_copy_ops.h"
 #include "dk/generated/ops/fill_ops.h"
 #include "dk/generated/ops/flatten_ops.h"
 #include "dk/generated/ops/full_ops.h"
@@ -91,6 +93,7 @@
 #include "dk/generated/ops/ones_ops.h"
 #include "dk/generated/ops/ones_like_ops.h"
 #include "dk/generated/ops/permute_ops.h"
+#include "dk/generated/ops/permute_copy_ops.h"
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/rand_ops.h"
 #include "dk/generated/ops/randn_ops.h"
@@ -100,29 +103,40 @@
 #include "dk/generated/ops/rsqrt_ops.h"
 #include "dk/generated/ops/scatter_add_ops.h"
 #include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/select_copy_ops.h"
+#include "dk/generated/ops/select_scatter_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_ops.h"
+#include "dk/generated/ops/slice_copy_ops.h"
+#include "dk/generated/ops/slice_scatter_ops.h"
 #include "dk/generated/ops/softmax_ops.h"
 #include "dk/generated/ops/sort_ops.h"
 #include "dk/generated/ops/split_ops.h"
+#include "dk/generated/ops/split_copy_ops.h"
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/squeeze_copy_ops.h"
 #include "dk/generated/ops/stack_ops.h"
 #include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/t_ops.h"
+#include "dk/generated/ops/t_copy_ops.h"
 #include "dk/generated/ops/tanh_ops.h"
 #include "dk/generated/ops/to_ops.h"
 #include "dk/generated/ops/topk_ops.h"
 #include "dk/generated/ops/transpose_ops.h"
+#include "dk/generated/ops/transpose_copy_ops.h"
 #include "dk/generated/ops/tril_ops.h"
 #include "dk/generated/ops/triu_ops.h"
 #include "dk/generated/ops/unbind_ops.h"
+#include "dk/generated/ops/unbind_copy_ops.h"
 #include "dk/generated/ops/unsqueeze_ops.h"
+#include "dk/generated/ops/unsqueeze_copy_ops.h"
 #include "dk/generated/ops/var_ops.h"
 #include "dk/generated/ops/view_ops.h"
+#include "dk/generated/ops/view_copy_ops.h"
 #include "dk/generated/ops/where_ops.h"
 #include "dk/generated/ops/zero_ops.h"
 #include "dk/generated/ops/zeros_ops.h"
@@ -175,6 +189,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {conv1d::name, conv1d::overload_name, conv1d::schema_str, conv1d::dispatch_bitmap},  // conv1d
     {conv2d::name, conv2d::overload_name, conv2d::schema_str, conv2d::dispatch_bitmap},  // conv2d
     {convolution::name, convolution::overload_name, convolution::schema_str, convolution::dispatch_bitmap},  // convolution
+    {copy::name, copy::overload_name, copy::schema_str, copy::dispatch_bitmap},  // copy
     {copy_::name, copy_::overload_name, copy_::schema_str, copy_::dispatch_bitmap},  // copy_
     {cos::name, cos::overload_name, cos::schema_str, cos::dispatch_bitmap},  // cos
     {cos_out::name, cos_out::overload_name, cos_out::schema_str, cos_out::dispatch_bitmap},  // cos.out
@@ -184,6 +199,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {cumsum_out::name, cumsum_out::overload_name, cumsum_out::schema_str, cumsum_out::dispatch_bitmap},  // cumsum.out
     {cumsum_::name, cumsum_::overload_name, cumsum_::schema_str, cumsum_::dispatch_bitmap},  // cumsum_
     {detach::name, detach::overload_name, detach::schema_str, detach::dispatch_bitmap},  // detach
+    {detach_copy::name, detach_copy::overload_name, detach_copy::schema_str, detach_copy::dispatch_bitmap},  // detach_copy
     {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
     {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
     {div_out::name, div_out::overload_name, div_out::schema_str, div_out::dispatch_bitmap},  // div.out
@@ -204,6 +220,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {exp_out::name, exp_out::overload_name, exp_out::schema_str, exp_out::dispatch_bitmap},  // exp.out
     {exp_::name, exp_::overload_name, exp_::schema_str, exp_::dispatch_bitmap},  // exp_
     {expand::name, expand::overload_name, expand::schema_str, expand::dispatch_bitmap},  // expand
+    {expand_copy::name, expand_copy::overload_name, expand_copy::schema_str, expand_copy::dispatch_bitmap},  // expand_copy
+    {fill_Scalar::name, fill_Scalar::overload_name, fill_Scalar::schema_str, fill_Scalar::dispatch_bitmap},  // fill.Scalar
     {fill__Scalar::name, fill__Scalar::overload_name, fill__Scalar::schema_str, fill__Scalar::dispatch_bitmap},  // fill_.Scalar
     {flatten_using_ints::name, flatten_using_ints::overload_name, flatten_using_ints::schema_str, flatten_using_ints::dispatch_bitmap},  // flatten.using_ints
     {full::name, full::overload_name, full::schema_str, full::dispatch_bitmap},  // full
@@ -268,6 +286,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {ones::name, ones::overload_name, ones::schema_str, ones::dispatch_bitmap},  // ones
     {ones_like::name, ones_like::overload_name, ones_like::schema_str, ones_like::dispatch_bitmap},  // ones_like
     {permute::name, permute::overload_name, permute::schema_str, permute::dispatch_bitmap},  // permute
+    {permute_copy::name, permute_copy::overload_name, permute_copy::schema_str, permute_copy::dispatch_bitmap},  // permute_copy
     {pow_Tensor_Scalar::name, pow_Tensor_Scalar::overload_name, pow_Tensor_Scalar::schema_str, pow_Tensor_Scalar::dispatch_bitmap},  // pow.Tensor_Scalar
     {pow_Tensor_Scalar_out::name, pow_Tensor_Scalar_out::overload_name, pow_Tensor_Scalar_out::schema_str, pow_Tensor_Scalar_out::dispatch_bitmap},  // pow.Tensor_Scalar_out
     {pow__Scalar::name, pow__Scalar::overload_name, pow__Scalar::schema_str, pow__Scalar::dispatch_bitmap},  // pow_.Scalar
@@ -286,6 +305,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {scatter_add_out::name, scatter_add_out::overload_name, scatter_add_out::schema_str, scatter_add_out::dispatch_bitmap},  // scatter_add.out
     {scatter_add_::name, scatter_add_::overload_name, scatter_add_::schema_str, scatter_add_::dispatch_bitmap},  // scatter_add_
     {select_int::name, select_int::overload_name, select_int::schema_str, select_int::dispatch_bitmap},  // select.int
+    {select_copy_int::name, select_copy_int::overload_name, select_copy_int::schema_str, select_copy_int::dispatch_bitmap},  // select_copy.int
+    {select_scatter::name, select_scatter::overload_name, select_scatter::schema_str, select_scatter::dispatch_bitmap},  // select_scatter
     {sigmoid::name, sigmoid::overload_name, sigmoid::schema_str, sigmoid::dispatch_bitmap},  // sigmoid
     {sigmoid_out::name, sigmoid_out::overload_name, sigmoid_out::schema_str, sigmoid_out::dispatch_bitmap},  // sigmoid.out
     {sigmoid_::name, sigmoid_::overload_name, sigmoid_::schema_str, sigmoid_::dispatch_bitmap},  // sigmoid_
@@ -293,14 +314,19 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {sin_out::name, sin_out::overload_name, sin_out::schema_str, sin_out::dispatch_bitmap},  // sin.out
     {sin_::name, sin_::overload_name, sin_::schema_str, sin_::dispatch_bitmap},  // sin_
     {slice_Tensor::name, slice_Tensor::overload_name, slice_Tensor::schema_str, slice_Tensor::dispatch_bitmap},  // slice.Tensor
+    {slice_copy_Tensor::name, slice_copy_Tensor::overload_name, slice_copy_Tensor::schema_str, slice_copy_Tensor::dispatch_bitmap},  // slice_copy.Tensor
+    {slice_scatter::name, slice_scatter::overload_name, slice_scatter::schema_str, slice_scatter::dispatch_bitmap},  // slice_scatter
     {softmax_int::name, softmax_int::overload_name, softmax_int::schema_str, softmax_int::dispatch_bitmap},  // softmax.int
     {sort::name, sort::overload_name, sort::schema_str, sort::dispatch_bitmap},  // sort
     {split_Tensor::name, split_Tensor::overload_name, split_Tensor::schema_str, split_Tensor::dispatch_bitmap},  // split.Tensor
+    {split_copy_Tensor::name, split_copy_Tensor::overload_name, split_copy_Tensor::schema_str, split_copy_Tensor::dispatch_bitmap},  // split_copy.Tensor
     {sqrt::name, sqrt::overload_name, sqrt::schema_str, sqrt::dispatch_bitmap},  // sqrt
     {sqrt_out::name, sqrt_out::overload_name, sqrt_out::schema_str, sqrt_out::dispatch_bitmap},  // sqrt.out
     {sqrt_::name, sqrt_::overload_name, sqrt_::schema_str, sqrt_::dispatch_bitmap},  // sqrt_
     {squeeze::name, squeeze::overload_name, squeeze::schema_str, squeeze::dispatch_bitmap},  // squeeze
     {squeeze_dim::name, squeeze_dim::overload_name, squeeze_dim::schema_str, squeeze_dim::dispatch_bitmap},  // squeeze.dim
+    {squeeze_copy::name, squeeze_copy::overload_name, squeeze_copy::schema_str, squeeze_copy::dispatch_bitmap},  // squeeze_copy
+    {squeeze_copy_dim::name, squeeze_copy_dim::overload_name, squeeze_copy_dim::schema_str, squeeze_copy_dim::dispatch_bitmap},  // squeeze_copy.dim
     {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap},  // stack
     {std_::name, std_::overload_name, std_::schema_str, std_::dispatch_bitmap},  // std
     {std_dim::name, std_dim::overload_name, std_dim::schema_str, std_dim::dispatch_bitmap},  // std.dim
@@ -313,6 +339,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {sum_IntList_out::name, sum_IntList_out::overload_name, sum_IntList_out::schema_str, sum_IntList_out::dispatch_bitmap},  // sum.IntList_out
     {sum_dim_IntList::name, sum_dim_IntList::overload_name, sum_dim_IntList::schema_str, sum_dim_IntList::dispatch_bitmap},  // sum.dim_IntList
     {t::name, t::overload_name, t::schema_str, t::dispatch_bitmap},  // t
+    {t_copy::name, t_copy::overload_name, t_copy::schema_str, t_copy::dispatch_bitmap},  // t_copy
     {tanh::name, tanh::overload_name, tanh::schema_str, tanh::dispatch_bitmap},  // tanh
     {tanh_out::name, tanh_out::overload_name, tanh_out::schema_str, tanh_out::dispatch_bitmap},  // tanh.out
     {tanh_::name, tanh_::overload_name, tanh_::schema_str, tanh_::dispatch_bitmap},  // tanh_
@@ -320,14 +347,19 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {topk::name, topk::overload_name, topk::schema_str, topk::dispatch_bitmap},  // topk
     {topk_values::name, topk_values::overload_name, topk_values::schema_str, topk_values::dispatch_bitmap},  // topk.values
     {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap},  // transpose.int
+    {transpose_copy_int::name, transpose_copy_int::overload_name, transpose_copy_int::schema_str, transpose_copy_int::dispatch_bitmap},  // transpose_copy.int
     {tril::name, tril::overload_name, tril::schema_str, tril::dispatch_bitmap},  // tril
     {triu::name, triu::overload_name, triu::schema_str, triu::dispatch_bitmap},  // triu
     {unbind_int::name, unbind_int::overload_name, unbind_int::schema_str, unbind_int::dispatch_bitmap},  // unbind.int
+    {unbind_copy_int::name, unbind_copy_int::overload_name, unbind_copy_int::schema_str, unbind_copy_int::dispatch_bitmap},  // unbind_copy.int
     {unsqueeze::name, unsqueeze::overload_name, unsqueeze::schema_str, unsqueeze::dispatch_bitmap},  // unsqueeze
+    {unsqueeze_copy::name, unsqueeze_copy::overload_name, unsqueeze_copy::schema_str, unsqueeze_copy::dispatch_bitmap},  // unsqueeze_copy
     {var::name, var::overload_name, var::schema_str, var::dispatch_bitmap},  // var
     {var_dim::name, var_dim::overload_name, var_dim::schema_str, var_dim::dispatch_bitmap},  // var.dim
     {view::name, view::overload_name, view::schema_str, view::dispatch_bitmap},  // view
+    {view_copy::name, view_copy::overload_name, view_copy::schema_str, view_copy::dispatch_bitmap},  // view_copy
     {where_self::name, where_self::overload_name, where_self::schema_str, where_self::dispatch_bitmap},  // where.self
+    {zero::name, zero::overload_name, zero::schema_str, zero::dispatch_bitmap},  // zero
     {zero_::name, zero_::overload_name, zero_::schema_str, zero_::dispatch_bitmap},  // zero_
     {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap},  // zeros
     {zeros_like::name, zeros_like::overload_name, zeros_like::schema_str, zeros_like::dispatch_bitmap},  // zeros_like

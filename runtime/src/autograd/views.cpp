@@ -50,6 +50,12 @@ variable_list CopySlices::apply(variable_list grads) {
   const Tensor& grad = grads.at(0);
   DK_CHECK(grad.defined(), "CopySlices: undefined gradient");
   Tensor result = emptyLike(base_, grad);
+  // The slice below is made from strides, not by an operator, so it needs a tensor with memory:
+  // a wrapper (a grad transform's, a functional or fake tensor) has none.
+  DK_CHECK(result.unsafeGetTensorImpl()->has_storage(),
+           "autograd: the backward of an in-place write into a view is not supported inside a function transform "
+           "(grad, vjp, jacrev) yet: write into a fresh tensor, or functionalize the function inside the transform "
+           "(grad(functionalize(f)))");
   result.copy_(grad);
   Tensor slice = sliceOf(result, base_, view_);
   variable_list res = (*fn_)({slice.clone()});

@@ -38,7 +38,7 @@ bool anyTensorArg(const Stack& stack, size_t base, const P& pred) {
 // A grad layer handles every call made while it is the innermost (a factory's result is wrapped
 // at its level too, as functorch's are); a vmap layer only calls on its batched tensors.
 bool participates(const DynamicLayer& layer, const OperatorHandle& op, const Stack& stack, size_t base) {
-  if (layer.type == TransformType::Grad) return true;
+  if (layer.type != TransformType::Vmap) return true;  // grad and functionalize take every call
   // A random operator (a kernel at FuncTorchVmapMode, Note [vmap randomness]) belongs to the
   // innermost vmap whatever its arguments: its randomness decides what it draws.
   if (isRandomOperator(op)) return true;
@@ -46,11 +46,14 @@ bool participates(const DynamicLayer& layer, const OperatorHandle& op, const Sta
   return anyTensorArg(stack, base, [level](const Tensor& t) { return batchedAt(t, level) != nullptr; });
 }
 
-bool anyGradLayer() {
+bool anyLayerOf(TransformType type) {
   for (const DynamicLayer& layer : tls_layers)
-    if (layer.type == TransformType::Grad) return true;
+    if (layer.type == type) return true;
   return false;
 }
+
+// Grad and functionalize layers take every call, through the front key.
+bool anyFrontLayer() { return anyLayerOf(TransformType::Grad) || anyLayerOf(TransformType::Functionalize); }
 
 LocalDispatchKeySet currentKeys() {
   return {detail::tls_dispatch_keys.included, detail::tls_dispatch_keys.excluded()};
@@ -92,11 +95,17 @@ class KeySetsSwap {
   uint64_t allowed_;
 };
 
-// Calls the operator on the layers below the innermost one (which the caller has set aside) with
-// the thread's key sets `keys`; the front key stays included only while a grad layer remains.
-void callNextLayer(const OperatorHandle& op, Stack* stack, LocalDispatchKeySet keys) {
-  if (!anyGradLayer()) keys.included = keys.included.remove(kFront);
-  KeySetsSwap swap(keys);
+// The key sets for calls on the layers below the innermost one (which the caller has set aside),
+// from the key sets `keys` the layer was called with: the front key stays included only while a
+// grad or functionalize layer remains, Functionalize only while a functionalize layer does.
+LocalDispatchKeySet keysBelow(LocalDispatchKeySet keys) {
+  if (!anyFrontLayer()) keys.included = keys.included.remove(kFront);
+  if (!anyLayerOf(TransformType::Functionalize)) keys.included = keys.included.remove(DispatchKey::Functionalize);
+  return keys;
+}
+
+void callNextLayer(const OperatorHandle& op, Stack* stack, const LocalDispatchKeySet& keys) {
+  KeySetsSwap swap(keysBelow(keys));
   op.callBoxed(stack);
 }
 
@@ -133,6 +142,7 @@ void dynamicLayerFront(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
   // Below the layer's own keys, neither batching nor randomness rules run: calls the layer's
   // kernels make go to the back fallback and so to the layers below.
   DispatchKeySet exclude{kFront, DispatchKey::FuncTorchBatched, DispatchKey::FuncTorchVmapMode};
+  DispatchKeySet include(kBack);
   if (top.type == TransformType::Grad) {
     checkNoCapturedMutation(op, *stack, base, level);
     const std::shared_ptr<bool> alive = top.alive;
@@ -142,8 +152,10 @@ void dynamicLayerFront(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
   } else {
     exclude = exclude | autograd_dispatch_keyset | DispatchKeySet(DispatchKey::ADInplaceOrView);
   }
+  // Functionalization's kernels call the layers below themselves (LayersBelowScope): no back key.
+  if (top.type == TransformType::Functionalize) include = DispatchKeySet(DispatchKey::Functionalize);
   top.outside = currentKeys();
-  const detail::KeySetChange change = detail::KeySetChange::apply(DispatchKeySet(kBack), {}, exclude, {});
+  const detail::KeySetChange change = detail::KeySetChange::apply(include, {}, exclude, {});
   const size_t index = tls_layers.size() - 1;
   const bool was_active = top.active;
   top.active = true;
@@ -157,7 +169,7 @@ void dynamicLayerFront(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
     }
   } undo{change, index, was_active};
   DispatchKeySet next;
-  if (top.type == TransformType::Grad) {
+  if (top.type != TransformType::Vmap) {
     const OperatorEntry& entry = op.entry();
     next = entry.computeDispatchKeySet(entry.getDispatchKeySetBoxed(*stack));
   } else {
@@ -177,7 +189,7 @@ void dynamicLayerBack(const OperatorHandle& op, DispatchKeySet /*ks*/, Stack* st
   const size_t base = stack->size() - n;
   LayerSetAside aside;
   const DynamicLayer& layer = aside.layer();
-  if (layer.type == TransformType::Vmap) {  // the batching rule unwrapped its arguments
+  if (layer.type != TransformType::Grad) {  // a batching rule unwrapped its arguments
     callNextLayer(op, stack, layer.outside);
     return;
   }
@@ -214,9 +226,26 @@ bool isRandomOperator(const OperatorHandle& op) {
 
 void callOnLayersBelow(const OperatorHandle& op, Stack* stack) {
   DK_CHECK(!tls_layers.empty(), "callOnLayersBelow for ", op.operator_name(), " with no transform running");
+  LayersBelowScope below;
+  op.callBoxed(stack);
+}
+
+LayersBelowScope::LayersBelowScope() {
+  DK_CHECK(!tls_layers.empty(), "LayersBelowScope with no transform running");
   const LocalDispatchKeySet keys = tls_layers.back().active ? tls_layers.back().outside : currentKeys();
-  LayerSetAside aside;
-  callNextLayer(op, stack, keys);
+  layer_ = std::move(tls_layers.back());
+  tls_layers.pop_back();
+  const LocalDispatchKeySet below = keysBelow(keys);
+  included_ = detail::tls_dispatch_keys.included;
+  allowed_ = detail::tls_dispatch_keys.allowed;
+  detail::tls_dispatch_keys.included = below.included;
+  detail::tls_dispatch_keys.allowed = ~below.excluded.raw_repr();
+}
+
+LayersBelowScope::~LayersBelowScope() {
+  detail::tls_dispatch_keys.included = included_;
+  detail::tls_dispatch_keys.allowed = allowed_;
+  tls_layers.push_back(std::move(layer_));
 }
 
 CallAsFromOutsideLayer::CallAsFromOutsideLayer() {
@@ -251,6 +280,11 @@ DynamicLayerScope::DynamicLayerScope(int64_t batch_size, Randomness randomness)
   mode_keys_ = detail::KeySetChange::apply(DispatchKeySet(DispatchKey::FuncTorchVmapMode), {}, {}, {});
 }
 
+DynamicLayerScope::DynamicLayerScope(Functionalize) : level_(static_cast<int64_t>(tls_layers.size()) + 1) {
+  tls_layers.push_back(DynamicLayer{TransformType::Functionalize, level_, nullptr});
+  mode_keys_ = detail::KeySetChange::apply(DispatchKeySet(kFront), {}, {}, {});
+}
+
 DynamicLayerScope::~DynamicLayerScope() {
   mode_keys_.undo();
   if (alive_) *alive_ = false;
@@ -260,7 +294,8 @@ DynamicLayerScope::~DynamicLayerScope() {
 }
 
 TensorWrapper::TensorWrapper(Tensor value, int64_t level, std::shared_ptr<bool> alive)
-    : TensorImpl(Storage(), value.key_set().remove(DispatchKey::FuncTorchBatched).add(kFront), value.dtype(),
+    : TensorImpl(Storage(), value.key_set().remove(DispatchKey::FuncTorchBatched).remove(DispatchKey::Functionalize).add(kFront),
+                 value.dtype(),
                  value.device(), std::vector<int64_t>(value.sizes().begin(), value.sizes().end()),
                  std::vector<int64_t>(value.strides().begin(), value.strides().end()), 0),
       value_(std::move(value)),

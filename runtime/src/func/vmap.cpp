@@ -20,7 +20,9 @@
 #include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/permute.h"
 #include "dk/generated/ops/select.h"
+#include "dk/generated/ops/split_copy.h"
 #include "dk/generated/ops/stack.h"
+#include "dk/generated/ops/unbind_copy.h"
 #include "dk/generated/ops/unsqueeze.h"
 
 namespace dk::func {
@@ -350,6 +352,19 @@ std::vector<Tensor> splitBatched(const Tensor& self, int64_t split_size, int64_t
   return batchedEach(valueWithBdimFirst(b).split(split_size, d + 1), b.level());
 }
 
+// The view copies that return lists (the fallback stacks single tensors only).
+std::vector<Tensor> unbindCopyBatched(const Tensor& self, int64_t dim) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  const int64_t d = wrapDim(dim, self.dim(), "unbind_copy()");
+  return batchedEach(dk::unbind_copy(valueWithBdimFirst(b), d + 1), b.level());
+}
+
+std::vector<Tensor> splitCopyBatched(const Tensor& self, int64_t split_size, int64_t dim) {
+  const BatchedTensorImpl& b = batchedSelf(self);
+  const int64_t d = wrapDim(dim, self.dim(), "split_copy()");
+  return batchedEach(dk::split_copy(valueWithBdimFirst(b), split_size, d + 1), b.level());
+}
+
 Tensor catBatched(ArrayRef<Tensor> tensors, int64_t dim) {
   DK_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
   const std::vector<IValue> as_values(tensors.begin(), tensors.end());
@@ -455,6 +470,8 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("detach", DK_FN(detachBatched));
   m.impl("unbind.int", DK_FN(unbindBatched));
   m.impl("split.Tensor", DK_FN(splitBatched));
+  m.impl("unbind_copy.int", DK_FN(unbindCopyBatched));
+  m.impl("split_copy.Tensor", DK_FN(splitCopyBatched));
   m.impl("cat", DK_FN(catBatched));
   m.impl("reshape", DK_FN(reshapeBatched));
   m.impl("repeat", DK_FN(repeatBatched));

@@ -81,29 +81,97 @@ std::string OpCounter::str() const {
 
 // ---------------------------------------------------------------- GraphRecorder
 
+namespace {
+GraphRecorder::Value tensorValue(const Tensor& t) {
+  GraphRecorder::Value value;
+  value.is_tensor = true;
+  if (t.defined()) {
+    value.sizes = t.sizes();
+    value.dtype = std::string(toString(t.dtype()));
+  }
+  return value;
+}
+
+// The value of a wrapped number, read directly (a call would reach the modes again).
+std::string wrappedNumberText(const Tensor& t) {
+  const void* data = t.unsafeGetTensorImpl()->data();
+  if (data == nullptr) return "?";
+  std::ostringstream out;
+  switch (t.dtype()) {
+    case ScalarType::Double: out << *static_cast<const double*>(data); break;
+    case ScalarType::Float: out << *static_cast<const float*>(data); break;
+    case ScalarType::Long: out << *static_cast<const int64_t*>(data); break;
+    case ScalarType::Int: out << *static_cast<const int32_t*>(data); break;
+    case ScalarType::Bool: out << (*static_cast<const bool*>(data) ? "True" : "False"); break;
+    default: out << "a " << toString(t.dtype()) << " number"; break;
+  }
+  return out.str();
+}
+
+bool holdsTensor(const IValue& v) {
+  if (v.isTensor()) return true;
+  if (!v.isList()) return false;
+  for (const IValue& e : v.toListElements())
+    if (e.isTensor()) return true;
+  return false;
+}
+}  // namespace
+
+GraphRecorder::Value GraphRecorder::newInput(const IValue& v) {
+  Value value = tensorValue(v.toTensor());
+  value.input = next_input_++;
+  value.producer = "%in" + std::to_string(value.input);
+  producer_of_[v.toTensor().unsafeGetTensorImpl()] = value;
+  keep_alive_.push_back(v);
+  return value;
+}
+
 GraphRecorder::Value GraphRecorder::describe(const IValue& v) {
-  Value value;
   if (v.isTensor()) {
-    Tensor t = v.toTensor();
-    value.is_tensor = true;
-    if (t.defined()) {
-      value.sizes = t.sizes();
-      value.dtype = std::string(toString(t.dtype()));
+    auto it = producer_of_.find(v.toTensor().unsafeGetTensorImpl());
+    if (it == producer_of_.end() && v.toTensor().unsafeGetTensorImpl()->is_wrapped_number()) {
+      // A Scalar argument carried as a 0-dim tensor (wrapScalar): a constant, shown as its value.
+      Value value = tensorValue(v.toTensor());
+      value.constant = v;
+      value.producer = wrappedNumberText(v.toTensor());
+      return value;
     }
-    auto it = producer_of_.find(t.unsafeGetTensorImpl());
-    if (it != producer_of_.end()) {
-      value.producer = it->second;
-    } else {
-      value.producer = "%in" + std::to_string(next_input_++);
-      producer_of_[t.unsafeGetTensorImpl()] = value.producer;
-      keep_alive_.push_back(v);
+    if (it == producer_of_.end()) return newInput(v);
+    Value value = it->second;
+    const Value shape = tensorValue(v.toTensor());  // the tensor as it is now
+    value.sizes = shape.sizes;
+    value.dtype = shape.dtype;
+    return value;
+  }
+  Value value;
+  if (v.isList() && holdsTensor(v)) {
+    value.is_list = true;
+    value.constant = v;  // the list's element type, for rebuilding it
+    std::string text = "[";
+    for (const IValue& e : v.toListElements()) {
+      value.elements.push_back(describe(e));
+      text += (value.elements.size() > 1 ? ", " : "") + value.elements.back().producer;
     }
+    value.producer = text + "]";
     return value;
   }
   std::ostringstream out;
   out << v;
   value.producer = out.str();
+  value.constant = v;
   return value;
+}
+
+void GraphRecorder::addInput(const Tensor& t) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DK_CHECK(t.defined() && producer_of_.count(t.unsafeGetTensorImpl()) == 0,
+           "GraphRecorder::addInput: the tensor is undefined or already in the graph");
+  newInput(IValue(t));
+}
+
+GraphRecorder::Value GraphRecorder::valueOf(const Tensor& t) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return describe(IValue(t));
 }
 
 void GraphRecorder::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* stack) {
@@ -113,6 +181,7 @@ void GraphRecorder::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* st
     std::lock_guard<std::mutex> lock(mutex_);
     node.id = static_cast<int>(nodes_.size());
     node.op = op.operator_name().name;
+    node.handle = op;
     for (size_t i = stack->size() - n; i < stack->size(); ++i) node.inputs.push_back(describe((*stack)[i]));
   }
   size_t below = stack->size() - n;
@@ -124,12 +193,9 @@ void GraphRecorder::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* st
     auto record = [&](const IValue& out) {
       Value value;
       if (out.isTensor()) {
-        Tensor t = out.toTensor();
-        value.is_tensor = true;
-        if (t.defined()) {
-          value.sizes = t.sizes();
-          value.dtype = std::string(toString(t.dtype()));
-        }
+        value = tensorValue(out.toTensor());
+        value.node = node.id;
+        value.output = output_index;
         // Appended piece by piece: "literal" + std::string trips GCC 12's -Wrestrict at -O3.
         value.producer = "%";
         value.producer += std::to_string(node.id);
@@ -137,12 +203,13 @@ void GraphRecorder::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* st
           value.producer += '.';
           value.producer += std::to_string(output_index);
         }
-        producer_of_[t.unsafeGetTensorImpl()] = value.producer;
+        producer_of_[out.toTensor().unsafeGetTensorImpl()] = value;
         keep_alive_.push_back(out);
       } else {
         std::ostringstream text;
         text << out;
         value.producer = text.str();
+        value.constant = out;
       }
       ++output_index;
       node.outputs.push_back(std::move(value));
@@ -163,7 +230,12 @@ std::vector<GraphRecorder::Node> GraphRecorder::nodes() const {
 
 namespace {
 std::string valueText(const GraphRecorder::Value& v) {
-  if (!v.is_tensor) return v.producer;
+  if (v.is_list) {
+    std::string text = "[";
+    for (size_t i = 0; i < v.elements.size(); ++i) text += (i ? ", " : "") + valueText(v.elements[i]);
+    return text + "]";
+  }
+  if (!v.is_tensor || (v.input < 0 && v.node < 0)) return v.producer;  // literals, wrapped numbers
   return v.producer + ": " + v.dtype + shapeText(v.sizes);
 }
 }  // namespace
@@ -188,22 +260,23 @@ std::string GraphRecorder::str() const {
 std::string GraphRecorder::dot() const {
   std::ostringstream out;
   out << "digraph dk {\n  node [shape=box, fontname=\"monospace\"];\n";
-  std::map<std::string, bool> inputs_declared;
+  std::set<int> inputs_declared;
   for (const Node& node : nodes()) {
     out << "  n" << node.id << " [label=\"%" << node.id << " " << node.op << "\"];\n";
+    std::vector<Value> edges;  // the node's tensor inputs, list elements included
     for (const Value& v : node.inputs) {
-      if (!v.is_tensor) continue;
-      std::string producer = v.producer.substr(1);  // drop '%'
-      std::string label = v.dtype + shapeText(v.sizes);
-      if (producer.rfind("in", 0) == 0) {
-        if (!inputs_declared[producer]) {
-          out << "  " << producer << " [shape=ellipse, label=\"%" << producer << "\"];\n";
-          inputs_declared[producer] = true;
-        }
-        out << "  " << producer << " -> n" << node.id << " [label=\"" << label << "\"];\n";
+      if (v.is_list) edges.insert(edges.end(), v.elements.begin(), v.elements.end());
+      if (v.is_tensor) edges.push_back(v);
+    }
+    for (const Value& v : edges) {
+      if (!v.is_tensor || (v.input < 0 && v.node < 0)) continue;
+      const std::string label = v.dtype + shapeText(v.sizes);
+      if (v.input >= 0) {
+        if (inputs_declared.insert(v.input).second)
+          out << "  in" << v.input << " [shape=ellipse, label=\"%in" << v.input << "\"];\n";
+        out << "  in" << v.input << " -> n" << node.id << " [label=\"" << label << "\"];\n";
       } else {
-        out << "  n" << producer.substr(0, producer.find('.')) << " -> n" << node.id << " [label=\"" << label
-            << "\"];\n";
+        out << "  n" << v.node << " -> n" << node.id << " [label=\"" << label << "\"];\n";
       }
     }
   }

@@ -23,6 +23,7 @@
 
 namespace dk::native {
 
+Tensor copy(const Tensor& self, const Tensor& src, bool non_blocking);  // copy @ CompositeExplicitAutograd
 Tensor copy_inplace_cpu(const Tensor& self, const Tensor& src, bool non_blocking);  // copy_ @ CPU
 Tensor copy_inplace_cuda(const Tensor& self, const Tensor& src, bool non_blocking);  // copy_ @ CUDA
 Tensor copy_inplace_meta(const Tensor& self, const Tensor& src, bool non_blocking);  // copy_ @ Meta

@@ -25,6 +25,21 @@
 
 namespace dk::ops {
 
+// ===== dk::copy =====
+struct copy {
+  using signature = Tensor(const Tensor&, const Tensor&, bool);
+  static constexpr const char* name = "dk::copy";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor";
+  static constexpr uint64_t dispatch_bitmap = 0b110;  // self, src
+  static Tensor call(const Tensor& self, const Tensor& src, bool non_blocking) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::copy>::call(self, src, non_blocking);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Tensor& src, bool non_blocking) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::copy>::redispatch(ks, self, src, non_blocking);
+  }
+};
+
 // ===== dk::copy_ =====
 struct copy_ {
   using signature = Tensor(const Tensor&, const Tensor&, bool);

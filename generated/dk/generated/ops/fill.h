@@ -14,6 +14,11 @@
 
 namespace dk {
 
+// ===== dk::fill.Scalar =====
+inline Tensor fill(const Tensor& self, const Scalar& value) {
+  return ops::fill_Scalar::call(self, value);
+}
+
 // ===== dk::fill_.Scalar =====
 inline Tensor fill_(const Tensor& self, const Scalar& value) {
   return ops::fill__Scalar::call(self, value);

@@ -23,6 +23,7 @@
 
 namespace dk::native {
 
+Tensor fill(const Tensor& self, const Scalar& value);  // fill.Scalar @ CompositeExplicitAutograd
 Tensor fill_inplace_cpu(const Tensor& self, const Scalar& value);  // fill_.Scalar @ CPU
 Tensor fill_inplace_cuda(const Tensor& self, const Scalar& value);  // fill_.Scalar @ CUDA
 Tensor fill_inplace_meta(const Tensor& self, const Scalar& value);  // fill_.Scalar @ Meta

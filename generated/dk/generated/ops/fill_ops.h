@@ -25,6 +25,21 @@
 
 namespace dk::ops {
 
+// ===== dk::fill.Scalar =====
+struct fill_Scalar {
+  using signature = Tensor(const Tensor&, const Scalar&);
+  static constexpr const char* name = "dk::fill";
+  static constexpr const char* overload_name = "Scalar";
+  static constexpr const char* schema_str = "fill.Scalar(Tensor self, Scalar value) -> Tensor";
+  static constexpr uint64_t dispatch_bitmap = 0b10;  // self
+  static Tensor call(const Tensor& self, const Scalar& value) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::fill_Scalar>::call(self, value);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self, const Scalar& value) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::fill_Scalar>::redispatch(ks, self, value);
+  }
+};
+
 // ===== dk::fill_.Scalar =====
 struct fill__Scalar {
   using signature = Tensor(const Tensor&, const Scalar&);

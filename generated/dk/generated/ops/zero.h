@@ -14,6 +14,11 @@
 
 namespace dk {
 
+// ===== dk::zero =====
+inline Tensor zero(const Tensor& self) {
+  return ops::zero::call(self);
+}
+
 // ===== dk::zero_ =====
 inline Tensor zero_(const Tensor& self) {
   return ops::zero_::call(self);

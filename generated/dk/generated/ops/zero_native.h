@@ -23,6 +23,7 @@
 
 namespace dk::native {
 
+Tensor zero(const Tensor& self);  // zero @ CompositeExplicitAutograd
 Tensor zero_inplace_cpu(const Tensor& self);  // zero_ @ CPU
 Tensor zero_inplace_cuda(const Tensor& self);  // zero_ @ CUDA
 Tensor zero_inplace_meta(const Tensor& self);  // zero_ @ Meta

@@ -25,6 +25,21 @@
 
 namespace dk::ops {
 
+// ===== dk::zero =====
+struct zero {
+  using signature = Tensor(const Tensor&);
+  static constexpr const char* name = "dk::zero";
+  static constexpr const char* overload_name = "";
+  static constexpr const char* schema_str = "zero(Tensor self) -> Tensor";
+  static constexpr uint64_t dispatch_bitmap = 0b1;  // self
+  static Tensor call(const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::zero>::call(self);
+  }
+  static Tensor redispatch(DispatchKeySet ks, const Tensor& self) {
+    return ::dk::detail::GeneratedOperatorHandle<::dk::ops::zero>::redispatch(ks, self);
+  }
+};
+
 // ===== dk::zero_ =====
 struct zero_ {
   using signature = Tensor(const Tensor&);

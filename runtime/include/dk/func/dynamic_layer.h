@@ -12,7 +12,7 @@
 
 namespace dk::func {
 
-enum class TransformType : uint8_t { Vmap, Grad };
+enum class TransformType : uint8_t { Vmap, Grad, Functionalize };
 
 // What a random operator does inside vmap (Note [vmap randomness]): Error, functorch's default,
 // refuses it; Same gives every example the same random values; Different gives each its own.
@@ -46,8 +46,8 @@ enum class Randomness : uint8_t { Error, Same, Different };
 // With no grad layer running, calls on batched tensors go straight to their batching rules,
 // which is the same order: plain vmap pays nothing for the stack.
 struct DynamicLayer {
-  TransformType type;
-  int64_t level;
+  TransformType type = TransformType::Vmap;
+  int64_t level = 0;
   // A grad layer's: false once the transform has returned, when its wrappers are dead and stand
   // for their value (null for a vmap layer, which makes no wrappers).
   std::shared_ptr<bool> alive;
@@ -72,6 +72,10 @@ class DynamicLayerScope {
   DynamicLayerScope();
   // A vmap layer; FuncTorchVmapMode is included while one runs (Note [vmap randomness]).
   DynamicLayerScope(int64_t batch_size, Randomness randomness);
+  // A functionalize layer (Note [Functionalization]); like a grad layer, it takes every call
+  // through the front fallback, which hands it to the kernels at Functionalize.
+  struct Functionalize {};
+  explicit DynamicLayerScope(Functionalize);
   ~DynamicLayerScope();
   DynamicLayerScope(const DynamicLayerScope&) = delete;
   DynamicLayerScope& operator=(const DynamicLayerScope&) = delete;
@@ -93,6 +97,23 @@ bool isRandomOperator(const OperatorHandle& op);
 // see calls, with that layer set aside for the call and the thread's key sets as the front
 // fallback found them (when the layer is handling a call).
 void callOnLayersBelow(const OperatorHandle& op, Stack* stack);
+
+// For the kernels of a layer that call the layers below it themselves (functionalization's): for
+// the scope's life the innermost layer is set aside and the thread's key sets are what the front
+// fallback found when it handed the layer its call (the current ones when it did not), less the
+// keys of transforms no longer running. callOnLayersBelow is one call in such a scope.
+class LayersBelowScope {
+ public:
+  LayersBelowScope();
+  ~LayersBelowScope();
+  LayersBelowScope(const LayersBelowScope&) = delete;
+  LayersBelowScope& operator=(const LayersBelowScope&) = delete;
+
+ private:
+  DynamicLayer layer_;
+  DispatchKeySet included_;
+  uint64_t allowed_ = 0;
+};
 
 // For a decomposition a layer's rule runs (a CompositeImplicitAutograd kernel under vmap): while
 // the innermost layer handles a call, sets the thread's key sets back to what the front fallback
@@ -116,7 +137,7 @@ class CallAsFromOutsideLayer {
 // tensor, a batched tensor of an outer vmap, or a wrapper of an outer grad) with the wrapper's
 // own autograd metadata, so each grad level records its own graph. Its sizes, strides, dtype and
 // device are the value's; it has no storage. Its key set is the value's without
-// FuncTorchBatched, plus FuncTorchDynamicLayerFrontMode, so operators on it reach the front
+// FuncTorchBatched and Functionalize, plus FuncTorchDynamicLayerFrontMode, so operators on it reach the front
 // fallback (Note [Dynamic layer stack]). Once its transform has returned it is dead: the front
 // fallback then replaces it by its value, so a wrapper that escapes (a gradient's graph kept by
 // vjp) still computes.

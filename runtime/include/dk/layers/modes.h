@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,10 +43,21 @@ class GraphRecorder : public DispatchMode {
     std::vector<int64_t> sizes;      // tensors only
     std::string dtype;               // tensors only, e.g. "Float"
     bool is_tensor = false;
+    // Where the value comes from, for replaying the graph (dk::func::make_graph): output
+    // `output` of node `node` (a node's outputs are its returns with each returned list's
+    // elements counted one by one), or outside input `input`; else `constant`, the argument
+    // itself; a list holding tensors has its `elements` instead.
+    int node = -1;
+    int output = 0;
+    int input = -1;
+    IValue constant;
+    bool is_list = false;
+    std::vector<Value> elements;
   };
   struct Node {
     int id;
     std::string op;                  // "dk::mm"
+    std::optional<OperatorHandle> handle;  // the overload called
     std::vector<Value> inputs;
     std::vector<Value> outputs;
   };
@@ -56,15 +68,22 @@ class GraphRecorder : public DispatchMode {
   std::string str() const;
   std::string dot() const;  // digraph for Graphviz
   void clear();
+  // Names `t` as the next outside input (%in0, %in1, ...) before it is used, so a graph's inputs
+  // are numbered as its function's arguments; `t` must not have been seen yet.
+  void addInput(const Tensor& t);
+  // What the graph knows of `t`: the node output or outside input it is (a literal when it has
+  // not been seen).
+  Value valueOf(const Tensor& t);
 
  private:
   Value describe(const IValue& v);
+  Value newInput(const IValue& v);
   mutable std::mutex mutex_;
   std::vector<Node> nodes_;
   // Note [GraphRecorder keeps outputs]: outputs are held so a tensor's identity cannot be
   // reused by a new tensor while recording; clear() releases them.
   std::vector<IValue> keep_alive_;
-  std::unordered_map<const void*, std::string> producer_of_;
+  std::unordered_map<const void*, Value> producer_of_;
   int next_input_ = 0;
 };
 
