@@ -48,10 +48,11 @@ AUTOCAST_POLICIES = ("lower_precision_fp", "fp32", "promote", "fp32_set_opt_dtyp
 # or a mapping from some of them to their policy (PyTorch's CPU and CUDA lists differ).
 AUTOCAST_DEVICES = ("CPU", "CUDA")
 # How vmap runs an operator once for a whole batch (`batching:`): the shared batching rule of a
-# family of operators (Note [Pointwise batching rule] in dk/func/batching_rules.h). An entry
-# tagged `pointwise` is in the pointwise family unless it is an out= form or says
-# `batching: none`; operators without a family run vmap's for-loop fallback.
-BATCHING_FAMILIES = ("pointwise",)
+# family of operators (dk/func/batching_rules.h). `pointwise` (Note [Pointwise batching rule]):
+# an entry tagged `pointwise` is in it unless it is an out= form or says `batching: none`.
+# `along_dims` (Note [Along-dims batching rule]): reductions, scans and sorts of one tensor along
+# the dims its `dim` arguments name. Operators without a family run vmap's for-loop fallback.
+BATCHING_FAMILIES = ("pointwise", "along_dims")
 
 
 def _empty_map() -> Mapping:

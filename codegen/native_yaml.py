@@ -34,6 +34,7 @@ from codegen.model import (
     BackendMetadata,
     BaseType,
     FunctionSchema,
+    ListType,
     NativeFunction,
     OperatorName,
     OptionalType,
@@ -349,7 +350,7 @@ class _EntryParser:
         return MappingProxyType(dict(loops))
 
     def parse_batching(self, func: FunctionSchema, tags: Tuple[str, ...]) -> Optional[str]:
-        """``batching: pointwise`` or ``batching: none``; a `pointwise` tag implies the pointwise
+        """``batching: <family>`` or ``batching: none``; a `pointwise` tag implies the pointwise
         family for the functional and in-place forms."""
         if "batching" in self.raw:
             family = self.choice("batching", BATCHING_FAMILIES + ("none",),
@@ -469,6 +470,17 @@ class _EntryParser:
                 self.error("the pointwise batching rule is for an operator with tensor arguments (no tensor lists) "
                            "that returns tensors, functional or in-place: not out= or a view; set 'batching: none' "
                            "to leave it to vmap's for-loop fallback", "batching" if "batching" in self.raw else "tags")
+        if fields.get("batching") == "along_dims":
+            # The rule moves the batch dim of the one tensor argument first and shifts the dims the
+            # `dim` arguments name past it (Note [Along-dims batching rule]).
+            tensors = [a for a in func.arguments if a.type.is_tensor_like()]
+            dims = [a for a in func.arguments if a.name.startswith("dim")
+                    and a.type.strip_optional() in (BaseType("int"), ListType(BaseType("int")), ListType(BaseType("int"), 1))]
+            if (func.is_mutable or len(tensors) != 1 or tensors[0].type != BaseType("Tensor") or not dims
+                    or any(r.type != BaseType("Tensor") or r.alias is not None for r in func.returns)):
+                self.error("the along_dims batching rule is for a functional operator of one Tensor argument with "
+                           "an int or int[] argument named dim that returns tensors; set 'batching: none' to leave "
+                           "it to vmap's for-loop fallback", "batching")
         if "fp32_set_opt_dtype" in (fields.get("autocast") or {}).values():
             first = func.positional[0] if func.positional else None
             dtype = func.argument("dtype")

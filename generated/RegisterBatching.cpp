@@ -12,17 +12,23 @@
 namespace dk {
 
 DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
+  const auto along_dims = [] { return CppFunction::makeFromBoxedFunction<&::dk::func::alongDimsBatchingRule>().debug("along_dims batching rule"); };
   const auto pointwise = [] { return CppFunction::makeFromBoxedFunction<&::dk::func::pointwiseBatchingRule>().debug("pointwise batching rule"); };
+  m.impl("_log_softmax", along_dims());
+  m.impl("_softmax", along_dims());
   m.impl("_to_copy", pointwise());
   m.impl("abs", pointwise());
   m.impl("add.Scalar", pointwise());
   m.impl("add.Tensor", pointwise());
   m.impl("add_.Scalar", pointwise());
   m.impl("add_.Tensor", pointwise());
+  m.impl("argmax", along_dims());
+  m.impl("argmin", along_dims());
   m.impl("clamp", pointwise());
   m.impl("clamp_", pointwise());
   m.impl("cos", pointwise());
   m.impl("cos_", pointwise());
+  m.impl("cumsum", along_dims());
   m.impl("div.Scalar", pointwise());
   m.impl("div.Tensor", pointwise());
   m.impl("div_.Scalar", pointwise());
@@ -40,7 +46,10 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("log_", pointwise());
   m.impl("lt.Tensor", pointwise());
   m.impl("lt_.Tensor", pointwise());
+  m.impl("max.dim", along_dims());
   m.impl("maximum", pointwise());
+  m.impl("mean.dim", along_dims());
+  m.impl("min.dim", along_dims());
   m.impl("minimum", pointwise());
   m.impl("mul.Scalar", pointwise());
   m.impl("mul.Tensor", pointwise());
@@ -58,14 +67,19 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("sigmoid_", pointwise());
   m.impl("sin", pointwise());
   m.impl("sin_", pointwise());
+  m.impl("sort", along_dims());
   m.impl("sqrt", pointwise());
   m.impl("sqrt_", pointwise());
+  m.impl("std.dim", along_dims());
   m.impl("sub.Scalar", pointwise());
   m.impl("sub.Tensor", pointwise());
   m.impl("sub_.Scalar", pointwise());
   m.impl("sub_.Tensor", pointwise());
+  m.impl("sum.dim_IntList", along_dims());
   m.impl("tanh", pointwise());
   m.impl("tanh_", pointwise());
+  m.impl("topk", along_dims());
+  m.impl("var.dim", along_dims());
   m.impl("where.self", pointwise());
 }
 

@@ -21,9 +21,13 @@ using namespace dk;
 using namespace dk::test;
 using dk::func::TensorsFn;
 
-DK_LIBRARY(t_functionalize, m) { m.def("bump_(Tensor(a!) self) -> Tensor(a!)"); }
+DK_LIBRARY(t_functionalize, m) {
+  m.def("bump_(Tensor(a!) self) -> Tensor(a!)");
+  m.def("same(Tensor(a) self) -> Tensor(a)");
+}
 DK_LIBRARY_IMPL(t_functionalize, CompositeExplicitAutograd, m) {
   m.impl("bump_", [](const Tensor& self) -> Tensor { return self.add_(1.0); });
+  m.impl("same", [](const Tensor& self) -> Tensor { return self; });
 }
 
 namespace {
@@ -206,6 +210,11 @@ TEST_CASE("functionalize: clear errors for what it cannot functionalize") {
   CHECK_THROWS_WITH(func::functionalize(no_functional_form)({randomTensor({3}, 11)}),
                     Catch::Contains("cannot functionalize t_functionalize::bump_: it writes its argument 'self' and has "
                                     "no functional form"));
+  static auto same = Dispatcher::singleton().findSchemaOrThrow("t_functionalize::same", "").typed<Tensor(const Tensor&)>();
+  TensorsFn view_without_copy = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{same.call(in[0])}; };
+  CHECK_THROWS_WITH(func::functionalize(view_without_copy)({randomTensor({3}, 23)}),
+                    Catch::Contains("cannot functionalize t_functionalize::same: it returns a view of an argument and "
+                                    "has no view copy"));
   TensorsFn broadcast_write = [](const std::vector<Tensor>& in) {
     Tensor y = dk::clone(in[0]).expand({2, 3});
     y.add_(1.0);

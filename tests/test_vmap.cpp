@@ -137,14 +137,44 @@ TEST_CASE("vmap: unmapped outputs are broadcast, out_dims None returns them as t
 TEST_CASE("vmap: an operator without a batching rule runs once per element and warns once", "[vmap]") {
   dk::testing::WarningCapture warnings;
   Tensor x = randomTensor({6, 3}, 21);
-  auto f = [](const Tensor& t) { return dk::cumsum(t, 0); };
+  auto f = [](const Tensor& t) { return dk::sum(t); };  // the whole-tensor sum has no rule
   Tensor got = vmap(std::function<Tensor(const Tensor&)>(f))(x);
-  CHECK(sameTensor(got, dk::cumsum(x, 1)));
+  CHECK(sameTensor(got, dk::sum(x, {1})));
   vmap(std::function<Tensor(const Tensor&)>(f))(x);  // the second call does not warn again
-  int cumsum_warnings = 0;
+  int sum_warnings = 0;
   for (const std::string& m : warnings.messages)
-    if (m.find("dk::cumsum") != std::string::npos && m.find("no batching rule") != std::string::npos) ++cumsum_warnings;
-  CHECK(cumsum_warnings == 1);
+    if (m.find("dk::sum") != std::string::npos && m.find("no batching rule") != std::string::npos) ++sum_warnings;
+  CHECK(sum_warnings == 1);
+}
+
+TEST_CASE("vmap: reductions, scans and sorts along dims run once for the batch (along_dims family)", "[vmap]") {
+  dk::testing::WarningCapture warnings;
+  Tensor x = randomTensor({3, 5, 4}, 22);  // examples [3, 4] along dim 1
+  auto along = [](const std::vector<Tensor>& in) {
+    const Tensor& t = in[0];
+    auto [sorted, order] = dk::sort(t, -1, true);
+    auto [top, top_indices] = dk::topk(t, 2, 0);
+    auto [most, where] = dk::max(t, -2, true);
+    return std::vector<Tensor>{dk::cumsum(t, 0), dk::sum(t, {-1}), dk::mean(t, {0, 1}, true), sorted, order,
+                               top, where, dk::_softmax(t, 1, false), dk::argmin(t, 1)};
+  };
+  std::vector<Tensor> got = vmap(along, {1})({x});
+  std::vector<std::vector<Tensor>> rows;
+  for (int64_t i = 0; i < 5; ++i) rows.push_back(along({x.select(1, i)}));
+  REQUIRE(got.size() == rows[0].size());
+  for (size_t j = 0; j < got.size(); ++j) {
+    std::vector<Tensor> column;
+    for (const auto& r : rows) column.push_back(r[j]);
+    INFO("result " << j);
+    CHECK(sameTensor(got[j], dk::stack(column, 0)));
+  }
+  for (const std::string& m : warnings.messages) CHECK(m.find("no batching rule") == std::string::npos);
+  // A dim of None (every dim) is the fallback's: the batch dim must not be reduced.
+  auto all = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{dk::argmax(in[0])}; };
+  dk::func::setVmapFallbackWarningEnabled(false);
+  Tensor flat = vmap(all, {1})({x})[0];
+  dk::func::setVmapFallbackWarningEnabled(true);
+  for (int64_t i = 0; i < 5; ++i) CHECK(sameTensor(flat.select(0, i), dk::argmax(x.select(1, i))));
 }
 
 TEST_CASE("vmap: in-place operators write through the batched input's value", "[vmap]") {

@@ -1,5 +1,6 @@
 """``RegisterBatching.cpp``: the batching rules at FuncTorchBatched of the operators with a
-``batching:`` family (Note [Pointwise batching rule] in dk/func/batching_rules.h), and the
+``batching:`` family (Note [Pointwise batching rule] and Note [Along-dims batching rule] in
+dk/func/batching_rules.h), and the
 randomness rule at FuncTorchVmapMode of the random ones (tag ``nondeterministic_seeded``, Note
 [vmap randomness]).
 
@@ -14,7 +15,7 @@ from typing import List
 from codegen.dest.common import GenContext, Operator, render
 
 # The runtime's boxed rule of each family (codegen.model.BATCHING_FAMILIES).
-RULES = {"pointwise": "::dk::func::pointwiseBatchingRule"}
+RULES = {"pointwise": "::dk::func::pointwiseBatchingRule", "along_dims": "::dk::func::alongDimsBatchingRule"}
 # The tag that marks a random operator, and the rule it gets at FuncTorchVmapMode.
 RANDOM_TAG = "nondeterministic_seeded"
 RANDOMNESS_RULE = "::dk::func::randomnessBatchingRule"

@@ -236,6 +236,22 @@ class EntryFieldsTest(support.NativeYamlTestCase):
         nf = self.parse_one("- func: f(Tensor a, Tensor b, Scalar c) -> Tensor\n  batching: pointwise\n")
         self.assertEqual(nf.batching, "pointwise")
         self.assertIsNone(self.parse_one("- func: relu(Tensor self) -> Tensor\n").batching)
+        nf = self.parse_one("- func: cumsum(Tensor self, int dim) -> Tensor\n  batching: along_dims\n")
+        self.assertEqual(nf.batching, "along_dims")
+        nf = self.parse_one("- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False) -> Tensor\n"
+                            "  batching: along_dims\n")
+        self.assertEqual(nf.batching, "along_dims")
+
+    def test_along_dims_family_needs_one_tensor_and_a_dim(self):
+        for func in ("add(Tensor self, Tensor other, int dim) -> Tensor",   # two tensors
+                     "norm(Tensor self, int p) -> Tensor",                  # no dim argument
+                     "cumsum_(Tensor(a!) self, int dim) -> Tensor(a!)",     # writes
+                     "unbind(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"):  # a list of views
+            with self.subTest(func):
+                errors = self.errors(f"- func: {func}\n  batching: along_dims\n")
+                self.assertEqual(len(errors), 1)
+                self.assertIn("the along_dims batching rule is for a functional operator of one Tensor argument", errors[0])
+                self.assertTrue(errors[0].startswith("P:2"), errors[0])
 
     def test_locations_are_the_func_lines(self):
         nfs = self.parse("""

@@ -290,7 +290,7 @@ class StructureErrorsTest(support.NativeYamlTestCase):
 
     def test_batching_family_errors(self):
         self.assertError(f"- func: {RELU}\n  batching: elementwise\n",
-                         f"P:2: {RELU}: 'batching' must be one of pointwise, none, got 'elementwise'")
+                         f"P:2: {RELU}: 'batching' must be one of pointwise, along_dims, none, got 'elementwise'")
         message = ("the pointwise batching rule is for an operator with tensor arguments (no tensor lists) that returns "
                    "tensors, functional or in-place: not out= or a view; set 'batching: none' to leave it to vmap's "
                    "for-loop fallback")

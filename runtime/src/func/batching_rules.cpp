@@ -7,6 +7,7 @@
 #include "dk/func/batched_tensor.h"
 #include "dk/func/dynamic_layer.h"
 #include "dk/func/vmap.h"
+#include "dk/tensor/tensor_geometry.h"
 
 namespace dk::func {
 
@@ -107,6 +108,51 @@ void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* s
     stack->push_back(std::move(self));  // written through its value
     return;
   }
+  for (IValue& r : physical) stack->push_back(IValue(makeBatched(std::move(r).toTensor(), 0, level)));
+}
+
+void alongDimsBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  const FunctionSchema& schema = op.schema();
+  const auto& arguments = schema.arguments();
+  const size_t n = arguments.size();
+  DK_CHECK(stack->size() >= n, "vmap along-dims rule for ", op.operator_name(), ": ", n,
+           " arguments expected, the stack has ", stack->size());
+  const size_t base = stack->size() - n;
+  const IValue* args = stack->data() + base;
+  const int64_t level = highestBatchLevel(args, n);
+  // The one tensor argument (the generator checked there is one), batched at this level.
+  const BatchedTensorImpl* self = nullptr;
+  int64_t rank = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!args[i].isTensor()) continue;
+    rank = args[i].toTensor().dim();
+    self = batchedAt(args[i].toTensor(), level);
+  }
+  bool run_loop = self == nullptr || rank == 0;
+  Stack physical(args, args + n);
+  for (size_t i = 0; i < n && !run_loop; ++i) {
+    IValue& v = physical[i];
+    if (v.isTensor()) {
+      v = IValue(valueWithBdimFirst(*self));
+      continue;
+    }
+    if (arguments[i].name.rfind("dim", 0) != 0) continue;
+    if (v.isInt()) {
+      v = IValue(maybe_wrap_dim(v.toInt(), rank) + 1);
+    } else if (v.isList() && !v.toListElements().empty()) {
+      std::vector<IValue> shifted;
+      for (const IValue& d : v.toListElements()) shifted.emplace_back(maybe_wrap_dim(d.toInt(), rank) + 1);
+      v = IValue::makeList(v.listElementType(), std::move(shifted));
+    } else if (v.isNone() || v.isList()) {
+      run_loop = true;  // every dim: the batch dim would be reduced too
+    }
+  }
+  if (run_loop) {
+    forLoopBatchingFallback(op, ks, stack);
+    return;
+  }
+  op.callBoxed(&physical);
+  stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   for (IValue& r : physical) stack->push_back(IValue(makeBatched(std::move(r).toTensor(), 0, level)));
 }
 

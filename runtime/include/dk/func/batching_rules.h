@@ -1,5 +1,5 @@
 // dk/func/batching_rules.h: batching rules shared by families of operators (Note [Pointwise
-// batching rule]). Each is a boxed kernel for FuncTorchBatched.
+// batching rule], Note [Along-dims batching rule]). Each is a boxed kernel for FuncTorchBatched.
 #pragma once
 
 #include "dk/dispatch/dispatcher.h"
@@ -18,6 +18,16 @@ namespace dk::func {
 // type promotion (a batched argument that is logically 0-dim among arguments of different
 // dtypes: it would count as a dimensioned tensor), the rule runs the for-loop fallback instead.
 void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+
+// Note [Along-dims batching rule]
+// A reduction, scan or sort of one tensor along the dims its `dim` arguments name (sum.dim_IntList,
+// max.dim, cumsum, sort, topk, _softmax; `batching: along_dims` in the YAML) runs once for the
+// whole batch: the tensor's value goes with the batch dim first, and each dim argument (an int,
+// or each int of a list) is wrapped against the example's rank and moved one past the batch dim,
+// so the operator never touches the batch dim and every result keeps it first. Where the dims
+// do not say which example dims are meant (a 0-dim example, a dim of None or an empty list, which
+// mean every dim), the rule runs the for-loop fallback instead.
+void alongDimsBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
 
 // Note [vmap randomness]
 // A random operator (tagged `nondeterministic_seeded` in the YAML) gets this rule at
