@@ -470,6 +470,9 @@ class _EntryParser:
                 self.error("the pointwise batching rule is for an operator with tensor arguments (no tensor lists) "
                            "that returns tensors, functional or in-place: not out= or a view; set 'batching: none' "
                            "to leave it to vmap's for-loop fallback", "batching" if "batching" in self.raw else "tags")
+        if fields.get("batching") and DispatchKey.FuncTorchBatched in (fields.get("dispatch") or {}):
+            self.error("an entry has either a 'batching:' family or its own FuncTorchBatched rule in 'dispatch:', "
+                       "not both", "batching")
         if fields.get("batching") == "along_dims":
             # The rule moves the batch dim of the one tensor argument first and shifts the dims the
             # `dim` arguments name past it (Note [Along-dims batching rule]).

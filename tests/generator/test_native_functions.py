@@ -242,6 +242,12 @@ class EntryFieldsTest(support.NativeYamlTestCase):
                             "  batching: along_dims\n")
         self.assertEqual(nf.batching, "along_dims")
 
+    def test_a_family_or_an_own_rule_not_both(self):
+        errors = self.errors("- func: cumsum(Tensor self, int dim) -> Tensor\n  batching: along_dims\n"
+                             "  dispatch:\n    CPU: cumsum_cpu\n    FuncTorchBatched: dk::func::cumsum_batched\n")
+        self.assertEqual(len(errors), 1)
+        self.assertIn("either a 'batching:' family or its own FuncTorchBatched rule", errors[0])
+
     def test_along_dims_family_needs_one_tensor_and_a_dim(self):
         for func in ("add(Tensor self, Tensor other, int dim) -> Tensor",   # two tensors
                      "norm(Tensor self, int p) -> Tensor",                  # no dim argument

@@ -16,6 +16,25 @@
 #include "dk/func/batching_rules.h"
 #include "dk/func/dynamic_layer.h"
 #include "dk/generated/ops/cat.h"
+#include "dk/generated/ops/cat_native.h"
+#include "dk/generated/ops/detach_native.h"
+#include "dk/generated/ops/expand_native.h"
+#include "dk/generated/ops/mm_native.h"
+#include "dk/generated/ops/permute_native.h"
+#include "dk/generated/ops/repeat_native.h"
+#include "dk/generated/ops/reshape_native.h"
+#include "dk/generated/ops/select_native.h"
+#include "dk/generated/ops/slice_native.h"
+#include "dk/generated/ops/split_native.h"
+#include "dk/generated/ops/split_copy_native.h"
+#include "dk/generated/ops/squeeze_native.h"
+#include "dk/generated/ops/stack_native.h"
+#include "dk/generated/ops/t_native.h"
+#include "dk/generated/ops/transpose_native.h"
+#include "dk/generated/ops/unbind_native.h"
+#include "dk/generated/ops/unbind_copy_native.h"
+#include "dk/generated/ops/unsqueeze_native.h"
+#include "dk/generated/ops/view_native.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/permute.h"
@@ -230,13 +249,18 @@ const BatchedTensorImpl& batchedSelf(const Tensor& self) {
   return *b;
 }
 
-Tensor selectBatched(const Tensor& self, int64_t dim, int64_t index) {
+}  // namespace
+
+// The rules (declared by the generator in each operator's <op>_native.h: the YAML names them at
+// FuncTorchBatched, RegisterFuncTorchBatched.cpp registers them).
+
+Tensor select_batched(const Tensor& self, int64_t dim, int64_t index) {
   const BatchedTensorImpl& b = batchedSelf(self);
   const int64_t d = wrapDim(dim, self.dim(), "select()");
   return makeBatched(valueWithBdimFirst(b).select(d + 1, index), 0, b.level());
 }
 
-Tensor permuteBatched(const Tensor& self, IntArrayRef dims) {
+Tensor permute_batched(const Tensor& self, IntArrayRef dims) {
   const BatchedTensorImpl& b = batchedSelf(self);
   DK_CHECK(static_cast<int64_t>(dims.size()) == self.dim(), "number of dims don't match in permute");
   std::vector<int64_t> physical{0};
@@ -244,13 +268,13 @@ Tensor permuteBatched(const Tensor& self, IntArrayRef dims) {
   return makeBatched(valueWithBdimFirst(b).permute(physical), 0, b.level());
 }
 
-Tensor unsqueezeBatched(const Tensor& self, int64_t dim) {
+Tensor unsqueeze_batched(const Tensor& self, int64_t dim) {
   const BatchedTensorImpl& b = batchedSelf(self);
   const int64_t d = wrapDim(dim, self.dim() + 1, "unsqueeze()");
   return makeBatched(valueWithBdimFirst(b).unsqueeze(d + 1), 0, b.level());
 }
 
-Tensor expandBatched(const Tensor& self, IntArrayRef size, bool implicit) {
+Tensor expand_batched(const Tensor& self, IntArrayRef size, bool implicit) {
   const BatchedTensorImpl& b = batchedSelf(self);
   DK_CHECK(static_cast<int64_t>(size.size()) >= self.dim(), "expand(size=", size, "): the number of sizes provided (",
            size.size(), ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
@@ -262,7 +286,7 @@ Tensor expandBatched(const Tensor& self, IntArrayRef size, bool implicit) {
   return makeBatched(value.expand(physical, implicit), 0, b.level());
 }
 
-Tensor stackBatched(ArrayRef<Tensor> tensors, int64_t dim) {
+Tensor stack_batched(ArrayRef<Tensor> tensors, int64_t dim) {
   DK_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   int64_t level = 0;
   int64_t batch = -1;
@@ -282,7 +306,7 @@ Tensor stackBatched(ArrayRef<Tensor> tensors, int64_t dim) {
   return makeBatched(dk::stack(physical, d + 1), 0, level);
 }
 
-Tensor transposeBatched(const Tensor& self, int64_t dim0, int64_t dim1) {
+Tensor transpose_batched(const Tensor& self, int64_t dim0, int64_t dim1) {
   const BatchedTensorImpl& b = batchedSelf(self);
   if (self.dim() == 0) {  // transpose of a 0-dim tensor takes dims 0 / -1 and changes nothing
     wrapDim(dim0, 1, "transpose()");
@@ -294,12 +318,12 @@ Tensor transposeBatched(const Tensor& self, int64_t dim0, int64_t dim1) {
   return makeBatched(valueWithBdimFirst(b).transpose(d0 + 1, d1 + 1), 0, b.level());
 }
 
-Tensor tBatched(const Tensor& self) {
+Tensor t_batched(const Tensor& self) {
   DK_CHECK(self.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", self.dim(), "D");
-  return self.dim() < 2 ? transposeBatched(self, 0, 0) : transposeBatched(self, 0, 1);
+  return self.dim() < 2 ? transpose_batched(self, 0, 0) : transpose_batched(self, 0, 1);
 }
 
-Tensor viewBatched(const Tensor& self, IntArrayRef size) {
+Tensor view_batched(const Tensor& self, IntArrayRef size) {
   const BatchedTensorImpl& b = batchedSelf(self);
   Tensor value = valueWithBdimFirst(b);
   std::vector<int64_t> physical{value.size(0)};
@@ -308,7 +332,7 @@ Tensor viewBatched(const Tensor& self, IntArrayRef size) {
 }
 
 // The size-1 dims squeezed, never the batch dim.
-Tensor squeezeBatched(const Tensor& self) {
+Tensor squeeze_batched(const Tensor& self) {
   const BatchedTensorImpl& b = batchedSelf(self);
   Tensor value = valueWithBdimFirst(b);
   for (int64_t d = self.dim() - 1; d >= 0; --d)
@@ -316,56 +340,58 @@ Tensor squeezeBatched(const Tensor& self) {
   return makeBatched(value, 0, b.level());
 }
 
-Tensor squeezeDimBatched(const Tensor& self, int64_t dim) {
+Tensor squeeze_batched(const Tensor& self, int64_t dim) {
   const BatchedTensorImpl& b = batchedSelf(self);
   const int64_t d = wrapDim(dim, std::max<int64_t>(self.dim(), 1), "squeeze()");
   if (self.dim() == 0 || self.size(d) != 1) return makeBatched(b.value(), b.bdim(), b.level());
   return makeBatched(valueWithBdimFirst(b).squeeze(d + 1), 0, b.level());
 }
 
-Tensor sliceBatched(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+Tensor slice_batched(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
                     int64_t step) {
   const BatchedTensorImpl& b = batchedSelf(self);
   const int64_t d = wrapDim(dim, self.dim(), "slice()");
   return makeBatched(valueWithBdimFirst(b).slice(d + 1, start, end, step), 0, b.level());
 }
 
-Tensor detachBatched(const Tensor& self) {
+Tensor detach_batched(const Tensor& self) {
   const BatchedTensorImpl& b = batchedSelf(self);
   return makeBatched(b.value().detach(), b.bdim(), b.level());
 }
 
+namespace {
 std::vector<Tensor> batchedEach(std::vector<Tensor> values, int64_t level) {
   for (Tensor& v : values) v = makeBatched(std::move(v), 0, level);
   return values;
 }
+}  // namespace
 
-std::vector<Tensor> unbindBatched(const Tensor& self, int64_t dim) {
+std::vector<Tensor> unbind_batched(const Tensor& self, int64_t dim) {
   const BatchedTensorImpl& b = batchedSelf(self);
   const int64_t d = wrapDim(dim, self.dim(), "unbind()");
   return batchedEach(valueWithBdimFirst(b).unbind(d + 1), b.level());
 }
 
-std::vector<Tensor> splitBatched(const Tensor& self, int64_t split_size, int64_t dim) {
+std::vector<Tensor> split_batched(const Tensor& self, int64_t split_size, int64_t dim) {
   const BatchedTensorImpl& b = batchedSelf(self);
   const int64_t d = wrapDim(dim, self.dim(), "split()");
   return batchedEach(valueWithBdimFirst(b).split(split_size, d + 1), b.level());
 }
 
 // The view copies that return lists (the fallback stacks single tensors only).
-std::vector<Tensor> unbindCopyBatched(const Tensor& self, int64_t dim) {
+std::vector<Tensor> unbind_copy_batched(const Tensor& self, int64_t dim) {
   const BatchedTensorImpl& b = batchedSelf(self);
   const int64_t d = wrapDim(dim, self.dim(), "unbind_copy()");
   return batchedEach(dk::unbind_copy(valueWithBdimFirst(b), d + 1), b.level());
 }
 
-std::vector<Tensor> splitCopyBatched(const Tensor& self, int64_t split_size, int64_t dim) {
+std::vector<Tensor> split_copy_batched(const Tensor& self, int64_t split_size, int64_t dim) {
   const BatchedTensorImpl& b = batchedSelf(self);
   const int64_t d = wrapDim(dim, self.dim(), "split_copy()");
   return batchedEach(dk::split_copy(valueWithBdimFirst(b), split_size, d + 1), b.level());
 }
 
-Tensor catBatched(ArrayRef<Tensor> tensors, int64_t dim) {
+Tensor cat_batched(ArrayRef<Tensor> tensors, int64_t dim) {
   DK_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
   const std::vector<IValue> as_values(tensors.begin(), tensors.end());
   const int64_t level = highestBatchLevel(as_values.data(), as_values.size());
@@ -383,7 +409,7 @@ Tensor catBatched(ArrayRef<Tensor> tensors, int64_t dim) {
 }
 
 // reshape views the value when it can and copies otherwise, as the unbatched reshape does.
-Tensor reshapeBatched(const Tensor& self, IntArrayRef shape) {
+Tensor reshape_batched(const Tensor& self, IntArrayRef shape) {
   const BatchedTensorImpl& b = batchedSelf(self);
   Tensor value = valueWithBdimFirst(b);
   std::vector<int64_t> physical{value.size(0)};
@@ -392,7 +418,7 @@ Tensor reshapeBatched(const Tensor& self, IntArrayRef shape) {
 }
 
 // repeat of the value with the batch dim repeated once.
-Tensor repeatBatched(const Tensor& self, IntArrayRef repeats) {
+Tensor repeat_batched(const Tensor& self, IntArrayRef repeats) {
   const BatchedTensorImpl& b = batchedSelf(self);
   DK_CHECK(static_cast<int64_t>(repeats.size()) >= self.dim(),
            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
@@ -405,7 +431,7 @@ Tensor repeatBatched(const Tensor& self, IntArrayRef repeats) {
 // mm of one or two batched matrices is one batched product: matmul broadcasts a batched
 // [B, n, k] against a plain [k, m] (or the other way round) and multiplies two batched ones
 // matrix by matrix.
-Tensor mmBatched(const Tensor& self, const Tensor& mat2) {
+Tensor mm_batched(const Tensor& self, const Tensor& mat2) {
   DK_CHECK(self.dim() == 2, "self must be a matrix");
   DK_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
   const BatchedTensorImpl* a = maybeBatched(self);
@@ -417,8 +443,6 @@ Tensor mmBatched(const Tensor& self, const Tensor& mat2) {
   };
   return makeBatched(dk::matmul(physical(self), physical(mat2)), 0, level);
 }
-
-}  // namespace
 
 void forLoopBatchingFallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) { batchedFallback(op, ks, stack); }
 
@@ -454,27 +478,5 @@ bool setVmapFallbackWarningEnabled(bool enabled) { return g_warn_fallback.exchan
         DispatchKey::FuncTorchBatched, KernelFunction::makeFromBoxedFunction<&batchedFallback>(),
         "vmap_fallback (default)"));
 
-DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
-  m.impl("select.int", DK_FN(selectBatched));
-  m.impl("permute", DK_FN(permuteBatched));
-  m.impl("unsqueeze", DK_FN(unsqueezeBatched));
-  m.impl("expand", DK_FN(expandBatched));
-  m.impl("stack", DK_FN(stackBatched));
-  m.impl("mm", DK_FN(mmBatched));
-  m.impl("transpose.int", DK_FN(transposeBatched));
-  m.impl("t", DK_FN(tBatched));
-  m.impl("view", DK_FN(viewBatched));
-  m.impl("squeeze", DK_FN(squeezeBatched));
-  m.impl("squeeze.dim", DK_FN(squeezeDimBatched));
-  m.impl("slice.Tensor", DK_FN(sliceBatched));
-  m.impl("detach", DK_FN(detachBatched));
-  m.impl("unbind.int", DK_FN(unbindBatched));
-  m.impl("split.Tensor", DK_FN(splitBatched));
-  m.impl("unbind_copy.int", DK_FN(unbindCopyBatched));
-  m.impl("split_copy.Tensor", DK_FN(splitCopyBatched));
-  m.impl("cat", DK_FN(catBatched));
-  m.impl("reshape", DK_FN(reshapeBatched));
-  m.impl("repeat", DK_FN(repeatBatched));
-}
 
 }  // namespace dk::func

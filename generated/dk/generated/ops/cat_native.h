@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor cat_batched(ArrayRef<Tensor> tensors, int64_t dim);  // cat @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor cat_cpu(ArrayRef<Tensor> tensors, int64_t dim);  // cat @ CPU

@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor expand_batched(const Tensor& self, IntArrayRef size, bool implicit);  // expand @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor expand(const Tensor& self, IntArrayRef size, bool implicit);  // expand @ CompositeExplicitAutograd

@@ -22,6 +22,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor mm_batched(const Tensor& self, const Tensor& mat2);  // mm @ FuncTorchBatched
+
+}  // namespace dk::func
+
 // Structured families (Note [Structured kernels] in dk/tensor/structured.h): one meta function
 // each, shared by every backend, and one impl class per backend kernel.
 namespace dk::meta {

@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor permute_batched(const Tensor& self, IntArrayRef dims);  // permute @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor permute(const Tensor& self, IntArrayRef dims);  // permute @ CompositeExplicitAutograd

@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor repeat_batched(const Tensor& self, IntArrayRef repeats);  // repeat @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor repeat(const Tensor& self, IntArrayRef repeats);  // repeat @ CompositeImplicitAutograd

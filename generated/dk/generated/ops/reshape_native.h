@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor reshape_batched(const Tensor& self, IntArrayRef shape);  // reshape @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor reshape(const Tensor& self, IntArrayRef shape);  // reshape @ CompositeImplicitAutograd

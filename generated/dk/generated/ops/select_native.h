@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor select_batched(const Tensor& self, int64_t dim, int64_t index);  // select.int @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor select(const Tensor& self, int64_t dim, int64_t index);  // select.int @ CompositeExplicitAutograd

@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+std::vector<Tensor> split_batched(const Tensor& self, int64_t split_size, int64_t dim);  // split.Tensor @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim);  // split.Tensor @ CompositeExplicitAutograd

@@ -21,6 +21,13 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor squeeze_batched(const Tensor& self);  // squeeze @ FuncTorchBatched
+Tensor squeeze_batched(const Tensor& self, int64_t dim);  // squeeze.dim @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor squeeze(const Tensor& self);  // squeeze @ CompositeExplicitAutograd

@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor stack_batched(ArrayRef<Tensor> tensors, int64_t dim);  // stack @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor stack(ArrayRef<Tensor> tensors, int64_t dim);  // stack @ CompositeImplicitAutograd

@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor transpose_batched(const Tensor& self, int64_t dim0, int64_t dim1);  // transpose.int @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1);  // transpose.int @ CompositeExplicitAutograd

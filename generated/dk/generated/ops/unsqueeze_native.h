@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor unsqueeze_batched(const Tensor& self, int64_t dim);  // unsqueeze @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor unsqueeze(const Tensor& self, int64_t dim);  // unsqueeze @ CompositeExplicitAutograd

@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor view_batched(const Tensor& self, IntArrayRef size);  // view @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor view(const Tensor& self, IntArrayRef size);  // view @ CompositeExplicitAutograd
