@@ -73,28 +73,6 @@ class LayerSetAside {
   DynamicLayer layer_;
 };
 
-// Sets the thread's key sets to `keys` for a scope, then restores the ones it found. Only the
-// back fallback uses it, for the call it makes on the layers below: that call is nested inside
-// this scope, so no guard's change crosses the restore (Note [Guards undo only their own change]).
-class KeySetsSwap {
- public:
-  explicit KeySetsSwap(const LocalDispatchKeySet& keys)
-      : included_(detail::tls_dispatch_keys.included), allowed_(detail::tls_dispatch_keys.allowed) {
-    detail::tls_dispatch_keys.included = keys.included;
-    detail::tls_dispatch_keys.allowed = ~keys.excluded.raw_repr();
-  }
-  ~KeySetsSwap() {
-    detail::tls_dispatch_keys.included = included_;
-    detail::tls_dispatch_keys.allowed = allowed_;
-  }
-  KeySetsSwap(const KeySetsSwap&) = delete;
-  KeySetsSwap& operator=(const KeySetsSwap&) = delete;
-
- private:
-  DispatchKeySet included_;
-  uint64_t allowed_;
-};
-
 // The key sets for calls on the layers below the innermost one (which the caller has set aside),
 // from the key sets `keys` the layer was called with: the front key stays included only while a
 // grad or functionalize layer remains, Functionalize only while a functionalize layer does.
@@ -105,7 +83,8 @@ LocalDispatchKeySet keysBelow(LocalDispatchKeySet keys) {
 }
 
 void callNextLayer(const OperatorHandle& op, Stack* stack, const LocalDispatchKeySet& keys) {
-  KeySetsSwap swap(keysBelow(keys));
+  ThreadKeySetsScope below;
+  below.set(keysBelow(keys));
   op.callBoxed(stack);
 }
 
@@ -235,33 +214,28 @@ LayersBelowScope::LayersBelowScope() {
   const LocalDispatchKeySet keys = tls_layers.back().active ? tls_layers.back().outside : currentKeys();
   layer_ = std::move(tls_layers.back());
   tls_layers.pop_back();
-  const LocalDispatchKeySet below = keysBelow(keys);
-  included_ = detail::tls_dispatch_keys.included;
-  allowed_ = detail::tls_dispatch_keys.allowed;
-  detail::tls_dispatch_keys.included = below.included;
-  detail::tls_dispatch_keys.allowed = ~below.excluded.raw_repr();
+  keys_.set(keysBelow(keys));
 }
 
-LayersBelowScope::~LayersBelowScope() {
-  detail::tls_dispatch_keys.included = included_;
-  detail::tls_dispatch_keys.allowed = allowed_;
-  tls_layers.push_back(std::move(layer_));
-}
+LayersBelowScope::~LayersBelowScope() { tls_layers.push_back(std::move(layer_)); }  // keys_ restores after
 
 CallAsFromOutsideLayer::CallAsFromOutsideLayer() {
-  if (tls_layers.empty() || !tls_layers.back().active) return;
-  swapped_ = true;
-  included_ = detail::tls_dispatch_keys.included;
-  allowed_ = detail::tls_dispatch_keys.allowed;
-  const LocalDispatchKeySet& outside = tls_layers.back().outside;
-  detail::tls_dispatch_keys.included = outside.included;
-  detail::tls_dispatch_keys.allowed = ~outside.excluded.raw_repr();
+  if (!tls_layers.empty() && tls_layers.back().active) keys_.set(tls_layers.back().outside);
 }
 
-CallAsFromOutsideLayer::~CallAsFromOutsideLayer() {
-  if (!swapped_) return;
-  detail::tls_dispatch_keys.included = included_;
-  detail::tls_dispatch_keys.allowed = allowed_;
+void ThreadKeySetsScope::set(const LocalDispatchKeySet& keys) {
+  DK_CHECK(!set_, "ThreadKeySetsScope::set called twice");
+  set_ = true;
+  included_ = dk::detail::tls_dispatch_keys.included;
+  allowed_ = dk::detail::tls_dispatch_keys.allowed;
+  dk::detail::tls_dispatch_keys.included = keys.included;
+  dk::detail::tls_dispatch_keys.allowed = ~keys.excluded.raw_repr();
+}
+
+ThreadKeySetsScope::~ThreadKeySetsScope() {
+  if (!set_) return;
+  dk::detail::tls_dispatch_keys.included = included_;
+  dk::detail::tls_dispatch_keys.allowed = allowed_;
 }
 
 DynamicLayerScope::DynamicLayerScope()

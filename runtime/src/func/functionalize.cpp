@@ -47,7 +47,7 @@ class BelowFunctionalize {
     if (innermostIsFunctionalize()) {
       below_.emplace();
     } else {
-      change_ = ::dk::detail::KeySetChange::apply({}, {}, DispatchKeySet(kFunctionalize), {});
+      change_ = detail::KeySetChange::apply({}, {}, DispatchKeySet(kFunctionalize), {});
     }
   }
   ~BelowFunctionalize() { change_.undo(); }
@@ -56,7 +56,7 @@ class BelowFunctionalize {
 
  private:
   std::optional<LayersBelowScope> below_;
-  ::dk::detail::KeySetChange change_;
+  detail::KeySetChange change_;
 };
 
 // Functional tensors are unwrapped to their current values; anything else is kept.
@@ -304,8 +304,6 @@ Tensor toFunctional(const Tensor& t) {
 
 Tensor fromFunctional(const Tensor& t) { return unwrapSynced(t); }
 
-namespace detail {
-
 std::vector<Tensor> runFunctionalized(const TensorsFn& f, const std::vector<Tensor>& inputs,
                                       std::vector<Tensor>* written) {
   std::vector<Tensor> outputs;
@@ -324,12 +322,10 @@ std::vector<Tensor> runFunctionalized(const TensorsFn& f, const std::vector<Tens
   return outputs;
 }
 
-}  // namespace detail
-
 TensorsFn functionalize(TensorsFn f) {
   return [f = std::move(f)](const std::vector<Tensor>& inputs) {
     std::vector<Tensor> written;
-    std::vector<Tensor> outputs = detail::runFunctionalized(f, inputs, &written);
+    std::vector<Tensor> outputs = runFunctionalized(f, inputs, &written);
     // Inputs f wrote take their new values, outside the layer (functorch's input mutations).
     for (size_t i = 0; i < inputs.size(); ++i)
       if (written[i].defined()) ops::copy_::call(inputs[i], written[i], false);

@@ -50,7 +50,7 @@ Graph make_graph(const TensorsFn& f, const std::vector<Tensor>& example_inputs) 
   {
     DispatchModeGuard fake_guard(fake);
     DispatchModeGuard record_guard(graph.recorder_);  // on top: records, then the fake mode runs
-    outputs = detail::runFunctionalized(f, fakes, &written);
+    outputs = runFunctionalized(f, fakes, &written);
   }
   graph.nodes_ = graph.recorder_->nodes();
   for (const Tensor& out : outputs) graph.outputs_.push_back(out.defined() ? graph.recorder_->valueOf(out) : Graph::Value{});

@@ -18,6 +18,24 @@ enum class TransformType : uint8_t { Vmap, Grad, Functionalize };
 // refuses it; Same gives every example the same random values; Different gives each its own.
 enum class Randomness : uint8_t { Error, Same, Different };
 
+// Sets the thread's included and excluded key sets for a scope (once, with set()) and puts back
+// the ones it found when it ends; changes nothing when set() is not called. The layers use it
+// for calls nested inside the scope, so no guard's change crosses the restore (Note [Guards undo
+// only their own change]).
+class ThreadKeySetsScope {
+ public:
+  ThreadKeySetsScope() = default;
+  ~ThreadKeySetsScope();
+  ThreadKeySetsScope(const ThreadKeySetsScope&) = delete;
+  ThreadKeySetsScope& operator=(const ThreadKeySetsScope&) = delete;
+  void set(const LocalDispatchKeySet& keys);
+
+ private:
+  bool set_ = false;
+  DispatchKeySet included_;
+  uint64_t allowed_ = 0;
+};
+
 // Note [Dynamic layer stack]
 // Transforms compose in the order they are called, not in the order of their keys: in
 // vmap(grad(f)) the gradient is taken per example, in grad(vmap(f)) of the whole batch, yet
@@ -111,8 +129,7 @@ class LayersBelowScope {
 
  private:
   DynamicLayer layer_;
-  DispatchKeySet included_;
-  uint64_t allowed_ = 0;
+  ThreadKeySetsScope keys_;
 };
 
 // For a decomposition a layer's rule runs (a CompositeImplicitAutograd kernel under vmap): while
@@ -122,14 +139,11 @@ class LayersBelowScope {
 class CallAsFromOutsideLayer {
  public:
   CallAsFromOutsideLayer();
-  ~CallAsFromOutsideLayer();
   CallAsFromOutsideLayer(const CallAsFromOutsideLayer&) = delete;
   CallAsFromOutsideLayer& operator=(const CallAsFromOutsideLayer&) = delete;
 
  private:
-  bool swapped_ = false;
-  DispatchKeySet included_;
-  uint64_t allowed_ = 0;
+  ThreadKeySetsScope keys_;
 };
 
 // Note [Grad wrappers]

@@ -106,12 +106,11 @@ Tensor fromFunctional(const Tensor& t);
 // updated with copy_ when it returns; the outputs are plain tensors.
 TensorsFn functionalize(TensorsFn f);
 
-namespace detail {
 // f run functionalized on `inputs`: its outputs, and in `written` the value each input ends with
-// when f wrote it (undefined for the others), not yet written back (make_graph records it).
+// when f wrote it (undefined for the others), not yet written back: what functionalize(f) does
+// before its copy_, and what make_graph records.
 std::vector<Tensor> runFunctionalized(const TensorsFn& f, const std::vector<Tensor>& inputs,
                                       std::vector<Tensor>* written);
-}  // namespace detail
 
 // The kernels RegisterFunctionalization.cpp registers (Note [Functionalization]).
 // An in-place or out= operator run as `functional` ("dk::add.Tensor"), whose arguments are the
