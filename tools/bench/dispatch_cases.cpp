@@ -16,6 +16,7 @@
 #include "dk/generated/ops/relu.h"
 #include "dk/generated/ops/sub.h"
 #include "dk/generated/ops/sum.h"
+#include "dk/func/functionalize.h"
 #include "dk/func/vmap.h"
 
 namespace dk::bench {
@@ -385,6 +386,27 @@ std::vector<Case> allCases() {
   vm_mm.check = [sameResult] { return sameResult(vmap_mm({vm_a, vm_w})[0], dk::matmul(vm_a, vm_w)); };
   cases.push_back(vm_mm);
   cases.push_back(batchCase("stacked_matmul_64x16x32", [] { (void)dk::matmul(vm_a, vm_w); }));
+  // A reduction of the along_dims family: vmap of a sum over the example's dim against one sum
+  // over dim 1 of the stacked input.
+  static func::TensorsFn vmap_sum = func::vmap(
+      [](const std::vector<Tensor>& xs) { return std::vector<Tensor>{dk::sum(xs[0], {-1})}; }, {0});
+  Case vm_sum = batchCase("vmap_sum_dim_batch64", [] { (void)vmap_sum({vm_x}); });
+  vm_sum.check = [sameResult] { return sameResult(vmap_sum({vm_x})[0], dk::sum(vm_x, {1})); };
+  cases.push_back(vm_sum);
+  cases.push_back(batchCase("stacked_sum_dim_64x256", [] { (void)dk::sum(vm_x, {1}); }));
+  // ---- 6c. functionalize (issue 19): a step with writes through views, functionalized, against
+  // the same step run eagerly (both on [64, 256]).
+  static func::TensorsFn write_step = [](const std::vector<Tensor>& xs) {
+    Tensor y = xs[0].clone();
+    y.select(0, 1).mul_(2.0);
+    y.slice(1, 0, 128).add_(1.0);
+    return std::vector<Tensor>{dk::sum(y, {1})};
+  };
+  static func::TensorsFn pure_step = func::functionalize(write_step);
+  Case fn_step = batchCase("functionalized_view_writes_64x256", [] { (void)pure_step({vm_x}); });
+  fn_step.check = [sameResult] { return sameResult(pure_step({vm_x})[0], write_step({vm_x})[0]); };
+  cases.push_back(fn_step);
+  cases.push_back(batchCase("eager_view_writes_64x256", [] { (void)write_step({vm_x}); }));
   // ---- 7. registration
   Case reg{"register_deregister_one_operator", [](int64_t n) {
              int64_t s = 0;
