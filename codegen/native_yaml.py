@@ -473,6 +473,10 @@ class _EntryParser:
         if fields.get("batching") and DispatchKey.FuncTorchBatched in (fields.get("dispatch") or {}):
             self.error("an entry has either a 'batching:' family or its own FuncTorchBatched rule in 'dispatch:', "
                        "not both", "batching")
+        if "view_copy" in (fields.get("tags") or ()) and (
+                fields.get("batching") or DispatchKey.FuncTorchBatched in (fields.get("dispatch") or {})):
+            self.error("a view copy (tag view_copy) is batched by running its view (Note [View copy batching "
+                       "rule]): give it no 'batching:' family and no FuncTorchBatched rule", "tags")
         if fields.get("batching") == "along_dims":
             # The rule moves the batch dim of the one tensor argument first and shifts the dims the
             # `dim` arguments name past it (Note [Along-dims batching rule]).

@@ -3,7 +3,8 @@
 //
 // Batching rules at FuncTorchBatched (Note [Pointwise batching rule] in dk/func/batching_rules.h):
 // each operator of a `batching:` family in the YAML (a `pointwise` tag implies that family) gets
-// the family's boxed rule, which runs the operator once for a whole vmap batch. Random operators
+// the family's boxed rule, which runs the operator once for a whole vmap batch; a view copy (tag
+// `view_copy`) gets the rule that runs its view (Note [View copy batching rule]). Random operators
 // (tag `nondeterministic_seeded`) get the randomness rule at FuncTorchVmapMode (Note [vmap
 // randomness]).
 #include "dk/dispatch/library.h"
@@ -81,6 +82,19 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("topk", along_dims());
   m.impl("var.dim", along_dims());
   m.impl("where.self", pointwise());
+  m.impl("detach_copy", ::dk::func::viewCopyBatchingRule("dk::detach"));
+  m.impl("expand_copy", ::dk::func::viewCopyBatchingRule("dk::expand"));
+  m.impl("permute_copy", ::dk::func::viewCopyBatchingRule("dk::permute"));
+  m.impl("select_copy.int", ::dk::func::viewCopyBatchingRule("dk::select.int"));
+  m.impl("slice_copy.Tensor", ::dk::func::viewCopyBatchingRule("dk::slice.Tensor"));
+  m.impl("split_copy.Tensor", ::dk::func::viewCopyBatchingRule("dk::split.Tensor"));
+  m.impl("squeeze_copy", ::dk::func::viewCopyBatchingRule("dk::squeeze"));
+  m.impl("squeeze_copy.dim", ::dk::func::viewCopyBatchingRule("dk::squeeze.dim"));
+  m.impl("t_copy", ::dk::func::viewCopyBatchingRule("dk::t"));
+  m.impl("transpose_copy.int", ::dk::func::viewCopyBatchingRule("dk::transpose.int"));
+  m.impl("unbind_copy.int", ::dk::func::viewCopyBatchingRule("dk::unbind.int"));
+  m.impl("unsqueeze_copy", ::dk::func::viewCopyBatchingRule("dk::unsqueeze"));
+  m.impl("view_copy", ::dk::func::viewCopyBatchingRule("dk::view"));
 }
 
 DK_LIBRARY_IMPL(dk, FuncTorchVmapMode, m) {

@@ -18,6 +18,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/ops/cat_native.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/detach_native.h"
@@ -34,10 +36,12 @@
 #include "dk/generated/ops/reshape_ops.h"
 #include "dk/generated/ops/select_native.h"
 #include "dk/generated/ops/select_ops.h"
+#include "dk/generated/ops/select_scatter_native.h"
+#include "dk/generated/ops/select_scatter_ops.h"
 #include "dk/generated/ops/slice_native.h"
 #include "dk/generated/ops/slice_ops.h"
-#include "dk/generated/ops/split_copy_native.h"
-#include "dk/generated/ops/split_copy_ops.h"
+#include "dk/generated/ops/slice_scatter_native.h"
+#include "dk/generated/ops/slice_scatter_ops.h"
 #include "dk/generated/ops/split_native.h"
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/squeeze_native.h"
@@ -48,8 +52,6 @@
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/transpose_native.h"
 #include "dk/generated/ops/transpose_ops.h"
-#include "dk/generated/ops/unbind_copy_native.h"
-#include "dk/generated/ops/unbind_copy_ops.h"
 #include "dk/generated/ops/unbind_native.h"
 #include "dk/generated/ops/unbind_ops.h"
 #include "dk/generated/ops/unsqueeze_native.h"
@@ -101,19 +103,24 @@ Tensor wrapper_FuncTorchBatched_select_int(const Tensor& self, int64_t dim, int6
   return ::dk::func::select_batched(self, dim, index);
 }
 
+// ===== dk::select_scatter @ FuncTorchBatched =====
+Tensor wrapper_FuncTorchBatched_select_scatter(const Tensor& self, const Tensor& src, int64_t dim, int64_t index) {
+  return ::dk::func::select_scatter_batched(self, src, dim, index);
+}
+
 // ===== dk::slice.Tensor @ FuncTorchBatched =====
 Tensor wrapper_FuncTorchBatched_slice_Tensor(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   return ::dk::func::slice_batched(self, dim, start, end, step);
 }
 
+// ===== dk::slice_scatter @ FuncTorchBatched =====
+Tensor wrapper_FuncTorchBatched_slice_scatter(const Tensor& self, const Tensor& src, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  return ::dk::func::slice_scatter_batched(self, src, dim, start, end, step);
+}
+
 // ===== dk::split.Tensor @ FuncTorchBatched =====
 std::vector<Tensor> wrapper_FuncTorchBatched_split_Tensor(const Tensor& self, int64_t split_size, int64_t dim) {
   return ::dk::func::split_batched(self, split_size, dim);
-}
-
-// ===== dk::split_copy.Tensor @ FuncTorchBatched =====
-std::vector<Tensor> wrapper_FuncTorchBatched_split_copy_Tensor(const Tensor& self, int64_t split_size, int64_t dim) {
-  return ::dk::func::split_copy_batched(self, split_size, dim);
 }
 
 // ===== dk::squeeze @ FuncTorchBatched =====
@@ -146,11 +153,6 @@ std::vector<Tensor> wrapper_FuncTorchBatched_unbind_int(const Tensor& self, int6
   return ::dk::func::unbind_batched(self, dim);
 }
 
-// ===== dk::unbind_copy.int @ FuncTorchBatched =====
-std::vector<Tensor> wrapper_FuncTorchBatched_unbind_copy_int(const Tensor& self, int64_t dim) {
-  return ::dk::func::unbind_copy_batched(self, dim);
-}
-
 // ===== dk::unsqueeze @ FuncTorchBatched =====
 Tensor wrapper_FuncTorchBatched_unsqueeze(const Tensor& self, int64_t dim) {
   return ::dk::func::unsqueeze_batched(self, dim);
@@ -172,16 +174,16 @@ DK_LIBRARY_IMPL(dk, FuncTorchBatched, m) {
   m.impl("repeat", ::dk::detail::kernelFor<ops::repeat, &wrapper_FuncTorchBatched_repeat>("wrapper_FuncTorchBatched_repeat"));  // repeat @ FuncTorchBatched -> ::dk::func::repeat_batched
   m.impl("reshape", ::dk::detail::kernelFor<ops::reshape, &wrapper_FuncTorchBatched_reshape>("wrapper_FuncTorchBatched_reshape"));  // reshape @ FuncTorchBatched -> ::dk::func::reshape_batched
   m.impl("select.int", ::dk::detail::kernelFor<ops::select_int, &wrapper_FuncTorchBatched_select_int>("wrapper_FuncTorchBatched_select_int"));  // select.int @ FuncTorchBatched -> ::dk::func::select_batched
+  m.impl("select_scatter", ::dk::detail::kernelFor<ops::select_scatter, &wrapper_FuncTorchBatched_select_scatter>("wrapper_FuncTorchBatched_select_scatter"));  // select_scatter @ FuncTorchBatched -> ::dk::func::select_scatter_batched
   m.impl("slice.Tensor", ::dk::detail::kernelFor<ops::slice_Tensor, &wrapper_FuncTorchBatched_slice_Tensor>("wrapper_FuncTorchBatched_slice_Tensor"));  // slice.Tensor @ FuncTorchBatched -> ::dk::func::slice_batched
+  m.impl("slice_scatter", ::dk::detail::kernelFor<ops::slice_scatter, &wrapper_FuncTorchBatched_slice_scatter>("wrapper_FuncTorchBatched_slice_scatter"));  // slice_scatter @ FuncTorchBatched -> ::dk::func::slice_scatter_batched
   m.impl("split.Tensor", ::dk::detail::kernelFor<ops::split_Tensor, &wrapper_FuncTorchBatched_split_Tensor>("wrapper_FuncTorchBatched_split_Tensor"));  // split.Tensor @ FuncTorchBatched -> ::dk::func::split_batched
-  m.impl("split_copy.Tensor", ::dk::detail::kernelFor<ops::split_copy_Tensor, &wrapper_FuncTorchBatched_split_copy_Tensor>("wrapper_FuncTorchBatched_split_copy_Tensor"));  // split_copy.Tensor @ FuncTorchBatched -> ::dk::func::split_copy_batched
   m.impl("squeeze", ::dk::detail::kernelFor<ops::squeeze, &wrapper_FuncTorchBatched_squeeze>("wrapper_FuncTorchBatched_squeeze"));  // squeeze @ FuncTorchBatched -> ::dk::func::squeeze_batched
   m.impl("squeeze.dim", ::dk::detail::kernelFor<ops::squeeze_dim, &wrapper_FuncTorchBatched_squeeze_dim>("wrapper_FuncTorchBatched_squeeze_dim"));  // squeeze.dim @ FuncTorchBatched -> ::dk::func::squeeze_batched
   m.impl("stack", ::dk::detail::kernelFor<ops::stack, &wrapper_FuncTorchBatched_stack>("wrapper_FuncTorchBatched_stack"));  // stack @ FuncTorchBatched -> ::dk::func::stack_batched
   m.impl("t", ::dk::detail::kernelFor<ops::t, &wrapper_FuncTorchBatched_t>("wrapper_FuncTorchBatched_t"));  // t @ FuncTorchBatched -> ::dk::func::t_batched
   m.impl("transpose.int", ::dk::detail::kernelFor<ops::transpose_int, &wrapper_FuncTorchBatched_transpose_int>("wrapper_FuncTorchBatched_transpose_int"));  // transpose.int @ FuncTorchBatched -> ::dk::func::transpose_batched
   m.impl("unbind.int", ::dk::detail::kernelFor<ops::unbind_int, &wrapper_FuncTorchBatched_unbind_int>("wrapper_FuncTorchBatched_unbind_int"));  // unbind.int @ FuncTorchBatched -> ::dk::func::unbind_batched
-  m.impl("unbind_copy.int", ::dk::detail::kernelFor<ops::unbind_copy_int, &wrapper_FuncTorchBatched_unbind_copy_int>("wrapper_FuncTorchBatched_unbind_copy_int"));  // unbind_copy.int @ FuncTorchBatched -> ::dk::func::unbind_copy_batched
   m.impl("unsqueeze", ::dk::detail::kernelFor<ops::unsqueeze, &wrapper_FuncTorchBatched_unsqueeze>("wrapper_FuncTorchBatched_unsqueeze"));  // unsqueeze @ FuncTorchBatched -> ::dk::func::unsqueeze_batched
   m.impl("view", ::dk::detail::kernelFor<ops::view, &wrapper_FuncTorchBatched_view>("wrapper_FuncTorchBatched_view"));  // view @ FuncTorchBatched -> ::dk::func::view_batched
 }

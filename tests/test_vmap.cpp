@@ -177,6 +177,34 @@ TEST_CASE("vmap: reductions, scans and sorts along dims run once for the batch (
   for (int64_t i = 0; i < 5; ++i) CHECK(sameTensor(flat.select(0, i), dk::argmax(x.select(1, i))));
 }
 
+TEST_CASE("vmap: the scatters and the view copies have rules, mapped or not on each argument", "[vmap]") {
+  dk::testing::WarningCapture warnings;
+  Tensor base = randomTensor({4, 3, 5}, 24);  // examples [3, 5]
+  Tensor rows = randomTensor({4, 3}, 25);     // examples [3]: a column of the example
+  Tensor cols = randomTensor({4, 3, 2}, 26);  // examples [3, 2]: two columns
+  auto scatter = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{dk::select_scatter(in[0], in[1], 1, 2), dk::slice_scatter(in[0], in[2], -1, 1, 5, 2),
+                               dk::select_copy(in[0], -1, 0), dk::unbind_copy(in[0], 1)[3]};
+  };
+  const std::vector<std::vector<BatchDim>> choices = {{0, 0, 0}, {std::nullopt, 0, 0}, {0, std::nullopt, std::nullopt}};
+  for (const auto& dims : choices) {
+    std::vector<Tensor> inputs{dims[0] ? base : base.select(0, 0), dims[1] ? rows : rows.select(0, 0),
+                               dims[2] ? cols : cols.select(0, 0)};
+    std::vector<Tensor> got = vmap(scatter, dims)(inputs);
+    for (size_t j = 0; j < got.size(); ++j) {
+      std::vector<Tensor> column;
+      for (int64_t i = 0; i < 4; ++i) {
+        std::vector<Tensor> example;
+        for (size_t k = 0; k < inputs.size(); ++k) example.push_back(dims[k] ? inputs[k].select(0, i) : inputs[k]);
+        column.push_back(scatter(example)[j]);
+      }
+      INFO("result " << j);
+      CHECK(sameTensor(got[j], dk::stack(column, 0)));
+    }
+  }
+  for (const std::string& m : warnings.messages) CHECK(m.find("no batching rule") == std::string::npos);
+}
+
 TEST_CASE("vmap: in-place operators write through the batched input's value", "[vmap]") {
   dk::func::setVmapFallbackWarningEnabled(false);
   Tensor x = randomTensor({4, 3}, 31), y = randomTensor({4, 3}, 32);

@@ -1,6 +1,7 @@
 """``RegisterBatching.cpp``: the batching rules at FuncTorchBatched of the operators with a
 ``batching:`` family (Note [Pointwise batching rule] and Note [Along-dims batching rule] in
-dk/func/batching_rules.h), and the
+dk/func/batching_rules.h), the view copies' rule (tag ``view_copy``, Note [View copy batching
+rule]), and the
 randomness rule at FuncTorchVmapMode of the random ones (tag ``nondeterministic_seeded``, Note
 [vmap randomness]).
 
@@ -19,6 +20,14 @@ RULES = {"pointwise": "::dk::func::pointwiseBatchingRule", "along_dims": "::dk::
 # The tag that marks a random operator, and the rule it gets at FuncTorchVmapMode.
 RANDOM_TAG = "nondeterministic_seeded"
 RANDOMNESS_RULE = "::dk::func::randomnessBatchingRule"
+# The tag of a view's copying twin, whose rule runs the view (Note [View copy batching rule]).
+VIEW_COPY_TAG = "view_copy"
+
+
+def view_of_copy(name) -> str:
+    """``select_copy.int`` -> ``select.int``: the view a view copy copies."""
+    base = name.name[:-len("_copy")] if name.name.endswith("_copy") else name.name
+    return base + ("." + name.overload_name if name.overload_name else "")
 
 
 def emit(ctx: GenContext, files) -> None:
@@ -28,4 +37,6 @@ def emit(ctx: GenContext, files) -> None:
         ctx, "RegisterBatching.cpp.j2", families=[(f, RULES[f]) for f in families],
         ops=[(str(op.nf.func.name), op.nf.batching) for op in ops],
         random_ops=[str(op.nf.func.name) for op in ctx.operators if RANDOM_TAG in op.nf.tags],
+        view_copies=[(str(op.nf.func.name), f"{ctx.namespace}::{view_of_copy(op.nf.func.name)}")
+                     for op in ctx.operators if VIEW_COPY_TAG in op.nf.tags],
         randomness_rule=RANDOMNESS_RULE))

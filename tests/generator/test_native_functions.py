@@ -248,6 +248,12 @@ class EntryFieldsTest(support.NativeYamlTestCase):
         self.assertEqual(len(errors), 1)
         self.assertIn("either a 'batching:' family or its own FuncTorchBatched rule", errors[0])
 
+    def test_a_view_copy_is_batched_through_its_view(self):
+        errors = self.errors("- func: t_copy(Tensor self) -> Tensor\n  tags: view_copy\n"
+                             "  dispatch:\n    CPU: t_copy_cpu\n    FuncTorchBatched: dk::func::t_copy_batched\n")
+        self.assertEqual(len(errors), 1)
+        self.assertIn("a view copy (tag view_copy) is batched by running its view", errors[0])
+
     def test_along_dims_family_needs_one_tensor_and_a_dim(self):
         for func in ("add(Tensor self, Tensor other, int dim) -> Tensor",   # two tensors
                      "norm(Tensor self, int p) -> Tensor",                  # no dim argument

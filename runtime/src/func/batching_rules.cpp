@@ -2,10 +2,14 @@
 #include "dk/func/batching_rules.h"
 
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "dk/func/batched_tensor.h"
 #include "dk/func/dynamic_layer.h"
+#include "dk/func/lazy_operator.h"
+#include "dk/generated/ops/clone_ops.h"
 #include "dk/func/vmap.h"
 #include "dk/tensor/tensor_geometry.h"
 
@@ -154,6 +158,39 @@ void alongDimsBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* s
   op.callBoxed(&physical);
   stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   for (IValue& r : physical) stack->push_back(IValue(makeBatched(std::move(r).toTensor(), 0, level)));
+}
+
+namespace {
+
+struct ViewCopyRule : OperatorKernel {
+  explicit ViewCopyRule(const char* view) : view(view) {}
+  LazyOperator view;
+};
+
+void viewCopyBatched(OperatorKernel* kernel, const OperatorHandle& op, DispatchKeySet, Stack* stack) {
+  const OperatorHandle& view = static_cast<ViewCopyRule*>(kernel)->view.get();
+  const size_t returns = op.schema().returns().size();
+  {
+    CallAsFromOutsideLayer fresh;  // the view's call reaches its rule as a call from outside would
+    view.callBoxed(stack);
+  }
+  for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
+    mapTensors((*stack)[i], [](const Tensor& t) {
+      const BatchedTensorImpl* b = maybeBatched(t);
+      if (b == nullptr) return ops::clone::call(t, MemoryFormat::Contiguous);
+      return makeBatched(ops::clone::call(valueWithBdimFirst(*b), MemoryFormat::Contiguous), 0, b->level());
+    });
+  }
+}
+
+}  // namespace
+
+CppFunction viewCopyBatchingRule(const char* view) {
+  auto rule = std::make_shared<ViewCopyRule>(view);
+  OperatorKernel* raw = rule.get();
+  return CppFunction::makeFromKernelFunction(
+             KernelFunction::makeFromParts(nullptr, raw, &viewCopyBatched, std::move(rule)), std::nullopt, nullptr)
+      .debug(std::string("view copy batching rule (") + view + ")");
 }
 
 void randomnessBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {

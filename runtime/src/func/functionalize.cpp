@@ -2,13 +2,13 @@
 // (Note [Functionalization]).
 #include "dk/func/functionalize.h"
 
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "dk/dispatch/dispatcher.h"
 #include "dk/func/dynamic_layer.h"
+#include "dk/func/lazy_operator.h"
 #include "dk/generated/ops/_to_copy_ops.h"
 #include "dk/generated/ops/copy_ops.h"
 
@@ -109,26 +109,6 @@ void functionalizeFallback(const OperatorHandle& op, DispatchKeySet, Stack* stac
 [[maybe_unused]] RegistrationHandleRAII* const g_fallback = new RegistrationHandleRAII(
     Dispatcher::singleton().registerDefaultFallback(
         kFunctionalize, KernelFunction::makeFromBoxedFunction<&functionalizeFallback>(), "functionalize (default)"));
-
-// An operator found by its full name on first use (registration order across files is not known).
-class LazyOperator {
- public:
-  explicit LazyOperator(const char* full_name) : full_name_(full_name) {}
-  const OperatorHandle& get() {
-    std::call_once(once_, [this] {
-      std::string name = full_name_;
-      const size_t dot = name.find('.');
-      std::string overload = dot == std::string::npos ? "" : name.substr(dot + 1);
-      handle_.emplace(Dispatcher::singleton().findSchemaOrThrow(name.substr(0, dot), overload));
-    });
-    return *handle_;
-  }
-
- private:
-  const char* full_name_;
-  std::once_flag once_;
-  std::optional<OperatorHandle> handle_;
-};
 
 // Note [Functionalization]: an in-place or out= operator as its functional form plus write-back.
 struct MutationKernel : OperatorKernel {

@@ -24,24 +24,24 @@
 #include "dk/generated/ops/repeat_native.h"
 #include "dk/generated/ops/reshape_native.h"
 #include "dk/generated/ops/select_native.h"
+#include "dk/generated/ops/select_scatter.h"
+#include "dk/generated/ops/select_scatter_native.h"
 #include "dk/generated/ops/slice_native.h"
+#include "dk/generated/ops/slice_scatter.h"
+#include "dk/generated/ops/slice_scatter_native.h"
 #include "dk/generated/ops/split_native.h"
-#include "dk/generated/ops/split_copy_native.h"
 #include "dk/generated/ops/squeeze_native.h"
 #include "dk/generated/ops/stack_native.h"
 #include "dk/generated/ops/t_native.h"
 #include "dk/generated/ops/transpose_native.h"
 #include "dk/generated/ops/unbind_native.h"
-#include "dk/generated/ops/unbind_copy_native.h"
 #include "dk/generated/ops/unsqueeze_native.h"
 #include "dk/generated/ops/view_native.h"
 #include "dk/generated/ops/expand_ops.h"
 #include "dk/generated/ops/matmul.h"
 #include "dk/generated/ops/permute.h"
 #include "dk/generated/ops/select.h"
-#include "dk/generated/ops/split_copy.h"
 #include "dk/generated/ops/stack.h"
-#include "dk/generated/ops/unbind_copy.h"
 #include "dk/generated/ops/unsqueeze.h"
 
 namespace dk::func {
@@ -378,17 +378,39 @@ std::vector<Tensor> split_batched(const Tensor& self, int64_t split_size, int64_
   return batchedEach(valueWithBdimFirst(b).split(split_size, d + 1), b.level());
 }
 
-// The view copies that return lists (the fallback stacks single tensors only).
-std::vector<Tensor> unbind_copy_batched(const Tensor& self, int64_t dim) {
-  const BatchedTensorImpl& b = batchedSelf(self);
-  const int64_t d = wrapDim(dim, self.dim(), "unbind_copy()");
-  return batchedEach(dk::unbind_copy(valueWithBdimFirst(b), d + 1), b.level());
+namespace {
+// The scatters' arguments with the batch dim first, an unmapped one broadcast over the batch;
+// the level and the example rank of self.
+struct ScatterArgs {
+  Tensor self, src;
+  int64_t level;
+  int64_t rank;
+};
+
+ScatterArgs scatterArgs(const Tensor& self, const Tensor& src) {
+  const BatchedTensorImpl* a = maybeBatched(self);
+  const BatchedTensorImpl* b = maybeBatched(src);
+  const int64_t level = std::max(a ? a->level() : 0, b ? b->level() : 0);
+  a = batchedAt(self, level);
+  b = batchedAt(src, level);
+  const Tensor self_v = a ? valueWithBdimFirst(*a) : Tensor();
+  const Tensor src_v = b ? valueWithBdimFirst(*b) : Tensor();
+  const int64_t batch = a ? self_v.size(0) : src_v.size(0);
+  return {a ? self_v : broadcastFront(self, batch), b ? src_v : broadcastFront(src, batch), level, self.dim()};
+}
+}  // namespace
+
+Tensor select_scatter_batched(const Tensor& self, const Tensor& src, int64_t dim, int64_t index) {
+  ScatterArgs p = scatterArgs(self, src);
+  const int64_t d = wrapDim(dim, p.rank, "select_scatter()");
+  return makeBatched(dk::select_scatter(p.self, p.src, d + 1, index), 0, p.level);
 }
 
-std::vector<Tensor> split_copy_batched(const Tensor& self, int64_t split_size, int64_t dim) {
-  const BatchedTensorImpl& b = batchedSelf(self);
-  const int64_t d = wrapDim(dim, self.dim(), "split_copy()");
-  return batchedEach(dk::split_copy(valueWithBdimFirst(b), split_size, d + 1), b.level());
+Tensor slice_scatter_batched(const Tensor& self, const Tensor& src, int64_t dim, std::optional<int64_t> start,
+                             std::optional<int64_t> end, int64_t step) {
+  ScatterArgs p = scatterArgs(self, src);
+  const int64_t d = wrapDim(dim, p.rank, "slice_scatter()");
+  return makeBatched(dk::slice_scatter(p.self, p.src, d + 1, start, end, step), 0, p.level);
 }
 
 Tensor cat_batched(ArrayRef<Tensor> tensors, int64_t dim) {

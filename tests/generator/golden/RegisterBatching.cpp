@@ -3,7 +3,8 @@
 //
 // Batching rules at FuncTorchBatched (Note [Pointwise batching rule] in dk/func/batching_rules.h):
 // each operator of a `batching:` family in the YAML (a `pointwise` tag implies that family) gets
-// the family's boxed rule, which runs the operator once for a whole vmap batch. Random operators
+// the family's boxed rule, which runs the operator once for a whole vmap batch; a view copy (tag
+// `view_copy`) gets the rule that runs its view (Note [View copy batching rule]). Random operators
 // (tag `nondeterministic_seeded`) get the randomness rule at FuncTorchVmapMode (Note [vmap
 // randomness]).
 #include "dk/dispatch/library.h"

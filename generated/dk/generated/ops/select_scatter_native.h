@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor select_scatter_batched(const Tensor& self, const Tensor& src, int64_t dim, int64_t index);  // select_scatter @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor select_scatter(const Tensor& self, const Tensor& src, int64_t dim, int64_t index);  // select_scatter @ CompositeExplicitAutograd

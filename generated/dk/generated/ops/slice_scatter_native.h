@@ -21,6 +21,12 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
+namespace dk::func {
+
+Tensor slice_scatter_batched(const Tensor& self, const Tensor& src, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step);  // slice_scatter @ FuncTorchBatched
+
+}  // namespace dk::func
+
 namespace dk::native {
 
 Tensor slice_scatter(const Tensor& self, const Tensor& src, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step);  // slice_scatter @ CompositeExplicitAutograd

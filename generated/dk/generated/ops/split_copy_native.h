@@ -21,12 +21,6 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
-namespace dk::func {
-
-std::vector<Tensor> split_copy_batched(const Tensor& self, int64_t split_size, int64_t dim);  // split_copy.Tensor @ FuncTorchBatched
-
-}  // namespace dk::func
-
 namespace dk::native {
 
 std::vector<Tensor> split_copy(const Tensor& self, int64_t split_size, int64_t dim);  // split_copy.Tensor @ CompositeExplicitAutogradNonFunctional

@@ -21,12 +21,6 @@
 #include "dk/tensor/tensor.h"
 #include "dk/util/array_ref.h"
 
-namespace dk::func {
-
-std::vector<Tensor> unbind_copy_batched(const Tensor& self, int64_t dim);  // unbind_copy.int @ FuncTorchBatched
-
-}  // namespace dk::func
-
 namespace dk::native {
 
 std::vector<Tensor> unbind_copy(const Tensor& self, int64_t dim);  // unbind_copy.int @ CompositeExplicitAutogradNonFunctional

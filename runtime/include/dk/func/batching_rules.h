@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dk/dispatch/dispatcher.h"
+#include "dk/dispatch/library.h"
 
 namespace dk::func {
 
@@ -28,6 +29,13 @@ void pointwiseBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* s
 // do not say which example dims are meant (a 0-dim example, a dim of None or an empty list, which
 // mean every dim), the rule runs the for-loop fallback instead.
 void alongDimsBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+
+// Note [View copy batching rule]
+// A view copy (tag view_copy: select_copy.int, view_copy, ...) under vmap runs its view, whose
+// rule moves the batch dim where the view wants it, and copies each batched result's value into
+// a fresh contiguous tensor with the batch dim first. RegisterBatching.cpp registers it for every
+// view copy with the name of its view ("dk::select.int").
+CppFunction viewCopyBatchingRule(const char* view);
 
 // Note [vmap randomness]
 // A random operator (tagged `nondeterministic_seeded` in the YAML) gets this rule at
