@@ -186,11 +186,8 @@ void viewCopyBatched(OperatorKernel* kernel, const OperatorHandle& op, DispatchK
 }  // namespace
 
 CppFunction viewCopyBatchingRule(const char* view) {
-  auto rule = std::make_shared<ViewCopyRule>(view);
-  OperatorKernel* raw = rule.get();
-  return CppFunction::makeFromKernelFunction(
-             KernelFunction::makeFromParts(nullptr, raw, &viewCopyBatched, std::move(rule)), std::nullopt, nullptr)
-      .debug(std::string("view copy batching rule (") + view + ")");
+  return boxedKernelWith(std::make_shared<ViewCopyRule>(view), &viewCopyBatched,
+                         std::string("view copy batching rule (") + view + ")");
 }
 
 void randomnessBatchingRule(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {

@@ -314,21 +314,13 @@ TensorsFn functionalize(TensorsFn f) {
 }
 
 CppFunction functionalizeMutation(const char* functional) {
-  auto kernel = std::make_shared<MutationKernel>(functional);
-  OperatorKernel* raw = kernel.get();
-  return CppFunction::makeFromKernelFunction(
-             KernelFunction::makeFromParts(nullptr, raw, &functionalizeMutationBoxed, std::move(kernel)), std::nullopt,
-             nullptr)
-      .debug(std::string("functionalize as ") + functional);
+  return boxedKernelWith(std::make_shared<MutationKernel>(functional), &functionalizeMutationBoxed,
+                         std::string("functionalize as ") + functional);
 }
 
 CppFunction functionalizeView(const char* view_copy, ViewInverse* inverse) {
-  auto kernel = std::make_shared<ViewKernel>(view_copy, inverse);
-  OperatorKernel* raw = kernel.get();
-  return CppFunction::makeFromKernelFunction(
-             KernelFunction::makeFromParts(nullptr, raw, &functionalizeViewBoxed, std::move(kernel)), std::nullopt,
-             nullptr)
-      .debug(std::string("functionalize as ") + view_copy);
+  return boxedKernelWith(std::make_shared<ViewKernel>(view_copy, inverse), &functionalizeViewBoxed,
+                         std::string("functionalize as ") + view_copy);
 }
 
 }  // namespace dk::func

@@ -1,11 +1,14 @@
-// dk/func/lazy_operator.h: an operator found by its full name on first use.
+// dk/func/lazy_operator.h: an operator found by its full name on first use, and the boxed kernels
+// that hold one (the generated registrations of functionalization and of the view copies' rule).
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "dk/dispatch/dispatcher.h"
+#include "dk/dispatch/library.h"
 
 namespace dk::func {
 
@@ -30,5 +33,14 @@ class LazyOperator {
   std::once_flag once_;
   std::optional<OperatorHandle> handle_;
 };
+
+// A boxed kernel calling `fn` with `state` (kept alive by the kernel) as its functor.
+template <class State>
+CppFunction boxedKernelWith(std::shared_ptr<State> state, BoxedKernelFunction* fn, std::string debug) {
+  OperatorKernel* raw = state.get();
+  return CppFunction::makeFromKernelFunction(KernelFunction::makeFromParts(nullptr, raw, fn, std::move(state)),
+                                             std::nullopt, nullptr)
+      .debug(std::move(debug));
+}
 
 }  // namespace dk::func
