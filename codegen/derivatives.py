@@ -492,6 +492,8 @@ def autograd_plan(native_functions: Sequence[NativeFunction],
     for nf in native_functions:
         if nf.manual_kernel_registration or nf.has_composite_implicit_autograd_kernel:
             continue
+        if nf.namespace != "dk":  # Note [Operator namespaces]: the autograd fallback serves them
+            continue
         if not nf.func.dispatch_arguments or not _has_tensor_output(nf):
             continue
         if nf.func.is_out_fn:

@@ -169,20 +169,23 @@ def generate(
 ) -> None:
     """Run every emitter into ``files``: the whole output for namespace ``dk``."""
     ctx = GenContext.build(native_functions, "dk", inputs)
+    # Note [Operator namespaces]: operators of other namespaces (c10d::...) get operator structs,
+    # public functions, schemas, boxing and kernel registrations; dk's layers cover dk's operators.
+    dk_ctx = ctx.of_namespace("dk")
     dispatch_keys.emit(UNIVERSE, files, (display_path(UNIVERSE.path, _REPO_ROOT),))
-    autograd.emit(ctx, files, autograd_plan(native_functions, derivatives),
+    autograd.emit(dk_ctx, files, autograd_plan(native_functions, derivatives),
                   untracked_views(native_functions, derivatives))
     operators.emit(ctx, files)
     functions.emit(ctx, files)
-    tensor_methods.emit(ctx, files)
-    tensor_operators.emit(ctx, files)
+    tensor_methods.emit(dk_ctx, files)
+    tensor_operators.emit(dk_ctx, files)
     register_schema.emit(ctx, files)
     boxing_adapters.emit(ctx, files)
     register_backend.emit(ctx, files)
-    backend_select.emit(ctx, files)
-    autocast.emit(ctx, files)
-    batching.emit(ctx, files)
-    functionalization.emit(ctx, files)
+    backend_select.emit(dk_ctx, files)
+    autocast.emit(dk_ctx, files)
+    batching.emit(dk_ctx, files)
+    functionalization.emit(dk_ctx, files)
     manifest.emit(ctx, files)
 
 

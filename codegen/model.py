@@ -126,6 +126,8 @@ class NativeFunction:
     ufunc_inner_loop: Mapping[str, str] = field(default_factory=_empty_map)
     autocast: Mapping[str, str] = field(default_factory=_empty_map)  # device type -> policy
     batching: Optional[str] = None  # the vmap batching-rule family (BATCHING_FAMILIES)
+    # The operator namespace: "dk", or another from "- func: c10d::..." (Note [Operator namespaces]).
+    namespace: str = "dk"
 
     @property
     def name(self) -> OperatorName:

@@ -68,6 +68,10 @@ _DISPATCH_KEY_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 # Namespaces of dk itself that generated code fills: a kernel may not be declared there.
 _RESERVED_KERNEL_NAMESPACES = ("dk", "dk::ops", "dk::detail", "dk::boxing")
+# "c10d::" in "- func: c10d::all_reduce_(...)": an operator namespace other than dk.
+_NAMESPACED_FUNC = re.compile(r"([a-z_][a-z0-9_]*)::")
+# dk is the default (no prefix); the others name C++ namespaces of generated code, or PyTorch's.
+_RESERVED_OPERATOR_NAMESPACES = ("dk", "ops", "detail", "boxing", "native", "meta", "aten", "std", "_")
 
 
 def kernel_name_mismatch(text: str) -> str:
@@ -116,6 +120,7 @@ class _EntryParser:
         self.known_tags = known_tags
         self.foreign_keys = foreign_keys
         self.schema_text: Optional[str] = None
+        self.namespace = "dk"  # from a "ns::" prefix of func
         self.errors: List[GenError] = []
         self.skipped = 0  # errors beyond MAX_ENTRY_ERRORS, the first of them at skipped_loc
         self.skipped_loc: Optional[Location] = None
@@ -203,6 +208,8 @@ class _EntryParser:
         fields["autocast"] = self.parse_autocast()
         fields["batching"] = self.parse_batching(func, fields.get("tags") or ())
         self.parse_dispatch(func, fields)
+        if self.namespace != "dk":
+            fields["namespace"] = self.namespace
         self.check_structure(func, fields)
         if self.errors:
             return func, None
@@ -218,6 +225,15 @@ class _EntryParser:
             self.error(f"'func' must be a schema string, got {yaml_type_name(text)}", "func")
             return None
         self.schema_text = text
+        # torchgen's spelling of an operator namespace: "- func: c10d::all_reduce_(...)".
+        match = _NAMESPACED_FUNC.match(text)
+        if match is not None:
+            self.namespace = match.group(1)
+            if self.namespace in _RESERVED_OPERATOR_NAMESPACES:
+                self.error(f"operator namespace '{self.namespace}' is reserved (the default is dk; write no prefix)",
+                           "func")
+                return None
+            text = text[match.end():]
         try:
             func = FunctionSchema.parse(text)
         except GenError as e:
@@ -441,6 +457,21 @@ class _EntryParser:
 
     def check_structure(self, func: FunctionSchema, fields: Dict[str, Any]) -> None:
         """Rules between keys, and between keys and the schema."""
+        if self.namespace != "dk":
+            # Note [Operator namespaces]: an operator of another namespace has kernels and a public
+            # function (dk::<namespace>::<name>); dk's layers (autograd formulas, vmap rules,
+            # functionalization, autocast) are for dk's operators.
+            if fields.get("variants") not in (None, ("function",)):
+                self.error(f"an operator of namespace {self.namespace} has the function variant only", "variants")
+            for key in ("structured", "structured_delegate", "autocast", "batching", "autogen"):
+                if fields.get(key):
+                    self.error(f"'{key}' is for operators of namespace dk, not {self.namespace}", key)
+            allowed = (DispatchKey.CPU, DispatchKey.CUDA, DispatchKey.Meta, DispatchKey.CompositeExplicitAutograd,
+                       DispatchKey.CompositeImplicitAutograd)
+            for key in fields.get("dispatch") or {}:
+                if key not in allowed:
+                    self.error(f"an operator of namespace {self.namespace} has kernels at CPU, CUDA, Meta and the "
+                               f"composite keys only, not {key.name}", "dispatch")
         if fields.get("structured"):
             if not func.is_out_fn:
                 self.error("'structured: True' is only for out= functions", "structured")

@@ -16,9 +16,11 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptScalarType_Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Tensor_Bool_Tensor.h"
@@ -51,6 +53,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_ScalarType_Bool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Str_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
@@ -59,6 +62,8 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_OptTensor_Int_Int_Double.h"
@@ -67,6 +72,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Scalar_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str_IntList_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Tensor_Scalar_Scalar_Tensor.h"
@@ -81,6 +87,8 @@
 #include "dk/generated/boxing/sig_Tup2TensorTensor__Tensor_Tensor_Tensor_OptTensor_Double_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_IntList_OptTensor_OptTensor_Double.h"
 #include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3.h"
+#include "dk/generated/boxing/sig_Void__Str.h"
+#include "dk/generated/boxing/sig_Void__Tensor_Int_Int_Str.h"
 
 #include "dk/dispatch/dispatcher.h"
 
@@ -126,6 +134,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Int>;
 // Tensor(const Tensor&, int64_t, int64_t, int64_t)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Int_Int>;
 
+// Tensor(const Tensor&, int64_t, int64_t, std::string_view)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Int_Str>;
+
 // Tensor(const Tensor&, int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_OptInt_OptInt_Int>;
 
@@ -134,6 +145,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_OptSc
 
 // Tensor(const Tensor&, int64_t, std::optional<ScalarType>, const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_OptScalarType_Tensor>;
+
+// Tensor(const Tensor&, int64_t, std::string_view)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Str>;
 
 // Tensor(const Tensor&, int64_t, const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Int_Tensor>;
@@ -231,6 +245,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_ScalarTyp
 // Tensor(const Tensor&, std::string_view)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Str>;
 
+// Tensor(const Tensor&, std::string_view, std::string_view)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Str_Str>;
+
 // Tensor(const Tensor&, std::string_view, const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Str_Tensor>;
 
@@ -255,6 +272,12 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_In
 // Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool, std::optional<int64_t>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_IntList_IntList_IntList_Bool_Bool_OptInt>;
 
+// Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, std::string_view)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_IntList_IntList_Str>;
+
+// Tensor(const Tensor&, const Tensor&, IntArrayRef, std::string_view)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_IntList_Str>;
+
 // Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_OptTensor>;
 
@@ -278,6 +301,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Sc
 
 // Tensor(const Tensor&, const Tensor&, std::string_view)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Str>;
+
+// Tensor(const Tensor&, const Tensor&, std::string_view, IntArrayRef, std::string_view)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Str_IntList_Str>;
 
 // Tensor(const Tensor&, const Tensor&, const Tensor&)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tensor__Tensor_Tensor_Tensor>;
@@ -320,3 +346,9 @@ template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup3TensorTensorTensor__
 
 // std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, IntArrayRef, const Tensor&, const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&, std::array<bool, 3>)
 template struct ::dk::detail::BoxingFor<dk::boxing::sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3>;
+
+// void(std::string_view)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Void__Str>;
+
+// void(const Tensor&, int64_t, int64_t, std::string_view)
+template struct ::dk::detail::BoxingFor<dk::boxing::sig_Void__Tensor_Int_Int_Str>;

@@ -15,17 +15,35 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Int_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Str_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Bool.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_IntList_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_IntList_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Int_OptInt_OptInt_Int.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Tensor_Str_IntList_Str.h"
 #include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_IntList_OptTensor_OptTensor_Double.h"
 #include "dk/generated/boxing/sig_Tup3TensorTensorTensor__Tensor_Tensor_IntList_Tensor_Tensor_OptTensor_OptTensor_BoolArray3.h"
+#include "dk/generated/boxing/sig_Void__Str.h"
+#include "dk/generated/boxing/sig_Void__Tensor_Int_Int_Str.h"
 #include "dk/generated/ops/_to_copy_native.h"
 #include "dk/generated/ops/_to_copy_ops.h"
+#include "dk/generated/ops/all_gather_into_tensor_native.h"
+#include "dk/generated/ops/all_gather_into_tensor_ops.h"
+#include "dk/generated/ops/all_reduce_native.h"
+#include "dk/generated/ops/all_reduce_ops.h"
+#include "dk/generated/ops/all_to_all_single_native.h"
+#include "dk/generated/ops/all_to_all_single_ops.h"
+#include "dk/generated/ops/barrier_native.h"
+#include "dk/generated/ops/barrier_ops.h"
+#include "dk/generated/ops/broadcast_native.h"
+#include "dk/generated/ops/broadcast_ops.h"
 #include "dk/generated/ops/clone_native.h"
 #include "dk/generated/ops/clone_ops.h"
 #include "dk/generated/ops/copy_native.h"
@@ -46,10 +64,16 @@
 #include "dk/generated/ops/native_layer_norm_ops.h"
 #include "dk/generated/ops/permute_native.h"
 #include "dk/generated/ops/permute_ops.h"
+#include "dk/generated/ops/recv_native.h"
+#include "dk/generated/ops/recv_ops.h"
+#include "dk/generated/ops/reduce_scatter_tensor_native.h"
+#include "dk/generated/ops/reduce_scatter_tensor_ops.h"
 #include "dk/generated/ops/select_native.h"
 #include "dk/generated/ops/select_ops.h"
 #include "dk/generated/ops/select_scatter_native.h"
 #include "dk/generated/ops/select_scatter_ops.h"
+#include "dk/generated/ops/send_native.h"
+#include "dk/generated/ops/send_ops.h"
 #include "dk/generated/ops/slice_native.h"
 #include "dk/generated/ops/slice_ops.h"
 #include "dk/generated/ops/slice_scatter_native.h"
@@ -78,6 +102,31 @@ namespace {
 // ===== dk::_to_copy @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd__to_copy(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Layout> layout, std::optional<Device> device, std::optional<bool> pin_memory, bool non_blocking, std::optional<MemoryFormat> memory_format) {
   return native::_to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+}
+
+// ===== c10d::all_gather_into_tensor_ @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_all_gather_into_tensor_(const Tensor& self, const Tensor& input, IntArrayRef split_sizes, std::string_view group) {
+  return ::dk::distributed::all_gather_into_tensor_inplace(self, input, split_sizes, group);
+}
+
+// ===== c10d::all_reduce_ @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_all_reduce_(const Tensor& self, std::string_view reduce_op, std::string_view group) {
+  return ::dk::distributed::all_reduce_inplace(self, reduce_op, group);
+}
+
+// ===== c10d::all_to_all_single_ @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_all_to_all_single_(const Tensor& self, const Tensor& input, IntArrayRef output_split_sizes, IntArrayRef input_split_sizes, std::string_view group) {
+  return ::dk::distributed::all_to_all_single_inplace(self, input, output_split_sizes, input_split_sizes, group);
+}
+
+// ===== c10d::barrier @ CompositeExplicitAutograd =====
+void wrapper_CompositeExplicitAutograd_barrier(std::string_view group) {
+  return ::dk::distributed::barrier(group);
+}
+
+// ===== c10d::broadcast_ @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_broadcast_(const Tensor& self, int64_t src, std::string_view group) {
+  return ::dk::distributed::broadcast_inplace(self, src, group);
 }
 
 // ===== dk::clone @ CompositeExplicitAutograd =====
@@ -130,6 +179,16 @@ Tensor wrapper_CompositeExplicitAutograd_permute(const Tensor& self, IntArrayRef
   return native::permute(self, dims);
 }
 
+// ===== c10d::recv_ @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_recv_(const Tensor& self, int64_t src, int64_t tag, std::string_view group) {
+  return ::dk::distributed::recv_inplace(self, src, tag, group);
+}
+
+// ===== c10d::reduce_scatter_tensor_ @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_reduce_scatter_tensor_(const Tensor& self, const Tensor& input, std::string_view reduce_op, IntArrayRef split_sizes, std::string_view group) {
+  return ::dk::distributed::reduce_scatter_tensor_inplace(self, input, reduce_op, split_sizes, group);
+}
+
 // ===== dk::select.int @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_select_int(const Tensor& self, int64_t dim, int64_t index) {
   return native::select(self, dim, index);
@@ -138,6 +197,11 @@ Tensor wrapper_CompositeExplicitAutograd_select_int(const Tensor& self, int64_t 
 // ===== dk::select_scatter @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_select_scatter(const Tensor& self, const Tensor& src, int64_t dim, int64_t index) {
   return native::select_scatter(self, src, dim, index);
+}
+
+// ===== c10d::send @ CompositeExplicitAutograd =====
+void wrapper_CompositeExplicitAutograd_send(const Tensor& self, int64_t dst, int64_t tag, std::string_view group) {
+  return ::dk::distributed::send(self, dst, tag, group);
 }
 
 // ===== dk::slice.Tensor @ CompositeExplicitAutograd =====
@@ -222,6 +286,17 @@ DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
   m.impl("unsqueeze", ::dk::detail::kernelFor<ops::unsqueeze, &wrapper_CompositeExplicitAutograd_unsqueeze>("wrapper_CompositeExplicitAutograd_unsqueeze"));  // unsqueeze @ CompositeExplicitAutograd -> native::unsqueeze
   m.impl("view", ::dk::detail::kernelFor<ops::view, &wrapper_CompositeExplicitAutograd_view>("wrapper_CompositeExplicitAutograd_view"));  // view @ CompositeExplicitAutograd -> native::view
   m.impl("zero", ::dk::detail::kernelFor<ops::zero, &wrapper_CompositeExplicitAutograd_zero>("wrapper_CompositeExplicitAutograd_zero"));  // zero @ CompositeExplicitAutograd -> native::zero
+}
+
+DK_LIBRARY_IMPL(c10d, CompositeExplicitAutograd, m) {
+  m.impl("all_gather_into_tensor_", ::dk::detail::kernelFor<ops::all_gather_into_tensor_, &wrapper_CompositeExplicitAutograd_all_gather_into_tensor_>("wrapper_CompositeExplicitAutograd_all_gather_into_tensor_"));  // all_gather_into_tensor_ @ CompositeExplicitAutograd -> ::dk::distributed::all_gather_into_tensor_inplace
+  m.impl("all_reduce_", ::dk::detail::kernelFor<ops::all_reduce_, &wrapper_CompositeExplicitAutograd_all_reduce_>("wrapper_CompositeExplicitAutograd_all_reduce_"));  // all_reduce_ @ CompositeExplicitAutograd -> ::dk::distributed::all_reduce_inplace
+  m.impl("all_to_all_single_", ::dk::detail::kernelFor<ops::all_to_all_single_, &wrapper_CompositeExplicitAutograd_all_to_all_single_>("wrapper_CompositeExplicitAutograd_all_to_all_single_"));  // all_to_all_single_ @ CompositeExplicitAutograd -> ::dk::distributed::all_to_all_single_inplace
+  m.impl("barrier", ::dk::detail::kernelFor<ops::barrier, &wrapper_CompositeExplicitAutograd_barrier>("wrapper_CompositeExplicitAutograd_barrier"));  // barrier @ CompositeExplicitAutograd -> ::dk::distributed::barrier
+  m.impl("broadcast_", ::dk::detail::kernelFor<ops::broadcast_, &wrapper_CompositeExplicitAutograd_broadcast_>("wrapper_CompositeExplicitAutograd_broadcast_"));  // broadcast_ @ CompositeExplicitAutograd -> ::dk::distributed::broadcast_inplace
+  m.impl("recv_", ::dk::detail::kernelFor<ops::recv_, &wrapper_CompositeExplicitAutograd_recv_>("wrapper_CompositeExplicitAutograd_recv_"));  // recv_ @ CompositeExplicitAutograd -> ::dk::distributed::recv_inplace
+  m.impl("reduce_scatter_tensor_", ::dk::detail::kernelFor<ops::reduce_scatter_tensor_, &wrapper_CompositeExplicitAutograd_reduce_scatter_tensor_>("wrapper_CompositeExplicitAutograd_reduce_scatter_tensor_"));  // reduce_scatter_tensor_ @ CompositeExplicitAutograd -> ::dk::distributed::reduce_scatter_tensor_inplace
+  m.impl("send", ::dk::detail::kernelFor<ops::send, &wrapper_CompositeExplicitAutograd_send>("wrapper_CompositeExplicitAutograd_send"));  // send @ CompositeExplicitAutograd -> ::dk::distributed::send
 }
 
 }  // namespace dk

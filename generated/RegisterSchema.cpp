@@ -12,14 +12,19 @@
 #include "dk/generated/ops/abs_ops.h"
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/all_gather_into_tensor_ops.h"
+#include "dk/generated/ops/all_reduce_ops.h"
+#include "dk/generated/ops/all_to_all_single_ops.h"
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/avg_pool2d_backward_ops.h"
 #include "dk/generated/ops/avg_pool2d_ops.h"
 #include "dk/generated/ops/baddbmm_ops.h"
+#include "dk/generated/ops/barrier_ops.h"
 #include "dk/generated/ops/batch_norm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/broadcast_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
@@ -87,6 +92,8 @@
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/rand_ops.h"
 #include "dk/generated/ops/randn_ops.h"
+#include "dk/generated/ops/recv_ops.h"
+#include "dk/generated/ops/reduce_scatter_tensor_ops.h"
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_ops.h"
@@ -95,6 +102,7 @@
 #include "dk/generated/ops/select_copy_ops.h"
 #include "dk/generated/ops/select_ops.h"
 #include "dk/generated/ops/select_scatter_ops.h"
+#include "dk/generated/ops/send_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_copy_ops.h"
@@ -152,6 +160,9 @@ struct Strings {
   char s_add_[5] = "add_";
   char s_addmm[6] = "addmm";
   char s_addmm_[7] = "addmm_";
+  char s_all_gather_into_tensor_[24] = "all_gather_into_tensor_";
+  char s_all_reduce_[12] = "all_reduce_";
+  char s_all_to_all_single_[19] = "all_to_all_single_";
   char s_arange[7] = "arange";
   char s_start_step[11] = "start_step";
   char s_argmax[7] = "argmax";
@@ -159,8 +170,10 @@ struct Strings {
   char s_avg_pool2d[11] = "avg_pool2d";
   char s_avg_pool2d_backward[20] = "avg_pool2d_backward";
   char s_baddbmm[8] = "baddbmm";
+  char s_barrier[8] = "barrier";
   char s_batch_norm[11] = "batch_norm";
   char s_bmm[4] = "bmm";
+  char s_broadcast_[11] = "broadcast_";
   char s_cat[4] = "cat";
   char s_chunk[6] = "chunk";
   char s_clamp[6] = "clamp";
@@ -255,6 +268,8 @@ struct Strings {
   char s_rand[5] = "rand";
   char s_generator[10] = "generator";
   char s_randn[6] = "randn";
+  char s_recv_[6] = "recv_";
+  char s_reduce_scatter_tensor_[23] = "reduce_scatter_tensor_";
   char s_relu[5] = "relu";
   char s_relu_[6] = "relu_";
   char s_repeat[7] = "repeat";
@@ -266,6 +281,7 @@ struct Strings {
   char s_select[7] = "select";
   char s_select_copy[12] = "select_copy";
   char s_select_scatter[15] = "select_scatter";
+  char s_send[5] = "send";
   char s_sigmoid[8] = "sigmoid";
   char s_sigmoid_[9] = "sigmoid_";
   char s_sin[4] = "sin";
@@ -335,6 +351,12 @@ struct Strings {
   char s_mat1[5] = "mat1";
   char s_mat2[5] = "mat2";
   char s_beta[5] = "beta";
+  char s_input[6] = "input";
+  char s_split_sizes[12] = "split_sizes";
+  char s_group[6] = "group";
+  char s_reduce_op[10] = "reduce_op";
+  char s_output_split_sizes[19] = "output_split_sizes";
+  char s_input_split_sizes[18] = "input_split_sizes";
   char s_start[6] = "start";
   char s_end[4] = "end";
   char s_step[5] = "step";
@@ -351,7 +373,6 @@ struct Strings {
   char s_grad_output[12] = "grad_output";
   char s_batch1[7] = "batch1";
   char s_batch2[7] = "batch2";
-  char s_input[6] = "input";
   char s_weight[7] = "weight";
   char s_bias[5] = "bias";
   char s_running_mean[13] = "running_mean";
@@ -360,6 +381,7 @@ struct Strings {
   char s_momentum[9] = "momentum";
   char s_eps[4] = "eps";
   char s_cudnn_enabled[14] = "cudnn_enabled";
+  char s_src[4] = "src";
   char s_tensors[8] = "tensors";
   char s_star[2] = "*";
   char s_chunks[7] = "chunks";
@@ -369,7 +391,6 @@ struct Strings {
   char s_groups[7] = "groups";
   char s_transposed[11] = "transposed";
   char s_output_padding[15] = "output_padding";
-  char s_src[4] = "src";
   char s_target[7] = "target";
   char s_reduction[10] = "reduction";
   char s_Mean[5] = "Mean";
@@ -405,8 +426,10 @@ struct Strings {
   char s_output_mask[12] = "output_mask";
   char s_dims[5] = "dims";
   char s_exponent[9] = "exponent";
+  char s_tag[4] = "tag";
   char s_repeats[8] = "repeats";
   char s_shape[6] = "shape";
+  char s_dst[4] = "dst";
   char s_descending[11] = "descending";
   char s_split_size[11] = "split_size";
   char s_unbiased[9] = "unbiased";
@@ -433,6 +456,9 @@ enum : StringOffset {
   s_add_ = offsetof(Strings, s_add_),
   s_addmm = offsetof(Strings, s_addmm),
   s_addmm_ = offsetof(Strings, s_addmm_),
+  s_all_gather_into_tensor_ = offsetof(Strings, s_all_gather_into_tensor_),
+  s_all_reduce_ = offsetof(Strings, s_all_reduce_),
+  s_all_to_all_single_ = offsetof(Strings, s_all_to_all_single_),
   s_arange = offsetof(Strings, s_arange),
   s_start_step = offsetof(Strings, s_start_step),
   s_argmax = offsetof(Strings, s_argmax),
@@ -440,8 +466,10 @@ enum : StringOffset {
   s_avg_pool2d = offsetof(Strings, s_avg_pool2d),
   s_avg_pool2d_backward = offsetof(Strings, s_avg_pool2d_backward),
   s_baddbmm = offsetof(Strings, s_baddbmm),
+  s_barrier = offsetof(Strings, s_barrier),
   s_batch_norm = offsetof(Strings, s_batch_norm),
   s_bmm = offsetof(Strings, s_bmm),
+  s_broadcast_ = offsetof(Strings, s_broadcast_),
   s_cat = offsetof(Strings, s_cat),
   s_chunk = offsetof(Strings, s_chunk),
   s_clamp = offsetof(Strings, s_clamp),
@@ -536,6 +564,8 @@ enum : StringOffset {
   s_rand = offsetof(Strings, s_rand),
   s_generator = offsetof(Strings, s_generator),
   s_randn = offsetof(Strings, s_randn),
+  s_recv_ = offsetof(Strings, s_recv_),
+  s_reduce_scatter_tensor_ = offsetof(Strings, s_reduce_scatter_tensor_),
   s_relu = offsetof(Strings, s_relu),
   s_relu_ = offsetof(Strings, s_relu_),
   s_repeat = offsetof(Strings, s_repeat),
@@ -547,6 +577,7 @@ enum : StringOffset {
   s_select = offsetof(Strings, s_select),
   s_select_copy = offsetof(Strings, s_select_copy),
   s_select_scatter = offsetof(Strings, s_select_scatter),
+  s_send = offsetof(Strings, s_send),
   s_sigmoid = offsetof(Strings, s_sigmoid),
   s_sigmoid_ = offsetof(Strings, s_sigmoid_),
   s_sin = offsetof(Strings, s_sin),
@@ -616,6 +647,12 @@ enum : StringOffset {
   s_mat1 = offsetof(Strings, s_mat1),
   s_mat2 = offsetof(Strings, s_mat2),
   s_beta = offsetof(Strings, s_beta),
+  s_input = offsetof(Strings, s_input),
+  s_split_sizes = offsetof(Strings, s_split_sizes),
+  s_group = offsetof(Strings, s_group),
+  s_reduce_op = offsetof(Strings, s_reduce_op),
+  s_output_split_sizes = offsetof(Strings, s_output_split_sizes),
+  s_input_split_sizes = offsetof(Strings, s_input_split_sizes),
   s_start = offsetof(Strings, s_start),
   s_end = offsetof(Strings, s_end),
   s_step = offsetof(Strings, s_step),
@@ -632,7 +669,6 @@ enum : StringOffset {
   s_grad_output = offsetof(Strings, s_grad_output),
   s_batch1 = offsetof(Strings, s_batch1),
   s_batch2 = offsetof(Strings, s_batch2),
-  s_input = offsetof(Strings, s_input),
   s_weight = offsetof(Strings, s_weight),
   s_bias = offsetof(Strings, s_bias),
   s_running_mean = offsetof(Strings, s_running_mean),
@@ -641,6 +677,7 @@ enum : StringOffset {
   s_momentum = offsetof(Strings, s_momentum),
   s_eps = offsetof(Strings, s_eps),
   s_cudnn_enabled = offsetof(Strings, s_cudnn_enabled),
+  s_src = offsetof(Strings, s_src),
   s_tensors = offsetof(Strings, s_tensors),
   s_star = offsetof(Strings, s_star),
   s_chunks = offsetof(Strings, s_chunks),
@@ -650,7 +687,6 @@ enum : StringOffset {
   s_groups = offsetof(Strings, s_groups),
   s_transposed = offsetof(Strings, s_transposed),
   s_output_padding = offsetof(Strings, s_output_padding),
-  s_src = offsetof(Strings, s_src),
   s_target = offsetof(Strings, s_target),
   s_reduction = offsetof(Strings, s_reduction),
   s_Mean = offsetof(Strings, s_Mean),
@@ -686,8 +722,10 @@ enum : StringOffset {
   s_output_mask = offsetof(Strings, s_output_mask),
   s_dims = offsetof(Strings, s_dims),
   s_exponent = offsetof(Strings, s_exponent),
+  s_tag = offsetof(Strings, s_tag),
   s_repeats = offsetof(Strings, s_repeats),
   s_shape = offsetof(Strings, s_shape),
+  s_dst = offsetof(Strings, s_dst),
   s_descending = offsetof(Strings, s_descending),
   s_split_size = offsetof(Strings, s_split_size),
   s_unbiased = offsetof(Strings, s_unbiased),
@@ -845,6 +883,39 @@ constexpr ArgumentData addmm__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 
+// all_gather_into_tensor_(Tensor(a!) self, Tensor input, int[] split_sizes, str group) -> Tensor(a!)
+constexpr ArgumentData all_gather_into_tensor__arguments[] = {
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_split_sizes, .type = {Int, {kList}}},
+    {.name = s_group, .type = {Str}},
+};
+constexpr ArgumentData all_gather_into_tensor__returns[] = {
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+};
+
+// all_reduce_(Tensor(a!) self, str reduce_op, str group) -> Tensor(a!)
+constexpr ArgumentData all_reduce__arguments[] = {
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_reduce_op, .type = {Str}},
+    {.name = s_group, .type = {Str}},
+};
+constexpr ArgumentData all_reduce__returns[] = {
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+};
+
+// all_to_all_single_(Tensor(a!) self, Tensor input, int[] output_split_sizes, int[] input_split_sizes, str group) -> Tensor(a!)
+constexpr ArgumentData all_to_all_single__arguments[] = {
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_output_split_sizes, .type = {Int, {kList}}},
+    {.name = s_input_split_sizes, .type = {Int, {kList}}},
+    {.name = s_group, .type = {Str}},
+};
+constexpr ArgumentData all_to_all_single__returns[] = {
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+};
+
 // arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 constexpr ArgumentData arange_start_step_arguments[] = {
     {.name = s_start, .type = {Scalar}},
@@ -942,6 +1013,11 @@ constexpr ArgumentData baddbmm_returns[] = {
     {.type = {Tensor}},
 };
 
+// barrier(str group) -> ()
+constexpr ArgumentData barrier_arguments[] = {
+    {.name = s_group, .type = {Str}},
+};
+
 // batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
 constexpr ArgumentData batch_norm_arguments[] = {
     {.name = s_input, .type = {Tensor}},
@@ -974,6 +1050,16 @@ constexpr ArgumentData bmm_out_arguments[] = {
     {.name = s_out, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}, .kwarg_only = true},
 };
 constexpr ArgumentData bmm_out_returns[] = {
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+};
+
+// broadcast_(Tensor(a!) self, int src, str group) -> Tensor(a!)
+constexpr ArgumentData broadcast__arguments[] = {
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_src, .type = {Int}},
+    {.name = s_group, .type = {Str}},
+};
+constexpr ArgumentData broadcast__returns[] = {
     {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
 };
 
@@ -2165,6 +2251,29 @@ constexpr ArgumentData randn_generator_returns[] = {
     {.type = {Tensor}},
 };
 
+// recv_(Tensor(a!) self, int src, int tag, str group) -> Tensor(a!)
+constexpr ArgumentData recv__arguments[] = {
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_src, .type = {Int}},
+    {.name = s_tag, .type = {Int}},
+    {.name = s_group, .type = {Str}},
+};
+constexpr ArgumentData recv__returns[] = {
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+};
+
+// reduce_scatter_tensor_(Tensor(a!) self, Tensor input, str reduce_op, int[] split_sizes, str group) -> Tensor(a!)
+constexpr ArgumentData reduce_scatter_tensor__arguments[] = {
+    {.name = s_self, .type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+    {.name = s_input, .type = {Tensor}},
+    {.name = s_reduce_op, .type = {Str}},
+    {.name = s_split_sizes, .type = {Int, {kList}}},
+    {.name = s_group, .type = {Str}},
+};
+constexpr ArgumentData reduce_scatter_tensor__returns[] = {
+    {.type = {Tensor}, .alias = {.before = s_a, .is_write = true}},
+};
+
 // relu(Tensor self) -> Tensor
 constexpr ArgumentData relu_arguments[] = {
     {.name = s_self, .type = {Tensor}},
@@ -2287,6 +2396,14 @@ constexpr ArgumentData select_scatter_arguments[] = {
 };
 constexpr ArgumentData select_scatter_returns[] = {
     {.type = {Tensor}},
+};
+
+// send(Tensor self, int dst, int tag, str group) -> ()
+constexpr ArgumentData send_arguments[] = {
+    {.name = s_self, .type = {Tensor}},
+    {.name = s_dst, .type = {Int}},
+    {.name = s_tag, .type = {Int}},
+    {.name = s_group, .type = {Str}},
 };
 
 // sigmoid(Tensor self) -> Tensor
@@ -2832,8 +2949,9 @@ constexpr ArgumentData zeros_like_returns[] = {
     {.type = {Tensor}},
 };
 
-// The operators above, in order: one Library::def registers them all, and each operator's
-// entry is made the first time it is looked up (Note [Entries made on first use]).
+
+// The operators of namespace dk above, in order: one Library::def registers them all, and
+// each operator's entry is made the first time it is looked up (Note [Entries made on first use]).
 constexpr SchemaData kSchemas[] = {
     // dk::_log_softmax
     {.strings = &kStrings, .name = s__log_softmax,
@@ -3672,8 +3790,49 @@ constexpr SchemaData kSchemas[] = {
      .arguments = zeros_like_arguments, .returns = zeros_like_returns,
      .dispatch_bitmap = ::dk::ops::zeros_like::dispatch_bitmap},
 };
+
+// The operators of namespace c10d above, in order: one Library::def registers them all, and
+// each operator's entry is made the first time it is looked up (Note [Entries made on first use]).
+constexpr SchemaData kSchemas_c10d[] = {
+    // c10d::all_gather_into_tensor_
+    {.strings = &kStrings, .name = s_all_gather_into_tensor_,
+     .arguments = all_gather_into_tensor__arguments, .returns = all_gather_into_tensor__returns,
+     .dispatch_bitmap = ::dk::ops::all_gather_into_tensor_::dispatch_bitmap},
+    // c10d::all_reduce_
+    {.strings = &kStrings, .name = s_all_reduce_,
+     .arguments = all_reduce__arguments, .returns = all_reduce__returns,
+     .dispatch_bitmap = ::dk::ops::all_reduce_::dispatch_bitmap},
+    // c10d::all_to_all_single_
+    {.strings = &kStrings, .name = s_all_to_all_single_,
+     .arguments = all_to_all_single__arguments, .returns = all_to_all_single__returns,
+     .dispatch_bitmap = ::dk::ops::all_to_all_single_::dispatch_bitmap},
+    // c10d::barrier
+    {.strings = &kStrings, .name = s_barrier,
+     .arguments = barrier_arguments,
+     .dispatch_bitmap = ::dk::ops::barrier::dispatch_bitmap},
+    // c10d::broadcast_
+    {.strings = &kStrings, .name = s_broadcast_,
+     .arguments = broadcast__arguments, .returns = broadcast__returns,
+     .dispatch_bitmap = ::dk::ops::broadcast_::dispatch_bitmap},
+    // c10d::recv_
+    {.strings = &kStrings, .name = s_recv_,
+     .arguments = recv__arguments, .returns = recv__returns,
+     .dispatch_bitmap = ::dk::ops::recv_::dispatch_bitmap},
+    // c10d::reduce_scatter_tensor_
+    {.strings = &kStrings, .name = s_reduce_scatter_tensor_,
+     .arguments = reduce_scatter_tensor__arguments, .returns = reduce_scatter_tensor__returns,
+     .dispatch_bitmap = ::dk::ops::reduce_scatter_tensor_::dispatch_bitmap},
+    // c10d::send
+    {.strings = &kStrings, .name = s_send,
+     .arguments = send_arguments,
+     .dispatch_bitmap = ::dk::ops::send::dispatch_bitmap},
+};
 }  // namespace dk::schema_data::tables_dk
 
 DK_LIBRARY(dk, m) {
   m.def(::dk::schema_data::tables_dk::kSchemas);
+}
+
+DK_LIBRARY(c10d, m) {
+  m.def(::dk::schema_data::tables_dk::kSchemas_c10d);
 }

@@ -12,6 +12,7 @@ runtime/ holds one folder per layer, lowest first:
     func      function transforms on the dispatcher (vmap, batched tensors, grad, the layer stack,
               functionalization, graph capture)
     optim     the optimizers (SGD, Adam), written with dk operators
+    distributed  stores, process groups and their backends (Gloo), the c10d collectives' kernels
 
 A file in one layer may include headers of its own layer and of lower ones only. The
 generated headers (dk/generated/) belong to the layer of what they declare, listed below (the
@@ -29,7 +30,7 @@ import os
 import re
 import sys
 
-LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers", "func", "optim"]
+LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers", "func", "optim", "distributed"]
 ENTRY_POINTS = {"dk/dk.h", "dk/dispatch.h", "dk/modes.h"}
 GENERATED_LAYER = {
     "Operators.h": "dispatch",

@@ -38,10 +38,11 @@ TEST_CASE("generated: every operator is registered with the schema its struct ca
     FunctionSchema parsed = parseSchema(info.schema_str);
     parsed.set_operator_name(OperatorName{info.name, info.overload_name});
     CHECK(op->schema() == parsed);
-    CHECK(op->schema().str() == "dk::" + std::string(info.schema_str));
+    std::string name = info.name;  // "dk::add", "c10d::all_reduce_"
+    CHECK(op->schema().str() == name.substr(0, name.find("::") + 2) + info.schema_str);
     ++n;
   }
-  CHECK(n == 209);
+  CHECK(n == 217);
 }
 
 TEST_CASE("generated: a def from schema data builds the schema the text parses to") {

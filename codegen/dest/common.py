@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import jinja2
@@ -116,6 +116,18 @@ def forward_all(bindings: Iterable[dispatcher.Binding]) -> str:
     return ", ".join(forward(b.type, b.name) for b in bindings)
 
 
+# Note [Operator namespaces]
+# An entry of native_functions.yaml belongs to namespace dk unless its func names another, as
+# torchgen spells it: "- func: c10d::all_reduce_(...)". Such an operator gets everything an operator
+# needs to be called and dispatched: its ops struct (dk::ops::<name>, whose name string is
+# "c10d::all_reduce_"), its public function in dk::<namespace> (dk::c10d::all_reduce_), its schema
+# in a library block of its own namespace (DK_LIBRARY(c10d, m)), its boxing adapter, and its kernel
+# registrations (DK_LIBRARY_IMPL(c10d, Key, m)). dk's layers are not generated for it: no autograd
+# kernel (the autograd fallback runs it), no vmap rule, no functionalization kernel, no autocast
+# policy, no Tensor method; the YAML loader refuses the keys that ask for them. Operator names are
+# unique across namespaces, so the generator's by-name tables stay keyed by the bare name.
+
+
 @dataclass(frozen=True)
 class GenContext:
     namespace: str               # the operator namespace: "dk" or "aten"
@@ -144,12 +156,28 @@ class GenContext:
             raise GenError("internal error: two C++ signatures got the same id (Note [Signature ids] in "
                            "codegen/api/dispatcher.py): " + ", ".join(sorted(sig_ids)))
         operators = tuple(
-            Operator(nf, namespace, dispatcher.struct_name(nf.func.name), sigs[nf], sig_ids[sigs[nf].canonical])
+            Operator(nf, nf.namespace if nf.namespace != "dk" else namespace, dispatcher.struct_name(nf.func.name),
+                     sigs[nf], sig_ids[sigs[nf].canonical])
             for nf in nfs
         )
         cpp_namespace = "dk" if namespace == "dk" else f"dk::{namespace}"
         header_dir = "dk/generated" if namespace == "dk" else f"dk/generated/{namespace}"
         return cls(namespace, cpp_namespace, header_dir, tuple(inputs), operators, signatures)
+
+    def of_namespace(self, namespace: str) -> "GenContext":
+        """This context with only the operators of ``namespace``: what dk's layers (autograd,
+        vmap, functionalization, autocast, Tensor methods) generate for (Note [Operator namespaces])."""
+        return replace(self, operators=tuple(op for op in self.operators if op.namespace == namespace))
+
+    @property
+    def operator_namespaces(self) -> List[str]:
+        """The namespaces of the operators, ``ctx.namespace`` first, then the others sorted."""
+        others = sorted({op.namespace for op in self.operators} - {self.namespace})
+        return [self.namespace] + others
+
+    def cpp_namespace_of(self, op: "Operator") -> str:
+        """The C++ namespace of ``op``'s public function: ``dk``, or ``dk::c10d``."""
+        return self.cpp_namespace if op.namespace == self.namespace else f"{self.cpp_namespace}::{op.namespace}"
 
     def header(self, name: str) -> str:
         """The output name, and include path, of generated header ``name``."""

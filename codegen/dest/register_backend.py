@@ -239,6 +239,7 @@ def emit(ctx: GenContext, files) -> None:
             namespaces = sorted({k.namespace for k, _ in kernels})
             files.write(ctx.op_header(group, "_native"),
                         render(ctx, "OperatorNatives.h.j2", group=group, namespaces=namespaces, kernels=kernels,
+                               operator_namespace=ops[0].namespace,
                                structured=decls))
     files.write(ctx.header("NativeFunctions.h"), render(ctx, "NativeFunctions.h.j2", groups=native_groups))
     files.write(ctx.header("DeviceCheck.h"), render(ctx, "DeviceCheck.h.j2"))

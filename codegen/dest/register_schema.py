@@ -183,7 +183,13 @@ def emit(ctx: GenContext, files, shards: int = DEFAULT_SHARDS) -> None:
             pool.ref(op.nf.func.name.name)
             pool.ref(op.nf.func.name.overload_name)
         entries: Sequence[SchemaEntry] = [schema_entry(op, pool) for op in ops]
+        # One table and one library block per operator namespace (Note [Operator namespaces]);
+        # the context's own namespace always has its block, even when a shard has none of its operators.
+        groups = [(ns, "kSchemas" if ns == ctx.namespace else f"kSchemas_{ns}",
+                   [e for e in entries if e.op.namespace == ns]) for ns in ctx.operator_namespaces]
+        groups = [g for g in groups if g[0] == ctx.namespace or g[2]]
         files.write(shard_name("RegisterSchema", index, shards, "cpp"),
-                    render(ctx, "RegisterSchema.cpp.j2", entries=entries, pool=pool, shard=index, shards=shards,
+                    render(ctx, "RegisterSchema.cpp.j2", entries=entries, groups=groups, pool=pool, shard=index,
+                           shards=shards,
                            tables=f"tables_{ctx.namespace}" + (f"_{index}" if shards > 1 else ""),
                            includes=ctx.includes_for(ops, adapters=False)))

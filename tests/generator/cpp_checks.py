@@ -78,7 +78,8 @@ def _call(sig, arity):
             for b in sig.bindings[:arity]]
     if sig.is_method:
         return f"t.{sig.name}({', '.join(args)})"
-    return f"dk::{sig.name}({', '.join(args)})"
+    namespace = "dk" if sig.nf.namespace == "dk" else f"dk::{sig.nf.namespace}"  # Note [Operator namespaces]
+    return f"{namespace}::{sig.name}({', '.join(args)})"
 
 
 def call_check_source(native_functions, header_dir="dk/generated"):

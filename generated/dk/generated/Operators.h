@@ -22,14 +22,19 @@
 #include "dk/generated/ops/abs_ops.h"
 #include "dk/generated/ops/add_ops.h"
 #include "dk/generated/ops/addmm_ops.h"
+#include "dk/generated/ops/all_gather_into_tensor_ops.h"
+#include "dk/generated/ops/all_reduce_ops.h"
+#include "dk/generated/ops/all_to_all_single_ops.h"
 #include "dk/generated/ops/arange_ops.h"
 #include "dk/generated/ops/argmax_ops.h"
 #include "dk/generated/ops/argmin_ops.h"
 #include "dk/generated/ops/avg_pool2d_ops.h"
 #include "dk/generated/ops/avg_pool2d_backward_ops.h"
 #include "dk/generated/ops/baddbmm_ops.h"
+#include "dk/generated/ops/barrier_ops.h"
 #include "dk/generated/ops/batch_norm_ops.h"
 #include "dk/generated/ops/bmm_ops.h"
+#include "dk/generated/ops/broadcast_ops.h"
 #include "dk/generated/ops/cat_ops.h"
 #include "dk/generated/ops/chunk_ops.h"
 #include "dk/generated/ops/clamp_ops.h"
@@ -97,6 +102,8 @@
 #include "dk/generated/ops/pow_ops.h"
 #include "dk/generated/ops/rand_ops.h"
 #include "dk/generated/ops/randn_ops.h"
+#include "dk/generated/ops/recv_ops.h"
+#include "dk/generated/ops/reduce_scatter_tensor_ops.h"
 #include "dk/generated/ops/relu_ops.h"
 #include "dk/generated/ops/repeat_ops.h"
 #include "dk/generated/ops/reshape_ops.h"
@@ -105,6 +112,7 @@
 #include "dk/generated/ops/select_ops.h"
 #include "dk/generated/ops/select_copy_ops.h"
 #include "dk/generated/ops/select_scatter_ops.h"
+#include "dk/generated/ops/send_ops.h"
 #include "dk/generated/ops/sigmoid_ops.h"
 #include "dk/generated/ops/sin_ops.h"
 #include "dk/generated/ops/slice_ops.h"
@@ -167,6 +175,9 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {addmm::name, addmm::overload_name, addmm::schema_str, addmm::dispatch_bitmap},  // addmm
     {addmm_out::name, addmm_out::overload_name, addmm_out::schema_str, addmm_out::dispatch_bitmap},  // addmm.out
     {addmm_::name, addmm_::overload_name, addmm_::schema_str, addmm_::dispatch_bitmap},  // addmm_
+    {all_gather_into_tensor_::name, all_gather_into_tensor_::overload_name, all_gather_into_tensor_::schema_str, all_gather_into_tensor_::dispatch_bitmap},  // all_gather_into_tensor_
+    {all_reduce_::name, all_reduce_::overload_name, all_reduce_::schema_str, all_reduce_::dispatch_bitmap},  // all_reduce_
+    {all_to_all_single_::name, all_to_all_single_::overload_name, all_to_all_single_::schema_str, all_to_all_single_::dispatch_bitmap},  // all_to_all_single_
     {arange_start_step::name, arange_start_step::overload_name, arange_start_step::schema_str, arange_start_step::dispatch_bitmap},  // arange.start_step
     {argmax::name, argmax::overload_name, argmax::schema_str, argmax::dispatch_bitmap},  // argmax
     {argmax_out::name, argmax_out::overload_name, argmax_out::schema_str, argmax_out::dispatch_bitmap},  // argmax.out
@@ -175,9 +186,11 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {avg_pool2d::name, avg_pool2d::overload_name, avg_pool2d::schema_str, avg_pool2d::dispatch_bitmap},  // avg_pool2d
     {avg_pool2d_backward::name, avg_pool2d_backward::overload_name, avg_pool2d_backward::schema_str, avg_pool2d_backward::dispatch_bitmap},  // avg_pool2d_backward
     {baddbmm::name, baddbmm::overload_name, baddbmm::schema_str, baddbmm::dispatch_bitmap},  // baddbmm
+    {barrier::name, barrier::overload_name, barrier::schema_str, barrier::dispatch_bitmap},  // barrier
     {batch_norm::name, batch_norm::overload_name, batch_norm::schema_str, batch_norm::dispatch_bitmap},  // batch_norm
     {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
     {bmm_out::name, bmm_out::overload_name, bmm_out::schema_str, bmm_out::dispatch_bitmap},  // bmm.out
+    {broadcast_::name, broadcast_::overload_name, broadcast_::schema_str, broadcast_::dispatch_bitmap},  // broadcast_
     {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
     {chunk::name, chunk::overload_name, chunk::schema_str, chunk::dispatch_bitmap},  // chunk
     {clamp::name, clamp::overload_name, clamp::schema_str, clamp::dispatch_bitmap},  // clamp
@@ -294,6 +307,8 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {rand_generator::name, rand_generator::overload_name, rand_generator::schema_str, rand_generator::dispatch_bitmap},  // rand.generator
     {randn::name, randn::overload_name, randn::schema_str, randn::dispatch_bitmap},  // randn
     {randn_generator::name, randn_generator::overload_name, randn_generator::schema_str, randn_generator::dispatch_bitmap},  // randn.generator
+    {recv_::name, recv_::overload_name, recv_::schema_str, recv_::dispatch_bitmap},  // recv_
+    {reduce_scatter_tensor_::name, reduce_scatter_tensor_::overload_name, reduce_scatter_tensor_::schema_str, reduce_scatter_tensor_::dispatch_bitmap},  // reduce_scatter_tensor_
     {relu::name, relu::overload_name, relu::schema_str, relu::dispatch_bitmap},  // relu
     {relu_::name, relu_::overload_name, relu_::schema_str, relu_::dispatch_bitmap},  // relu_
     {repeat::name, repeat::overload_name, repeat::schema_str, repeat::dispatch_bitmap},  // repeat
@@ -307,6 +322,7 @@ inline constexpr OperatorInfo kAllOperators[] = {
     {select_int::name, select_int::overload_name, select_int::schema_str, select_int::dispatch_bitmap},  // select.int
     {select_copy_int::name, select_copy_int::overload_name, select_copy_int::schema_str, select_copy_int::dispatch_bitmap},  // select_copy.int
     {select_scatter::name, select_scatter::overload_name, select_scatter::schema_str, select_scatter::dispatch_bitmap},  // select_scatter
+    {send::name, send::overload_name, send::schema_str, send::dispatch_bitmap},  // send
     {sigmoid::name, sigmoid::overload_name, sigmoid::schema_str, sigmoid::dispatch_bitmap},  // sigmoid
     {sigmoid_out::name, sigmoid_out::overload_name, sigmoid_out::schema_str, sigmoid_out::dispatch_bitmap},  // sigmoid.out
     {sigmoid_::name, sigmoid_::overload_name, sigmoid_::schema_str, sigmoid_::dispatch_bitmap},  // sigmoid_

@@ -358,13 +358,41 @@ edge_list rootEdges(const variable_list& outputs) {
 
 }  // namespace
 
+namespace {
+// The final callbacks of the backward passes running on this thread, innermost last (a node may
+// run a backward pass of its own).
+thread_local std::vector<std::vector<std::function<void()>>*> tls_final_callbacks;
+
+struct FinalCallbacks {
+  std::vector<std::function<void()>> callbacks;
+  FinalCallbacks() { tls_final_callbacks.push_back(&callbacks); }
+  ~FinalCallbacks() { tls_final_callbacks.pop_back(); }
+  FinalCallbacks(const FinalCallbacks&) = delete;
+  FinalCallbacks& operator=(const FinalCallbacks&) = delete;
+  void run() {
+    for (size_t i = 0; i < callbacks.size(); ++i) {  // a callback may queue more
+      std::function<void()> callback = std::move(callbacks[i]);
+      callback();
+    }
+  }
+};
+}  // namespace
+
+void queue_callback(std::function<void()> callback) {
+  DK_CHECK(!tls_final_callbacks.empty(), "Final callbacks can only be installed during backward pass.");
+  tls_final_callbacks.back()->push_back(std::move(callback));
+}
+
 variable_list execute(const edge_list& roots, variable_list root_grads, bool keep_graph, bool create_graph,
                       const edge_list& outputs) {
   DK_CHECK(root_grads.size() == roots.size(), "autograd engine: got ", roots.size(), " roots and ", root_grads.size(),
            " root gradients");
   AutoGradMode grad_mode(create_graph);
+  FinalCallbacks final_callbacks;
   GraphTask task(keep_graph, outputs);
-  return task.run(roots, std::move(root_grads), outputs);
+  variable_list result = task.run(roots, std::move(root_grads), outputs);
+  final_callbacks.run();
+  return result;
 }
 
 void backward(const variable_list& tensors, const variable_list& grad_tensors, std::optional<bool> retain_graph,

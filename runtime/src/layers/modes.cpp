@@ -303,6 +303,16 @@ std::shared_ptr<RankLogger> RankLogger::forRank(const std::string& prefix, int r
   return std::make_shared<RankLogger>(prefix + ".rank" + std::to_string(rank) + ".log", options);
 }
 
+namespace {
+std::mutex g_annotators_mutex;
+std::map<std::string, RankLogger::Annotator, std::less<>> g_annotators;  // guarded by g_annotators_mutex
+}  // namespace
+
+void RankLogger::setAnnotator(const std::string& op_namespace, Annotator annotator) {
+  std::lock_guard<std::mutex> lock(g_annotators_mutex);
+  g_annotators[op_namespace] = std::move(annotator);
+}
+
 void RankLogger::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   size_t n = argumentCount(op, *stack);
   std::ostringstream line;
@@ -314,6 +324,18 @@ void RankLogger::dispatch(const OperatorHandle& op, DispatchKeySet, Stack* stack
     line << (k ? ", " : "") << describeIValueShape((*stack)[i]);
   }
   line << ")";
+  Annotator annotator;
+  {
+    const std::string& name = op.operator_name().name;
+    std::string_view ns = std::string_view(name).substr(0, name.find("::"));
+    std::lock_guard<std::mutex> lock(g_annotators_mutex);
+    auto it = g_annotators.find(ns);
+    if (it != g_annotators.end()) annotator = it->second;
+  }
+  if (annotator) {
+    std::string note = annotator(op, *stack, stack->size() - n);
+    if (!note.empty()) line << " [" << note << "]";
+  }
   if (options_.timestamps) {
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start_);
     line << " @" << us.count() << "us";

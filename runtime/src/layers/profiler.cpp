@@ -2,6 +2,7 @@
 #include "dk/layers/profiler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <iomanip>
 #include <mutex>
@@ -29,7 +30,46 @@ struct Profiler::State {
   }
 };
 
+namespace {
+// The profilers recording now, for RecordFunction (Profiler's constructor adds, stop() removes).
+std::atomic<int> g_running{0};
+std::mutex g_running_mutex;
+std::vector<std::weak_ptr<Profiler::State>>& runningStates() {
+  static std::vector<std::weak_ptr<Profiler::State>> states;  // guarded by g_running_mutex
+  return states;
+}
+}  // namespace
+
+struct RecordFunction::Open {
+  std::shared_ptr<Profiler::State> state;
+  int64_t start_ns;
+};
+
+RecordFunction::RecordFunction(std::string name, std::string kind) {
+  if (g_running.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(g_running_mutex);
+  for (const auto& weak : runningStates()) {
+    if (auto state = weak.lock()) open_.push_back(Open{state, state->now()});
+  }
+  name_ = std::move(name);
+  kind_ = std::move(kind);
+}
+
+RecordFunction::~RecordFunction() {
+  for (Open& o : open_) {
+    int64_t end = o.state->now();
+    std::lock_guard<std::mutex> lock(o.state->mutex);
+    if (o.state->stop_ns >= 0) continue;
+    o.state->events.push_back(Event{name_, "", kind_, 0, 0, o.state->threadNumber(), o.start_ns, end - o.start_ns});
+  }
+}
+
 Profiler::Profiler() : state_(std::make_shared<State>()) {
+  {
+    std::lock_guard<std::mutex> lock(g_running_mutex);
+    runningStates().push_back(state_);
+    g_running.fetch_add(1);
+  }
   Observer observer;
   observer.on_enter = [state = state_](const ObservedCall& call) {
     int64_t t = state->now();
@@ -56,6 +96,14 @@ Profiler::~Profiler() { stop(); }
 void Profiler::stop() {
   if (!observer_) return;
   observer_.reset();
+  {
+    std::lock_guard<std::mutex> lock(g_running_mutex);
+    auto& states = runningStates();
+    states.erase(std::remove_if(states.begin(), states.end(),
+                                [&](const std::weak_ptr<State>& w) { return w.expired() || w.lock() == state_; }),
+                 states.end());
+    g_running.fetch_sub(1);
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->stop_ns = state_->now();
 }

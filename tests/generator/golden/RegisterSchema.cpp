@@ -122,8 +122,9 @@ constexpr ArgumentData zeros_returns[] = {
     {.type = {Tensor}},
 };
 
-// The operators above, in order: one Library::def registers them all, and each operator's
-// entry is made the first time it is looked up (Note [Entries made on first use]).
+
+// The operators of namespace dk above, in order: one Library::def registers them all, and
+// each operator's entry is made the first time it is looked up (Note [Entries made on first use]).
 constexpr SchemaData kSchemas[] = {
     // dk::add.Tensor
     {.strings = &kStrings, .name = s_add, .overload_name = s_Tensor,

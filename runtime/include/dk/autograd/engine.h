@@ -1,6 +1,7 @@
 // dk/autograd/engine.h: running the backward graph (Note [Backward engine] in engine.cpp).
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "dk/autograd/node.h"
@@ -32,6 +33,13 @@ void backward(const variable_list& tensors, const variable_list& grad_tensors, s
 // The gradients of `outputs` (weighted by `grad_outputs`) with respect to each of `inputs`,
 // returned rather than accumulated into .grad. An input the outputs do not depend on gets an
 // undefined tensor when allow_unused, else an error. retain_graph defaults to create_graph.
+// Runs `callback` when the backward pass running on this thread has run every node (before
+// backward() or grad() returns; not when it fails), after the callbacks queued before it; a callback
+// may queue more. PyTorch's Variable._execution_engine.queue_callback: DataParallel waits for its
+// gradient all-reduces this way. Outside a backward pass: "Final callbacks can only be installed
+// during backward pass."
+void queue_callback(std::function<void()> callback);
+
 variable_list grad(const variable_list& outputs, const variable_list& inputs, const variable_list& grad_outputs = {},
                    std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                    bool allow_unused = false);

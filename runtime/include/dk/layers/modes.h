@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -103,6 +104,13 @@ class RankLogger : public DispatchMode {
   void dispatch(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) override;
   const std::string& path() const { return path_; }
   void flush();
+
+  // Adds a note to the lines of the operators of one namespace, after the arguments:
+  // "... [group=0 seq=3]" for c10d's collectives (dk::distributed sets it), which tools/dk-ranklogs
+  // shows when it names the collective a rank diverged at. `first` is the index of the call's first
+  // argument in `stack`; an empty note adds nothing. Replaces the namespace's annotator.
+  using Annotator = std::function<std::string(const OperatorHandle& op, const Stack& stack, size_t first)>;
+  static void setAnnotator(const std::string& op_namespace, Annotator annotator);
 
  private:
   std::mutex mutex_;

@@ -37,6 +37,24 @@ struct OperatorStats {
   int64_t total_ns = 0;
 };
 
+// Marks a range of the current thread in the trace of every running profiler, as PyTorch's
+// record_function does: { dk::profiler::RecordFunction range("my step"); ... }. It appears as an
+// event of kind `kind` ("user" by default; the distributed worker's collectives are
+// "communication"). With no profiler running it costs one atomic load.
+class RecordFunction {
+ public:
+  explicit RecordFunction(std::string name, std::string kind = "user");
+  ~RecordFunction();
+  RecordFunction(const RecordFunction&) = delete;
+  RecordFunction& operator=(const RecordFunction&) = delete;
+
+ private:
+  struct Open;
+  std::string name_;
+  std::string kind_;
+  std::vector<Open> open_;  // one per profiler running when the range began
+};
+
 class Profiler {
  public:
   Profiler();  // starts recording (a global observer: every thread)
@@ -54,10 +72,11 @@ class Profiler {
   std::string chromeTrace() const;
   void writeChromeTrace(const std::string& path) const;
 
- private:
-  // What the observer callbacks touch, shared with them so that a callback still running on
-  // another thread when the profiler is destroyed finds it alive.
+  // What the observer callbacks and RecordFunction record into, shared with them so that a
+  // callback still running on another thread when the profiler is destroyed finds it alive.
   struct State;
+
+ private:
   int64_t now() const;
 
   std::shared_ptr<State> state_;
