@@ -1,6 +1,7 @@
 // Every collective of dk::distributed on the ranks tools/dkrun starts (2 and 4 local processes
-// over the loopback address; tests/meson.build runs both): each result against the value computed
-// here from what every rank contributed. Every rank runs the same test cases in the same order
+// over the loopback address; tests/meson.build runs both), and with DK_TEST_BACKEND=mpi on the
+// MPI backend under mpirun: each result against the value computed here from what every rank
+// contributed. Every rank runs the same test cases in the same order
 // (Catch2's declaration order), so the collectives line up; the world's timeout (20 s) turns a
 // failure on one rank into an error on the others instead of a hang.
 #define CATCH_CONFIG_EXTERNAL_INTERFACES  // the listener below
@@ -8,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -26,7 +28,11 @@ namespace {
 struct WorldListener : Catch::TestEventListenerBase {
   using TestEventListenerBase::TestEventListenerBase;
   void testRunStarting(const Catch::TestRunInfo&) override {
-    dist::init_process_group("gloo", -1, -1, nullptr, std::chrono::seconds(20));
+    dist::init_process_group(backend(), -1, -1, nullptr, std::chrono::seconds(20));
+  }
+  static std::string backend() {
+    const char* name = std::getenv("DK_TEST_BACKEND");
+    return name && *name ? name : "gloo";
   }
   void testRunEnded(const Catch::TestRunStats&) override {
     if (dist::is_initialized()) dist::destroy_process_group();
@@ -270,7 +276,7 @@ TEST_CASE("bad input raises a clear error on the rank that gave it, before anyth
   Tensor transposed = t.t();
   CHECK_THROWS_WITH(dist::all_reduce(transposed), Catch::Contains("must be contiguous"));
   Tensor meta = dk::empty({4}, TensorOptions().device(Device(DeviceType::Meta)));
-  CHECK_THROWS_WITH(dist::all_reduce(meta), Catch::Contains("gloo backend, which cannot move"));
+  CHECK_THROWS_WITH(dist::all_reduce(meta), Catch::Contains(WorldListener::backend() + " backend, which cannot move"));
   CHECK_THROWS_WITH(dk::c10d::all_reduce_(t, "mean", "0"), Catch::Contains("unknown reduce op 'mean'"));
   CHECK_THROWS_WITH(dk::c10d::all_reduce_(t, "sum", "7"), Catch::Contains("not a member of a process group named '7'"));
   CHECK_THROWS_WITH(dist::broadcast(t, world()), Catch::Contains("source rank") && Catch::Contains("out of range"));

@@ -4,6 +4,7 @@
 
 #include "dk/autograd/engine.h"
 #include "dk/core/grad_mode.h"
+#include "dk/core/local_dispatch_key_set.h"
 #include "dk/distributed/distributed.h"
 #include "dk/generated/ops/add.h"
 #include "dk/tensor/empty_tensor.h"
@@ -11,6 +12,11 @@
 
 namespace dk::distributed {
 
+// Note [DataParallel bookkeeping is not seen by modes]
+// Copying gradients into and out of the buckets is DataParallel's bookkeeping: it runs with the
+// Python key excluded, so dispatch modes (RankLogger, OpCounter, ...) see the model's operators
+// and the collectives, not the copies (which differ between ranks when one of them skips a
+// synchronization, and would hide the collective it skipped from tools/dk-ranklogs).
 struct DataParallel::State {
   struct Bucket {
     std::vector<size_t> params;   // indices into State::params
@@ -77,21 +83,25 @@ void DataParallel::State::finish() {
   NoGradGuard no_grad;
   std::lock_guard<std::mutex> lock(mutex);
   in_backward = false;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (arrived[i]) continue;
-    const Tensor& g = params[i].grad();
-    Tensor dst = slotOf(i);
-    if (g.defined()) {
-      dst.copy_(g);
-    } else {
-      dst.zero_();
+  {
+    ExcludeDispatchKeyGuard bookkeeping(DispatchKey::Python);  // Note [DataParallel bookkeeping is not seen by modes]
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (arrived[i]) continue;
+      const Tensor& g = params[i].grad();
+      Tensor dst = slotOf(i);
+      if (g.defined()) {
+        dst.copy_(g);
+      } else {
+        dst.zero_();
+      }
+      --buckets[slot[i].first].pending;
     }
-    --buckets[slot[i].first].pending;
   }
   launchReady();
   for (Bucket& b : buckets) {
     if (b.work) b.work->wait();
   }
+  ExcludeDispatchKeyGuard bookkeeping(DispatchKey::Python);
   for (size_t i = 0; i < params.size(); ++i) {
     Tensor averaged = slotOf(i);
     Tensor& grad = params[i].mutable_grad();
@@ -151,13 +161,16 @@ DataParallel::DataParallel(std::vector<Tensor> parameters, Options options) : st
       if (state->no_sync > 0) return Tensor();
       if (!state->in_backward) state->startBackward(state);
       if (state->arrived[i]) return Tensor();  // a second gradient in one backward: finish() uses .grad
-      NoGradGuard no_grad;
-      const Tensor& accumulated = state->params[i].grad();
-      Tensor dst = state->slotOf(i);
-      if (accumulated.defined()) {
-        dst.copy_(dk::add(accumulated, grad));
-      } else {
-        dst.copy_(grad);
+      {
+        NoGradGuard no_grad;
+        ExcludeDispatchKeyGuard bookkeeping(DispatchKey::Python);  // Note [DataParallel bookkeeping is not seen by modes]
+        const Tensor& accumulated = state->params[i].grad();
+        Tensor dst = state->slotOf(i);
+        if (accumulated.defined()) {
+          dst.copy_(dk::add(accumulated, grad));
+        } else {
+          dst.copy_(grad);
+        }
       }
       state->arrived[i] = true;
       if (--state->buckets[state->slot[i].first].pending == 0) state->launchReady();

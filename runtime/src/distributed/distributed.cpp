@@ -8,6 +8,12 @@
 #ifdef DK_HAVE_GLOO
 #include "dk/distributed/gloo_backend.h"
 #endif
+#ifdef DK_HAVE_MPI
+#include "dk/distributed/mpi_backend.h"
+#endif
+#ifdef DK_HAVE_NCCL
+#include "dk/distributed/nccl_backend.h"
+#endif
 #include "dk/generated/ops/all_gather_into_tensor.h"
 #include "dk/generated/ops/all_gather_into_tensor_native.h"
 #include "dk/generated/ops/all_reduce.h"
@@ -79,6 +85,12 @@ void registerBuiltinBackends() {
 #ifdef DK_HAVE_GLOO
     if (!isBackendAvailable("gloo")) registerBackend("gloo", makeGlooBackend);
 #endif
+#ifdef DK_HAVE_MPI
+    if (!isBackendAvailable("mpi")) registerBackend("mpi", makeMpiBackend);
+#endif
+#ifdef DK_HAVE_NCCL
+    if (!isBackendAvailable("nccl")) registerBackend("nccl", makeNcclBackend);
+#endif
   });
 }
 
@@ -101,6 +113,20 @@ void init_process_group(const std::string& backend, int rank, int world_size, st
   std::lock_guard<std::mutex> lock(w.mutex);
   DK_CHECK(!w.world, "init_process_group: the default process group is already initialized (call destroy_process_group "
                      "first)");
+#ifdef DK_HAVE_MPI
+  if (backend == "mpi") {
+    // The job's rank and size are MPI's (mpirun -n N); given ones must agree.
+    auto [mpi_rank, mpi_size] = mpiWorld();
+    DK_CHECK(rank == -1 || rank == mpi_rank, "init_process_group: rank ", rank, " was given, but MPI says this process is rank ",
+             mpi_rank);
+    DK_CHECK(world_size == -1 || world_size == mpi_size, "init_process_group: world_size ", world_size,
+             " was given, but the MPI job has ", mpi_size, " processes");
+    rank = mpi_rank;
+    world_size = mpi_size;
+    const char* port = std::getenv("MASTER_PORT");
+    if (!store && !(port && *port)) store = std::make_shared<HashStore>();
+  }
+#endif
   if (world_size == -1) world_size = envInt("WORLD_SIZE", "world_size");
   if (rank == -1) rank = envInt("RANK", "rank");
   DK_CHECK(world_size >= 1, "init_process_group: world_size must be at least 1, got ", world_size);

@@ -179,9 +179,8 @@ class GlooBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> makeGlooBackend(const std::shared_ptr<Store>& store, int rank, int size,
-                                         std::chrono::milliseconds timeout) {
-  return std::make_unique<GlooBackend>(store, rank, size, timeout);
+std::unique_ptr<Backend> makeGlooBackend(const BackendOptions& options) {
+  return std::make_unique<GlooBackend>(options.store, options.rank, options.size, options.timeout);
 }
 
 }  // namespace dk::distributed

@@ -31,24 +31,30 @@ ReduceOp parseReduceOp(std::string_view name) {
 }
 
 namespace {
+// One loop per reduce op (so that the compiler vectorizes each): out[i] = f(a[i], b[i]).
+template <class T, class F>
+void reduceLoop(T* out, const T* a, const T* b, size_t n, F f) {
+  // Half and BFloat16 compute in float, as their arithmetic does elsewhere.
+  using Acc = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<Acc>(a[i]), static_cast<Acc>(b[i])));
+}
+
 template <class T>
 void reduceTyped(ReduceOp op, T* out, const T* a, const T* b, size_t n) {
   if constexpr (std::is_same_v<T, bool>) {
-    bool use_or = op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::MAX;
-    for (size_t i = 0; i < n; ++i) out[i] = use_or ? (a[i] || b[i]) : (a[i] && b[i]);
+    if (op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::MAX) {
+      for (size_t i = 0; i < n; ++i) out[i] = a[i] || b[i];
+    } else {
+      for (size_t i = 0; i < n; ++i) out[i] = a[i] && b[i];
+    }
   } else {
-    // Half and BFloat16 compute in float, as their arithmetic does elsewhere.
-    using Acc = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
-    for (size_t i = 0; i < n; ++i) {
-      Acc x = static_cast<Acc>(a[i]), y = static_cast<Acc>(b[i]);
-      switch (op) {
-        case ReduceOp::SUM:
-        case ReduceOp::AVG: out[i] = static_cast<T>(x + y); break;
-        case ReduceOp::PRODUCT: out[i] = static_cast<T>(x * y); break;
-        // NaN wins, as torch.minimum/maximum (and c10d's Gloo reductions of floats) keep it.
-        case ReduceOp::MIN: out[i] = static_cast<T>((x != x || x < y) ? x : y); break;  // NOLINT(misc-redundant-expression)
-        case ReduceOp::MAX: out[i] = static_cast<T>((x != x || x > y) ? x : y); break;  // NOLINT(misc-redundant-expression)
-      }
+    switch (op) {
+      case ReduceOp::SUM:
+      case ReduceOp::AVG: reduceLoop(out, a, b, n, [](auto x, auto y) { return x + y; }); break;
+      case ReduceOp::PRODUCT: reduceLoop(out, a, b, n, [](auto x, auto y) { return x * y; }); break;
+      // NaN wins, as torch.minimum and torch.maximum keep it.
+      case ReduceOp::MIN: reduceLoop(out, a, b, n, [](auto x, auto y) { return (x != x || x < y) ? x : y; }); break;  // NOLINT
+      case ReduceOp::MAX: reduceLoop(out, a, b, n, [](auto x, auto y) { return (x != x || x > y) ? x : y; }); break;  // NOLINT
     }
   }
 }
@@ -192,10 +198,11 @@ std::string joinRanks(const std::vector<int>& ranks) {
   return out.str();
 }
 
-constexpr auto kMonitorInterval = std::chrono::milliseconds(10);
+constexpr auto kMonitorInterval = std::chrono::milliseconds(20);
 }  // namespace
 
-ProcessGroup::ProcessGroup(Options options, const std::shared_ptr<Store>& store) : options_(std::move(options)) {
+ProcessGroup::ProcessGroup(Options options, const std::shared_ptr<Store>& store)
+    : options_(std::move(options)), check_arguments_(options_.check_arguments) {
   DK_CHECK(store != nullptr, "ProcessGroup: the store is null");
   DK_CHECK(!options_.global_ranks.empty(), "ProcessGroup '", options_.name, "': a group needs at least one rank");
   DK_CHECK(options_.rank >= 0 && options_.rank < size(), "ProcessGroup '", options_.name, "': rank ", options_.rank,
@@ -214,7 +221,8 @@ ProcessGroup::ProcessGroup(Options options, const std::shared_ptr<Store>& store)
     factory = it->second;
   }
   store_ = std::make_shared<PrefixStore>("pg" + options_.name + "/", store);
-  backend_ = factory(std::make_shared<PrefixStore>(options_.backend + "/", store_), options_.rank, size(), options_.timeout);
+  backend_ = factory(BackendOptions{std::make_shared<PrefixStore>(options_.backend + "/", store_), options_.rank, size(),
+                                    options_.global_ranks, options_.timeout});
   worker_ = std::thread([this] { workerLoop(); });
   monitor_ = std::thread([this] { monitorLoop(); });
 }
@@ -248,11 +256,12 @@ void ProcessGroup::shutdown() {
 }
 
 std::shared_ptr<Work> ProcessGroup::enqueue(Job job) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   DK_CHECK(!stopping_, job.op, ": process group '", name(), "' was destroyed");
   DK_CHECK(broken_.empty(), job.op, ": process group '", name(), "' cannot be used after an earlier failure: ", broken_);
   std::ostringstream what;
   what << job.op;
+  job.check = check_arguments_.load();
   if (job.sequence != 0) {
     job.sequence = ++issued_;
     what << " (collective " << job.sequence << " of process group " << name() << ")";
@@ -260,7 +269,8 @@ std::shared_ptr<Work> ProcessGroup::enqueue(Job job) {
   job.work = std::make_shared<Work>(what.str());
   std::shared_ptr<Work> work = job.work;
   queue_.push_back(std::move(job));
-  queue_cv_.notify_one();
+  lock.unlock();
+  queue_cv_.notify_one();  // after unlocking: the worker does not wake into a held lock
   return work;
 }
 
@@ -301,7 +311,7 @@ std::vector<int64_t> parseCounts(const std::string& text) {
 // what must agree ("agreed": dtype, element count, reduce op, root, splits), and for all_to_all
 // what it sends to and expects from each rank. One all-gather of these descriptions, and every
 // rank compares all of them, so all raise the same error, and none sends a byte of the real data.
-void ProcessGroup::checkArguments(const Job& job) {
+void ProcessGroup::verifyAgreement(const Job& job) {
   std::string mine = job.op + " " + job.agreed;
   std::string pairs = job.sends.empty() ? "" : joinCounts(job.sends) + ";" + joinCounts(job.receives);
   std::string text = mine + "\n" + pairs;
@@ -374,7 +384,6 @@ void ProcessGroup::workerLoop() {
     if (job.sequence != 0) {
       std::lock_guard<std::mutex> lock(monitor_mutex_);
       monitor_state_ = std::to_string(job.sequence) + " " + job.op + " " + job.fingerprint;
-      monitor_cv_.notify_all();
     }
     auto start = std::chrono::steady_clock::now();
     try {
@@ -386,7 +395,7 @@ void ProcessGroup::workerLoop() {
             job.sequence != 0 ? job.op + " [" + options_.backend + ", collective " + std::to_string(job.sequence) + "]"
                               : job.op,
             job.sequence != 0 ? "communication" : "local");
-        if (job.sequence != 0 && options_.check_arguments && size() > 1) checkArguments(job);
+        if (job.sequence != 0 && job.check && size() > 1) verifyAgreement(job);
         job.run(*backend_, static_cast<uint32_t>(job.sequence));
       }
       job.work->finish(nullptr);
@@ -405,10 +414,11 @@ void ProcessGroup::workerLoop() {
   }
 }
 
+// Wakes every kMonitorInterval (the worker never wakes it: a collective costs no thread switch
+// here) and writes the state when it changed.
 void ProcessGroup::monitorLoop() {
   std::unique_lock<std::mutex> lock(monitor_mutex_);
   while (true) {
-    monitor_cv_.wait(lock, [&] { return monitor_stop_ || monitor_state_ != monitor_written_; });
     if (monitor_state_ != monitor_written_) {
       std::string state = monitor_state_;
       lock.unlock();
@@ -419,10 +429,9 @@ void ProcessGroup::monitorLoop() {
       }
       lock.lock();
       monitor_written_ = state;
-      if (monitor_stop_) return;
-      monitor_cv_.wait_for(lock, kMonitorInterval, [&] { return monitor_stop_; });
     }
-    if (monitor_stop_ && monitor_state_ == monitor_written_) return;
+    if (monitor_stop_) return;
+    monitor_cv_.wait_for(lock, kMonitorInterval, [&] { return monitor_stop_; });
   }
 }
 

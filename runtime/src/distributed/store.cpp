@@ -430,6 +430,35 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
 
 bool FileStore::deleteKey(const std::string& key) { return ::unlink(pathOf(key).c_str()) == 0; }
 
+// ---------------------------------------------------------------- HashStore
+
+void HashStore::set(const std::string& key, const std::vector<uint8_t>& value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_[key] = value;
+}
+
+bool HashStore::tryGet(const std::string& key, std::vector<uint8_t>& value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = data_.find(key);
+  if (it == data_.end()) return false;
+  value = it->second;
+  return true;
+}
+
+int64_t HashStore::add(const std::string& key, int64_t delta) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& v = data_[key];
+  int64_t value = (v.empty() ? 0 : std::stoll(std::string(v.begin(), v.end()))) + delta;
+  std::string text = std::to_string(value);
+  v.assign(text.begin(), text.end());
+  return value;
+}
+
+bool HashStore::deleteKey(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return data_.erase(key) != 0;
+}
+
 // ---------------------------------------------------------------- PrefixStore
 
 PrefixStore::PrefixStore(std::string prefix, std::shared_ptr<Store> store)

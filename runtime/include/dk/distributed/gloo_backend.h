@@ -7,14 +7,12 @@
 // loopback address (or unset), else this machine's host name.
 #pragma once
 
-#include <chrono>
 #include <memory>
 
 #include "dk/distributed/process_group.h"
 
 namespace dk::distributed {
 
-std::unique_ptr<Backend> makeGlooBackend(const std::shared_ptr<Store>& store, int rank, int size,
-                                         std::chrono::milliseconds timeout);
+std::unique_ptr<Backend> makeGlooBackend(const BackendOptions& options);
 
 }  // namespace dk::distributed

@@ -9,12 +9,13 @@
 //
 // Note [Naming the ranks that did not arrive]
 // While a rank runs collective N it keeps "N <operator> <argument shapes>" under its monitoring
-// key in the group's store (written by a background thread, at most every 10 ms, so the
+// key in the group's store (written by a background thread, every 20 ms when it changed, so the
 // collectives never wait for the store). When a collective fails or times out, the rank reads
 // every member's key and says which ranks were elsewhere (at another collective, or at none) and
 // which entered the same collective with other arguments: c10d's desync debugging, always on.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -105,10 +106,17 @@ class Backend {
   virtual std::function<void()> recv(Tensor& tensor, int src, uint32_t tag) = 0;
 };
 
-// Makes a backend for rank `rank` of `size` ranks that meet through `store` (already prefixed
-// with the group's name); operations fail after `timeout`.
-using BackendFactory = std::function<std::unique_ptr<Backend>(const std::shared_ptr<Store>& store, int rank, int size,
-                                                              std::chrono::milliseconds timeout)>;
+// What a backend is made from: this process's rank among `size` ranks (global_ranks: the members
+// as ranks of the world), the store they meet through (prefixed with the group's and the
+// backend's names), and the time after which an operation fails.
+struct BackendOptions {
+  std::shared_ptr<Store> store;
+  int rank = 0;
+  int size = 1;
+  std::vector<int> global_ranks;
+  std::chrono::milliseconds timeout{0};
+};
+using BackendFactory = std::function<std::unique_ptr<Backend>(const BackendOptions& options)>;
 // Registers a backend by name ("gloo", "mpi", "nccl"); the built-in ones register themselves.
 void registerBackend(const std::string& name, BackendFactory factory);
 bool isBackendAvailable(const std::string& name);
@@ -141,6 +149,11 @@ class ProcessGroup {
   const std::vector<int>& globalRanks() const { return options_.global_ranks; }
   const std::string& backendName() const { return options_.backend; }
   std::chrono::milliseconds timeout() const { return options_.timeout; }
+  // Note [Argument check] on or off for the collectives issued from now on (every rank of the group
+  // must set the same). Off saves one small all-gather per collective; a mismatch then goes to
+  // the transport, which may abort or hang until the timeout.
+  void setCheckArguments(bool on) { check_arguments_.store(on); }
+  bool checksArguments() const { return check_arguments_.load(); }
   // Collectives issued on this rank so far: the next one gets sequenceNumber() + 1.
   uint64_t sequenceNumber() const;
 
@@ -178,11 +191,12 @@ class ProcessGroup {
     std::vector<int64_t> sends, receives;  // all_to_all: elements to and from each rank
     std::function<void(Backend&, uint32_t tag)> run;  // tag: the sequence number
     std::shared_ptr<Work> work;
+    bool check = true;  // run Note [Argument check] first (the group's setting when issued)
   };
 
   std::shared_ptr<Work> enqueue(Job job);
   // Note [Argument check]: throws ArgumentMismatch when the ranks disagree about `job`.
-  void checkArguments(const Job& job);
+  void verifyAgreement(const Job& job);
   Backend& backendFor(const std::string& op, const Tensor& tensor);
   void checkUsable(const std::string& op) const;  // not destroyed, not broken
   void workerLoop();
@@ -200,6 +214,7 @@ class ProcessGroup {
   uint64_t issued_ = 0;             // collectives issued (the last sequence number)
   bool stopping_ = false;
   std::string broken_;              // set after a failure: why the group cannot be used
+  std::atomic<bool> check_arguments_;
   std::thread worker_;
 
   // Note [Naming the ranks that did not arrive]

@@ -12,7 +12,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,6 +100,22 @@ class FileStore : public Store {
  private:
   std::string pathOf(const std::string& key) const;
   std::string folder_;
+};
+
+// In this process's memory: for one process (tests), or an MPI job without a TCPStore.
+class HashStore : public Store {
+ public:
+  explicit HashStore(std::chrono::milliseconds timeout = kDefaultStoreTimeout) : Store(timeout) {}
+  using Store::set;
+  void set(const std::string& key, const std::vector<uint8_t>& value) override;
+  bool tryGet(const std::string& key, std::vector<uint8_t>& value) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  bool deleteKey(const std::string& key) override;
+  std::string describe() const override { return "HashStore"; }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::vector<uint8_t>> data_;
 };
 
 class PrefixStore : public Store {
