@@ -17,6 +17,7 @@
 
 #include "dk/dk.h"
 #include "dk/distributed/distributed.h"
+#include "world_listener.h"
 #include "dk/layers/modes.h"
 
 using namespace dk;
@@ -24,20 +25,7 @@ namespace dist = dk::distributed;
 
 namespace {
 
-// The world, set up before the first test case and torn down after the last.
-struct WorldListener : Catch::TestEventListenerBase {
-  using TestEventListenerBase::TestEventListenerBase;
-  void testRunStarting(const Catch::TestRunInfo&) override {
-    dist::init_process_group(backend(), -1, -1, nullptr, std::chrono::seconds(20));
-  }
-  static std::string backend() {
-    const char* name = std::getenv("DK_TEST_BACKEND");
-    return name && *name ? name : "gloo";
-  }
-  void testRunEnded(const Catch::TestRunStats&) override {
-    if (dist::is_initialized()) dist::destroy_process_group();
-  }
-};
+using dk::test::WorldListener;
 CATCH_REGISTER_LISTENER(WorldListener)
 
 int rank() { return dist::get_rank(); }

@@ -14,6 +14,7 @@
 #include "dk/dk.h"
 #include "dk/distributed/data_parallel.h"
 #include "dk/distributed/distributed.h"
+#include "world_listener.h"
 #include "dk/layers/profiler.h"
 
 using namespace dk;
@@ -21,15 +22,7 @@ namespace dist = dk::distributed;
 
 namespace {
 
-struct WorldListener : Catch::TestEventListenerBase {
-  using TestEventListenerBase::TestEventListenerBase;
-  void testRunStarting(const Catch::TestRunInfo&) override {
-    dist::init_process_group("gloo", -1, -1, nullptr, std::chrono::seconds(20));
-  }
-  void testRunEnded(const Catch::TestRunStats&) override {
-    if (dist::is_initialized()) dist::destroy_process_group();
-  }
-};
+using dk::test::WorldListener;
 CATCH_REGISTER_LISTENER(WorldListener)
 
 int rank() { return dist::get_rank(); }

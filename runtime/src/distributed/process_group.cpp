@@ -638,28 +638,26 @@ void ProcessGroup::checkUsable(const std::string& op) const {
 
 // Sends and receives are posted on the caller's thread, not queued behind the collectives, so that
 // a rank can send and receive at once (a ring); their Work waits for the transfer.
-std::shared_ptr<Work> ProcessGroup::send(const std::string& op, Tensor tensor, int dst, int tag) {
+std::shared_ptr<Work> ProcessGroup::pointToPoint(const std::string& op, Tensor tensor, int peer, int tag, bool sending) {
   backendFor(op, tensor);
-  DK_CHECK(dst >= 0 && dst < size() && dst != rank(), op, ": destination rank ", dst,
-           dst == rank() ? " is this rank" : " is out of range", " (process group '", name(), "' of ", size(), " ranks)");
+  const char* role = sending ? "destination" : "source";
+  DK_CHECK(peer >= 0 && peer < size() && peer != rank(), op, ": ", role, " rank ", peer,
+           peer == rank() ? " is this rank" : " is out of range", " (process group '", name(), "' of ", size(), " ranks)");
   DK_CHECK(tag >= 0, op, ": tags are non-negative, got ", tag);
   checkUsable(op);
-  auto waiter = backend_->send(tensor, dst, static_cast<uint32_t>(tag));
-  return Work::deferred(op + " to rank " + std::to_string(dst) + " (tag " + std::to_string(tag) + ") on process group '" +
-                            name() + "'",
+  auto waiter = sending ? backend_->send(tensor, peer, static_cast<uint32_t>(tag))
+                        : backend_->recv(tensor, peer, static_cast<uint32_t>(tag));
+  return Work::deferred(op + (sending ? " to rank " : " from rank ") + std::to_string(peer) + " (tag " +
+                            std::to_string(tag) + ") on process group '" + name() + "'",
                         [waiter, tensor] { waiter(); });
 }
 
+std::shared_ptr<Work> ProcessGroup::send(const std::string& op, Tensor tensor, int dst, int tag) {
+  return pointToPoint(op, std::move(tensor), dst, tag, /*sending=*/true);
+}
+
 std::shared_ptr<Work> ProcessGroup::recv(const std::string& op, Tensor tensor, int src, int tag) {
-  backendFor(op, tensor);
-  DK_CHECK(src >= 0 && src < size() && src != rank(), op, ": source rank ", src,
-           src == rank() ? " is this rank" : " is out of range", " (process group '", name(), "' of ", size(), " ranks)");
-  DK_CHECK(tag >= 0, op, ": tags are non-negative, got ", tag);
-  checkUsable(op);
-  auto waiter = backend_->recv(tensor, src, static_cast<uint32_t>(tag));
-  return Work::deferred(op + " from rank " + std::to_string(src) + " (tag " + std::to_string(tag) +
-                            ") on process group '" + name() + "'",
-                        [waiter, tensor] { waiter(); });
+  return pointToPoint(op, std::move(tensor), src, tag, /*sending=*/false);
 }
 
 }  // namespace dk::distributed

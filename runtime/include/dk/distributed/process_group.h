@@ -199,6 +199,7 @@ class ProcessGroup {
   void verifyAgreement(const Job& job);
   Backend& backendFor(const std::string& op, const Tensor& tensor);
   void checkUsable(const std::string& op) const;  // not destroyed, not broken
+  std::shared_ptr<Work> pointToPoint(const std::string& op, Tensor tensor, int peer, int tag, bool sending);
   void workerLoop();
   void monitorLoop();
   // The message for a collective that failed with `what`: the ranks that did not arrive.
