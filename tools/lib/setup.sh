@@ -5,8 +5,9 @@ DK_PACKAGES=(meson ninja-build catch2 python3-jinja2 python3-yaml python3-pytest
   libopenblas-dev libsleef-dev libgloo-dev)
 # tools/test also installs python3-torch: it ships PyTorch 1.13.1's native_functions.yaml and
 # tags.yaml, which the PyTorch-file tests read (they skip when the files are absent); and cmake,
-# for the downstream CMake project of the install tests; and clang-14, the second compiler.
-DK_TEST_PACKAGES=(python3-torch cmake clang-14)
+# for the downstream CMake project of the install tests; and clang-14, the second compiler; and
+# Open MPI, so that the MPI backend of dk::distributed is built and tested (mpirun -n 2).
+DK_TEST_PACKAGES=(python3-torch cmake clang-14 libopenmpi-dev)
 
 dk_install_missing_packages() {
   local missing=()
