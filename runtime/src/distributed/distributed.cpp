@@ -285,64 +285,83 @@ void finishCollective(WorkHandle work) {
   }
   work->wait();
 }
+
+namespace {
+// What the kernels below do with the collective `issue` starts: hand its Work to an async caller,
+// or run it on this thread when the group is idle (Note [Collectives on the caller's thread]) and
+// wait.
+template <class Issue>
+void issueCollective(Issue&& issue) {
+  if (tls_async.active && !tls_async.work) {
+    tls_async.work = issue();
+    return;
+  }
+  RunOnCallerThread on_caller;
+  issue()->wait();
+}
+}  // namespace
 }  // namespace detail
 
 // ---------------------------------------------------------------- the kernels of the c10d operators
 
 Tensor all_reduce_inplace(const Tensor& self, std::string_view reduce_op, std::string_view group) {
   const char* op = "c10d::all_reduce_";
-  detail::finishCollective(group_by_name(std::string(group), op)->allReduce(op, self, parseReduceOp(reduce_op)));
+  auto g = group_by_name(std::string(group), op);
+  detail::issueCollective([&] { return g->allReduce(op, self, parseReduceOp(reduce_op)); });
   return self;
 }
 
 Tensor broadcast_inplace(const Tensor& self, int64_t src, std::string_view group) {
   const char* op = "c10d::broadcast_";
-  detail::finishCollective(group_by_name(std::string(group), op)->broadcast(op, self, static_cast<int>(src)));
+  auto g = group_by_name(std::string(group), op);
+  detail::issueCollective([&] { return g->broadcast(op, self, static_cast<int>(src)); });
   return self;
 }
 
 Tensor all_gather_into_tensor_inplace(const Tensor& self, const Tensor& input, IntArrayRef split_sizes,
                                       std::string_view group) {
   const char* op = "c10d::all_gather_into_tensor_";
-  detail::finishCollective(group_by_name(std::string(group), op)
-                               ->allGather(op, self, input, std::vector<int64_t>(split_sizes.begin(), split_sizes.end())));
+  auto g = group_by_name(std::string(group), op);
+  std::vector<int64_t> splits(split_sizes.begin(), split_sizes.end());
+  detail::issueCollective([&] { return g->allGather(op, self, input, splits); });
   return self;
 }
 
 Tensor reduce_scatter_tensor_inplace(const Tensor& self, const Tensor& input, std::string_view reduce_op,
                                      IntArrayRef split_sizes, std::string_view group) {
   const char* op = "c10d::reduce_scatter_tensor_";
-  detail::finishCollective(group_by_name(std::string(group), op)
-                               ->reduceScatter(op, self, input, parseReduceOp(reduce_op),
-                                               std::vector<int64_t>(split_sizes.begin(), split_sizes.end())));
+  auto g = group_by_name(std::string(group), op);
+  std::vector<int64_t> splits(split_sizes.begin(), split_sizes.end());
+  detail::issueCollective([&] { return g->reduceScatter(op, self, input, parseReduceOp(reduce_op), splits); });
   return self;
 }
 
 Tensor all_to_all_single_inplace(const Tensor& self, const Tensor& input, IntArrayRef output_split_sizes,
                                  IntArrayRef input_split_sizes, std::string_view group) {
   const char* op = "c10d::all_to_all_single_";
-  detail::finishCollective(
-      group_by_name(std::string(group), op)
-          ->allToAll(op, self, input, std::vector<int64_t>(output_split_sizes.begin(), output_split_sizes.end()),
-                     std::vector<int64_t>(input_split_sizes.begin(), input_split_sizes.end())));
+  auto g = group_by_name(std::string(group), op);
+  std::vector<int64_t> out_splits(output_split_sizes.begin(), output_split_sizes.end());
+  std::vector<int64_t> in_splits(input_split_sizes.begin(), input_split_sizes.end());
+  detail::issueCollective([&] { return g->allToAll(op, self, input, out_splits, in_splits); });
   return self;
 }
 
 void barrier(std::string_view group) {
   const char* op = "c10d::barrier";
-  detail::finishCollective(group_by_name(std::string(group), op)->barrier(op));
+  auto g = group_by_name(std::string(group), op);
+  detail::issueCollective([&] { return g->barrier(op); });
 }
 
 void send(const Tensor& self, int64_t dst, int64_t tag, std::string_view group) {
   const char* op = "c10d::send";
-  detail::finishCollective(
-      group_by_name(std::string(group), op)->send(op, self, static_cast<int>(dst), static_cast<int>(tag)));
+  auto g = group_by_name(std::string(group), op);
+  detail::issueCollective([&] { return g->send(op, self, static_cast<int>(dst), static_cast<int>(tag)); });
 }
 
 Tensor recv_inplace(const Tensor& self, int64_t src, int64_t tag, std::string_view group) {
   const char* op = "c10d::recv_";
-  detail::finishCollective(
-      group_by_name(std::string(group), op)->recv(op, self, static_cast<int>(src), static_cast<int>(tag)));
+  auto g = group_by_name(std::string(group), op);
+  detail::issueCollective([&] { return g->recv(op, self, static_cast<int>(src), static_cast<int>(tag)); });
   return self;
 }
 

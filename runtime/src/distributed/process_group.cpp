@@ -199,6 +199,14 @@ std::string joinRanks(const std::vector<int>& ranks) {
 }
 
 constexpr auto kMonitorInterval = std::chrono::milliseconds(20);
+
+// Note [Collectives on the caller's thread]
+// A caller that is going to wait for a collective anyway (a synchronous call: the c10d kernels
+// outside an async_op call) runs it on its own thread when the group is idle (nothing queued,
+// nothing running), which saves the two thread hand-offs (to the worker and back) that dominate
+// a small collective's time. Otherwise it is queued behind the others, as usual, so the order in
+// which this rank issues collectives is the order in which they run.
+thread_local bool tls_run_on_caller_thread = false;
 }  // namespace
 
 ProcessGroup::ProcessGroup(Options options, const std::shared_ptr<Store>& store)
@@ -241,7 +249,7 @@ bool ProcessGroup::isShutdown() const {
 
 void ProcessGroup::shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     if (stopping_ && !worker_.joinable()) return;
     stopping_ = true;
   }
@@ -268,11 +276,26 @@ std::shared_ptr<Work> ProcessGroup::enqueue(Job job) {
   }
   job.work = std::make_shared<Work>(what.str());
   std::shared_ptr<Work> work = job.work;
+  if (tls_run_on_caller_thread && queue_.empty() && !running_) {
+    // Note [Collectives on the caller's thread]
+    running_ = true;
+    lock.unlock();
+    execute(job);
+    lock.lock();
+    running_ = false;
+    bool more = !queue_.empty() || stopping_;
+    lock.unlock();
+    if (more) queue_cv_.notify_one();
+    return work;
+  }
   queue_.push_back(std::move(job));
   lock.unlock();
   queue_cv_.notify_one();  // after unlocking: the worker does not wake into a held lock
   return work;
 }
+
+RunOnCallerThread::RunOnCallerThread() : previous_(tls_run_on_caller_thread) { tls_run_on_caller_thread = true; }
+RunOnCallerThread::~RunOnCallerThread() { tls_run_on_caller_thread = previous_; }
 
 bool ProcessGroup::defaultCheckArguments() {
   const char* env = std::getenv("DK_DISTRIBUTED_CHECKS");
@@ -366,51 +389,62 @@ void ProcessGroup::workerLoop() {
     Job job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      queue_cv_.wait(lock, [&] { return !running_ && (stopping_ || !queue_.empty()); });
       if (queue_.empty()) return;  // stopping, and everything issued has run
       job = std::move(queue_.front());
       queue_.pop_front();
+      running_ = true;
     }
-    std::string failure;
+    execute(job);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      failure = broken_;
+      running_ = false;
     }
-    if (!failure.empty()) {
-      job.work->finish(std::make_exception_ptr(
-          Error(job.op + ": process group '" + name() + "' cannot be used after an earlier failure: " + failure)));
-      continue;
+  }
+}
+
+// Runs one job on this thread (the worker's, or the caller's: Note [Collectives on the caller's
+// thread]); the group runs one job at a time (running_).
+void ProcessGroup::execute(Job& job) {
+  std::string failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure = broken_;
+  }
+  if (!failure.empty()) {
+    job.work->finish(std::make_exception_ptr(
+        Error(job.op + ": process group '" + name() + "' cannot be used after an earlier failure: " + failure)));
+    return;
+  }
+  if (job.sequence != 0) {
+    std::lock_guard<std::mutex> lock(monitor_mutex_);
+    monitor_state_ = std::to_string(job.sequence) + " " + job.op + " " + job.fingerprint;
+  }
+  auto start = std::chrono::steady_clock::now();
+  try {
+    {
+      // The communication, in the trace of a running profiler (next to the calls on the thread
+      // that issued it: DataParallel's overlap with backward shows there). Recorded before the
+      // Work completes, so a profiler stopped right after wait() has it.
+      profiler::RecordFunction range(
+          job.sequence != 0 ? job.op + " [" + options_.backend + ", collective " + std::to_string(job.sequence) + "]"
+                            : job.op,
+          job.sequence != 0 ? "communication" : "local");
+      if (job.sequence != 0 && job.check && size() > 1) verifyAgreement(job);
+      job.run(*backend_, static_cast<uint32_t>(job.sequence));
     }
-    if (job.sequence != 0) {
-      std::lock_guard<std::mutex> lock(monitor_mutex_);
-      monitor_state_ = std::to_string(job.sequence) + " " + job.op + " " + job.fingerprint;
+    job.work->finish(nullptr);
+  } catch (const ArgumentMismatch& e) {
+    job.work->finish(std::current_exception());
+  } catch (const std::exception& e) {
+    bool timed_out = std::chrono::steady_clock::now() - start >= options_.timeout;
+    std::string message = job.sequence != 0 ? diagnose(job, e.what(), timed_out)
+                                            : job.op + " on process group '" + name() + "' failed: " + e.what();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      broken_ = message;
     }
-    auto start = std::chrono::steady_clock::now();
-    try {
-      {
-        // The communication, in the trace of a running profiler (next to the calls on the thread
-        // that issued it: DataParallel's overlap with backward shows there). Recorded before the
-        // Work completes, so a profiler stopped right after wait() has it.
-        profiler::RecordFunction range(
-            job.sequence != 0 ? job.op + " [" + options_.backend + ", collective " + std::to_string(job.sequence) + "]"
-                              : job.op,
-            job.sequence != 0 ? "communication" : "local");
-        if (job.sequence != 0 && job.check && size() > 1) verifyAgreement(job);
-        job.run(*backend_, static_cast<uint32_t>(job.sequence));
-      }
-      job.work->finish(nullptr);
-    } catch (const ArgumentMismatch& e) {
-      job.work->finish(std::current_exception());
-    } catch (const std::exception& e) {
-      bool timed_out = std::chrono::steady_clock::now() - start >= options_.timeout;
-      std::string message = job.sequence != 0 ? diagnose(job, e.what(), timed_out)
-                                              : job.op + " on process group '" + name() + "' failed: " + e.what();
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        broken_ = message;
-      }
-      job.work->finish(std::make_exception_ptr(Error(message)));
-    }
+    job.work->finish(std::make_exception_ptr(Error(message)));
   }
 }
 

@@ -122,6 +122,20 @@ void registerBackend(const std::string& name, BackendFactory factory);
 bool isBackendAvailable(const std::string& name);
 std::vector<std::string> availableBackends();
 
+// While alive, a collective this thread issues on an idle group runs on this thread instead of
+// the group's worker (Note [Collectives on the caller's thread] in process_group.cpp): for callers
+// that wait for the collective right away, as the c10d kernels do outside async_op calls.
+class RunOnCallerThread {
+ public:
+  RunOnCallerThread();
+  ~RunOnCallerThread();
+  RunOnCallerThread(const RunOnCallerThread&) = delete;
+  RunOnCallerThread& operator=(const RunOnCallerThread&) = delete;
+
+ private:
+  bool previous_;
+};
+
 class ProcessGroup {
  public:
   struct Options {
@@ -201,6 +215,7 @@ class ProcessGroup {
   void checkUsable(const std::string& op) const;  // not destroyed, not broken
   std::shared_ptr<Work> pointToPoint(const std::string& op, Tensor tensor, int peer, int tag, bool sending);
   void workerLoop();
+  void execute(Job& job);
   void monitorLoop();
   // The message for a collective that failed with `what`: the ranks that did not arrive.
   std::string diagnose(const Job& job, const std::string& what, bool timed_out);
@@ -214,6 +229,7 @@ class ProcessGroup {
   std::deque<Job> queue_;
   uint64_t issued_ = 0;             // collectives issued (the last sequence number)
   bool stopping_ = false;
+  bool running_ = false;            // a job runs (on the worker, or on its caller's thread)
   std::string broken_;              // set after a failure: why the group cannot be used
   std::atomic<bool> check_arguments_;
   std::thread worker_;
