@@ -371,14 +371,13 @@ namespace {
 // Runs `call` (which calls one c10d operator) and returns its Work: waited for unless async_op.
 template <class F>
 WorkHandle runCollective(const char* op, bool async_op, F&& call) {
-  WorkHandle work;
-  {
-    detail::AsyncCollective scope;
-    call();
-    work = scope.take(op);
+  if (!async_op) {
+    call();  // the kernel waits (on this thread when the group is idle: Note [Collectives on the caller's thread])
+    return Work::completed(op);
   }
-  if (!async_op) work->wait();
-  return work;
+  detail::AsyncCollective scope;
+  call();
+  return scope.take(op);
 }
 }  // namespace
 
