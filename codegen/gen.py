@@ -68,6 +68,7 @@ from codegen.dest import (  # noqa: E402
     functionalization,
     functions,
     manifest,
+    python_bindings,
     operators,
     register_backend,
     register_schema,
@@ -186,6 +187,7 @@ def generate(
     autocast.emit(dk_ctx, files)
     batching.emit(dk_ctx, files)
     functionalization.emit(dk_ctx, files)
+    python_bindings.emit(dk_ctx, files)
     manifest.emit(ctx, files)
 
 

@@ -54,9 +54,11 @@ class CompileTest(support.TempDirTestCase):
         """``with_methods``: compile against the stand-in tensor.h that includes the generated
         methods (the PyTorch-scale output has none)."""
         dirs = [self.inc] if with_methods else []
-        # kernels/: the structured wrappers (meta/structured_wrappers.h) generated registrations include.
+        # kernels/: the structured wrappers (meta/structured_wrappers.h) generated registrations include;
+        # python/src/: the row type PythonFunctions.cpp fills (python_functions.h).
         status, diagnostics = cpp_checks.compile_syntax(
-            sources, dirs + [cpp_checks.RUNTIME_INCLUDE, os.path.join(support.REPO_ROOT, "kernels"), out_dir])
+            sources, dirs + [cpp_checks.RUNTIME_INCLUDE, os.path.join(support.REPO_ROOT, "kernels"),
+                             os.path.join(support.REPO_ROOT, "python", "src"), out_dir])
         self.assertEqual(status, 0, diagnostics[:6000])
 
     def test_fixture_output_file_by_file(self):
@@ -67,7 +69,7 @@ class CompileTest(support.TempDirTestCase):
         with open(calls, "w", encoding="utf-8") as f:
             f.write(cpp_checks.call_check_source(nfs))
         sources = sorted(glob.glob(os.path.join(out, "*.cpp")))
-        self.assertEqual(len(sources), 14)
+        self.assertEqual(len(sources), 15)
         self.assertCompiles(sources + [calls], out)
 
     def test_kernels_outside_dk_native_and_int64_limits(self):

@@ -2,7 +2,7 @@
 # packages the build needs when they are missing, and configures a build directory.
 
 DK_PACKAGES=(meson ninja-build catch2 python3-jinja2 python3-yaml python3-pytest python3-hypothesis g++ pkg-config ccache
-  libopenblas-dev libsleef-dev libgloo-dev)
+  libopenblas-dev libsleef-dev libgloo-dev pybind11-dev python3-dev python3-numpy)
 # tools/test also installs python3-torch: it ships PyTorch 1.13.1's native_functions.yaml and
 # tags.yaml, which the PyTorch-file tests read (they skip when the files are absent); and cmake,
 # for the downstream CMake project of the install tests; and clang-14, the second compiler; and

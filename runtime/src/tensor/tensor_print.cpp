@@ -246,15 +246,15 @@ std::string addSuffixes(const std::string& text, const std::vector<std::string>&
 
 }  // namespace
 
-std::ostream& operator<<(std::ostream& out, const Tensor& t) {
-  if (!t.defined()) return out << "Tensor(undefined)";
+std::string formatTensor(const Tensor& t, std::string_view dtype_prefix, const std::vector<std::string>& extra_suffixes) {
+  if (!t.defined()) return "Tensor(undefined)";
   const std::string prefix = "tensor(";
   const int indent = static_cast<int>(prefix.size());
   std::vector<std::string> suffixes;
   if (t.device().type != DeviceType::CPU) suffixes.push_back("device='" + t.device().str() + "'");
 
   ScalarType dtype = t.scalar_type();
-  std::string dtype_suffix = "dtype=" + std::string(dtypeName(dtype));
+  std::string dtype_suffix = "dtype=" + std::string(dtype_prefix) + std::string(dtypeName(dtype));
   bool readable = t.is_cpu() && t.unsafeGetTensorImpl()->has_storage() && (t.numel() == 0 || t.data_ptr() != nullptr);
   std::string data;
   if (!readable) {
@@ -270,7 +270,10 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t) {
     if (!default_shown) suffixes.push_back(dtype_suffix);
     data = TensorDataPrinter(t).str(indent);
   }
-  return out << addSuffixes(prefix + data, suffixes, indent);
+  suffixes.insert(suffixes.end(), extra_suffixes.begin(), extra_suffixes.end());
+  return addSuffixes(prefix + data, suffixes, indent);
 }
+
+std::ostream& operator<<(std::ostream& out, const Tensor& t) { return out << formatTensor(t, "", {}); }
 
 }  // namespace dk

@@ -14,6 +14,8 @@
 #include <optional>
 #include <type_traits>
 #include <ostream>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -348,5 +350,8 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
 //   tensor([0.1000, 2.5000], dtype=float64)
 //   tensor(..., device='meta', size=(2, 3))
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
+// The same text with "dtype=<dtype_prefix>float64" and more suffixes after the others, wrapped
+// the same way: Python's repr adds "requires_grad=True" or "grad_fn=<MulBackward0>".
+std::string formatTensor(const Tensor& t, std::string_view dtype_prefix, const std::vector<std::string>& extra_suffixes);
 
 }  // namespace dk
