@@ -16,12 +16,15 @@ from dispatchkit._size import Size  # noqa: F401
 
 # The extension's names: types, dtypes, tensor factories and every generated operator.
 for _name in dir(_C):
-    if not _name.startswith("__") and _name not in ("_nn",):
+    if not _name.startswith("__") and _name not in ("_nn", "modes", "_testing"):
         globals()[_name] = getattr(_C, _name)
 del _name
 
 from dispatchkit import _tensor  # noqa: E402,F401  (Tensor's Python methods)
-from dispatchkit import autograd, nn, return_types  # noqa: E402,F401
+from dispatchkit import autograd, library, nn, return_types  # noqa: E402,F401
+from dispatchkit._modes import DispatchMode  # noqa: E402,F401
+from dispatchkit._ops import ops  # noqa: E402,F401
+from dispatchkit._C import modes  # noqa: E402,F401  (the C++ modes: dk.modes.OpCounter)
 
 Tensor = _C.Tensor
 

@@ -176,17 +176,18 @@ std::string pythonTypeName(const Type& t) {
   }
 }
 
-Signature::Signature(std::string python_name, OperatorHandle op, std::optional<OperatorHandle> out_op, bool method)
+Signature::Signature(std::string python_name, OperatorHandle op, std::optional<OperatorHandle> out_op, bool method,
+                     bool as_schema)
     : name_(std::move(python_name)), op_(op), out_op_(out_op), method_(method) {
   const FunctionSchema& schema = op.schema();
   bool has_dtype = false, has_layout = false, has_device = false, has_pin = false;
   for (const Argument& a : schema.arguments()) {
-    if (a.is_out()) {
+    if (a.is_out() && !as_schema) {
       ++num_outs_;
       continue;
     }
     Param p;
-    p.name = (a.name == "self" && !method) ? "input" : a.name;
+    p.name = (a.name == "self" && !method && !as_schema) ? "input" : a.name;
     p.type = a.type;
     p.kwarg_only = a.kwarg_only;
     if (a.default_value) {
@@ -206,7 +207,7 @@ Signature::Signature(std::string python_name, OperatorHandle op, std::optional<O
   } else if (out_op_) {
     for (const Argument& a : out_op_->schema().arguments()) num_outs_ += a.is_out() ? 1 : 0;
   }
-  if (has_dtype && has_layout && has_device && has_pin) {
+  if (has_dtype && has_layout && has_device && has_pin && !as_schema) {
     Param p;
     p.name = "requires_grad";
     p.type = Type::base(TypeKind::Bool);
@@ -219,8 +220,9 @@ Signature::Signature(std::string python_name, OperatorHandle op, std::optional<O
   varargs_int_list_ = num_positional_ == first + 1 && isIntList(params_[first].type);
 }
 
-bool Signature::convert(const Param& p, PyObject* obj, IValue& out) const {
-  const Type& t = p.type;
+bool Signature::convert(const Param& p, PyObject* obj, IValue& out) const { return pythonToIValue(p.type, obj, out); }
+
+bool pythonToIValue(const Type& t, PyObject* obj, IValue& out) {
   if (obj == Py_None) {
     if (t.kind() != TypeKind::Optional) return false;
     out = IValue();
@@ -279,9 +281,8 @@ bool Signature::convert(const Param& p, PyObject* obj, IValue& out) const {
         PyObject** raw = PySequence_Fast_ITEMS(obj);
         // Any length, as PyTorch's parser: the kernel checks it (int[2] padding=(1, 2, 3) is its error).
         items.resize(static_cast<size_t>(n));
-        Param item{p.name, elem, false, std::nullopt};
         for (Py_ssize_t i = 0; i < n; ++i) {
-          if (!convert(item, raw[i], items[static_cast<size_t>(i)])) return false;
+          if (!pythonToIValue(elem, raw[i], items[static_cast<size_t>(i)])) return false;
         }
       } else if (isIntList(u) && u.fixedSize() && isInt(obj)) {  // int[2] padding=1 given as 1
         items.assign(static_cast<size_t>(*u.fixedSize()), IValue(intOf(obj)));

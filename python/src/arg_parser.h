@@ -27,8 +27,11 @@ struct Param {
 class Signature {
  public:
   // `out_op`'s schema must be `op`'s with out arguments added. A default the parser cannot
-  // read is a dk::Error naming the operator.
-  Signature(std::string python_name, OperatorHandle op, std::optional<OperatorHandle> out_op, bool method);
+  // read is a dk::Error naming the operator. `as_schema`: the parameters keep the schema's
+  // names and nothing is added (dispatchkit.ops.<ns>.<op>.<overload>, like torch.ops): `self`
+  // stays `self`, a factory takes no `requires_grad`, out arguments keep their names.
+  Signature(std::string python_name, OperatorHandle op, std::optional<OperatorHandle> out_op, bool method,
+            bool as_schema = false);
 
   struct Parsed {
     const OperatorHandle* op = nullptr;  // the operator to call: op(), or the out= one
@@ -64,6 +67,10 @@ class Signature {
 // A call's argument types as the TypeError shows them: "(Tensor, str, alpha=int)" (a method's
 // self left out).
 std::string describeCall(PyObject* args, PyObject* kwargs, bool method);
+
+// A Python value as a schema type asks (None for an optional, a tuple or list for a list, a
+// number for a Scalar...); false when it does not fit.
+bool pythonToIValue(const Type& t, PyObject* obj, IValue& out);
 
 // Python's name of a schema type: "Tensor", "Number", "tuple of ints", "dtype".
 std::string pythonTypeName(const Type& t);

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "arg_parser.h"
+#include "python_call.h"
+#include "python_dispatch.h"
 #include "dk/autograd/engine.h"
 #include "dk/core/grad_mode.h"
 #include "python_functions.h"
@@ -25,85 +27,9 @@ struct PythonFunction {
   PyMethodDef def{};  // what PyCFunction_New points at: lives as long as this object (never freed)
 };
 
-// Multiple returns come back as a named tuple, as PyTorch's torch.return_types.max(values, indices).
-py::object returnTuple(const FunctionSchema& schema, const py::tuple& values) {
-  static std::map<std::string, py::object>* types = new std::map<std::string, py::object>();
-  const std::string& name = schema.operator_name().name;
-  std::string short_name = name.substr(name.find("::") == std::string::npos ? 0 : name.find("::") + 2);
-  auto it = types->find(short_name);
-  if (it == types->end()) {
-    py::list fields;
-    size_t i = 0;
-    for (const Argument& r : schema.returns()) {
-      fields.append(r.name.empty() ? "_" + std::to_string(i) : r.name);
-      ++i;
-    }
-    py::object namedtuple = py::module_::import("collections").attr("namedtuple");
-    py::object type = namedtuple(short_name, fields, py::arg("module") = "dispatchkit.return_types");
-    py::module_::import("dispatchkit.return_types").attr(short_name.c_str()) = type;
-    it = types->emplace(short_name, type).first;
-  }
-  return it->second(*values);
-}
-
-// The result of an operator: a returned alias of an argument (add_, out=) is that argument's
-// Python object itself, as in PyTorch (x.add_(1) is x).
-PyObject* wrapResults(const OperatorHandle& op, PyObject* args, PyObject* kwargs, const Stack& out) {
-  const FunctionSchema& schema = op.schema();
-  auto returnOf = [&](size_t r) -> py::object {
-    if (auto written = writtenArgumentOfReturn(schema, r)) {
-      const Argument& a = schema.arguments()[*written];
-      PyObject* obj = nullptr;
-      if (a.is_out() && kwargs) {
-        obj = PyDict_GetItemString(kwargs, "out");
-        size_t first_out = schema.arguments().size();
-        for (size_t i = 0; i < schema.arguments().size(); ++i) {
-          if (schema.arguments()[i].is_out()) {
-            first_out = std::min(first_out, i);
-          }
-        }
-        if (obj && (PyTuple_Check(obj) || PyList_Check(obj))) obj = PySequence_Fast_GET_ITEM(obj, *written - first_out);
-      } else if (!a.kwarg_only && *written < static_cast<size_t>(PyTuple_GET_SIZE(args))) {
-        obj = PyTuple_GET_ITEM(args, *written);
-      }
-      if (obj && isTensor(obj) && unwrapTensor(obj).is_same(out[r].toTensor())) {
-        return py::reinterpret_borrow<py::object>(obj);
-      }
-    }
-    return ivalueToPython(out[r]);
-  };
-  if (schema.returns().empty()) Py_RETURN_NONE;
-  if (schema.returns().size() == 1) return returnOf(0).release().ptr();
-  py::tuple values(out.size());
-  for (size_t i = 0; i < out.size(); ++i) values[i] = returnOf(i);
-  return returnTuple(schema, values).release().ptr();
-}
-
-PyObject* callFunction(PyObject* capsule, PyObject* args, PyObject* kwargs) {
-  return translateErrors([&]() -> PyObject* {
-    auto* fn = static_cast<PythonFunction*>(PyCapsule_GetPointer(capsule, nullptr));
-    Stack stack;
-    Signature::Parsed parsed;
-    for (const Signature& sig : fn->signatures) {
-      if (!sig.parse(args, kwargs, stack, parsed, nullptr)) continue;
-      {
-        py::gil_scoped_release nogil;
-        parsed.op->callBoxed(stack);
-      }
-      if (parsed.requires_grad) stack[0].toTensor().requires_grad_(true);
-      return wrapResults(*parsed.op, args, kwargs, stack);
-    }
-    // No signature fits: PyTorch's TypeError.
-    std::string message;
-    if (fn->signatures.size() == 1) {
-      fn->signatures[0].parse(args, kwargs, stack, parsed, &message);
-    } else {
-      message = fn->name + "() received an invalid combination of arguments - got " +
-                describeCall(args, kwargs, fn->method) + ", but expected one of:\n";
-      for (const Signature& sig : fn->signatures) message += " * " + sig.str() + "\n";
-    }
-    throw py::type_error(message);
-  });
+PyObject* callPythonFunction(PyObject* capsule, PyObject* args, PyObject* kwargs) {
+  auto* fn = static_cast<PythonFunction*>(PyCapsule_GetPointer(capsule, nullptr));
+  return translateErrors([&] { return callSignatures(fn->name, fn->signatures, fn->method, args, kwargs); });
 }
 
 std::vector<std::unique_ptr<PythonFunction>>* g_functions = nullptr;
@@ -140,7 +66,7 @@ void bindOperators(py::module_& m, py::module_& nn, py::object tensor_class) {
       }
       if (fn->signatures.empty()) continue;
       fn->def.ml_name = fn->name.c_str();
-      fn->def.ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&callFunction));
+      fn->def.ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&callPythonFunction));
       fn->def.ml_flags = METH_VARARGS | METH_KEYWORDS;
       fn->def.ml_doc = nullptr;
       py::capsule self(fn.get());
@@ -196,4 +122,6 @@ PYBIND11_MODULE(_C, m) {
   py::module_ nn = m.def_submodule("_nn", "operators with python_module: nn");
   bindOperators(m, nn, m.attr("Tensor"));
   bindGradModes(m);
+  bindDispatch(m);
+  bindAutogradFunction(m);
 }

@@ -282,9 +282,86 @@ Tensor& unwrapTensor(PyObject* obj) {
   return *static_cast<Tensor*>(inst->get_value_and_holder().value_ptr());
 }
 
+// Note [One Python object per tensor]
+// A TensorImpl remembers the Python object standing for it (TensorImpl::python_object), and
+// wrapTensor returns that object whenever the tensor comes back to Python. So `x.add_(1) is x`,
+// a mode's handler returns the very object its caller gets, and weak references (the leak
+// detector's) follow tensors. Two states, switched with the GIL held:
+// - Python owns: the object holds a reference on the tensor (the usual case). When the object
+//   goes, TensorDeleter clears the slot.
+// - C++ owns: the object's last Python reference went while C++ still holds the tensor (a mode
+//   returned it into the dispatcher; autograd saved it). Instead of dying, the object is kept
+//   (its attributes and weak references with it): the TensorImpl takes a reference on the object
+//   and the object's own reference on the tensor becomes a borrowed one, so there is no cycle.
+//   wrapTensor hands the object back to Python (and the reference with it). If the TensorImpl
+//   dies first, its destructor calls releasePythonObject, which drops the object.
+// A Python subclass of Tensor is not kept (CPython has begun tearing it down by then).
+void TensorDeleter::operator()(Tensor* t) const {
+  TensorImpl* impl = t->unsafeGetTensorImpl();
+  if (auto* obj = static_cast<PyObject*>(impl->python_object())) {
+    auto* inst = reinterpret_cast<py::detail::instance*>(obj);
+    if (inst->get_value_and_holder().value_ptr() == t) impl->set_python_object(nullptr);
+  }
+  delete t;
+}
+
+namespace {
+
+destructor g_pybind11_tensor_dealloc = nullptr;
+
+Tensor* heldTensor(PyObject* obj) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(obj);
+  auto vh = inst->get_value_and_holder(nullptr, false);
+  return vh && vh.holder_constructed() ? static_cast<Tensor*>(vh.value_ptr()) : nullptr;
+}
+
+void tensorDealloc(PyObject* self) {
+  if (Py_TYPE(self) == g_tensor_type) {
+    Tensor* t = heldTensor(self);
+    if (t && t->defined()) {
+      TensorImpl* impl = t->unsafeGetTensorImpl();
+      if (impl->python_object() == self && !impl->owns_python_object() && impl->use_count() > 1) {
+        Py_INCREF(self);  // kept: the TensorImpl's reference from now on
+        impl->set_owns_python_object(true);
+        impl->decref();   // the object now borrows the tensor (may release it: releasePythonObject)
+        return;
+      }
+    }
+  }
+  g_pybind11_tensor_dealloc(self);
+}
+
+// ~TensorImpl of a tensor owning its Python object (detail::python_object_release_hook).
+void releasePythonObject(TensorImpl* impl) {
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  auto* obj = static_cast<PyObject*>(impl->python_object());
+  impl->set_python_object(nullptr);
+  impl->set_owns_python_object(false);
+  if (obj) {
+    if (Tensor* t = heldTensor(obj)) t->release_impl();  // it borrowed: nothing to give back
+    Py_DECREF(obj);
+  }
+  PyGILState_Release(gil);
+}
+
+}  // namespace
+
 PyObject* wrapTensor(Tensor t) {
   if (!t.defined()) Py_RETURN_NONE;
-  return py::cast(std::move(t), py::return_value_policy::move).release().ptr();
+  TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (auto* obj = static_cast<PyObject*>(impl->python_object())) {
+    if (impl->owns_python_object()) {  // back from C++: the object holds the tensor again
+      impl->incref();
+      impl->set_owns_python_object(false);
+      return obj;  // the TensorImpl's reference is the caller's now
+    }
+    Py_INCREF(obj);
+    return obj;
+  }
+  PyObject* obj = py::cast(std::move(t), py::return_value_policy::move).release().ptr();
+  impl->set_python_object(obj);
+  return obj;
 }
 
 py::object toPython(Tensor t) { return py::reinterpret_steal<py::object>(wrapTensor(std::move(t))); }
@@ -391,9 +468,12 @@ void bindTypes(py::module_& m) {
 
 void bindTensor(py::module_& m) {
   g_size_type = new py::object(py::module_::import("dispatchkit._size").attr("Size"));
-  auto cls = py::class_<Tensor>(m, "Tensor", py::dynamic_attr(), py::buffer_protocol());
+  auto cls = py::class_<Tensor, TensorHolder>(m, "Tensor", py::dynamic_attr(), py::buffer_protocol());
   g_tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+  g_pybind11_tensor_dealloc = g_tensor_type->tp_dealloc;
+  g_tensor_type->tp_dealloc = &tensorDealloc;
+  detail::python_object_release_hook.store(&releasePythonObject);
   heap_type->as_buffer.bf_getbuffer = &tensorGetBuffer;
   heap_type->as_buffer.bf_releasebuffer = &tensorReleaseBuffer;
   cls.def("__repr__", &tensorRepr)
@@ -443,6 +523,8 @@ void bindTensor(py::module_& m) {
         return py::cast(fn);
       })
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def("_is_view", &Tensor::is_view)
+      .def_property_readonly("_base", [](const Tensor& t) { return t.is_view() ? toPython(t.base()) : py::none(); })
       .def("retain_grad", &Tensor::retain_grad)
       .def_property_readonly("retains_grad", &Tensor::retains_grad)
       .def("backward", [](const Tensor& t, py::object gradient, std::optional<bool> retain_graph, bool create_graph,
@@ -502,15 +584,17 @@ void bindTensor(py::module_& m) {
           Tensor t = fromBuffer(py::reinterpret_borrow<py::buffer>(data));
           py::object copy = toPython(t).attr("clone")();
           if (st) copy = copy.attr("to")(dtypeObject(*st));
-          Tensor out = unwrapTensor(copy.ptr());
-          if (requires_grad) out.requires_grad_(true);
-          return out;
+          if (requires_grad) unwrapTensor(copy.ptr()).requires_grad_(true);
+          return copy;
         }
-        return tensorFromData(data, st, dev, requires_grad);
+        return toPython(tensorFromData(data, st, dev, requires_grad));
       }, py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false);
-  m.def("from_numpy", [](py::buffer array) { return fromBuffer(array); }, py::arg("ndarray"));
+  m.def("from_numpy", [](py::buffer array) { return toPython(fromBuffer(array)); }, py::arg("ndarray"));
   m.def("is_tensor", [](py::handle obj) { return isTensor(obj.ptr()); });
+  cls.def("__dlpack__", [](const Tensor& t, py::object /*stream*/) { return toDLPack(t); }, py::arg("stream") = py::none())
+      .def("__dlpack_device__", &dlpackDevice);
+  m.def("from_dlpack", &fromDLPack, py::arg("ext_tensor"));
 }
 
 }  // namespace dk::python

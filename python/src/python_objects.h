@@ -4,6 +4,8 @@
 
 #include <Python.h>
 
+#include <memory>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -16,7 +18,12 @@ namespace dk::python {
 namespace py = pybind11;
 
 // ---------------------------------------------------------------- tensors
-// The Python Tensor type (dispatchkit.Tensor): a pybind11 class holding a dk::Tensor.
+// The Python Tensor type (dispatchkit.Tensor): a pybind11 class holding a dk::Tensor, one
+// object per TensorImpl (Note [One Python object per tensor] in python_objects.cpp).
+struct TensorDeleter {
+  void operator()(Tensor* t) const;
+};
+using TensorHolder = std::unique_ptr<Tensor, TensorDeleter>;
 bool isTensor(PyObject* obj);
 // obj must be a Tensor (isTensor). The reference lives as long as obj.
 Tensor& unwrapTensor(PyObject* obj);
@@ -51,6 +58,33 @@ py::object ivalueToPython(const IValue& v);
 // Registers the types above in `m` (called once by the module).
 void bindTypes(py::module_& m);
 void bindTensor(py::module_& m);
+
+// A py::object whose last reference may go on a thread without the GIL (a kernel freed by the
+// dispatcher, an autograd node freed by the engine), or after Python ended (then it is leaked).
+struct PythonRef {
+  py::object obj;
+  PythonRef() = default;
+  PythonRef(const PythonRef&) = delete;
+  PythonRef& operator=(const PythonRef&) = delete;
+  ~PythonRef() {
+    if (!obj) return;
+    if (Py_IsInitialized() && !_Py_IsFinalizing()) {
+      py::gil_scoped_acquire gil;
+      obj = py::object();
+    } else {
+      obj.release();
+    }
+  }
+};
+
+// DLPack (dlpack.cpp): a "dltensor" capsule sharing t's memory; (device type, index); a
+// tensor sharing the memory of an object with __dlpack__ or of a capsule.
+py::object toDLPack(const Tensor& t);
+py::tuple dlpackDevice(const Tensor& t);
+py::object fromDLPack(py::object obj);
+
+// dispatchkit.autograd.Function's node (python_autograd.cpp).
+void bindAutogradFunction(py::module_& m);
 
 // ---------------------------------------------------------------- errors
 // Runs `body`, turning a C++ exception into the Python one (dk::NotImplementedError ->

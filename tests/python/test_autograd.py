@@ -67,3 +67,99 @@ def test_backward_errors_are_runtime_errors():
     x = dk.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(RuntimeError):
         (x * 2).backward()  # not a scalar, no gradient given
+
+
+class Exp(dk.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+class MulConst(dk.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.k = k
+        return x * k, x + 0
+
+    @staticmethod
+    def backward(ctx, grad_a, grad_b):
+        return grad_a * ctx.k + grad_b, None
+
+
+def test_function_forward_and_backward():
+    x = dk.tensor([0.0, 1.0], dtype=dk.float64, requires_grad=True)
+    y = Exp.apply(x)
+    assert y.grad_fn.name() == "ExpBackward" and y.requires_grad
+    y.sum().backward()
+    assert x.grad.tolist() == pytest.approx([1.0, 2.718281828459045])
+
+
+def test_function_with_several_outputs_and_non_tensor_arguments():
+    x = dk.tensor([1.0, 2.0], requires_grad=True)
+    a, b = MulConst.apply(x, 3.0)
+    (a.sum() + b.sum() * 0).backward()  # b's gradient arrives as zeros
+    assert x.grad.tolist() == [3.0, 3.0]
+    with dk.no_grad():
+        c, _ = MulConst.apply(x, 2.0)
+    assert not c.requires_grad
+
+
+def test_function_backward_with_the_wrong_number_of_gradients():
+    class Bad(dk.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    x = dk.ones(1, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"function BadBackward returned an incorrect number of gradients "
+                                           r"\(expected 2, got 1\)"):
+        Bad.apply(x, x).sum().backward()
+
+
+def test_function_exception_in_backward_keeps_its_type():
+    class Fails(dk.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise ZeroDivisionError("in backward")
+
+    x = dk.ones(1, requires_grad=True)
+    with pytest.raises(ZeroDivisionError, match="in backward"):
+        Fails.apply(x).sum().backward()
+
+
+def test_function_gradient_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    class TorchExp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return grad * y
+
+    values = [[0.5, -1.0], [2.0, 0.25]]
+    x = dk.tensor(values, dtype=dk.float64, requires_grad=True)
+    tx = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (Exp.apply(x) * x).sum().backward()
+    (TorchExp.apply(tx) * tx).sum().backward()
+    assert sum(x.grad.tolist(), []) == pytest.approx(sum(tx.grad.tolist(), []))

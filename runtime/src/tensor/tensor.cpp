@@ -39,12 +39,16 @@ TensorImpl::TensorImpl(Storage storage, intrusive_ptr<VersionCounter> version_co
 
 namespace detail {
 std::atomic<TensorReleaseHook> tensor_release_hook{nullptr};
+std::atomic<PythonObjectReleaseHook> python_object_release_hook{nullptr};
 }  // namespace detail
 
 TensorImpl::~TensorImpl() {
   // One relaxed load when no AllocationTracker is alive (Note [Tensor release observers]).
   const detail::TensorReleaseHook hook = detail::tensor_release_hook.load(std::memory_order_relaxed);
   if (__builtin_expect(hook != nullptr, 0)) hook(this);
+  if (__builtin_expect(owns_python_object_.load(std::memory_order_acquire), 0)) {
+    if (auto release = detail::python_object_release_hook.load(std::memory_order_acquire)) release(this);
+  }
 }
 
 intrusive_ptr<TensorImpl> TensorImpl::shallow_copy_without_history() const {

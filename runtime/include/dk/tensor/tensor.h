@@ -65,6 +65,11 @@ namespace detail {
 using TensorReleaseHook = void (*)(const TensorImpl* impl);
 extern std::atomic<TensorReleaseHook> tensor_release_hook;
 inline void setTensorReleaseHook(TensorReleaseHook hook) { tensor_release_hook.store(hook); }
+
+// The Python package's hook for a TensorImpl that dies owning its Python object (Note [One
+// Python object per tensor] in python/src/python_objects.cpp): it releases the object.
+using PythonObjectReleaseHook = void (*)(TensorImpl* impl);
+extern std::atomic<PythonObjectReleaseHook> python_object_release_hook;
 }  // namespace detail
 
 class TensorImpl : public intrusive_ptr_target {
@@ -129,6 +134,16 @@ class TensorImpl : public intrusive_ptr_target {
 
   bool is_inference() const { return !key_set_.has(DispatchKey::ADInplaceOrView); }
 
+  // The Python object standing for this tensor (the Python package, python/): one per
+  // TensorImpl, so that `x.add_(1) is x`, a mode's result is the object its caller gets, and
+  // weak references work. Usually borrowed (the object holds the tensor and clears this when it
+  // goes); owned while only C++ holds the tensor, and then released by the destructor through
+  // detail::python_object_release_hook. Written with Python's GIL held only.
+  void* python_object() const { return python_object_; }
+  void set_python_object(void* obj) { python_object_ = obj; }
+  bool owns_python_object() const { return owns_python_object_.load(std::memory_order_acquire); }
+  void set_owns_python_object(bool owns) { owns_python_object_.store(owns, std::memory_order_release); }
+
   // Same storage, geometry, key set and version counter, and no autograd metadata or base: what
   // autograd keeps of a node's own output without holding the node through the output's
   // grad_fn. A subclass (a wrapper of the function transforms) returns its own kind.
@@ -149,6 +164,8 @@ class TensorImpl : public intrusive_ptr_target {
   Device device_;
   bool is_contiguous_ = true;
   bool is_wrapped_number_ = false;
+  void* python_object_ = nullptr;
+  std::atomic<bool> owns_python_object_{false};
   std::vector<int64_t> sizes_;
   std::vector<int64_t> strides_;
   int64_t storage_offset_ = 0;
