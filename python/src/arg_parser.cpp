@@ -141,7 +141,14 @@ bool isIntList(const Type& t) {
 std::string typeNameOf(PyObject* obj) {
   if (isTensor(obj)) return "Tensor";
   if (obj == Py_None) return "NoneType";
-  return Py_TYPE(obj)->tp_name;
+  std::string name = Py_TYPE(obj)->tp_name;
+  if (name == "Tensor") {  // another library's tensor (torch.Tensor): say whose
+    PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj)), "__module__");
+    if (module && PyUnicode_Check(module)) name = std::string(PyUnicode_AsUTF8(module)) + "." + name;
+    Py_XDECREF(module);
+    PyErr_Clear();
+  }
+  return name;
 }
 
 }  // namespace

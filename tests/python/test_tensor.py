@@ -124,3 +124,10 @@ def test_to_and_conversions():
     assert x.to("cpu") is x
     assert x.double().dtype is dk.float64 and x.long().tolist() == [1, 2]
     assert x.to(dk.float32) is x
+
+
+def test_inplace_on_an_empty_tensor_with_zero_strides():
+    # NumPy gives an empty (2, 0) array a zero stride; nothing is written, so nothing overlaps
+    # (found by the differential tests: torch accepts it).
+    x = dk.from_numpy(np.zeros((2, 0), dtype=np.float32))
+    assert x.neg_().shape == (2, 0) and x.add_(1).shape == (2, 0)
