@@ -227,8 +227,6 @@ Signature::Signature(std::string python_name, OperatorHandle op, std::optional<O
   varargs_int_list_ = num_positional_ == first + 1 && isIntList(params_[first].type);
 }
 
-bool Signature::convert(const Param& p, PyObject* obj, IValue& out) const { return pythonToIValue(p.type, obj, out); }
-
 bool pythonToIValue(const Type& t, PyObject* obj, IValue& out) {
   if (obj == Py_None) {
     if (t.kind() != TypeKind::Optional) return false;
@@ -368,7 +366,7 @@ bool Signature::parse(PyObject* args, PyObject* kwargs, Stack& stack, Parsed& pa
       stack[i] = *p.default_value;
       continue;
     }
-    if (!convert(p, given[i], stack[i])) {
+    if (!pythonToIValue(p.type, given[i], stack[i])) {
       if (why) {
         bool positional = !kwargs || !PyDict_GetItemString(kwargs, p.name.c_str());
         *why = name_ + "(): argument '" + p.name + "'" +

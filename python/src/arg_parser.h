@@ -45,11 +45,8 @@ class Signature {
   // "(Tensor input, Tensor other, *, Number alpha=1, Tensor out=None)"
   std::string str() const;
   const std::string& name() const { return name_; }
-  bool isFactory() const { return requires_grad_index_ >= 0; }
-  const OperatorHandle& op() const { return op_; }
 
  private:
-  bool convert(const Param& p, PyObject* obj, IValue& out) const;
   bool convertOut(PyObject* obj, Stack& stack) const;
 
   std::string name_;

@@ -2,7 +2,6 @@
 // (Note [Python bindings]), the types, grad modes and autograd.
 #include <Python.h>
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>

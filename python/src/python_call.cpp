@@ -10,19 +10,23 @@ namespace dk::python {
 
 namespace {
 
-// Multiple returns come back as a named tuple, as PyTorch's torch.return_types.max(values, indices).
+// Multiple returns come back as a named tuple, as PyTorch's torch.return_types.max(values, indices):
+// one type per operator name (its overloads return the same names), dispatchkit.return_types.max
+// for dk::max and .myns_max for myns::max.
 py::object returnTuple(const FunctionSchema& schema, const py::tuple& values) {
   static std::map<std::string, py::object>* types = new std::map<std::string, py::object>();
-  const std::string& name = schema.operator_name().name;
-  std::string short_name = name.substr(name.find("::") == std::string::npos ? 0 : name.find("::") + 2);
-  auto it = types->find(short_name);
+  const std::string& name = schema.operator_name().name;  // "dk::max"
+  auto it = types->find(name);
   if (it == types->end()) {
+    size_t colons = name.find("::");
+    std::string ns = colons == std::string::npos ? "dk" : name.substr(0, colons);
+    std::string short_name = (ns == "dk" ? "" : ns + "_") + name.substr(colons == std::string::npos ? 0 : colons + 2);
     py::list fields;
     for (const Argument& r : schema.returns()) fields.append(r.name);
     py::object namedtuple = py::module_::import("collections").attr("namedtuple");
     py::object type = namedtuple(short_name, fields, py::arg("module") = "dispatchkit.return_types");
     py::module_::import("dispatchkit.return_types").attr(short_name.c_str()) = type;
-    it = types->emplace(short_name, type).first;
+    it = types->emplace(name, type).first;
   }
   return it->second(*values);
 }

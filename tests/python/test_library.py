@@ -124,3 +124,12 @@ def test_python_fallback_on_privateuse1():
     assert y.device.type == "privateuseone" and seen == ["dk::mul.Tensor"]
     assert dk._C._testing.privateuse1_to_cpu(y).tolist() == [1, 4]
     lib._destroy()
+
+
+def test_named_returns_of_another_namespace_get_their_own_tuple_type():
+    lib = dk.library.Library("pytest_named", "DEF")
+    lib.define("max(Tensor x) -> (Tensor low, Tensor high)")
+    lib.impl("max", lambda x: (x - 1, x + 1), "CPU")
+    r = dk.ops.pytest_named.max(dk.tensor([1.0]))
+    assert type(r).__name__ == "pytest_named_max" and r.high.tolist() == [2.0]
+    assert type(dk.max(dk.tensor([[1.0]]), 0)).__name__ == "max"  # dk::max keeps its (values, indices)
