@@ -69,8 +69,8 @@ FORMULA_HELPERS = frozenset(
     gather_backward gelu_second_derivative im2col_backward index_select_backward layer_norm_backward
     log_softmax_backward_data max_min_backward max_pool2d_indices_backward maybe_multiply mean_backward mm_mat1_backward mm_mat2_backward mse_loss_backward
     nll_loss_backward permute_backwards pow_backward select_backward sgn slice_backward
-    softmax_backward_data split_backward sum_backward sum_to threshold_backward unbind_backward
-    unsqueeze_to value_selecting_reduction_backward""".split()
+    softmax_backward_data split_backward std_backward sum_backward sum_to threshold_backward
+    unbind_backward unsqueeze_to value_selecting_reduction_backward var_backward""".split()
 )
 # Other names a formula may use: the generator's own (to_args_sizes, grad_input_mask), the
 # namespaces and dk types it may qualify with, and C++ keywords (true, static_cast, ...).

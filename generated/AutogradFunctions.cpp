@@ -1018,6 +1018,38 @@ variable_list SqueezeCopyBackward1::apply(variable_list grads) {
   return grad_inputs;
 }
 
+// std
+variable_list StdBackward0::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const Tensor self = self_.unpack();
+  const auto& unbiased = unbiased_;
+  const Tensor result = result_.unpack(shared_from_this());
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, std_backward(result, grad, self, std::nullopt, unbiased, false));
+  }
+  return grad_inputs;
+}
+
+// std.dim
+variable_list StdBackward1::apply(variable_list grads) {
+  IndexRangeGenerator gen;
+  const IndexRange self_ix = gen.range(1);
+  variable_list grad_inputs(gen.size());
+  const Tensor& grad = grads[0];
+  const auto& dim = dim_;
+  const auto& keepdim = keepdim_;
+  const Tensor self = self_.unpack();
+  const auto& unbiased = unbiased_;
+  const Tensor result = result_.unpack(shared_from_this());
+  if (should_compute_output({self_ix})) {
+    copy_range(grad_inputs, self_ix, std_backward(result, grad, self, dim, unbiased, keepdim));
+  }
+  return grad_inputs;
+}
+
 // sub.Tensor
 variable_list SubBackward0::apply(variable_list grads) {
   IndexRangeGenerator gen;

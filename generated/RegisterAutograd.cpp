@@ -81,6 +81,7 @@
 #include "dk/generated/ops/sqrt_ops.h"
 #include "dk/generated/ops/squeeze_copy_ops.h"
 #include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/sum_ops.h"
 #include "dk/generated/ops/t_copy_ops.h"
@@ -2216,6 +2217,52 @@ Tensor squeeze_copy_dim_Autograd(DispatchKeySet ks, const Tensor& self, int64_t 
   return result;
 }
 
+// ===== dk::std @ Autograd (StdBackward0) =====
+Tensor std__Autograd(DispatchKeySet ks, const Tensor& self, bool unbiased) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<StdBackward0> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<StdBackward0>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->self_ = SavedVariable(self, false);
+    grad_fn->unbiased_ = unbiased;
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::std_::redispatch(ks & after_autograd_keyset, self, unbiased);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+    grad_fn->result_ = SavedVariable(result, true);
+  }
+  return result;
+}
+
+// ===== dk::std.dim @ Autograd (StdBackward1) =====
+Tensor std_dim_Autograd(DispatchKeySet ks, const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
+  const bool requires_grad = compute_requires_grad(self);
+  std::shared_ptr<StdBackward1> grad_fn;
+  if (requires_grad) {
+    grad_fn = std::make_shared<StdBackward1>();
+    grad_fn->set_next_edges(collect_next_edges(self));
+    grad_fn->dim_ = autograd::detail::owned(dim);
+    grad_fn->keepdim_ = keepdim;
+    grad_fn->self_ = SavedVariable(self, false);
+    grad_fn->unbiased_ = unbiased;
+  }
+  Tensor result;
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    result = ops::std_dim::redispatch(ks & after_autograd_keyset, self, dim, unbiased, keepdim);
+  }
+  if (grad_fn) {
+    set_history(result, grad_fn);
+    grad_fn->result_ = SavedVariable(result, true);
+  }
+  return result;
+}
+
 // ===== dk::sub.Tensor @ Autograd (SubBackward0) =====
 Tensor sub_Tensor_Autograd(DispatchKeySet ks, const Tensor& self, const Tensor& other, const Scalar& alpha) {
   const bool requires_grad = compute_requires_grad(self, other);
@@ -2786,6 +2833,8 @@ DK_LIBRARY_IMPL(dk, Autograd, m) {
   m.impl("squeeze.dim", DK_FN(autograd::generated::squeeze_dim_Autograd));  // SqueezeBackward1
   m.impl("squeeze_copy", DK_FN(autograd::generated::squeeze_copy_Autograd));  // SqueezeCopyBackward0
   m.impl("squeeze_copy.dim", DK_FN(autograd::generated::squeeze_copy_dim_Autograd));  // SqueezeCopyBackward1
+  m.impl("std", DK_FN(autograd::generated::std__Autograd));  // StdBackward0
+  m.impl("std.dim", DK_FN(autograd::generated::std_dim_Autograd));  // StdBackward1
   m.impl("sub.Tensor", DK_FN(autograd::generated::sub_Tensor_Autograd));  // SubBackward0
   m.impl("sub.out", DK_FN(autograd::generated::sub_out_Autograd));  // out=: refuses grad
   m.impl("sub_.Tensor", DK_FN(autograd::generated::sub__Tensor_Autograd));  // SubBackward0

@@ -11,6 +11,7 @@
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int.h"
 #include "dk/generated/boxing/sig_TensorVec__Tensor_Int_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_IntList_Bool.h"
@@ -18,6 +19,7 @@
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Int_Str.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_OptInt_OptInt_Int.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Int_Str.h"
+#include "dk/generated/boxing/sig_Tensor__Tensor_OptIntList_Bool_Bool.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_OptScalarType_OptLayout_OptDevice_OptBool_Bool_OptMemoryFormat.h"
 #include "dk/generated/boxing/sig_Tensor__Tensor_Scalar.h"
@@ -82,6 +84,8 @@
 #include "dk/generated/ops/split_ops.h"
 #include "dk/generated/ops/squeeze_native.h"
 #include "dk/generated/ops/squeeze_ops.h"
+#include "dk/generated/ops/std_native.h"
+#include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/t_native.h"
 #include "dk/generated/ops/t_ops.h"
 #include "dk/generated/ops/transpose_native.h"
@@ -229,6 +233,16 @@ Tensor wrapper_CompositeExplicitAutograd_squeeze_dim(const Tensor& self, int64_t
   return native::squeeze(self, dim);
 }
 
+// ===== dk::std @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_std_(const Tensor& self, bool unbiased) {
+  return native::std(self, unbiased);
+}
+
+// ===== dk::std.dim @ CompositeExplicitAutograd =====
+Tensor wrapper_CompositeExplicitAutograd_std_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
+  return native::std(self, dim, unbiased, keepdim);
+}
+
 // ===== dk::t @ CompositeExplicitAutograd =====
 Tensor wrapper_CompositeExplicitAutograd_t(const Tensor& self) {
   return native::t(self);
@@ -280,6 +294,8 @@ DK_LIBRARY_IMPL(dk, CompositeExplicitAutograd, m) {
   m.impl("split.Tensor", ::dk::detail::kernelFor<ops::split_Tensor, &wrapper_CompositeExplicitAutograd_split_Tensor>("wrapper_CompositeExplicitAutograd_split_Tensor"));  // split.Tensor @ CompositeExplicitAutograd -> native::split
   m.impl("squeeze", ::dk::detail::kernelFor<ops::squeeze, &wrapper_CompositeExplicitAutograd_squeeze>("wrapper_CompositeExplicitAutograd_squeeze"));  // squeeze @ CompositeExplicitAutograd -> native::squeeze
   m.impl("squeeze.dim", ::dk::detail::kernelFor<ops::squeeze_dim, &wrapper_CompositeExplicitAutograd_squeeze_dim>("wrapper_CompositeExplicitAutograd_squeeze_dim"));  // squeeze.dim @ CompositeExplicitAutograd -> native::squeeze
+  m.impl("std", ::dk::detail::kernelFor<ops::std_, &wrapper_CompositeExplicitAutograd_std_>("wrapper_CompositeExplicitAutograd_std_"));  // std @ CompositeExplicitAutograd -> native::std
+  m.impl("std.dim", ::dk::detail::kernelFor<ops::std_dim, &wrapper_CompositeExplicitAutograd_std_dim>("wrapper_CompositeExplicitAutograd_std_dim"));  // std.dim @ CompositeExplicitAutograd -> native::std
   m.impl("t", ::dk::detail::kernelFor<ops::t, &wrapper_CompositeExplicitAutograd_t>("wrapper_CompositeExplicitAutograd_t"));  // t @ CompositeExplicitAutograd -> native::t
   m.impl("transpose.int", ::dk::detail::kernelFor<ops::transpose_int, &wrapper_CompositeExplicitAutograd_transpose_int>("wrapper_CompositeExplicitAutograd_transpose_int"));  // transpose.int @ CompositeExplicitAutograd -> native::transpose
   m.impl("unbind.int", ::dk::detail::kernelFor<ops::unbind_int, &wrapper_CompositeExplicitAutograd_unbind_int>("wrapper_CompositeExplicitAutograd_unbind_int"));  // unbind.int @ CompositeExplicitAutograd -> native::unbind

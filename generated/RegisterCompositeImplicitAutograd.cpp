@@ -98,8 +98,6 @@
 #include "dk/generated/ops/softmax_ops.h"
 #include "dk/generated/ops/stack_native.h"
 #include "dk/generated/ops/stack_ops.h"
-#include "dk/generated/ops/std_native.h"
-#include "dk/generated/ops/std_ops.h"
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/sub_ops.h"
 #include "dk/generated/ops/to_native.h"
@@ -292,16 +290,6 @@ Tensor wrapper_CompositeImplicitAutograd_stack(ArrayRef<Tensor> tensors, int64_t
   return native::stack(tensors, dim);
 }
 
-// ===== dk::std @ CompositeImplicitAutograd =====
-Tensor wrapper_CompositeImplicitAutograd_std_(const Tensor& self, bool unbiased) {
-  return native::std(self, unbiased);
-}
-
-// ===== dk::std.dim @ CompositeImplicitAutograd =====
-Tensor wrapper_CompositeImplicitAutograd_std_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
-  return native::std(self, dim, unbiased, keepdim);
-}
-
 // ===== dk::sub.Scalar @ CompositeImplicitAutograd =====
 Tensor wrapper_CompositeImplicitAutograd_sub_Scalar(const Tensor& self, const Scalar& other, const Scalar& alpha) {
   return native::sub(self, other, alpha);
@@ -380,8 +368,6 @@ DK_LIBRARY_IMPL(dk, CompositeImplicitAutograd, m) {
   m.impl("reshape", ::dk::detail::kernelFor<ops::reshape, &wrapper_CompositeImplicitAutograd_reshape>("wrapper_CompositeImplicitAutograd_reshape"));  // reshape @ CompositeImplicitAutograd -> native::reshape
   m.impl("softmax.int", ::dk::detail::kernelFor<ops::softmax_int, &wrapper_CompositeImplicitAutograd_softmax_int>("wrapper_CompositeImplicitAutograd_softmax_int"));  // softmax.int @ CompositeImplicitAutograd -> native::softmax
   m.impl("stack", ::dk::detail::kernelFor<ops::stack, &wrapper_CompositeImplicitAutograd_stack>("wrapper_CompositeImplicitAutograd_stack"));  // stack @ CompositeImplicitAutograd -> native::stack
-  m.impl("std", ::dk::detail::kernelFor<ops::std_, &wrapper_CompositeImplicitAutograd_std_>("wrapper_CompositeImplicitAutograd_std_"));  // std @ CompositeImplicitAutograd -> native::std
-  m.impl("std.dim", ::dk::detail::kernelFor<ops::std_dim, &wrapper_CompositeImplicitAutograd_std_dim>("wrapper_CompositeImplicitAutograd_std_dim"));  // std.dim @ CompositeImplicitAutograd -> native::std
   m.impl("sub.Scalar", ::dk::detail::kernelFor<ops::sub_Scalar, &wrapper_CompositeImplicitAutograd_sub_Scalar>("wrapper_CompositeImplicitAutograd_sub_Scalar"));  // sub.Scalar @ CompositeImplicitAutograd -> native::sub
   m.impl("sub_.Scalar", ::dk::detail::kernelFor<ops::sub__Scalar, &wrapper_CompositeImplicitAutograd_sub__Scalar>("wrapper_CompositeImplicitAutograd_sub__Scalar"));  // sub_.Scalar @ CompositeImplicitAutograd -> native::sub_
   m.impl("to.dtype", ::dk::detail::kernelFor<ops::to_dtype, &wrapper_CompositeImplicitAutograd_to_dtype>("wrapper_CompositeImplicitAutograd_to_dtype"));  // to.dtype @ CompositeImplicitAutograd -> native::to

@@ -210,9 +210,19 @@ TEST_CASE("nn layers: batch_norm") {
   Tensor eval = dk::batch_norm(x, weight, bias, running_mean, running_var, false, 0.1, 1e-5, false);
   CHECK(eval.select(0, 1).select(0, 2).select(0, 0).select(0, 1).item<double>() == Approx(1.9980933666229248).epsilon(1e-5));
   CHECK(sameValues(read(running_mean), {0.023263931274414062, -0.03834481164813042, 0.02686375193297863}, 1e-6));
-  CHECK_THROWS_WITH(dk::batch_norm(make({1, 2, 3}, {1, 3}), std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                   true, 0.1, 1e-5, false),
-                    "Expected more than 1 value per channel when training, got input size [1, 3]");
+  // One value per channel: aten::batch_norm (unlike nn.functional) allows it; the running
+  // variance's unbiasing factor 1 / 0 makes it nan, and the output is 0 (x - mean = 0).
+  Tensor single_mean = dk::zeros({3}), single_var = dk::ones({3});
+  Tensor single = dk::batch_norm(make({1, 2, 3}, {1, 3}), std::nullopt, std::nullopt, single_mean, single_var, true, 0.5,
+                                 1e-5, false);
+  CHECK(sameValues(read(single), {0, 0, 0}, 0));
+  CHECK(sameValues(read(single_mean), {0.5, 1, 1.5}, 0));
+  CHECK(std::isnan(single_var.select(0, 0).item<double>()));
+  // An empty batch leaves the running statistics as they were.
+  Tensor empty = dk::batch_norm(dk::zeros({0, 3}), std::nullopt, std::nullopt, single_mean, single_var, true, 0.5, 1e-5,
+                                false);
+  CHECK(empty.sizes() == std::vector<int64_t>{0, 3});
+  CHECK(sameValues(read(single_mean), {0.5, 1, 1.5}, 0));
   CHECK_THROWS_WITH(dk::batch_norm(dk::ones({2, 3}), std::nullopt, std::nullopt, dk::zeros({2}), dk::ones({3}), true,
                                    0.1, 1e-5, false),
                     "running_mean should contain 3 elements not 2");
@@ -250,6 +260,8 @@ TEST_CASE("nn layers: _scaled_dot_product_attention") {
   Tensor plain = std::get<1>(dk::_scaled_dot_product_attention(q, k, v, additive));
   Tensor unmasked = std::get<1>(dk::_scaled_dot_product_attention(q, k, v));
   CHECK(sameValues(read(plain), read(unmasked)));
+  CHECK_THROWS_WITH(dk::_scaled_dot_product_attention(q, k, v, keep, 0.0, false, true),
+                    "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
 }
 
 namespace {

@@ -173,8 +173,9 @@ Tensor putRows(const Tensor& rows, const IndexPlan& plan, const Tensor& values, 
   Tensor flat_index = dk::reshape(plan.linear, {n});
   Tensor spread = dk::reshape(flat_index, index_shape).expand(flat_shape);
   Tensor vals = dk::reshape(values, flat_shape);
-  if (accumulate) return dk::scatter_add(rows, 0, spread, vals);
-  if (n == 0) return rows;
+  // With no positions, scatter_add still takes `values` (empty), so it stays in the autograd graph
+  // and gets an (empty) gradient, as in PyTorch.
+  if (accumulate || n == 0) return dk::scatter_add(rows, 0, spread, vals);
   // Without accumulate, a row named more than once takes the value of its last position, as a
   // serial loop over the positions writes it (PyTorch's CPU kernel). A stable sort of the row
   // numbers groups each row's positions in order; the last of each group is kept.

@@ -249,11 +249,13 @@ Tensor batch_norm(const Tensor& input, const std::optional<Tensor>& weight, cons
   shape[1] = channels;
   Tensor mean, var;
   if (training) {
+    // One value per channel is allowed here, as in aten::batch_norm: the running variance becomes
+    // nan (0 * the infinite unbiasing factor). nn.functional.batch_norm rejects it in Python, as
+    // torch.nn.functional does. An empty batch leaves the running statistics alone.
     const int64_t per_channel = channels == 0 ? 0 : input.numel() / channels;
-    DK_CHECK(per_channel > 1, "Expected more than 1 value per channel when training, got input size ", input.sizes());
     mean = dk::mean(input, IntArrayRef(dims), /*keepdim=*/true);
     var = dk::var(input, IntArrayRef(dims), /*unbiased=*/false, /*keepdim=*/true);
-    if (given(running_mean) || given(running_var)) {
+    if (per_channel > 0 && (given(running_mean) || given(running_var))) {
       NoGradGuard no_grad;
       const double unbias = static_cast<double>(per_channel) / static_cast<double>(per_channel - 1);
       if (given(running_mean)) {
@@ -286,6 +288,8 @@ std::tuple<Tensor, Tensor> _scaled_dot_product_attention(const Tensor& query, co
                                                          bool /*need_attn_weights*/, bool is_causal) {
   DK_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2,
            "_scaled_dot_product_attention: query, key and value must have at least 2 dims");
+  DK_CHECK(!(is_causal && given(attn_mask)),
+           "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
   const double scale = 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
   Tensor scores = dk::matmul(dk::mul(query, scale), dk::transpose(key, -2, -1));
   const double minus_inf = -std::numeric_limits<double>::infinity();

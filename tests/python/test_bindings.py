@@ -1,6 +1,7 @@
 """The generated operator bindings (Note [Python bindings]): overloads, keywords, defaults,
 out=, varargs sizes, named-tuple returns, methods, and PyTorch's TypeErrors."""
 
+import numpy as np
 import pytest
 
 import dispatchkit as dk
@@ -97,3 +98,69 @@ def test_nn_functional():
     x = dk.tensor([-1.0, 0.5])
     assert dk.nn.functional.relu(x).tolist() == [0, 0.5]
     assert dk.nn.functional.gelu(x).shape == (2,)
+
+
+def test_nn_functional_takes_torch_nn_functional_signatures():
+    torch = pytest.importorskip("torch")
+    F = dk.nn.functional
+    TF = torch.nn.functional
+    x = np.linspace(-2, 2, 24).reshape(2, 3, 4)
+    d, t = dk.from_numpy(x.copy()), torch.from_numpy(x.copy())
+
+    def same(a, b):
+        np.testing.assert_allclose(np.asarray(a), b.numpy(), rtol=1e-6, atol=1e-9)
+
+    target = np.array([[0, 2, 1, 1], [2, 0, 0, 1]])
+    dt, tt = dk.from_numpy(target.copy()), torch.from_numpy(target.copy())
+    for reduction in ("none", "mean", "sum"):
+        same(F.mse_loss(d, d * 0.5, reduction=reduction), TF.mse_loss(t, t * 0.5, reduction=reduction))
+        same(F.nll_loss(d, dt, reduction=reduction), TF.nll_loss(t, tt, reduction=reduction))
+        same(F.cross_entropy(d, dt, reduction=reduction, label_smoothing=0.25),
+             TF.cross_entropy(t, tt, reduction=reduction, label_smoothing=0.25))
+    same(F.nll_loss(d, dt, ignore_index=1), TF.nll_loss(t, tt, ignore_index=1))
+    with pytest.raises(ValueError, match="bogus is not a valid value for reduction"):
+        F.mse_loss(d, d, reduction="bogus")
+    with pytest.warns(UserWarning, match="size_average and reduce"):
+        same(F.mse_loss(d, d * 0.5, size_average=False), TF.mse_loss(t, t * 0.5, reduction="sum"))
+    same(F.softmax(d, dim=1), TF.softmax(t, dim=1))
+    same(F.log_softmax(d, -1), TF.log_softmax(t, -1))
+    with pytest.warns(UserWarning, match="Implicit dimension choice"):
+        same(F.softmax(d), TF.softmax(t, dim=0))
+    same(F.dropout(d, training=False), TF.dropout(t, training=False))
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
+        F.dropout(d, 1.5)
+    same(F.layer_norm(d, [4]), TF.layer_norm(t, [4]))
+
+    running = [np.zeros(3), np.ones(3)]
+    d_stats = [dk.from_numpy(r.copy()) for r in running]
+    t_stats = [torch.from_numpy(r.copy()) for r in running]
+    same(F.batch_norm(d, *d_stats, training=True, momentum=0.5), TF.batch_norm(t, *t_stats, training=True, momentum=0.5))
+    for ds, ts in zip(d_stats, t_stats):
+        same(ds, ts)
+    same(F.batch_norm(d, *d_stats), TF.batch_norm(t, *t_stats))
+    with pytest.raises(ValueError, match=r"Expected more than 1 value per channel when training, got input size "
+                                         r"dispatchkit.Size\(\[1, 3\]\)"):
+        F.batch_norm(dk.ones(1, 3), None, None, training=True)
+
+    weight = np.linspace(0, 1, 15).reshape(5, 3)
+    dw, tw = dk.from_numpy(weight.copy()), torch.from_numpy(weight.copy())
+    same(F.embedding(dt, dw), TF.embedding(tt, tw))
+    dw.requires_grad_(True)
+    tw.requires_grad_(True)
+    F.embedding(dt, dw, padding_idx=-4).sum().backward()
+    TF.embedding(tt, tw, padding_idx=-4).sum().backward()
+    same(dw.grad, tw.grad)
+    with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
+        F.embedding(dt, dw, padding_idx=5)
+
+    image = dk.from_numpy(np.arange(32.0).reshape(1, 2, 4, 4))
+    timage = torch.arange(32.0, dtype=torch.float64).reshape(1, 2, 4, 4)
+    values, indices = F.max_pool2d(image, 2, return_indices=True)
+    t_values, t_indices = TF.max_pool2d(timage, 2, return_indices=True)
+    same(values, t_values)
+    same(indices, t_indices)
+    same(F.max_pool2d(image, 3, stride=1, padding=1), TF.max_pool2d(timage, 3, stride=1, padding=1))
+    same(F.avg_pool2d(image, 2), TF.avg_pool2d(timage, 2))
+    y = dk.from_numpy(x.copy())
+    assert F.relu(y, inplace=True) is y
+    same(y, TF.relu(t))

@@ -778,6 +778,36 @@ struct SqueezeCopyBackward1 final : public Node {
   std::vector<int64_t> self_sizes_;
 };
 
+// std
+struct StdBackward0 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "StdBackward0"; }
+  void release_variables() override {
+    detail::release(self_);
+    detail::release(result_);
+  }
+
+  SavedVariable self_;
+  bool unbiased_{};
+  SavedVariable result_;
+};
+
+// std.dim
+struct StdBackward1 final : public Node {
+  variable_list apply(variable_list grads) override;
+  std::string name() const override { return "StdBackward1"; }
+  void release_variables() override {
+    detail::release(self_);
+    detail::release(result_);
+  }
+
+  std::optional<std::vector<int64_t>> dim_;
+  bool keepdim_{};
+  SavedVariable self_;
+  bool unbiased_{};
+  SavedVariable result_;
+};
+
 // sub.Tensor
 struct SubBackward0 final : public Node {
   variable_list apply(variable_list grads) override;

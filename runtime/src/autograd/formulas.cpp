@@ -218,6 +218,24 @@ Tensor max_pool2d_indices_backward(const Tensor& grad, const std::vector<int64_t
   return dk::reshape(flat, input_sizes);
 }
 
+Tensor var_backward(const Tensor& grad, const Tensor& self, const std::optional<std::vector<int64_t>>& dim,
+                    bool unbiased, bool keepdim) {
+  const std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  int64_t count = 1;
+  std::vector<int64_t> dims = reducedDims(dim, self.dim());
+  for (int64_t d : dims) count *= sizes[static_cast<size_t>(d)];
+  Tensor centered = dk::sub(self, dk::mean(self, dims, /*keepdim=*/true));
+  Tensor g = sum_backward(grad, sizes, dim, keepdim);
+  return dk::mul(dk::mul(g, centered), 2.0 / static_cast<double>(count - (unbiased ? 1 : 0)));
+}
+
+Tensor std_backward(const Tensor& result, const Tensor& grad, const Tensor& self,
+                    const std::optional<std::vector<int64_t>>& dim, bool unbiased, bool keepdim) {
+  Tensor scaled = dk::div(grad, dk::mul(result, 2));
+  Tensor grad_var = dk::where(dk::eq(result, 0), dk::zeros_like(scaled), scaled);
+  return var_backward(grad_var, self, dim, unbiased, keepdim);
+}
+
 Tensor cumsum_backward(const Tensor& grad, int64_t dim, ScalarType input_dtype) {
   Tensor g = grad.scalar_type() == input_dtype ? grad : dk::_to_copy(grad, input_dtype);
   if (g.dim() == 0 || g.numel() == 0) return g;

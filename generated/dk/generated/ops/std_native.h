@@ -23,7 +23,7 @@
 
 namespace dk::native {
 
-Tensor std(const Tensor& self, bool unbiased);  // std @ CompositeImplicitAutograd
-Tensor std(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim);  // std.dim @ CompositeImplicitAutograd
+Tensor std(const Tensor& self, bool unbiased);  // std @ CompositeExplicitAutograd
+Tensor std(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim);  // std.dim @ CompositeExplicitAutograd
 
 }  // namespace dk::native

@@ -46,6 +46,14 @@ Tensor sum_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
 Tensor mean_backward(const Tensor& grad, const std::vector<int64_t>& sizes,
                      const std::optional<std::vector<int64_t>>& dim, bool keepdim);
 
+// var over `dim` (ddof 1 when unbiased): 2 (self - mean) grad / (N - ddof), grad broadcast back.
+Tensor var_backward(const Tensor& grad, const Tensor& self, const std::optional<std::vector<int64_t>>& dim,
+                    bool unbiased, bool keepdim);
+// std = sqrt(var): var_backward of grad / (2 std), with 0 where std is 0 (as PyTorch's
+// std_backward; the chain through sqrt would give 0 * inf = nan there).
+Tensor std_backward(const Tensor& result, const Tensor& grad, const Tensor& self,
+                    const std::optional<std::vector<int64_t>>& dim, bool unbiased, bool keepdim);
+
 // max.dim, sort, topk and the like: grad goes to the elements `indices` selected along `dim`.
 Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
                                           const std::vector<int64_t>& sizes, bool keepdim);
