@@ -5,7 +5,8 @@ checked against the operators of native_functions.yaml, or raises one ``GenError
 every problem of the file (``FILE:LINE: SCHEMA: what is wrong``): an entry for an unknown
 operator or with another schema, a formula for a name that is not an argument, a
 differentiable input without a formula and no ``non_differentiable`` mark, a bad
-``output_differentiability``.
+``output_differentiability``, a formula that reads no gradient there is (Note [Gradients of
+differentiable outputs]).
 
 ``autograd_plan(native_functions, infos)`` then says, for every operator, what its
 autograd kernel is (codegen/dest/autograd.py emits it): a derivative (the entry of the
@@ -58,6 +59,7 @@ _PROPERTY_USE = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\.(" + "|".join(PROPERTIE
 _ARGS_SIZES_USE = re.compile(r"\bto_args_sizes\(\s*([A-Za-z_]\w*)\s*\)")
 _IDENT = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\b")
 _RESULT_N = re.compile(r"result(\d+)$")
+_GRADS_INDEX = re.compile(r"(?<![\w.:>])grads\s*\[\s*(\d+)\s*\]")
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 _CLOSING = {")": "(", "]": "[", "}": "{"}
@@ -204,6 +206,20 @@ def _strip(text: str) -> str:
 
 # ---------------------------------------------------------------- parsing
 
+# Note [Gradients of differentiable outputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The autograd kernel makes its node the history of the differentiable outputs alone
+# (output_differentiability, and only tensors), in return order (codegen/dest/autograd.py
+# _histories): the node has one gradient per such output, so ``grads[i]`` is the gradient of the
+# i-th *differentiable* output and ``grad`` that of the first. Two formulas are then wrong however
+# they are written, and are refused here rather than compiled into a node that reads past its
+# gradients or never runs:
+#   - any formula of an entry with no differentiable output (autograd_plan gives it no kernel);
+#   - ``grads[i]`` past the differentiable outputs (when each is one Tensor, so their count is
+#     known statically).
+# ``result1`` of a non-differentiable output stays allowed: it is a value the forward call
+# computed (max.dim's indices), not a gradient.
+
 
 class _Parser:
     def __init__(self, by_name: Dict[str, NativeFunction]):
@@ -306,8 +322,10 @@ class _Parser:
             if is_tensor_argument(a) and a.name not in covered:
                 self.error(loc, f"missing formula for differentiable input '{a.name}' (give a formula or "
                                 f"'{a.name}: {NON_DIFFERENTIABLE}')", schema)
+        declared = output_diff is not None
         if output_diff is None:
             output_diff = tuple(True for _ in nf.func.returns)
+        self.check_gradients(nf, formulas, output_diff, declared, schema)
         # Numbered per node base name, so copy and copy_ (both "Copy") get distinct classes.
         base = node_name(nf.func.name, 0)
         index = self.node_counts.get(base, 0)
@@ -325,6 +343,27 @@ class _Parser:
     def formula_names(self, nf: NativeFunction) -> FrozenSet[str]:
         """The names a formula of ``nf`` may use unqualified (besides FORMULA_NAMES)."""
         return frozenset({a.name for a in nf.func.arguments} | self.helpers)
+
+    def check_gradients(self, nf: NativeFunction, formulas: List[Formula], output_diff: Tuple[bool, ...],
+                        declared: bool, schema: str) -> None:
+        """Every formula reads gradients that exist (Note [Gradients of differentiable outputs])."""
+        differentiable = [r for r, d in zip(nf.func.returns, output_diff) if d and r.type.is_tensor_like()]
+        why = f" (output_differentiability: [{', '.join(str(d) for d in output_diff)}])" if declared else ""
+        if not differentiable:
+            for f in formulas:
+                inputs = ", ".join(f.inputs)
+                self.error(f.loc, f"formula for '{inputs}', but no output of {nf.func.name} is differentiable{why}: "
+                                  f"the formula would never run; write '{inputs}: {NON_DIFFERENTIABLE}'", schema)
+            return
+        if any(r.type != BaseType("Tensor") for r in differentiable):
+            return  # a Tensor[] output has a gradient per tensor: how many is known at run time only
+        for f in formulas:
+            for m in _GRADS_INDEX.finditer(_STRING_LITERAL.sub('""', _strip(f.text))):
+                if int(m.group(1)) >= len(differentiable):
+                    self.error(f.loc, f"'grads[{m.group(1)}]' in the formula for '{', '.join(f.inputs)}', but "
+                                      f"{nf.func.name} has {len(differentiable)} differentiable output(s){why}: grads "
+                                      "holds the gradients of the differentiable outputs, in order", schema)
+                    break
 
     def output_differentiability(self, value, loc: Location, nf: NativeFunction, schema: str):
         if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):

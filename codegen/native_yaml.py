@@ -30,6 +30,7 @@ from codegen.model import (
     BATCHING_FAMILIES,
     DEVICE_CHECKS,
     VARIANTS,
+    AliasInfo,
     Argument,
     BackendMetadata,
     BaseType,
@@ -39,6 +40,8 @@ from codegen.model import (
     OperatorName,
     OptionalType,
     Precompute,
+    Return,
+    Type,
 )
 from codegen.limits import MAX_ENTRY_ERRORS, MAX_OVERLOADS, clip
 from codegen.schema import overload_name_mismatch
@@ -97,6 +100,135 @@ def kernel_name_mismatch(text: str) -> str:
         return (f"kernel name '{clip(text)}' names a namespace outside dk: write it fully qualified, "
                 f"'::{clip(text)}', or relative to dk, 'dk::...'")
     return ""
+
+
+# ---- written arguments: in-place and out= forms (Note [Written arguments]) ----
+#
+# Note [Written arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# The generator tells an operator's kind from its alias annotations alone (FunctionSchema.kind):
+# out= when a keyword-only argument is written (`Tensor(a!) out`), in-place when the name ends in
+# `_`. A form that forgets a `!` is still a valid schema, of another kind: `add.out(..., *, Tensor
+# out) -> Tensor` is a functional operator with an input named out, and the dispatcher, autograd
+# and functionalization would all treat it so. These are torchgen's rules (FunctionSchema.
+# __post_init__ in torchgen/model.py), checked here with the line:
+#   - in-place: `self` is written and comes first, and is what the operator returns
+#     (`-> Tensor(a!)`; nothing when self is a list); no out arguments;
+#   - out=: the out arguments are returned, in order, with their annotations (nothing when one
+#     is not a plain Tensor); an argument named like an output (`out`, `out0`) or an overload
+#     named like an out= form (`out`, `*_out`) is written;
+#   - any other operator returns either only written tensors, each its written `self`, or none.
+
+# PyTorch's names of outputs: `out`, or `out0`, `out1`, ... for several.
+_OUT_ARGUMENT_NAME = re.compile(r"out[0-9]*")
+
+
+def _annotated(type_: Type, alias: Optional[AliasInfo]) -> str:
+    return type_.render(f"({alias})" if alias is not None else "")
+
+
+def _same_tensor(r: Return, a: Argument) -> bool:
+    """``r`` returns the argument ``a``: same type, same alias annotation."""
+    return (r.type, r.alias) == (a.type, a.alias)
+
+
+def _returns_text(returns: Tuple[Return, ...]) -> str:
+    """Returns as a schema writes them: ``()``, ``Tensor(a!)``, ``(Tensor(a!) values, Tensor(b!) indices)``."""
+    if len(returns) == 1:
+        return str(returns[0])
+    return "(" + ", ".join(str(r) for r in returns) + ")"
+
+
+def _is_out_overload(name: OperatorName) -> bool:
+    """Named like an out= form: the overload ``out``, or one ending in ``_out`` (``Tensor_out``)."""
+    return name.overload_name == "out" or name.overload_name.endswith("_out")
+
+
+def _unwritten_output_problems(func: FunctionSchema) -> List[str]:
+    """An out= form whose outputs lack their ``!``."""
+    problems = [f"keyword-only argument '{a.name}' is named as an output but is not written: "
+                f"write '{a.type.render('(a!)')} {a.name}'"
+                for a in func.kwarg_only if _OUT_ARGUMENT_NAME.fullmatch(a.name) and a.type.is_tensor_like()]
+    if not problems and not func.out and _is_out_overload(func.name):
+        problems.append(f"overload '{func.name.overload_name}' is named as an out= form but has no out "
+                        "argument: an out argument is keyword-only and written, as in '*, Tensor(a!) out'")
+    return problems
+
+
+def _inplace_problems(func: FunctionSchema) -> List[str]:
+    first = func.positional[0] if func.positional else None
+    if first is None or first.name != "self" or not first.is_write:
+        return ["an in-place operator takes a written 'self' first, as in 'Tensor(a!) self'"]
+    if func.out:
+        return [f"an in-place operator writes its 'self', not out arguments ('{func.out[0]}'): an out= form "
+                f"is named without the trailing '_', as in '{func.name.base_name}.out'"]
+    if first.type == BaseType("Tensor"):
+        expected = Return(first.type, None, first.alias)
+        if len(func.returns) != 1 or not _same_tensor(func.returns[0], first):
+            return [f"an in-place operator returns its 'self': '-> {expected}', not '-> {_returns_text(func.returns)}'"]
+    elif func.returns:
+        # Nothing to chain a call on: torchgen's in-place forms of list operators return nothing.
+        return [f"an in-place operator whose 'self' is a {_annotated(first.type, first.alias)} returns nothing: "
+                f"'-> ()', not '-> {_returns_text(func.returns)}'"]
+    return []
+
+
+def _out_problems(func: FunctionSchema) -> List[str]:
+    not_plain = [a for a in func.out if a.type != BaseType("Tensor")]
+    if not_plain:
+        a = not_plain[0]
+        if func.returns:
+            return [f"an out= operator whose out argument '{a.name}' is a {_annotated(a.type, a.alias)} returns "
+                    f"nothing: '-> ()', not '-> {_returns_text(func.returns)}'"]
+        return []
+    expected = tuple(Return(a.type, a.name if len(func.out) > 1 else None, a.alias) for a in func.out)
+    how = f"an out= operator returns its out arguments, in order: '-> {_returns_text(expected)}'"
+    for i, a in enumerate(func.out):
+        if i >= len(func.returns) or not _same_tensor(func.returns[i], a):
+            where = f" as return {i + 1}" if len(func.out) > 1 else ""
+            return [f"out argument '{a.name}' ({_annotated(a.type, a.alias)}) is not returned{where}; {how}"]
+    if len(func.returns) > len(func.out):
+        return [f"return '{func.returns[len(func.out)]}' is not an out argument; {how}"]
+    return []
+
+
+def _written_return_problems(func: FunctionSchema) -> List[str]:
+    """Functional and mutable operators: a written return is the written ``self``."""
+    written = [r for r in func.returns if r.is_write]
+    if not written:
+        return []
+    if len(written) != len(func.returns):
+        return [f"returns are all written or none is, not '-> {_returns_text(func.returns)}': return a written "
+                "argument alone, or do not return it"]
+    self_arg = func.self_argument
+    for r in written:
+        if self_arg is None or self_arg.alias != r.alias:
+            return [f"written return '{r}' is not the written 'self': a written output is a keyword-only out "
+                    "argument, as in '*, Tensor(a!) out' (or is not returned)"]
+    return []
+
+
+def _unknown_alias_set_problems(func: FunctionSchema) -> List[str]:
+    """A return that aliases an input must name that input's alias set: the emitters look the
+    aliased argument up by it."""
+    argument_sets = {name for a in func.arguments if a.alias is not None for name in a.alias.before}
+    return [f"return alias set '{clip(name)}' is not the alias set of any argument"
+            for r in func.returns for name in (r.alias.before if r.alias is not None else ())
+            if name != "*" and name not in argument_sets]
+
+
+def write_problems(func: FunctionSchema) -> List[str]:
+    """What is wrong with the alias annotations of ``func``'s returns and written arguments
+    (Note [Written arguments]): the problems of the first rule broken, as one forgotten ``!``
+    breaks several (``out`` unwritten, so ``-> Tensor(a!)`` aliases nothing)."""
+    problems = _unwritten_output_problems(func) or _unknown_alias_set_problems(func)
+    if problems:
+        return problems
+    if func.is_inplace:
+        return _inplace_problems(func)
+    if func.is_out_fn:
+        return _out_problems(func)
+    return _written_return_problems(func)
 
 
 def _split_list(text: str) -> List[str]:
@@ -483,13 +615,7 @@ class _EntryParser:
             self.error("'structured_inherits' needs 'structured: True'", "structured_inherits")
         if fields.get("precomputed") is not None and not fields.get("structured"):
             self.error("'precomputed' needs 'structured: True'", "precomputed")
-        # A return that aliases an input must name that input's alias set: the emitters look
-        # the aliased argument up by it.
-        argument_sets = {name for a in func.arguments if a.alias is not None for name in a.alias.before}
-        for r in func.returns:
-            for name in r.alias.before if r.alias is not None else ():
-                if name != "*" and name not in argument_sets:
-                    self.error(f"return alias set '{clip(name)}' is not the alias set of any argument", "func")
+        self.check_writes(func)
         if fields.get("batching") == "pointwise":
             # The rule lines up tensor arguments and wraps tensor results (Note [Pointwise batching
             # rule]): no lists, no out= or view forms, every return a tensor.
@@ -526,12 +652,11 @@ class _EntryParser:
                     or dtype.type != OptionalType(BaseType("ScalarType")) or not func.is_functional):
                 self.error("autocast policy 'fp32_set_opt_dtype' is for a functional operator that takes a Tensor "
                            "first and a 'ScalarType? dtype' argument", "autocast")
-        if func.is_inplace:
-            first = func.positional[0] if func.positional else None
-            if first is None or first.name != "self" or not first.is_write:
-                self.error(
-                    "an in-place operator takes a written 'self' first, as in 'Tensor(a!) self'", "func"
-                )
+
+    def check_writes(self, func: FunctionSchema) -> None:
+        """The alias annotations of returns and written arguments (``write_problems``)."""
+        for problem in write_problems(func):
+            self.error(problem, "func")
 
 
 def _check_entries(

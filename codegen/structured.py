@@ -13,8 +13,10 @@ Rules (errors name the entry's line):
     that operator alone. It has no ``Meta`` kernel (it is generated) and no composite kernel;
   - it has exactly one functional delegate, at most one in-place delegate, and nothing else
     delegates to it;
-  - a delegate takes the out= operator's arguments less its outputs (names, types, defaults;
-    the in-place one with ``Tensor(a!) self``) and has no kernel of its own at the family's keys.
+  - a delegate is a form of the same operator (``gelu``, ``gelu_`` for ``gelu.out``), takes the
+    out= operator's arguments less its outputs (names, types, defaults; the in-place one with
+    ``Tensor(a!) self``), returns what it returns (less alias annotations and names), and has no
+    kernel of its own at the family's keys (Meta included).
 """
 
 from __future__ import annotations
@@ -60,9 +62,17 @@ class StructuredFamily:
         return f"structured_{kernel.kernel}"
 
 
-def _arguments(nf: NativeFunction):
+def _arguments(nf: NativeFunction) -> str:
+    """The arguments less outputs and alias annotations, as the schema writes them (``*`` included:
+    a keyword-only argument is one in Python's bindings too)."""
     sig = nf.func.signature()
-    return sig.positional + sig.kwarg_only
+    return ", ".join([str(a) for a in sig.positional] + (["*"] if sig.kwarg_only else [])
+                     + [str(a) for a in sig.kwarg_only])
+
+
+def _returns_text(nf: NativeFunction) -> str:
+    """The returns less alias annotations and names: what every member of a family returns."""
+    return ", ".join(str(r) for r in nf.func.signature().returns)
 
 
 def _error(nf: NativeFunction, detail: str) -> GenError:
@@ -88,10 +98,17 @@ def _family_errors(out: NativeFunction, delegates: Sequence[NativeFunction]) -> 
         errors.append(_error(extra, f"'{out.name}' already has a {extra.func.kind} delegate"))
     wanted = _arguments(out)
     for nf in delegates:
+        if nf.func.name.base_name != out.func.name.name:
+            errors.append(_error(nf, f"'{out.name}' is an out= form of another operator: a structured delegate is "
+                                     f"a form of the same one, '{out.func.name.name}' or '{out.func.name.name}_'"))
         if _arguments(nf) != wanted:
-            have = ", ".join(str(a) for a in _arguments(nf))
             errors.append(_error(nf, f"a structured delegate takes the arguments of '{out.name}' less its outputs "
-                                     f"({', '.join(str(a) for a in wanted)}), not ({have})"))
+                                     f"({wanted}), not ({_arguments(nf)})"))
+        # The generated wrapper returns the family's outputs (op.take_output(i)): as many as the
+        # out= form writes, of its types. Another count would index past them at run time.
+        if _returns_text(nf) != _returns_text(out):
+            errors.append(_error(nf, f"a structured delegate returns what '{out.name}' returns "
+                                     f"({_returns_text(out)}), not ({_returns_text(nf)})"))
         clash = sorted(k.name for k in nf.dispatch
                        if (k in out.dispatch and k in STRUCTURED_KEYS) or k == DispatchKey.Meta)
         if clash:
