@@ -14,3 +14,6 @@ cmake -S "$project" -B "$scratch/build" -Ddispatchkit_DIR="$(dirname "$config")"
 cmake --build "$scratch/build" >/dev/null
 out=$("$scratch/build/prog")
 dk_expect_downstream_output "$out"
+out=$("$scratch/build/opcheck_prog")
+echo "$out"
+echo "$out" | grep -q "^opcheck passed: autograd_registration=ok boxed_unboxed=ok gradcheck=ok meta=ok schema=ok$"

@@ -17,3 +17,10 @@ g++ "$prog" $flags -o "$scratch/prog"
 libdir=$(pkg-config --libs-only-L dispatchkit | sed "s/^ *-L//; s/ *$//")
 out=$(LD_LIBRARY_PATH="$libdir" "$scratch/prog")
 dk_expect_downstream_output "$out"
+# The testing library (dk/testing/): an operator author's opcheck, against dispatchkit-testing.pc.
+testing_flags=$(pkg-config --cflags --libs dispatchkit-testing)
+echo "g++ opcheck_prog.cpp $testing_flags"
+g++ "$(dirname "$prog")/opcheck_prog.cpp" $testing_flags -o "$scratch/opcheck_prog"
+out=$(LD_LIBRARY_PATH="$libdir" "$scratch/opcheck_prog")
+echo "$out"
+echo "$out" | grep -q "^opcheck passed: autograd_registration=ok boxed_unboxed=ok gradcheck=ok meta=ok schema=ok$"

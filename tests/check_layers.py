@@ -13,6 +13,7 @@ runtime/ holds one folder per layer, lowest first:
               functionalization, graph capture)
     optim     the optimizers (SGD, Adam), written with dk operators
     distributed  stores, process groups and their backends (Gloo), the c10d collectives' kernels
+    testing   checks for operator authors (gradcheck, opcheck): the dispatchkit-testing library
 
 A file in one layer may include headers of its own layer and of lower ones only. The
 generated headers (dk/generated/) belong to the layer of what they declare, listed below (the
@@ -30,7 +31,7 @@ import os
 import re
 import sys
 
-LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers", "func", "optim", "distributed"]
+LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers", "func", "optim", "distributed", "testing"]
 ENTRY_POINTS = {"dk/dk.h", "dk/dispatch.h", "dk/modes.h"}
 GENERATED_LAYER = {
     "Operators.h": "dispatch",

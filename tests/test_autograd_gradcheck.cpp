@@ -1,6 +1,6 @@
 // Gradcheck of every differentiable operator of schemas/native_functions.yaml: the gradients the
 // generated autograd kernels (schemas/derivatives.yaml) compute must match central finite
-// differences in float64 (tests/gradcheck.h), for several shapes, with broadcasting, and with
+// differences in float64 (dk/testing/gradcheck.h), for several shapes, with broadcasting, and with
 // non-contiguous inputs (gradcheck itself repeats every check with the inputs laid out
 // non-contiguously; some cases also pass a transposed leaf). Composite operators
 // (CompositeImplicitAutograd: matmul, linear, softmax.int, cross_entropy_loss, reshape, ...)
@@ -108,18 +108,18 @@
 #include "dk/tensor/tensor.h"
 #include "dk/tensor/tensor_from_values.h"
 #include "dk/util/error.h"
-#include "gradcheck.h"
+#include "dk/testing/gradcheck.h"
 
 using namespace dk;
-using dk::test::double_tensor;
-using dk::test::GradcheckOptions;
-using dk::test::to_doubles;
+using dk::testing::double_tensor;
+using dk::testing::GradcheckOptions;
+using dk::testing::to_doubles;
 using Inputs = std::vector<Tensor>;
 
 // A failed gradcheck reports its message at the caller's line and the test case goes on.
 #define GRADCHECK(...)                                           \
   do {                                                           \
-    auto gradcheck_result_ = ::dk::test::gradcheck(__VA_ARGS__); \
+    auto gradcheck_result_ = ::dk::testing::gradcheck(__VA_ARGS__); \
     if (!gradcheck_result_.ok) {                                 \
       FAIL_CHECK(gradcheck_result_.message);                     \
     } else {                                                     \
@@ -129,7 +129,7 @@ using Inputs = std::vector<Tensor>;
 
 #define GRADCHECK_MULTI(...)                                           \
   do {                                                                 \
-    auto gradcheck_result_ = ::dk::test::gradcheck_multi(__VA_ARGS__); \
+    auto gradcheck_result_ = ::dk::testing::gradcheck_multi(__VA_ARGS__); \
     if (!gradcheck_result_.ok) {                                       \
       FAIL_CHECK(gradcheck_result_.message);                           \
     } else {                                                           \
@@ -315,11 +315,11 @@ OperatorHandle op(const char* name, const char* overload) {
 
 TEST_CASE("gradcheck passes a correct derivative and reports a wrong one with both values") {
   Tensor x = leaf({2, 3}, 7);
-  auto right = dk::test::gradcheck([](const Inputs& in) { return tripled(in[0], 3.0); }, {x});
+  auto right = dk::testing::gradcheck([](const Inputs& in) { return tripled(in[0], 3.0); }, {x});
   INFO(right.message);
   CHECK(right.ok);
 
-  auto wrong = dk::test::gradcheck([](const Inputs& in) { return tripled(in[0], 2.0); }, {x});
+  auto wrong = dk::testing::gradcheck([](const Inputs& in) { return tripled(in[0], 2.0); }, {x});
   CHECK_FALSE(wrong.ok);
   CHECK_THAT(wrong.message, Catch::Contains("Jacobian mismatch: 6 entries differ"));
   CHECK_THAT(wrong.message,
@@ -329,7 +329,7 @@ TEST_CASE("gradcheck passes a correct derivative and reports a wrong one with bo
 
   // Elements off the diagonal of the Jacobian are compared too: a node that returns the right
   // values at the wrong places fails.
-  auto transposed_grad = dk::test::gradcheck(
+  auto transposed_grad = dk::testing::gradcheck(
       [](const Inputs& in) {
         Tensor out;
         {
@@ -355,7 +355,7 @@ TEST_CASE("gradcheck passes a correct derivative and reports a wrong one with bo
 }
 
 TEST_CASE("gradcheck reports an output without gradient history") {
-  auto r = dk::test::gradcheck([](const Inputs& in) { return double_tensor(in[0].sizes(), to_doubles(in[0])); },
+  auto r = dk::testing::gradcheck([](const Inputs& in) { return double_tensor(in[0].sizes(), to_doubles(in[0])); },
                                {leaf({2}, 9)});
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.message, Catch::Contains("does not require grad although an input does"));
@@ -363,13 +363,13 @@ TEST_CASE("gradcheck reports an output without gradient history") {
 
 TEST_CASE("gradcheck catches a forward that ignores strides, through its non-contiguous run") {
   Tensor x = leaf({2, 3}, 10);
-  auto r = dk::test::gradcheck([](const Inputs& in) { return tripled(in[0], 3.0, /*ignore_strides=*/true); }, {x});
+  auto r = dk::testing::gradcheck([](const Inputs& in) { return tripled(in[0], 3.0, /*ignore_strides=*/true); }, {x});
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.message, Catch::Contains("with non-contiguous inputs"));
   // The same function passes when the layout check is off: the failure came from the layout.
   GradcheckOptions contiguous_only;
   contiguous_only.check_noncontiguous = false;
-  auto r2 = dk::test::gradcheck([](const Inputs& in) { return tripled(in[0], 3.0, true); }, {x}, contiguous_only);
+  auto r2 = dk::testing::gradcheck([](const Inputs& in) { return tripled(in[0], 3.0, true); }, {x}, contiguous_only);
   INFO(r2.message);
   CHECK(r2.ok);
 }
@@ -377,12 +377,12 @@ TEST_CASE("gradcheck catches a forward that ignores strides, through its non-con
 TEST_CASE("gradcheck refuses inputs it cannot perturb or that lack precision") {
   Tensor f = dk::randn({2}, kFloat);
   f.requires_grad_();
-  auto r = dk::test::gradcheck([](const Inputs& in) { return in[0]; }, {f});
+  auto r = dk::testing::gradcheck([](const Inputs& in) { return in[0]; }, {f});
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.message, Catch::Contains("is not float64"));
 
   Tensor expanded = double_tensor({3, 1}, {1, 2, 3}).expand({3, 4});
-  auto r2 = dk::test::gradcheck([](const Inputs& in) { return in[0]; }, {expanded});
+  auto r2 = dk::testing::gradcheck([](const Inputs& in) { return in[0]; }, {expanded});
   CHECK_FALSE(r2.ok);
   CHECK_THAT(r2.message, Catch::Contains("overlapping memory"));
 }
@@ -390,11 +390,11 @@ TEST_CASE("gradcheck refuses inputs it cannot perturb or that lack precision") {
 TEST_CASE("gradcheck helpers: strided reads and non-contiguous copies") {
   Tensor base = double_tensor({2, 3}, {1, 2, 3, 4, 5, 6});
   CHECK(to_doubles(base.t()) == std::vector<double>{1, 4, 2, 5, 3, 6});
-  Tensor nc = dk::test::noncontiguous_copy(base);
+  Tensor nc = dk::testing::noncontiguous_copy(base);
   CHECK_FALSE(nc.is_contiguous());
   CHECK(nc.sizes() == base.sizes());
   CHECK(to_doubles(nc) == to_doubles(base));
-  CHECK(dk::test::index_string({2, 3, 4}, 23) == "[1, 2, 3]");
+  CHECK(dk::testing::index_string({2, 3, 4}, 23) == "[1, 2, 3]");
 }
 
 // ===================================================================== binary arithmetic
@@ -1170,7 +1170,7 @@ namespace {
 // it is itself differentiable: gradcheck of this function checks the second derivatives, i.e.
 // that the derivative formulas are differentiable dk operators. Grad mode is forced on inside,
 // since gradcheck evaluates it under NoGradGuard for the finite differences.
-dk::test::GradcheckMultiFn firstGradient(dk::test::GradcheckFn fn) {
+dk::testing::GradcheckMultiFn firstGradient(dk::testing::GradcheckFn fn) {
   return [fn](const Inputs& in) {
     autograd::AutoGradMode grad_mode(true);
     Tensor out = fn(in);

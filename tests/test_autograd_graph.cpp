@@ -51,11 +51,11 @@
 #include "dk/tensor/tensor.h"
 #include "dk/tensor/tensor_from_values.h"
 #include "dk/util/error.h"
-#include "gradcheck.h"
+#include "dk/testing/gradcheck.h"
 
 using namespace dk;
-using dk::test::double_tensor;
-using dk::test::to_doubles;
+using dk::testing::double_tensor;
+using dk::testing::to_doubles;
 
 namespace {
 

@@ -105,7 +105,11 @@ struct add_out {
 };
 """)
         self.assertFragment("dk/generated/Operators.h", "    {linear::name, linear::overload_name, "
-                                                        "linear::schema_str, linear::dispatch_bitmap},  // linear\n")
+                                                        "linear::schema_str, linear::dispatch_bitmap, \"\"},  // linear\n")
+        self.assertFragment("dk/generated/Operators.h", "    {add_Tensor::name, add_Tensor::overload_name, "
+                                                        "add_Tensor::schema_str, add_Tensor::dispatch_bitmap, "
+                                                        "\"pointwise\"},  // add.Tensor\n")
+        self.assertFragment("dk/generated/Operators.h", "using AllOperators = OperatorList<\n    add_Tensor,\n")
 
     def test_calls_are_the_typed_handles(self):
         # Note [Generated calls]: one implementation of the call path, the runtime's, inline in

@@ -159,229 +159,456 @@ struct OperatorInfo {
   const char* overload_name;
   const char* schema_str;
   uint64_t dispatch_bitmap;
+  const char* tags;  // the YAML's tags, space-separated ("" when none)
 };
 
 inline constexpr OperatorInfo kAllOperators[] = {
-    {_log_softmax::name, _log_softmax::overload_name, _log_softmax::schema_str, _log_softmax::dispatch_bitmap},  // _log_softmax
-    {_scaled_dot_product_attention::name, _scaled_dot_product_attention::overload_name, _scaled_dot_product_attention::schema_str, _scaled_dot_product_attention::dispatch_bitmap},  // _scaled_dot_product_attention
-    {_softmax::name, _softmax::overload_name, _softmax::schema_str, _softmax::dispatch_bitmap},  // _softmax
-    {_to_copy::name, _to_copy::overload_name, _to_copy::schema_str, _to_copy::dispatch_bitmap},  // _to_copy
-    {abs::name, abs::overload_name, abs::schema_str, abs::dispatch_bitmap},  // abs
-    {add_Scalar::name, add_Scalar::overload_name, add_Scalar::schema_str, add_Scalar::dispatch_bitmap},  // add.Scalar
-    {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap},  // add.Tensor
-    {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap},  // add.out
-    {add__Scalar::name, add__Scalar::overload_name, add__Scalar::schema_str, add__Scalar::dispatch_bitmap},  // add_.Scalar
-    {add__Tensor::name, add__Tensor::overload_name, add__Tensor::schema_str, add__Tensor::dispatch_bitmap},  // add_.Tensor
-    {addmm::name, addmm::overload_name, addmm::schema_str, addmm::dispatch_bitmap},  // addmm
-    {addmm_out::name, addmm_out::overload_name, addmm_out::schema_str, addmm_out::dispatch_bitmap},  // addmm.out
-    {addmm_::name, addmm_::overload_name, addmm_::schema_str, addmm_::dispatch_bitmap},  // addmm_
-    {all_gather_into_tensor_::name, all_gather_into_tensor_::overload_name, all_gather_into_tensor_::schema_str, all_gather_into_tensor_::dispatch_bitmap},  // all_gather_into_tensor_
-    {all_reduce_::name, all_reduce_::overload_name, all_reduce_::schema_str, all_reduce_::dispatch_bitmap},  // all_reduce_
-    {all_to_all_single_::name, all_to_all_single_::overload_name, all_to_all_single_::schema_str, all_to_all_single_::dispatch_bitmap},  // all_to_all_single_
-    {arange_start_step::name, arange_start_step::overload_name, arange_start_step::schema_str, arange_start_step::dispatch_bitmap},  // arange.start_step
-    {argmax::name, argmax::overload_name, argmax::schema_str, argmax::dispatch_bitmap},  // argmax
-    {argmax_out::name, argmax_out::overload_name, argmax_out::schema_str, argmax_out::dispatch_bitmap},  // argmax.out
-    {argmin::name, argmin::overload_name, argmin::schema_str, argmin::dispatch_bitmap},  // argmin
-    {argmin_out::name, argmin_out::overload_name, argmin_out::schema_str, argmin_out::dispatch_bitmap},  // argmin.out
-    {avg_pool2d::name, avg_pool2d::overload_name, avg_pool2d::schema_str, avg_pool2d::dispatch_bitmap},  // avg_pool2d
-    {avg_pool2d_backward::name, avg_pool2d_backward::overload_name, avg_pool2d_backward::schema_str, avg_pool2d_backward::dispatch_bitmap},  // avg_pool2d_backward
-    {baddbmm::name, baddbmm::overload_name, baddbmm::schema_str, baddbmm::dispatch_bitmap},  // baddbmm
-    {barrier::name, barrier::overload_name, barrier::schema_str, barrier::dispatch_bitmap},  // barrier
-    {batch_norm::name, batch_norm::overload_name, batch_norm::schema_str, batch_norm::dispatch_bitmap},  // batch_norm
-    {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap},  // bmm
-    {bmm_out::name, bmm_out::overload_name, bmm_out::schema_str, bmm_out::dispatch_bitmap},  // bmm.out
-    {broadcast_::name, broadcast_::overload_name, broadcast_::schema_str, broadcast_::dispatch_bitmap},  // broadcast_
-    {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
-    {chunk::name, chunk::overload_name, chunk::schema_str, chunk::dispatch_bitmap},  // chunk
-    {clamp::name, clamp::overload_name, clamp::schema_str, clamp::dispatch_bitmap},  // clamp
-    {clamp_out::name, clamp_out::overload_name, clamp_out::schema_str, clamp_out::dispatch_bitmap},  // clamp.out
-    {clamp_::name, clamp_::overload_name, clamp_::schema_str, clamp_::dispatch_bitmap},  // clamp_
-    {clone::name, clone::overload_name, clone::schema_str, clone::dispatch_bitmap},  // clone
-    {col2im::name, col2im::overload_name, col2im::schema_str, col2im::dispatch_bitmap},  // col2im
-    {contiguous::name, contiguous::overload_name, contiguous::schema_str, contiguous::dispatch_bitmap},  // contiguous
-    {conv1d::name, conv1d::overload_name, conv1d::schema_str, conv1d::dispatch_bitmap},  // conv1d
-    {conv2d::name, conv2d::overload_name, conv2d::schema_str, conv2d::dispatch_bitmap},  // conv2d
-    {convolution::name, convolution::overload_name, convolution::schema_str, convolution::dispatch_bitmap},  // convolution
-    {copy::name, copy::overload_name, copy::schema_str, copy::dispatch_bitmap},  // copy
-    {copy_::name, copy_::overload_name, copy_::schema_str, copy_::dispatch_bitmap},  // copy_
-    {cos::name, cos::overload_name, cos::schema_str, cos::dispatch_bitmap},  // cos
-    {cos_out::name, cos_out::overload_name, cos_out::schema_str, cos_out::dispatch_bitmap},  // cos.out
-    {cos_::name, cos_::overload_name, cos_::schema_str, cos_::dispatch_bitmap},  // cos_
-    {cross_entropy_loss::name, cross_entropy_loss::overload_name, cross_entropy_loss::schema_str, cross_entropy_loss::dispatch_bitmap},  // cross_entropy_loss
-    {cumsum::name, cumsum::overload_name, cumsum::schema_str, cumsum::dispatch_bitmap},  // cumsum
-    {cumsum_out::name, cumsum_out::overload_name, cumsum_out::schema_str, cumsum_out::dispatch_bitmap},  // cumsum.out
-    {cumsum_::name, cumsum_::overload_name, cumsum_::schema_str, cumsum_::dispatch_bitmap},  // cumsum_
-    {detach::name, detach::overload_name, detach::schema_str, detach::dispatch_bitmap},  // detach
-    {detach_copy::name, detach_copy::overload_name, detach_copy::schema_str, detach_copy::dispatch_bitmap},  // detach_copy
-    {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap},  // div.Scalar
-    {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap},  // div.Tensor
-    {div_out::name, div_out::overload_name, div_out::schema_str, div_out::dispatch_bitmap},  // div.out
-    {div__Scalar::name, div__Scalar::overload_name, div__Scalar::schema_str, div__Scalar::dispatch_bitmap},  // div_.Scalar
-    {div__Tensor::name, div__Tensor::overload_name, div__Tensor::schema_str, div__Tensor::dispatch_bitmap},  // div_.Tensor
-    {dropout::name, dropout::overload_name, dropout::schema_str, dropout::dispatch_bitmap},  // dropout
-    {embedding::name, embedding::overload_name, embedding::schema_str, embedding::dispatch_bitmap},  // embedding
-    {empty_memory_format::name, empty_memory_format::overload_name, empty_memory_format::schema_str, empty_memory_format::dispatch_bitmap},  // empty.memory_format
-    {empty_like::name, empty_like::overload_name, empty_like::schema_str, empty_like::dispatch_bitmap},  // empty_like
-    {empty_strided::name, empty_strided::overload_name, empty_strided::schema_str, empty_strided::dispatch_bitmap},  // empty_strided
-    {eq_Scalar::name, eq_Scalar::overload_name, eq_Scalar::schema_str, eq_Scalar::dispatch_bitmap},  // eq.Scalar
-    {eq_Scalar_out::name, eq_Scalar_out::overload_name, eq_Scalar_out::schema_str, eq_Scalar_out::dispatch_bitmap},  // eq.Scalar_out
-    {eq_Tensor::name, eq_Tensor::overload_name, eq_Tensor::schema_str, eq_Tensor::dispatch_bitmap},  // eq.Tensor
-    {eq_Tensor_out::name, eq_Tensor_out::overload_name, eq_Tensor_out::schema_str, eq_Tensor_out::dispatch_bitmap},  // eq.Tensor_out
-    {eq__Scalar::name, eq__Scalar::overload_name, eq__Scalar::schema_str, eq__Scalar::dispatch_bitmap},  // eq_.Scalar
-    {eq__Tensor::name, eq__Tensor::overload_name, eq__Tensor::schema_str, eq__Tensor::dispatch_bitmap},  // eq_.Tensor
-    {exp::name, exp::overload_name, exp::schema_str, exp::dispatch_bitmap},  // exp
-    {exp_out::name, exp_out::overload_name, exp_out::schema_str, exp_out::dispatch_bitmap},  // exp.out
-    {exp_::name, exp_::overload_name, exp_::schema_str, exp_::dispatch_bitmap},  // exp_
-    {expand::name, expand::overload_name, expand::schema_str, expand::dispatch_bitmap},  // expand
-    {expand_copy::name, expand_copy::overload_name, expand_copy::schema_str, expand_copy::dispatch_bitmap},  // expand_copy
-    {fill_Scalar::name, fill_Scalar::overload_name, fill_Scalar::schema_str, fill_Scalar::dispatch_bitmap},  // fill.Scalar
-    {fill__Scalar::name, fill__Scalar::overload_name, fill__Scalar::schema_str, fill__Scalar::dispatch_bitmap},  // fill_.Scalar
-    {flatten_using_ints::name, flatten_using_ints::overload_name, flatten_using_ints::schema_str, flatten_using_ints::dispatch_bitmap},  // flatten.using_ints
-    {full::name, full::overload_name, full::schema_str, full::dispatch_bitmap},  // full
-    {gather::name, gather::overload_name, gather::schema_str, gather::dispatch_bitmap},  // gather
-    {gather_out::name, gather_out::overload_name, gather_out::schema_str, gather_out::dispatch_bitmap},  // gather.out
-    {gelu::name, gelu::overload_name, gelu::schema_str, gelu::dispatch_bitmap},  // gelu
-    {gelu_out::name, gelu_out::overload_name, gelu_out::schema_str, gelu_out::dispatch_bitmap},  // gelu.out
-    {gelu_::name, gelu_::overload_name, gelu_::schema_str, gelu_::dispatch_bitmap},  // gelu_
-    {gelu_backward::name, gelu_backward::overload_name, gelu_backward::schema_str, gelu_backward::dispatch_bitmap},  // gelu_backward
-    {gt_Tensor::name, gt_Tensor::overload_name, gt_Tensor::schema_str, gt_Tensor::dispatch_bitmap},  // gt.Tensor
-    {gt_Tensor_out::name, gt_Tensor_out::overload_name, gt_Tensor_out::schema_str, gt_Tensor_out::dispatch_bitmap},  // gt.Tensor_out
-    {gt__Tensor::name, gt__Tensor::overload_name, gt__Tensor::schema_str, gt__Tensor::dispatch_bitmap},  // gt_.Tensor
-    {im2col::name, im2col::overload_name, im2col::schema_str, im2col::dispatch_bitmap},  // im2col
-    {index_Tensor::name, index_Tensor::overload_name, index_Tensor::schema_str, index_Tensor::dispatch_bitmap},  // index.Tensor
-    {index_put::name, index_put::overload_name, index_put::schema_str, index_put::dispatch_bitmap},  // index_put
-    {index_put_::name, index_put_::overload_name, index_put_::schema_str, index_put_::dispatch_bitmap},  // index_put_
-    {index_select::name, index_select::overload_name, index_select::schema_str, index_select::dispatch_bitmap},  // index_select
-    {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap},  // item
-    {layer_norm::name, layer_norm::overload_name, layer_norm::schema_str, layer_norm::dispatch_bitmap},  // layer_norm
-    {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
-    {log::name, log::overload_name, log::schema_str, log::dispatch_bitmap},  // log
-    {log_out::name, log_out::overload_name, log_out::schema_str, log_out::dispatch_bitmap},  // log.out
-    {log_::name, log_::overload_name, log_::schema_str, log_::dispatch_bitmap},  // log_
-    {log_softmax_int::name, log_softmax_int::overload_name, log_softmax_int::schema_str, log_softmax_int::dispatch_bitmap},  // log_softmax.int
-    {lt_Tensor::name, lt_Tensor::overload_name, lt_Tensor::schema_str, lt_Tensor::dispatch_bitmap},  // lt.Tensor
-    {lt_Tensor_out::name, lt_Tensor_out::overload_name, lt_Tensor_out::schema_str, lt_Tensor_out::dispatch_bitmap},  // lt.Tensor_out
-    {lt__Tensor::name, lt__Tensor::overload_name, lt__Tensor::schema_str, lt__Tensor::dispatch_bitmap},  // lt_.Tensor
-    {masked_fill_Scalar::name, masked_fill_Scalar::overload_name, masked_fill_Scalar::schema_str, masked_fill_Scalar::dispatch_bitmap},  // masked_fill.Scalar
-    {masked_fill_Tensor::name, masked_fill_Tensor::overload_name, masked_fill_Tensor::schema_str, masked_fill_Tensor::dispatch_bitmap},  // masked_fill.Tensor
-    {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap},  // matmul
-    {max::name, max::overload_name, max::schema_str, max::dispatch_bitmap},  // max
-    {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap},  // max.dim
-    {max_dim_max::name, max_dim_max::overload_name, max_dim_max::schema_str, max_dim_max::dispatch_bitmap},  // max.dim_max
-    {max_pool2d::name, max_pool2d::overload_name, max_pool2d::schema_str, max_pool2d::dispatch_bitmap},  // max_pool2d
-    {max_pool2d_with_indices::name, max_pool2d_with_indices::overload_name, max_pool2d_with_indices::schema_str, max_pool2d_with_indices::dispatch_bitmap},  // max_pool2d_with_indices
-    {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap},  // maximum
-    {maximum_out::name, maximum_out::overload_name, maximum_out::schema_str, maximum_out::dispatch_bitmap},  // maximum.out
-    {mean::name, mean::overload_name, mean::schema_str, mean::dispatch_bitmap},  // mean
-    {mean_dim::name, mean_dim::overload_name, mean_dim::schema_str, mean_dim::dispatch_bitmap},  // mean.dim
-    {mean_out::name, mean_out::overload_name, mean_out::schema_str, mean_out::dispatch_bitmap},  // mean.out
-    {min::name, min::overload_name, min::schema_str, min::dispatch_bitmap},  // min
-    {min_dim::name, min_dim::overload_name, min_dim::schema_str, min_dim::dispatch_bitmap},  // min.dim
-    {min_dim_min::name, min_dim_min::overload_name, min_dim_min::schema_str, min_dim_min::dispatch_bitmap},  // min.dim_min
-    {minimum::name, minimum::overload_name, minimum::schema_str, minimum::dispatch_bitmap},  // minimum
-    {minimum_out::name, minimum_out::overload_name, minimum_out::schema_str, minimum_out::dispatch_bitmap},  // minimum.out
-    {mm::name, mm::overload_name, mm::schema_str, mm::dispatch_bitmap},  // mm
-    {mm_out::name, mm_out::overload_name, mm_out::schema_str, mm_out::dispatch_bitmap},  // mm.out
-    {mse_loss::name, mse_loss::overload_name, mse_loss::schema_str, mse_loss::dispatch_bitmap},  // mse_loss
-    {mul_Scalar::name, mul_Scalar::overload_name, mul_Scalar::schema_str, mul_Scalar::dispatch_bitmap},  // mul.Scalar
-    {mul_Tensor::name, mul_Tensor::overload_name, mul_Tensor::schema_str, mul_Tensor::dispatch_bitmap},  // mul.Tensor
-    {mul_out::name, mul_out::overload_name, mul_out::schema_str, mul_out::dispatch_bitmap},  // mul.out
-    {mul__Scalar::name, mul__Scalar::overload_name, mul__Scalar::schema_str, mul__Scalar::dispatch_bitmap},  // mul_.Scalar
-    {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap},  // mul_.Tensor
-    {narrow::name, narrow::overload_name, narrow::schema_str, narrow::dispatch_bitmap},  // narrow
-    {native_layer_norm::name, native_layer_norm::overload_name, native_layer_norm::schema_str, native_layer_norm::dispatch_bitmap},  // native_layer_norm
-    {native_layer_norm_backward::name, native_layer_norm_backward::overload_name, native_layer_norm_backward::schema_str, native_layer_norm_backward::dispatch_bitmap},  // native_layer_norm_backward
-    {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap},  // neg
-    {neg_out::name, neg_out::overload_name, neg_out::schema_str, neg_out::dispatch_bitmap},  // neg.out
-    {neg_::name, neg_::overload_name, neg_::schema_str, neg_::dispatch_bitmap},  // neg_
-    {nll_loss::name, nll_loss::overload_name, nll_loss::schema_str, nll_loss::dispatch_bitmap},  // nll_loss
-    {nonzero::name, nonzero::overload_name, nonzero::schema_str, nonzero::dispatch_bitmap},  // nonzero
-    {ones::name, ones::overload_name, ones::schema_str, ones::dispatch_bitmap},  // ones
-    {ones_like::name, ones_like::overload_name, ones_like::schema_str, ones_like::dispatch_bitmap},  // ones_like
-    {permute::name, permute::overload_name, permute::schema_str, permute::dispatch_bitmap},  // permute
-    {permute_copy::name, permute_copy::overload_name, permute_copy::schema_str, permute_copy::dispatch_bitmap},  // permute_copy
-    {pow_Tensor_Scalar::name, pow_Tensor_Scalar::overload_name, pow_Tensor_Scalar::schema_str, pow_Tensor_Scalar::dispatch_bitmap},  // pow.Tensor_Scalar
-    {pow_Tensor_Scalar_out::name, pow_Tensor_Scalar_out::overload_name, pow_Tensor_Scalar_out::schema_str, pow_Tensor_Scalar_out::dispatch_bitmap},  // pow.Tensor_Scalar_out
-    {pow__Scalar::name, pow__Scalar::overload_name, pow__Scalar::schema_str, pow__Scalar::dispatch_bitmap},  // pow_.Scalar
-    {rand::name, rand::overload_name, rand::schema_str, rand::dispatch_bitmap},  // rand
-    {rand_generator::name, rand_generator::overload_name, rand_generator::schema_str, rand_generator::dispatch_bitmap},  // rand.generator
-    {randn::name, randn::overload_name, randn::schema_str, randn::dispatch_bitmap},  // randn
-    {randn_generator::name, randn_generator::overload_name, randn_generator::schema_str, randn_generator::dispatch_bitmap},  // randn.generator
-    {recv_::name, recv_::overload_name, recv_::schema_str, recv_::dispatch_bitmap},  // recv_
-    {reduce_scatter_tensor_::name, reduce_scatter_tensor_::overload_name, reduce_scatter_tensor_::schema_str, reduce_scatter_tensor_::dispatch_bitmap},  // reduce_scatter_tensor_
-    {relu::name, relu::overload_name, relu::schema_str, relu::dispatch_bitmap},  // relu
-    {relu_::name, relu_::overload_name, relu_::schema_str, relu_::dispatch_bitmap},  // relu_
-    {repeat::name, repeat::overload_name, repeat::schema_str, repeat::dispatch_bitmap},  // repeat
-    {reshape::name, reshape::overload_name, reshape::schema_str, reshape::dispatch_bitmap},  // reshape
-    {rsqrt::name, rsqrt::overload_name, rsqrt::schema_str, rsqrt::dispatch_bitmap},  // rsqrt
-    {rsqrt_out::name, rsqrt_out::overload_name, rsqrt_out::schema_str, rsqrt_out::dispatch_bitmap},  // rsqrt.out
-    {rsqrt_::name, rsqrt_::overload_name, rsqrt_::schema_str, rsqrt_::dispatch_bitmap},  // rsqrt_
-    {scatter_add::name, scatter_add::overload_name, scatter_add::schema_str, scatter_add::dispatch_bitmap},  // scatter_add
-    {scatter_add_out::name, scatter_add_out::overload_name, scatter_add_out::schema_str, scatter_add_out::dispatch_bitmap},  // scatter_add.out
-    {scatter_add_::name, scatter_add_::overload_name, scatter_add_::schema_str, scatter_add_::dispatch_bitmap},  // scatter_add_
-    {select_int::name, select_int::overload_name, select_int::schema_str, select_int::dispatch_bitmap},  // select.int
-    {select_copy_int::name, select_copy_int::overload_name, select_copy_int::schema_str, select_copy_int::dispatch_bitmap},  // select_copy.int
-    {select_scatter::name, select_scatter::overload_name, select_scatter::schema_str, select_scatter::dispatch_bitmap},  // select_scatter
-    {send::name, send::overload_name, send::schema_str, send::dispatch_bitmap},  // send
-    {sigmoid::name, sigmoid::overload_name, sigmoid::schema_str, sigmoid::dispatch_bitmap},  // sigmoid
-    {sigmoid_out::name, sigmoid_out::overload_name, sigmoid_out::schema_str, sigmoid_out::dispatch_bitmap},  // sigmoid.out
-    {sigmoid_::name, sigmoid_::overload_name, sigmoid_::schema_str, sigmoid_::dispatch_bitmap},  // sigmoid_
-    {sin::name, sin::overload_name, sin::schema_str, sin::dispatch_bitmap},  // sin
-    {sin_out::name, sin_out::overload_name, sin_out::schema_str, sin_out::dispatch_bitmap},  // sin.out
-    {sin_::name, sin_::overload_name, sin_::schema_str, sin_::dispatch_bitmap},  // sin_
-    {slice_Tensor::name, slice_Tensor::overload_name, slice_Tensor::schema_str, slice_Tensor::dispatch_bitmap},  // slice.Tensor
-    {slice_copy_Tensor::name, slice_copy_Tensor::overload_name, slice_copy_Tensor::schema_str, slice_copy_Tensor::dispatch_bitmap},  // slice_copy.Tensor
-    {slice_scatter::name, slice_scatter::overload_name, slice_scatter::schema_str, slice_scatter::dispatch_bitmap},  // slice_scatter
-    {softmax_int::name, softmax_int::overload_name, softmax_int::schema_str, softmax_int::dispatch_bitmap},  // softmax.int
-    {sort::name, sort::overload_name, sort::schema_str, sort::dispatch_bitmap},  // sort
-    {split_Tensor::name, split_Tensor::overload_name, split_Tensor::schema_str, split_Tensor::dispatch_bitmap},  // split.Tensor
-    {split_copy_Tensor::name, split_copy_Tensor::overload_name, split_copy_Tensor::schema_str, split_copy_Tensor::dispatch_bitmap},  // split_copy.Tensor
-    {sqrt::name, sqrt::overload_name, sqrt::schema_str, sqrt::dispatch_bitmap},  // sqrt
-    {sqrt_out::name, sqrt_out::overload_name, sqrt_out::schema_str, sqrt_out::dispatch_bitmap},  // sqrt.out
-    {sqrt_::name, sqrt_::overload_name, sqrt_::schema_str, sqrt_::dispatch_bitmap},  // sqrt_
-    {squeeze::name, squeeze::overload_name, squeeze::schema_str, squeeze::dispatch_bitmap},  // squeeze
-    {squeeze_dim::name, squeeze_dim::overload_name, squeeze_dim::schema_str, squeeze_dim::dispatch_bitmap},  // squeeze.dim
-    {squeeze_copy::name, squeeze_copy::overload_name, squeeze_copy::schema_str, squeeze_copy::dispatch_bitmap},  // squeeze_copy
-    {squeeze_copy_dim::name, squeeze_copy_dim::overload_name, squeeze_copy_dim::schema_str, squeeze_copy_dim::dispatch_bitmap},  // squeeze_copy.dim
-    {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap},  // stack
-    {std_::name, std_::overload_name, std_::schema_str, std_::dispatch_bitmap},  // std
-    {std_dim::name, std_dim::overload_name, std_dim::schema_str, std_dim::dispatch_bitmap},  // std.dim
-    {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap},  // sub.Scalar
-    {sub_Tensor::name, sub_Tensor::overload_name, sub_Tensor::schema_str, sub_Tensor::dispatch_bitmap},  // sub.Tensor
-    {sub_out::name, sub_out::overload_name, sub_out::schema_str, sub_out::dispatch_bitmap},  // sub.out
-    {sub__Scalar::name, sub__Scalar::overload_name, sub__Scalar::schema_str, sub__Scalar::dispatch_bitmap},  // sub_.Scalar
-    {sub__Tensor::name, sub__Tensor::overload_name, sub__Tensor::schema_str, sub__Tensor::dispatch_bitmap},  // sub_.Tensor
-    {sum::name, sum::overload_name, sum::schema_str, sum::dispatch_bitmap},  // sum
-    {sum_IntList_out::name, sum_IntList_out::overload_name, sum_IntList_out::schema_str, sum_IntList_out::dispatch_bitmap},  // sum.IntList_out
-    {sum_dim_IntList::name, sum_dim_IntList::overload_name, sum_dim_IntList::schema_str, sum_dim_IntList::dispatch_bitmap},  // sum.dim_IntList
-    {t::name, t::overload_name, t::schema_str, t::dispatch_bitmap},  // t
-    {t_copy::name, t_copy::overload_name, t_copy::schema_str, t_copy::dispatch_bitmap},  // t_copy
-    {tanh::name, tanh::overload_name, tanh::schema_str, tanh::dispatch_bitmap},  // tanh
-    {tanh_out::name, tanh_out::overload_name, tanh_out::schema_str, tanh_out::dispatch_bitmap},  // tanh.out
-    {tanh_::name, tanh_::overload_name, tanh_::schema_str, tanh_::dispatch_bitmap},  // tanh_
-    {to_dtype::name, to_dtype::overload_name, to_dtype::schema_str, to_dtype::dispatch_bitmap},  // to.dtype
-    {topk::name, topk::overload_name, topk::schema_str, topk::dispatch_bitmap},  // topk
-    {topk_values::name, topk_values::overload_name, topk_values::schema_str, topk_values::dispatch_bitmap},  // topk.values
-    {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap},  // transpose.int
-    {transpose_copy_int::name, transpose_copy_int::overload_name, transpose_copy_int::schema_str, transpose_copy_int::dispatch_bitmap},  // transpose_copy.int
-    {tril::name, tril::overload_name, tril::schema_str, tril::dispatch_bitmap},  // tril
-    {triu::name, triu::overload_name, triu::schema_str, triu::dispatch_bitmap},  // triu
-    {unbind_int::name, unbind_int::overload_name, unbind_int::schema_str, unbind_int::dispatch_bitmap},  // unbind.int
-    {unbind_copy_int::name, unbind_copy_int::overload_name, unbind_copy_int::schema_str, unbind_copy_int::dispatch_bitmap},  // unbind_copy.int
-    {unsqueeze::name, unsqueeze::overload_name, unsqueeze::schema_str, unsqueeze::dispatch_bitmap},  // unsqueeze
-    {unsqueeze_copy::name, unsqueeze_copy::overload_name, unsqueeze_copy::schema_str, unsqueeze_copy::dispatch_bitmap},  // unsqueeze_copy
-    {var::name, var::overload_name, var::schema_str, var::dispatch_bitmap},  // var
-    {var_dim::name, var_dim::overload_name, var_dim::schema_str, var_dim::dispatch_bitmap},  // var.dim
-    {view::name, view::overload_name, view::schema_str, view::dispatch_bitmap},  // view
-    {view_copy::name, view_copy::overload_name, view_copy::schema_str, view_copy::dispatch_bitmap},  // view_copy
-    {where_self::name, where_self::overload_name, where_self::schema_str, where_self::dispatch_bitmap},  // where.self
-    {zero::name, zero::overload_name, zero::schema_str, zero::dispatch_bitmap},  // zero
-    {zero_::name, zero_::overload_name, zero_::schema_str, zero_::dispatch_bitmap},  // zero_
-    {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap},  // zeros
-    {zeros_like::name, zeros_like::overload_name, zeros_like::schema_str, zeros_like::dispatch_bitmap},  // zeros_like
+    {_log_softmax::name, _log_softmax::overload_name, _log_softmax::schema_str, _log_softmax::dispatch_bitmap, ""},  // _log_softmax
+    {_scaled_dot_product_attention::name, _scaled_dot_product_attention::overload_name, _scaled_dot_product_attention::schema_str, _scaled_dot_product_attention::dispatch_bitmap, ""},  // _scaled_dot_product_attention
+    {_softmax::name, _softmax::overload_name, _softmax::schema_str, _softmax::dispatch_bitmap, ""},  // _softmax
+    {_to_copy::name, _to_copy::overload_name, _to_copy::schema_str, _to_copy::dispatch_bitmap, ""},  // _to_copy
+    {abs::name, abs::overload_name, abs::schema_str, abs::dispatch_bitmap, "pointwise"},  // abs
+    {add_Scalar::name, add_Scalar::overload_name, add_Scalar::schema_str, add_Scalar::dispatch_bitmap, "pointwise"},  // add.Scalar
+    {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap, "pointwise"},  // add.Tensor
+    {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap, "pointwise"},  // add.out
+    {add__Scalar::name, add__Scalar::overload_name, add__Scalar::schema_str, add__Scalar::dispatch_bitmap, "pointwise"},  // add_.Scalar
+    {add__Tensor::name, add__Tensor::overload_name, add__Tensor::schema_str, add__Tensor::dispatch_bitmap, "pointwise"},  // add_.Tensor
+    {addmm::name, addmm::overload_name, addmm::schema_str, addmm::dispatch_bitmap, ""},  // addmm
+    {addmm_out::name, addmm_out::overload_name, addmm_out::schema_str, addmm_out::dispatch_bitmap, ""},  // addmm.out
+    {addmm_::name, addmm_::overload_name, addmm_::schema_str, addmm_::dispatch_bitmap, ""},  // addmm_
+    {all_gather_into_tensor_::name, all_gather_into_tensor_::overload_name, all_gather_into_tensor_::schema_str, all_gather_into_tensor_::dispatch_bitmap, ""},  // all_gather_into_tensor_
+    {all_reduce_::name, all_reduce_::overload_name, all_reduce_::schema_str, all_reduce_::dispatch_bitmap, ""},  // all_reduce_
+    {all_to_all_single_::name, all_to_all_single_::overload_name, all_to_all_single_::schema_str, all_to_all_single_::dispatch_bitmap, ""},  // all_to_all_single_
+    {arange_start_step::name, arange_start_step::overload_name, arange_start_step::schema_str, arange_start_step::dispatch_bitmap, ""},  // arange.start_step
+    {argmax::name, argmax::overload_name, argmax::schema_str, argmax::dispatch_bitmap, ""},  // argmax
+    {argmax_out::name, argmax_out::overload_name, argmax_out::schema_str, argmax_out::dispatch_bitmap, ""},  // argmax.out
+    {argmin::name, argmin::overload_name, argmin::schema_str, argmin::dispatch_bitmap, ""},  // argmin
+    {argmin_out::name, argmin_out::overload_name, argmin_out::schema_str, argmin_out::dispatch_bitmap, ""},  // argmin.out
+    {avg_pool2d::name, avg_pool2d::overload_name, avg_pool2d::schema_str, avg_pool2d::dispatch_bitmap, ""},  // avg_pool2d
+    {avg_pool2d_backward::name, avg_pool2d_backward::overload_name, avg_pool2d_backward::schema_str, avg_pool2d_backward::dispatch_bitmap, ""},  // avg_pool2d_backward
+    {baddbmm::name, baddbmm::overload_name, baddbmm::schema_str, baddbmm::dispatch_bitmap, ""},  // baddbmm
+    {barrier::name, barrier::overload_name, barrier::schema_str, barrier::dispatch_bitmap, ""},  // barrier
+    {batch_norm::name, batch_norm::overload_name, batch_norm::schema_str, batch_norm::dispatch_bitmap, ""},  // batch_norm
+    {bmm::name, bmm::overload_name, bmm::schema_str, bmm::dispatch_bitmap, ""},  // bmm
+    {bmm_out::name, bmm_out::overload_name, bmm_out::schema_str, bmm_out::dispatch_bitmap, ""},  // bmm.out
+    {broadcast_::name, broadcast_::overload_name, broadcast_::schema_str, broadcast_::dispatch_bitmap, ""},  // broadcast_
+    {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap, ""},  // cat
+    {chunk::name, chunk::overload_name, chunk::schema_str, chunk::dispatch_bitmap, ""},  // chunk
+    {clamp::name, clamp::overload_name, clamp::schema_str, clamp::dispatch_bitmap, "pointwise"},  // clamp
+    {clamp_out::name, clamp_out::overload_name, clamp_out::schema_str, clamp_out::dispatch_bitmap, "pointwise"},  // clamp.out
+    {clamp_::name, clamp_::overload_name, clamp_::schema_str, clamp_::dispatch_bitmap, "pointwise"},  // clamp_
+    {clone::name, clone::overload_name, clone::schema_str, clone::dispatch_bitmap, ""},  // clone
+    {col2im::name, col2im::overload_name, col2im::schema_str, col2im::dispatch_bitmap, ""},  // col2im
+    {contiguous::name, contiguous::overload_name, contiguous::schema_str, contiguous::dispatch_bitmap, ""},  // contiguous
+    {conv1d::name, conv1d::overload_name, conv1d::schema_str, conv1d::dispatch_bitmap, ""},  // conv1d
+    {conv2d::name, conv2d::overload_name, conv2d::schema_str, conv2d::dispatch_bitmap, ""},  // conv2d
+    {convolution::name, convolution::overload_name, convolution::schema_str, convolution::dispatch_bitmap, ""},  // convolution
+    {copy::name, copy::overload_name, copy::schema_str, copy::dispatch_bitmap, ""},  // copy
+    {copy_::name, copy_::overload_name, copy_::schema_str, copy_::dispatch_bitmap, ""},  // copy_
+    {cos::name, cos::overload_name, cos::schema_str, cos::dispatch_bitmap, "pointwise"},  // cos
+    {cos_out::name, cos_out::overload_name, cos_out::schema_str, cos_out::dispatch_bitmap, "pointwise"},  // cos.out
+    {cos_::name, cos_::overload_name, cos_::schema_str, cos_::dispatch_bitmap, "pointwise"},  // cos_
+    {cross_entropy_loss::name, cross_entropy_loss::overload_name, cross_entropy_loss::schema_str, cross_entropy_loss::dispatch_bitmap, ""},  // cross_entropy_loss
+    {cumsum::name, cumsum::overload_name, cumsum::schema_str, cumsum::dispatch_bitmap, ""},  // cumsum
+    {cumsum_out::name, cumsum_out::overload_name, cumsum_out::schema_str, cumsum_out::dispatch_bitmap, ""},  // cumsum.out
+    {cumsum_::name, cumsum_::overload_name, cumsum_::schema_str, cumsum_::dispatch_bitmap, ""},  // cumsum_
+    {detach::name, detach::overload_name, detach::schema_str, detach::dispatch_bitmap, ""},  // detach
+    {detach_copy::name, detach_copy::overload_name, detach_copy::schema_str, detach_copy::dispatch_bitmap, "view_copy"},  // detach_copy
+    {div_Scalar::name, div_Scalar::overload_name, div_Scalar::schema_str, div_Scalar::dispatch_bitmap, "pointwise"},  // div.Scalar
+    {div_Tensor::name, div_Tensor::overload_name, div_Tensor::schema_str, div_Tensor::dispatch_bitmap, "pointwise"},  // div.Tensor
+    {div_out::name, div_out::overload_name, div_out::schema_str, div_out::dispatch_bitmap, "pointwise"},  // div.out
+    {div__Scalar::name, div__Scalar::overload_name, div__Scalar::schema_str, div__Scalar::dispatch_bitmap, "pointwise"},  // div_.Scalar
+    {div__Tensor::name, div__Tensor::overload_name, div__Tensor::schema_str, div__Tensor::dispatch_bitmap, "pointwise"},  // div_.Tensor
+    {dropout::name, dropout::overload_name, dropout::schema_str, dropout::dispatch_bitmap, "nondeterministic_seeded"},  // dropout
+    {embedding::name, embedding::overload_name, embedding::schema_str, embedding::dispatch_bitmap, ""},  // embedding
+    {empty_memory_format::name, empty_memory_format::overload_name, empty_memory_format::schema_str, empty_memory_format::dispatch_bitmap, ""},  // empty.memory_format
+    {empty_like::name, empty_like::overload_name, empty_like::schema_str, empty_like::dispatch_bitmap, ""},  // empty_like
+    {empty_strided::name, empty_strided::overload_name, empty_strided::schema_str, empty_strided::dispatch_bitmap, ""},  // empty_strided
+    {eq_Scalar::name, eq_Scalar::overload_name, eq_Scalar::schema_str, eq_Scalar::dispatch_bitmap, "pointwise"},  // eq.Scalar
+    {eq_Scalar_out::name, eq_Scalar_out::overload_name, eq_Scalar_out::schema_str, eq_Scalar_out::dispatch_bitmap, "pointwise"},  // eq.Scalar_out
+    {eq_Tensor::name, eq_Tensor::overload_name, eq_Tensor::schema_str, eq_Tensor::dispatch_bitmap, "pointwise"},  // eq.Tensor
+    {eq_Tensor_out::name, eq_Tensor_out::overload_name, eq_Tensor_out::schema_str, eq_Tensor_out::dispatch_bitmap, "pointwise"},  // eq.Tensor_out
+    {eq__Scalar::name, eq__Scalar::overload_name, eq__Scalar::schema_str, eq__Scalar::dispatch_bitmap, "pointwise"},  // eq_.Scalar
+    {eq__Tensor::name, eq__Tensor::overload_name, eq__Tensor::schema_str, eq__Tensor::dispatch_bitmap, "pointwise"},  // eq_.Tensor
+    {exp::name, exp::overload_name, exp::schema_str, exp::dispatch_bitmap, "pointwise"},  // exp
+    {exp_out::name, exp_out::overload_name, exp_out::schema_str, exp_out::dispatch_bitmap, "pointwise"},  // exp.out
+    {exp_::name, exp_::overload_name, exp_::schema_str, exp_::dispatch_bitmap, "pointwise"},  // exp_
+    {expand::name, expand::overload_name, expand::schema_str, expand::dispatch_bitmap, ""},  // expand
+    {expand_copy::name, expand_copy::overload_name, expand_copy::schema_str, expand_copy::dispatch_bitmap, "view_copy"},  // expand_copy
+    {fill_Scalar::name, fill_Scalar::overload_name, fill_Scalar::schema_str, fill_Scalar::dispatch_bitmap, ""},  // fill.Scalar
+    {fill__Scalar::name, fill__Scalar::overload_name, fill__Scalar::schema_str, fill__Scalar::dispatch_bitmap, ""},  // fill_.Scalar
+    {flatten_using_ints::name, flatten_using_ints::overload_name, flatten_using_ints::schema_str, flatten_using_ints::dispatch_bitmap, ""},  // flatten.using_ints
+    {full::name, full::overload_name, full::schema_str, full::dispatch_bitmap, ""},  // full
+    {gather::name, gather::overload_name, gather::schema_str, gather::dispatch_bitmap, ""},  // gather
+    {gather_out::name, gather_out::overload_name, gather_out::schema_str, gather_out::dispatch_bitmap, ""},  // gather.out
+    {gelu::name, gelu::overload_name, gelu::schema_str, gelu::dispatch_bitmap, "pointwise"},  // gelu
+    {gelu_out::name, gelu_out::overload_name, gelu_out::schema_str, gelu_out::dispatch_bitmap, "pointwise"},  // gelu.out
+    {gelu_::name, gelu_::overload_name, gelu_::schema_str, gelu_::dispatch_bitmap, ""},  // gelu_
+    {gelu_backward::name, gelu_backward::overload_name, gelu_backward::schema_str, gelu_backward::dispatch_bitmap, ""},  // gelu_backward
+    {gt_Tensor::name, gt_Tensor::overload_name, gt_Tensor::schema_str, gt_Tensor::dispatch_bitmap, "pointwise"},  // gt.Tensor
+    {gt_Tensor_out::name, gt_Tensor_out::overload_name, gt_Tensor_out::schema_str, gt_Tensor_out::dispatch_bitmap, "pointwise"},  // gt.Tensor_out
+    {gt__Tensor::name, gt__Tensor::overload_name, gt__Tensor::schema_str, gt__Tensor::dispatch_bitmap, "pointwise"},  // gt_.Tensor
+    {im2col::name, im2col::overload_name, im2col::schema_str, im2col::dispatch_bitmap, ""},  // im2col
+    {index_Tensor::name, index_Tensor::overload_name, index_Tensor::schema_str, index_Tensor::dispatch_bitmap, ""},  // index.Tensor
+    {index_put::name, index_put::overload_name, index_put::schema_str, index_put::dispatch_bitmap, ""},  // index_put
+    {index_put_::name, index_put_::overload_name, index_put_::schema_str, index_put_::dispatch_bitmap, ""},  // index_put_
+    {index_select::name, index_select::overload_name, index_select::schema_str, index_select::dispatch_bitmap, ""},  // index_select
+    {item::name, item::overload_name, item::schema_str, item::dispatch_bitmap, "data_dependent_output"},  // item
+    {layer_norm::name, layer_norm::overload_name, layer_norm::schema_str, layer_norm::dispatch_bitmap, ""},  // layer_norm
+    {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap, ""},  // linear
+    {log::name, log::overload_name, log::schema_str, log::dispatch_bitmap, "pointwise"},  // log
+    {log_out::name, log_out::overload_name, log_out::schema_str, log_out::dispatch_bitmap, "pointwise"},  // log.out
+    {log_::name, log_::overload_name, log_::schema_str, log_::dispatch_bitmap, "pointwise"},  // log_
+    {log_softmax_int::name, log_softmax_int::overload_name, log_softmax_int::schema_str, log_softmax_int::dispatch_bitmap, ""},  // log_softmax.int
+    {lt_Tensor::name, lt_Tensor::overload_name, lt_Tensor::schema_str, lt_Tensor::dispatch_bitmap, "pointwise"},  // lt.Tensor
+    {lt_Tensor_out::name, lt_Tensor_out::overload_name, lt_Tensor_out::schema_str, lt_Tensor_out::dispatch_bitmap, "pointwise"},  // lt.Tensor_out
+    {lt__Tensor::name, lt__Tensor::overload_name, lt__Tensor::schema_str, lt__Tensor::dispatch_bitmap, "pointwise"},  // lt_.Tensor
+    {masked_fill_Scalar::name, masked_fill_Scalar::overload_name, masked_fill_Scalar::schema_str, masked_fill_Scalar::dispatch_bitmap, ""},  // masked_fill.Scalar
+    {masked_fill_Tensor::name, masked_fill_Tensor::overload_name, masked_fill_Tensor::schema_str, masked_fill_Tensor::dispatch_bitmap, ""},  // masked_fill.Tensor
+    {matmul::name, matmul::overload_name, matmul::schema_str, matmul::dispatch_bitmap, ""},  // matmul
+    {max::name, max::overload_name, max::schema_str, max::dispatch_bitmap, ""},  // max
+    {max_dim::name, max_dim::overload_name, max_dim::schema_str, max_dim::dispatch_bitmap, ""},  // max.dim
+    {max_dim_max::name, max_dim_max::overload_name, max_dim_max::schema_str, max_dim_max::dispatch_bitmap, ""},  // max.dim_max
+    {max_pool2d::name, max_pool2d::overload_name, max_pool2d::schema_str, max_pool2d::dispatch_bitmap, ""},  // max_pool2d
+    {max_pool2d_with_indices::name, max_pool2d_with_indices::overload_name, max_pool2d_with_indices::schema_str, max_pool2d_with_indices::dispatch_bitmap, ""},  // max_pool2d_with_indices
+    {maximum::name, maximum::overload_name, maximum::schema_str, maximum::dispatch_bitmap, "pointwise"},  // maximum
+    {maximum_out::name, maximum_out::overload_name, maximum_out::schema_str, maximum_out::dispatch_bitmap, "pointwise"},  // maximum.out
+    {mean::name, mean::overload_name, mean::schema_str, mean::dispatch_bitmap, ""},  // mean
+    {mean_dim::name, mean_dim::overload_name, mean_dim::schema_str, mean_dim::dispatch_bitmap, ""},  // mean.dim
+    {mean_out::name, mean_out::overload_name, mean_out::schema_str, mean_out::dispatch_bitmap, ""},  // mean.out
+    {min::name, min::overload_name, min::schema_str, min::dispatch_bitmap, ""},  // min
+    {min_dim::name, min_dim::overload_name, min_dim::schema_str, min_dim::dispatch_bitmap, ""},  // min.dim
+    {min_dim_min::name, min_dim_min::overload_name, min_dim_min::schema_str, min_dim_min::dispatch_bitmap, ""},  // min.dim_min
+    {minimum::name, minimum::overload_name, minimum::schema_str, minimum::dispatch_bitmap, "pointwise"},  // minimum
+    {minimum_out::name, minimum_out::overload_name, minimum_out::schema_str, minimum_out::dispatch_bitmap, "pointwise"},  // minimum.out
+    {mm::name, mm::overload_name, mm::schema_str, mm::dispatch_bitmap, ""},  // mm
+    {mm_out::name, mm_out::overload_name, mm_out::schema_str, mm_out::dispatch_bitmap, ""},  // mm.out
+    {mse_loss::name, mse_loss::overload_name, mse_loss::schema_str, mse_loss::dispatch_bitmap, ""},  // mse_loss
+    {mul_Scalar::name, mul_Scalar::overload_name, mul_Scalar::schema_str, mul_Scalar::dispatch_bitmap, "pointwise"},  // mul.Scalar
+    {mul_Tensor::name, mul_Tensor::overload_name, mul_Tensor::schema_str, mul_Tensor::dispatch_bitmap, "pointwise"},  // mul.Tensor
+    {mul_out::name, mul_out::overload_name, mul_out::schema_str, mul_out::dispatch_bitmap, "pointwise"},  // mul.out
+    {mul__Scalar::name, mul__Scalar::overload_name, mul__Scalar::schema_str, mul__Scalar::dispatch_bitmap, "pointwise"},  // mul_.Scalar
+    {mul__Tensor::name, mul__Tensor::overload_name, mul__Tensor::schema_str, mul__Tensor::dispatch_bitmap, "pointwise"},  // mul_.Tensor
+    {narrow::name, narrow::overload_name, narrow::schema_str, narrow::dispatch_bitmap, ""},  // narrow
+    {native_layer_norm::name, native_layer_norm::overload_name, native_layer_norm::schema_str, native_layer_norm::dispatch_bitmap, ""},  // native_layer_norm
+    {native_layer_norm_backward::name, native_layer_norm_backward::overload_name, native_layer_norm_backward::schema_str, native_layer_norm_backward::dispatch_bitmap, ""},  // native_layer_norm_backward
+    {neg::name, neg::overload_name, neg::schema_str, neg::dispatch_bitmap, "pointwise"},  // neg
+    {neg_out::name, neg_out::overload_name, neg_out::schema_str, neg_out::dispatch_bitmap, "pointwise"},  // neg.out
+    {neg_::name, neg_::overload_name, neg_::schema_str, neg_::dispatch_bitmap, "pointwise"},  // neg_
+    {nll_loss::name, nll_loss::overload_name, nll_loss::schema_str, nll_loss::dispatch_bitmap, ""},  // nll_loss
+    {nonzero::name, nonzero::overload_name, nonzero::schema_str, nonzero::dispatch_bitmap, "dynamic_output_shape"},  // nonzero
+    {ones::name, ones::overload_name, ones::schema_str, ones::dispatch_bitmap, ""},  // ones
+    {ones_like::name, ones_like::overload_name, ones_like::schema_str, ones_like::dispatch_bitmap, ""},  // ones_like
+    {permute::name, permute::overload_name, permute::schema_str, permute::dispatch_bitmap, ""},  // permute
+    {permute_copy::name, permute_copy::overload_name, permute_copy::schema_str, permute_copy::dispatch_bitmap, "view_copy"},  // permute_copy
+    {pow_Tensor_Scalar::name, pow_Tensor_Scalar::overload_name, pow_Tensor_Scalar::schema_str, pow_Tensor_Scalar::dispatch_bitmap, "pointwise"},  // pow.Tensor_Scalar
+    {pow_Tensor_Scalar_out::name, pow_Tensor_Scalar_out::overload_name, pow_Tensor_Scalar_out::schema_str, pow_Tensor_Scalar_out::dispatch_bitmap, "pointwise"},  // pow.Tensor_Scalar_out
+    {pow__Scalar::name, pow__Scalar::overload_name, pow__Scalar::schema_str, pow__Scalar::dispatch_bitmap, "pointwise"},  // pow_.Scalar
+    {rand::name, rand::overload_name, rand::schema_str, rand::dispatch_bitmap, "nondeterministic_seeded"},  // rand
+    {rand_generator::name, rand_generator::overload_name, rand_generator::schema_str, rand_generator::dispatch_bitmap, "nondeterministic_seeded"},  // rand.generator
+    {randn::name, randn::overload_name, randn::schema_str, randn::dispatch_bitmap, "nondeterministic_seeded"},  // randn
+    {randn_generator::name, randn_generator::overload_name, randn_generator::schema_str, randn_generator::dispatch_bitmap, "nondeterministic_seeded"},  // randn.generator
+    {recv_::name, recv_::overload_name, recv_::schema_str, recv_::dispatch_bitmap, ""},  // recv_
+    {reduce_scatter_tensor_::name, reduce_scatter_tensor_::overload_name, reduce_scatter_tensor_::schema_str, reduce_scatter_tensor_::dispatch_bitmap, ""},  // reduce_scatter_tensor_
+    {relu::name, relu::overload_name, relu::schema_str, relu::dispatch_bitmap, "pointwise"},  // relu
+    {relu_::name, relu_::overload_name, relu_::schema_str, relu_::dispatch_bitmap, "pointwise"},  // relu_
+    {repeat::name, repeat::overload_name, repeat::schema_str, repeat::dispatch_bitmap, ""},  // repeat
+    {reshape::name, reshape::overload_name, reshape::schema_str, reshape::dispatch_bitmap, ""},  // reshape
+    {rsqrt::name, rsqrt::overload_name, rsqrt::schema_str, rsqrt::dispatch_bitmap, "pointwise"},  // rsqrt
+    {rsqrt_out::name, rsqrt_out::overload_name, rsqrt_out::schema_str, rsqrt_out::dispatch_bitmap, "pointwise"},  // rsqrt.out
+    {rsqrt_::name, rsqrt_::overload_name, rsqrt_::schema_str, rsqrt_::dispatch_bitmap, "pointwise"},  // rsqrt_
+    {scatter_add::name, scatter_add::overload_name, scatter_add::schema_str, scatter_add::dispatch_bitmap, ""},  // scatter_add
+    {scatter_add_out::name, scatter_add_out::overload_name, scatter_add_out::schema_str, scatter_add_out::dispatch_bitmap, ""},  // scatter_add.out
+    {scatter_add_::name, scatter_add_::overload_name, scatter_add_::schema_str, scatter_add_::dispatch_bitmap, ""},  // scatter_add_
+    {select_int::name, select_int::overload_name, select_int::schema_str, select_int::dispatch_bitmap, ""},  // select.int
+    {select_copy_int::name, select_copy_int::overload_name, select_copy_int::schema_str, select_copy_int::dispatch_bitmap, "view_copy"},  // select_copy.int
+    {select_scatter::name, select_scatter::overload_name, select_scatter::schema_str, select_scatter::dispatch_bitmap, ""},  // select_scatter
+    {send::name, send::overload_name, send::schema_str, send::dispatch_bitmap, ""},  // send
+    {sigmoid::name, sigmoid::overload_name, sigmoid::schema_str, sigmoid::dispatch_bitmap, "pointwise"},  // sigmoid
+    {sigmoid_out::name, sigmoid_out::overload_name, sigmoid_out::schema_str, sigmoid_out::dispatch_bitmap, "pointwise"},  // sigmoid.out
+    {sigmoid_::name, sigmoid_::overload_name, sigmoid_::schema_str, sigmoid_::dispatch_bitmap, "pointwise"},  // sigmoid_
+    {sin::name, sin::overload_name, sin::schema_str, sin::dispatch_bitmap, "pointwise"},  // sin
+    {sin_out::name, sin_out::overload_name, sin_out::schema_str, sin_out::dispatch_bitmap, "pointwise"},  // sin.out
+    {sin_::name, sin_::overload_name, sin_::schema_str, sin_::dispatch_bitmap, "pointwise"},  // sin_
+    {slice_Tensor::name, slice_Tensor::overload_name, slice_Tensor::schema_str, slice_Tensor::dispatch_bitmap, ""},  // slice.Tensor
+    {slice_copy_Tensor::name, slice_copy_Tensor::overload_name, slice_copy_Tensor::schema_str, slice_copy_Tensor::dispatch_bitmap, "view_copy"},  // slice_copy.Tensor
+    {slice_scatter::name, slice_scatter::overload_name, slice_scatter::schema_str, slice_scatter::dispatch_bitmap, ""},  // slice_scatter
+    {softmax_int::name, softmax_int::overload_name, softmax_int::schema_str, softmax_int::dispatch_bitmap, ""},  // softmax.int
+    {sort::name, sort::overload_name, sort::schema_str, sort::dispatch_bitmap, ""},  // sort
+    {split_Tensor::name, split_Tensor::overload_name, split_Tensor::schema_str, split_Tensor::dispatch_bitmap, ""},  // split.Tensor
+    {split_copy_Tensor::name, split_copy_Tensor::overload_name, split_copy_Tensor::schema_str, split_copy_Tensor::dispatch_bitmap, "view_copy"},  // split_copy.Tensor
+    {sqrt::name, sqrt::overload_name, sqrt::schema_str, sqrt::dispatch_bitmap, "pointwise"},  // sqrt
+    {sqrt_out::name, sqrt_out::overload_name, sqrt_out::schema_str, sqrt_out::dispatch_bitmap, "pointwise"},  // sqrt.out
+    {sqrt_::name, sqrt_::overload_name, sqrt_::schema_str, sqrt_::dispatch_bitmap, "pointwise"},  // sqrt_
+    {squeeze::name, squeeze::overload_name, squeeze::schema_str, squeeze::dispatch_bitmap, ""},  // squeeze
+    {squeeze_dim::name, squeeze_dim::overload_name, squeeze_dim::schema_str, squeeze_dim::dispatch_bitmap, ""},  // squeeze.dim
+    {squeeze_copy::name, squeeze_copy::overload_name, squeeze_copy::schema_str, squeeze_copy::dispatch_bitmap, "view_copy"},  // squeeze_copy
+    {squeeze_copy_dim::name, squeeze_copy_dim::overload_name, squeeze_copy_dim::schema_str, squeeze_copy_dim::dispatch_bitmap, "view_copy"},  // squeeze_copy.dim
+    {stack::name, stack::overload_name, stack::schema_str, stack::dispatch_bitmap, ""},  // stack
+    {std_::name, std_::overload_name, std_::schema_str, std_::dispatch_bitmap, ""},  // std
+    {std_dim::name, std_dim::overload_name, std_dim::schema_str, std_dim::dispatch_bitmap, ""},  // std.dim
+    {sub_Scalar::name, sub_Scalar::overload_name, sub_Scalar::schema_str, sub_Scalar::dispatch_bitmap, "pointwise"},  // sub.Scalar
+    {sub_Tensor::name, sub_Tensor::overload_name, sub_Tensor::schema_str, sub_Tensor::dispatch_bitmap, "pointwise"},  // sub.Tensor
+    {sub_out::name, sub_out::overload_name, sub_out::schema_str, sub_out::dispatch_bitmap, "pointwise"},  // sub.out
+    {sub__Scalar::name, sub__Scalar::overload_name, sub__Scalar::schema_str, sub__Scalar::dispatch_bitmap, "pointwise"},  // sub_.Scalar
+    {sub__Tensor::name, sub__Tensor::overload_name, sub__Tensor::schema_str, sub__Tensor::dispatch_bitmap, "pointwise"},  // sub_.Tensor
+    {sum::name, sum::overload_name, sum::schema_str, sum::dispatch_bitmap, ""},  // sum
+    {sum_IntList_out::name, sum_IntList_out::overload_name, sum_IntList_out::schema_str, sum_IntList_out::dispatch_bitmap, ""},  // sum.IntList_out
+    {sum_dim_IntList::name, sum_dim_IntList::overload_name, sum_dim_IntList::schema_str, sum_dim_IntList::dispatch_bitmap, ""},  // sum.dim_IntList
+    {t::name, t::overload_name, t::schema_str, t::dispatch_bitmap, ""},  // t
+    {t_copy::name, t_copy::overload_name, t_copy::schema_str, t_copy::dispatch_bitmap, "view_copy"},  // t_copy
+    {tanh::name, tanh::overload_name, tanh::schema_str, tanh::dispatch_bitmap, "pointwise"},  // tanh
+    {tanh_out::name, tanh_out::overload_name, tanh_out::schema_str, tanh_out::dispatch_bitmap, "pointwise"},  // tanh.out
+    {tanh_::name, tanh_::overload_name, tanh_::schema_str, tanh_::dispatch_bitmap, "pointwise"},  // tanh_
+    {to_dtype::name, to_dtype::overload_name, to_dtype::schema_str, to_dtype::dispatch_bitmap, ""},  // to.dtype
+    {topk::name, topk::overload_name, topk::schema_str, topk::dispatch_bitmap, ""},  // topk
+    {topk_values::name, topk_values::overload_name, topk_values::schema_str, topk_values::dispatch_bitmap, ""},  // topk.values
+    {transpose_int::name, transpose_int::overload_name, transpose_int::schema_str, transpose_int::dispatch_bitmap, ""},  // transpose.int
+    {transpose_copy_int::name, transpose_copy_int::overload_name, transpose_copy_int::schema_str, transpose_copy_int::dispatch_bitmap, "view_copy"},  // transpose_copy.int
+    {tril::name, tril::overload_name, tril::schema_str, tril::dispatch_bitmap, ""},  // tril
+    {triu::name, triu::overload_name, triu::schema_str, triu::dispatch_bitmap, ""},  // triu
+    {unbind_int::name, unbind_int::overload_name, unbind_int::schema_str, unbind_int::dispatch_bitmap, ""},  // unbind.int
+    {unbind_copy_int::name, unbind_copy_int::overload_name, unbind_copy_int::schema_str, unbind_copy_int::dispatch_bitmap, "view_copy"},  // unbind_copy.int
+    {unsqueeze::name, unsqueeze::overload_name, unsqueeze::schema_str, unsqueeze::dispatch_bitmap, ""},  // unsqueeze
+    {unsqueeze_copy::name, unsqueeze_copy::overload_name, unsqueeze_copy::schema_str, unsqueeze_copy::dispatch_bitmap, "view_copy"},  // unsqueeze_copy
+    {var::name, var::overload_name, var::schema_str, var::dispatch_bitmap, ""},  // var
+    {var_dim::name, var_dim::overload_name, var_dim::schema_str, var_dim::dispatch_bitmap, ""},  // var.dim
+    {view::name, view::overload_name, view::schema_str, view::dispatch_bitmap, ""},  // view
+    {view_copy::name, view_copy::overload_name, view_copy::schema_str, view_copy::dispatch_bitmap, "view_copy"},  // view_copy
+    {where_self::name, where_self::overload_name, where_self::schema_str, where_self::dispatch_bitmap, "pointwise"},  // where.self
+    {zero::name, zero::overload_name, zero::schema_str, zero::dispatch_bitmap, ""},  // zero
+    {zero_::name, zero_::overload_name, zero_::schema_str, zero_::dispatch_bitmap, ""},  // zero_
+    {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap, ""},  // zeros
+    {zeros_like::name, zeros_like::overload_name, zeros_like::schema_str, zeros_like::dispatch_bitmap, ""},  // zeros_like
 };
 
 // Every operator of this file, sorted by name.
 inline ArrayRef<OperatorInfo> all_operators() { return kAllOperators; }
+
+// The same operators as types, for code that needs each one's C++ signature (dk::testing's
+// typed calls): template <class... Ops> void f(OperatorList<Ops...>) sees every struct. The
+// list ends with OperatorListEnd (no operator), so that adding an operator only adds a line.
+template <class... Ops>
+struct OperatorList {};
+struct OperatorListEnd {};
+using AllOperators = OperatorList<
+    _log_softmax,
+    _scaled_dot_product_attention,
+    _softmax,
+    _to_copy,
+    abs,
+    add_Scalar,
+    add_Tensor,
+    add_out,
+    add__Scalar,
+    add__Tensor,
+    addmm,
+    addmm_out,
+    addmm_,
+    all_gather_into_tensor_,
+    all_reduce_,
+    all_to_all_single_,
+    arange_start_step,
+    argmax,
+    argmax_out,
+    argmin,
+    argmin_out,
+    avg_pool2d,
+    avg_pool2d_backward,
+    baddbmm,
+    barrier,
+    batch_norm,
+    bmm,
+    bmm_out,
+    broadcast_,
+    cat,
+    chunk,
+    clamp,
+    clamp_out,
+    clamp_,
+    clone,
+    col2im,
+    contiguous,
+    conv1d,
+    conv2d,
+    convolution,
+    copy,
+    copy_,
+    cos,
+    cos_out,
+    cos_,
+    cross_entropy_loss,
+    cumsum,
+    cumsum_out,
+    cumsum_,
+    detach,
+    detach_copy,
+    div_Scalar,
+    div_Tensor,
+    div_out,
+    div__Scalar,
+    div__Tensor,
+    dropout,
+    embedding,
+    empty_memory_format,
+    empty_like,
+    empty_strided,
+    eq_Scalar,
+    eq_Scalar_out,
+    eq_Tensor,
+    eq_Tensor_out,
+    eq__Scalar,
+    eq__Tensor,
+    exp,
+    exp_out,
+    exp_,
+    expand,
+    expand_copy,
+    fill_Scalar,
+    fill__Scalar,
+    flatten_using_ints,
+    full,
+    gather,
+    gather_out,
+    gelu,
+    gelu_out,
+    gelu_,
+    gelu_backward,
+    gt_Tensor,
+    gt_Tensor_out,
+    gt__Tensor,
+    im2col,
+    index_Tensor,
+    index_put,
+    index_put_,
+    index_select,
+    item,
+    layer_norm,
+    linear,
+    log,
+    log_out,
+    log_,
+    log_softmax_int,
+    lt_Tensor,
+    lt_Tensor_out,
+    lt__Tensor,
+    masked_fill_Scalar,
+    masked_fill_Tensor,
+    matmul,
+    max,
+    max_dim,
+    max_dim_max,
+    max_pool2d,
+    max_pool2d_with_indices,
+    maximum,
+    maximum_out,
+    mean,
+    mean_dim,
+    mean_out,
+    min,
+    min_dim,
+    min_dim_min,
+    minimum,
+    minimum_out,
+    mm,
+    mm_out,
+    mse_loss,
+    mul_Scalar,
+    mul_Tensor,
+    mul_out,
+    mul__Scalar,
+    mul__Tensor,
+    narrow,
+    native_layer_norm,
+    native_layer_norm_backward,
+    neg,
+    neg_out,
+    neg_,
+    nll_loss,
+    nonzero,
+    ones,
+    ones_like,
+    permute,
+    permute_copy,
+    pow_Tensor_Scalar,
+    pow_Tensor_Scalar_out,
+    pow__Scalar,
+    rand,
+    rand_generator,
+    randn,
+    randn_generator,
+    recv_,
+    reduce_scatter_tensor_,
+    relu,
+    relu_,
+    repeat,
+    reshape,
+    rsqrt,
+    rsqrt_out,
+    rsqrt_,
+    scatter_add,
+    scatter_add_out,
+    scatter_add_,
+    select_int,
+    select_copy_int,
+    select_scatter,
+    send,
+    sigmoid,
+    sigmoid_out,
+    sigmoid_,
+    sin,
+    sin_out,
+    sin_,
+    slice_Tensor,
+    slice_copy_Tensor,
+    slice_scatter,
+    softmax_int,
+    sort,
+    split_Tensor,
+    split_copy_Tensor,
+    sqrt,
+    sqrt_out,
+    sqrt_,
+    squeeze,
+    squeeze_dim,
+    squeeze_copy,
+    squeeze_copy_dim,
+    stack,
+    std_,
+    std_dim,
+    sub_Scalar,
+    sub_Tensor,
+    sub_out,
+    sub__Scalar,
+    sub__Tensor,
+    sum,
+    sum_IntList_out,
+    sum_dim_IntList,
+    t,
+    t_copy,
+    tanh,
+    tanh_out,
+    tanh_,
+    to_dtype,
+    topk,
+    topk_values,
+    transpose_int,
+    transpose_copy_int,
+    tril,
+    triu,
+    unbind_int,
+    unbind_copy_int,
+    unsqueeze,
+    unsqueeze_copy,
+    var,
+    var_dim,
+    view,
+    view_copy,
+    where_self,
+    zero,
+    zero_,
+    zeros,
+    zeros_like,
+    OperatorListEnd>;
 
 }  // namespace dk::ops

@@ -29,17 +29,32 @@ struct OperatorInfo {
   const char* overload_name;
   const char* schema_str;
   uint64_t dispatch_bitmap;
+  const char* tags;  // the YAML's tags, space-separated ("" when none)
 };
 
 inline constexpr OperatorInfo kAllOperators[] = {
-    {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap},  // add.Tensor
-    {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap},  // add.out
-    {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap},  // cat
-    {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap},  // linear
-    {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap},  // zeros
+    {add_Tensor::name, add_Tensor::overload_name, add_Tensor::schema_str, add_Tensor::dispatch_bitmap, "pointwise"},  // add.Tensor
+    {add_out::name, add_out::overload_name, add_out::schema_str, add_out::dispatch_bitmap, ""},  // add.out
+    {cat::name, cat::overload_name, cat::schema_str, cat::dispatch_bitmap, ""},  // cat
+    {linear::name, linear::overload_name, linear::schema_str, linear::dispatch_bitmap, ""},  // linear
+    {zeros::name, zeros::overload_name, zeros::schema_str, zeros::dispatch_bitmap, ""},  // zeros
 };
 
 // Every operator of this file, sorted by name.
 inline ArrayRef<OperatorInfo> all_operators() { return kAllOperators; }
+
+// The same operators as types, for code that needs each one's C++ signature (dk::testing's
+// typed calls): template <class... Ops> void f(OperatorList<Ops...>) sees every struct. The
+// list ends with OperatorListEnd (no operator), so that adding an operator only adds a line.
+template <class... Ops>
+struct OperatorList {};
+struct OperatorListEnd {};
+using AllOperators = OperatorList<
+    add_Tensor,
+    add_out,
+    cat,
+    linear,
+    zeros,
+    OperatorListEnd>;
 
 }  // namespace dk::ops

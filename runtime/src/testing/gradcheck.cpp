@@ -1,5 +1,5 @@
-// tests/gradcheck.cpp: see gradcheck.h.
-#include "gradcheck.h"
+// dk/testing/gradcheck.cpp: see dk/testing/gradcheck.h.
+#include "dk/testing/gradcheck.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,7 @@
 #include "dk/tensor/empty_tensor.h"
 #include "dk/util/error.h"
 
-namespace dk::test {
+namespace dk::testing {
 
 namespace {
 
@@ -440,4 +440,4 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
   return gradcheck_multi([&fn](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; }, inputs, opts);
 }
 
-}  // namespace dk::test
+}  // namespace dk::testing

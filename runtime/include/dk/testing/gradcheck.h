@@ -1,4 +1,4 @@
-// tests/gradcheck.h: checking the gradients autograd computes against finite differences.
+// dk/testing/gradcheck.h: checking the gradients autograd computes against finite differences.
 //
 // gradcheck(fn, inputs) runs `fn` on `inputs` and compares, for every input that requires grad,
 // the analytical Jacobian (dk::autograd::grad, one backward per output element with a one-hot
@@ -40,7 +40,7 @@
 
 #include "dk/tensor/tensor.h"
 
-namespace dk::test {
+namespace dk::testing {
 
 struct GradcheckOptions {
   double eps = 1e-6;
@@ -88,4 +88,4 @@ Tensor noncontiguous_copy(const Tensor& t);
 // "[1, 0]": the index of row-major element `flat` of a tensor of these sizes.
 std::string index_string(const std::vector<int64_t>& sizes, int64_t flat);
 
-}  // namespace dk::test
+}  // namespace dk::testing
