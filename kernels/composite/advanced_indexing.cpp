@@ -112,10 +112,16 @@ IndexPlan planIndex(const Tensor& self, ArrayRef<std::optional<Tensor>> indices)
     const int64_t size = self.size(plan.dims[k]);
     Tensor index = plan.indices[k];
     if (index.numel() > 0) {
-      const int64_t low = dk::min(index).item<int64_t>(), high = dk::max(index).item<int64_t>();
-      if (low < -size) DK_ERROR("index ", low, " is out of bounds for dimension ", plan.dims[k], " with size ", size);
-      if (high >= size) DK_ERROR("index ", high, " is out of bounds for dimension ", plan.dims[k], " with size ", size);
-      if (low < 0) {
+      // A Meta index has no values to check: it is wrapped as if some were negative, which
+      // needs none (the result's shape does not depend on them).
+      bool wrap = index.is_meta();
+      if (!wrap) {
+        const int64_t low = dk::min(index).item<int64_t>(), high = dk::max(index).item<int64_t>();
+        if (low < -size) DK_ERROR("index ", low, " is out of bounds for dimension ", plan.dims[k], " with size ", size);
+        if (high >= size) DK_ERROR("index ", high, " is out of bounds for dimension ", plan.dims[k], " with size ", size);
+        wrap = low < 0;
+      }
+      if (wrap) {
         Tensor zero = dk::zeros({}, kLong, std::nullopt, index.device());
         index = dk::where(dk::lt(index, zero), dk::add(index, Scalar(size)), index);
       }
@@ -176,6 +182,8 @@ Tensor putRows(const Tensor& rows, const IndexPlan& plan, const Tensor& values, 
   // With no positions, scatter_add still takes `values` (empty), so it stays in the autograd graph
   // and gets an (empty) gradient, as in PyTorch.
   if (accumulate || n == 0) return dk::scatter_add(rows, 0, spread, vals);
+  // Meta tensors have no row numbers to sort, and the result has rows' shape and dtype.
+  if (rows.is_meta()) return dk::clone(rows);
   // Without accumulate, a row named more than once takes the value of its last position, as a
   // serial loop over the positions writes it (PyTorch's CPU kernel). A stable sort of the row
   // numbers groups each row's positions in order; the last of each group is kept.

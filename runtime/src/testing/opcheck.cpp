@@ -225,14 +225,15 @@ std::string checkSchema(const CallContext& ctx, const Stack& args) {
 // The tensor a view or in-place result stands for: its base when it is a view, else itself.
 const TensorImpl* aliasRoot(const Tensor& t) { return t.is_view() ? t.base().unsafeGetTensorImpl() : t.unsafeGetTensorImpl(); }
 
-// Which input each output aliases (its index in `inputs`, or -1), by storage on real tensors
-// and by view base on Meta ones (which have no storage).
+// Which input each output aliases (its index in `inputs`, or -1): by storage (Meta tensors have
+// a storage of the right size without memory), or on Meta by view base.
 std::vector<int> aliasPattern(const std::vector<Found>& outputs, const std::vector<Found>& inputs, bool meta) {
   std::vector<int> pattern;
   for (const Found& out : outputs) {
     int which = -1;
     for (size_t i = 0; i < inputs.size() && which < 0; ++i) {
-      const bool alias = meta ? aliasRoot(out.tensor) == aliasRoot(inputs[i].tensor) : sameStorage(out.tensor, inputs[i].tensor);
+      const bool alias = sameStorage(out.tensor, inputs[i].tensor) ||
+                         (meta && aliasRoot(out.tensor) == aliasRoot(inputs[i].tensor));
       if (alias) which = static_cast<int>(i);
     }
     pattern.push_back(which);
@@ -383,7 +384,7 @@ std::string checkGradients(const CallContext& ctx, const Stack& args, const Opch
   for (const Found& f : tensorsOf(base, schema.arguments(), "argument"))
     if (f.tensor.scalar_type() == kDouble) inputs.push_back(f.tensor);
   if (inputs.empty()) return "skipped: no float64 tensor argument";
-  GradcheckMultiFn fn = [&](const std::vector<Tensor>& in) {
+  auto run = [&](const std::vector<Tensor>& in) {
     size_t next = 0;
     Stack call_args = mapStack(base, [&](const Tensor& t) { return t.scalar_type() == kDouble ? in[next++] : t; });
     Stack out = callBoxed(ctx, std::move(call_args));
@@ -391,10 +392,27 @@ std::string checkGradients(const CallContext& ctx, const Stack& args, const Opch
     for (const Found& f : tensorsOf(out, schema.returns(), "output")) results.push_back(f.tensor);
     return results;
   };
+  for (Tensor& t : inputs) t.requires_grad_(true);
+  // The differentiable outputs are those that require grad when the inputs do (the YAML's
+  // output_differentiability leaves max's indices and layer norm's statistics out).
+  std::vector<size_t> differentiable;
+  std::vector<Tensor> first = run(inputs);
+  for (size_t i = 0; i < first.size(); ++i) {
+    if (!first[i].requires_grad()) continue;
+    if (first[i].scalar_type() != kDouble)
+      return "skipped: output " + std::to_string(i) + " is " + typeName(first[i].scalar_type()) +
+             " (finite differences need float64)";
+    differentiable.push_back(i);
+  }
+  if (differentiable.empty()) return "skipped: no output requires grad (nothing to differentiate)";
+  GradcheckMultiFn fn = [&](const std::vector<Tensor>& in) {
+    std::vector<Tensor> all = run(in), picked;
+    for (size_t i : differentiable) picked.push_back(all[i]);
+    return picked;
+  };
   GradcheckOptions gc;
   gc.atol = options.grad_atol;
   gc.rtol = options.grad_rtol;
-  for (Tensor& t : inputs) t.requires_grad_(true);
   GradcheckResult result = gradcheck_multi(fn, inputs, gc);
   return result.ok ? kOk : result.message;
 }
