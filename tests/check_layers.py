@@ -19,7 +19,7 @@ A file in one layer may include headers of its own layer and of lower ones only.
 generated headers (dk/generated/) belong to the layer of what they declare, listed below (the
 Tensor method declarations to tensor; the per-operator ones of ops/, whose calls are inline
 dispatcher calls, and boxing/ to dispatch). The
-entry points dk/dk.h, dk/dispatch.h and dk/modes.h sit above every layer. Besides the rule:
+entry points dk/dk.h, dk/dispatch.h, dk/explain.h and dk/modes.h sit above every layer. Besides the rule:
 every included dk/ header exists; nothing in the project includes the compatibility headers of
 runtime/compat/ (they are for code written before the split); and each runtime .cpp starts by
 including its own header, when it has one.
@@ -32,7 +32,7 @@ import re
 import sys
 
 LAYERS = ["util", "core", "tensor", "dispatch", "autograd", "layers", "func", "optim", "distributed", "testing"]
-ENTRY_POINTS = {"dk/dk.h", "dk/dispatch.h", "dk/modes.h"}
+ENTRY_POINTS = {"dk/dk.h", "dk/dispatch.h", "dk/explain.h", "dk/modes.h"}
 GENERATED_LAYER = {
     "Operators.h": "dispatch",
     "TensorMethodTypes.h": "tensor",

@@ -5,6 +5,7 @@
 #include "dk/autograd/autograd.h"
 #include "dk/core/parallel.h"
 #include "dk/dispatch.h"
+#include "dk/explain.h"
 #include "dk/func/functionalize.h"
 #include "dk/func/grad.h"
 #include "dk/func/make_graph.h"

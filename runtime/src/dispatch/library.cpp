@@ -20,6 +20,13 @@ std::string_view kindName(Library::Kind k) {
   }
   return "Library";
 }
+// "FILE:LINE" of a registration call, the file as the compiler was given it less any leading
+// "../" and "./" (a build directory's relative paths).
+std::string callSite(const std::source_location& where) {
+  std::string_view file = where.file_name();
+  while (file.starts_with("../") || file.starts_with("./")) file.remove_prefix(file.starts_with("./") ? 2 : 3);
+  return std::string(file) + ":" + std::to_string(where.line());
+}
 }  // namespace
 
 Library::Library(Kind kind, std::string ns, std::optional<DispatchKey> key, const char* file, uint32_t line)
@@ -103,51 +110,55 @@ OperatorName Library::defSchema(std::string_view schema_text, std::optional<uint
   return name;
 }
 
-Library& Library::def(std::string_view schema_text, CppFunction fn) & {
+Library& Library::def(std::string_view schema_text, CppFunction fn, std::source_location where) & {
   OperatorName name = defSchema(schema_text);
   // All or nothing: a kernel the schema rejects takes the def back with it.
   try {
-    return implAt(name.toString(), key_.value_or(DispatchKey::CompositeImplicitAutograd), std::move(fn));
+    return implAt(name.toString(), key_.value_or(DispatchKey::CompositeImplicitAutograd), std::move(fn), where);
   } catch (...) {
     registrations_.pop_back();
     throw;
   }
 }
 
-Library& Library::impl(std::string_view name, CppFunction fn) & { return implAt(name, std::nullopt, std::move(fn)); }
+Library& Library::impl(std::string_view name, CppFunction fn, std::source_location where) & {
+  return implAt(name, std::nullopt, std::move(fn), where);
+}
 
-Library& Library::impl(std::string_view name, DispatchKey key, CppFunction fn) & {
+Library& Library::impl(std::string_view name, DispatchKey key, CppFunction fn, std::source_location where) & {
   DK_CHECK(!key_ || *key_ == key, "Explicitly provided dispatch key (", key,
            ") is inconsistent with the dispatch key of the enclosing ", kindName(kind_), " block (", *key_, ") ",
            site());
-  return implAt(name, key, std::move(fn));
+  return implAt(name, key, std::move(fn), where);
 }
 
-Library& Library::implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn) {
+Library& Library::implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn,
+                         std::source_location where) {
   DK_CHECK(ns_ != "_", "impl(\"", name, "\") ", site(),
            ": the '_' namespace registers backend fallbacks only; use m.fallback(...)");
   OperatorName op = qualify(name, "register a kernel for");
   DispatchKey k = key ? *key : key_.value_or(DispatchKey::CompositeImplicitAutograd);
   std::string debug = fn.debug_ ? *fn.debug_ : site();
   registrations_.push_back(Dispatcher::singleton().registerImpl(op, k, std::move(fn.kernel_), fn.cpp_signature_,
-                                                                fn.infer_schema_, std::move(debug)));
+                                                                fn.infer_schema_, std::move(debug), callSite(where)));
   return *this;
 }
 
-Library& Library::fallback(CppFunction fn) & {
+Library& Library::fallback(CppFunction fn, std::source_location where) & {
   DK_CHECK(kind_ == IMPL && ns_ == "_", "fallback() ", site(),
            ": backend fallbacks are registered in DK_LIBRARY_IMPL(_, Key, m), not in ", kindName(kind_), "(", ns_,
            ")");
   DispatchKey key = *key_;
   std::string debug = fn.debug_ ? *fn.debug_ : site();
   if (!isAliasDispatchKey(key)) {
-    registrations_.push_back(Dispatcher::singleton().registerFallback(key, std::move(fn.kernel_), std::move(debug)));
+    registrations_.push_back(
+        Dispatcher::singleton().registerFallback(key, std::move(fn.kernel_), std::move(debug), callSite(where)));
     return *this;
   }
   // An alias key registers the fallback at every runtime key it covers, all or nothing.
   std::vector<RegistrationHandleRAII> added;
   for (DispatchKey k : getRuntimeKeySetForAlias(key)) {
-    added.push_back(Dispatcher::singleton().registerFallback(k, fn.kernel_, debug));
+    added.push_back(Dispatcher::singleton().registerFallback(k, fn.kernel_, debug, callSite(where)));
   }
   for (auto& h : added) registrations_.push_back(std::move(h));
   return *this;

@@ -386,6 +386,22 @@ std::string OperatorEntry::dumpState() const {
   return out.str();
 }
 
+std::string OperatorEntry::describeSlot(DispatchKey k, const Fallbacks& fallbacks) const {
+  const SlotInfo info = computeDispatchTableEntry(k, fallbacks[static_cast<size_t>(tableIndexForRuntimeKey(k))]);
+  if (info.source == SlotSource::Missing) return "missing: no kernel and no fallback (the call raises \"Could not run\")";
+  if (info.source == SlotSource::AmbiguousAutogradOther) return "ambiguous autogradother (the call raises)";
+  // The kernel's name, unless its debug string is only its Library's site ("registered at ...").
+  const std::string& debug = info.from->debug;
+  const bool named = debug.rfind("registered at ", 0) != 0;
+  std::string text = std::string(slotSourceLabel(info.source));
+  if (info.from->kernel->isFallthrough()) text += ", fallthrough";
+  if (named) text += ": " + debug;
+  if (!info.from->site.empty()) text += ", registered at " + info.from->site;
+  else if (!named) text += ", " + debug;
+  else if (info.from->is_default) text += " (built in)";
+  return text;
+}
+
 std::string OperatorEntry::dumpComputedTable(const Fallbacks& fallbacks) const {
   std::ostringstream out;
   for (int slot = 0; slot < kDispatchTableSize; ++slot) {

@@ -184,6 +184,10 @@ class Dispatcher {
   // Operators with a schema or only kernels.
   std::optional<OperatorHandle> findOp(const OperatorName& name);
   std::vector<OperatorName> getAllOpNames() const;  // sorted
+  // dk::explain's text (dk/explain.h) for `args` on this thread; `redispatch_keys` for a
+  // redispatch, which skips the argument and thread sets.
+  std::string explain(const OperatorHandle& op, const Stack& args,
+                      std::optional<DispatchKeySet> redispatch_keys = std::nullopt);
   // Every registration at `k` (direct kernels and backend fallback), as "op: debug" lines.
   std::vector<std::string> getRegistrationsForDispatchKey(DispatchKey k) const;
 
@@ -205,8 +209,10 @@ class Dispatcher {
                                       std::shared_ptr<const std::string> debug);
   RegistrationHandleRAII registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
                                       std::optional<CppSignature> cpp_signature,
-                                      SchemaInferenceFn infer_schema, std::string debug);
-  RegistrationHandleRAII registerFallback(DispatchKey key, KernelFunction kernel, std::string debug);
+                                      SchemaInferenceFn infer_schema, std::string debug, std::string site = {});
+  // `site`: FILE:LINE of the registration call (Library passes it), for dk::explain.
+  RegistrationHandleRAII registerFallback(DispatchKey key, KernelFunction kernel, std::string debug,
+                                          std::string site = {});
   // A backend fallback the library ships with (as the Python key's dispatch-mode fallback): it
   // is marked default, so the "Could not run" errors do not list its key among an operator's
   // backends. For the library's own layers (vmap's for-loop fallback at FuncTorchBatched).
@@ -259,10 +265,12 @@ class Dispatcher {
   void deregisterDef(OperatorEntry& entry);
   void deregisterImpl(OperatorEntry& entry, uint64_t id);
   void deregisterFallback(DispatchKey key, uint64_t id);
-  RegistrationHandleRAII addFallback(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default);
+  RegistrationHandleRAII addFallback(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default,
+                                     std::string site = {});
   // Fills the fallback slot at `key` with a new registration and returns its id (under mutex_,
   // or from the constructor).
-  uint64_t setFallbackSlot(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default);
+  uint64_t setFallbackSlot(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default,
+                           std::string site = {});
   // After a fallback change at `changed` (every slot when nullopt); caller holds mutex_.
   void updateAllTables(std::optional<DispatchKey> changed = std::nullopt);
   const OperatorEntry::Fallbacks& fallbackPointers() const;  // the backend fallbacks by slot, or null

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -125,27 +126,31 @@ class Library {
   // [Entries made on first use]).
   Library& def(std::span<const schema_data::SchemaData> schemas) &;
   // def + impl at CompositeImplicitAutograd (or the library's key).
-  Library& def(std::string_view schema, CppFunction fn) &;
+  // Each impl, def-with-kernel and fallback records where it was called (`where`, filled in by
+  // the compiler), so dk::explain names the line of the registration itself.
+  Library& def(std::string_view schema, CppFunction fn, std::source_location where = std::source_location::current()) &;
   template <class Func>
-  Library& def(std::string_view schema, Func&& fn) & {
-    return def(schema, toCppFunction(std::forward<Func>(fn)));
+  Library& def(std::string_view schema, Func&& fn, std::source_location where = std::source_location::current()) & {
+    return def(schema, toCppFunction(std::forward<Func>(fn)), where);
   }
 
   // impl("foo" or "foo.overload", kernel) at the library's key (CompositeImplicitAutograd
   // for a DEF or FRAGMENT library without one).
-  Library& impl(std::string_view name, CppFunction fn) &;
-  Library& impl(std::string_view name, DispatchKey key, CppFunction fn) &;
+  Library& impl(std::string_view name, CppFunction fn, std::source_location where = std::source_location::current()) &;
+  Library& impl(std::string_view name, DispatchKey key, CppFunction fn,
+                std::source_location where = std::source_location::current()) &;
   template <class Func>
-  Library& impl(std::string_view name, Func&& fn) & {
-    return impl(name, toCppFunction(std::forward<Func>(fn)));
+  Library& impl(std::string_view name, Func&& fn, std::source_location where = std::source_location::current()) & {
+    return impl(name, toCppFunction(std::forward<Func>(fn)), where);
   }
   template <class Func>
-  Library& impl(std::string_view name, DispatchKey key, Func&& fn) & {
-    return impl(name, key, toCppFunction(std::forward<Func>(fn)));
+  Library& impl(std::string_view name, DispatchKey key, Func&& fn,
+                std::source_location where = std::source_location::current()) & {
+    return impl(name, key, toCppFunction(std::forward<Func>(fn)), where);
   }
 
   // A backend fallback for the library's key; only in DK_LIBRARY_IMPL(_, Key, m).
-  Library& fallback(CppFunction fn) &;
+  Library& fallback(CppFunction fn, std::source_location where = std::source_location::current()) &;
 
   const std::string& ns() const { return ns_; }
   Kind kind() const { return kind_; }
@@ -162,7 +167,7 @@ class Library {
   const std::string& site() const { return *site_; }  // "registered at FILE:LINE", made once
   OperatorName qualify(std::string_view name, const char* what) const;
   OperatorName qualify(OperatorName op, const char* what) const;
-  Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn);
+  Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn, std::source_location where);
   // Parses once; returns the qualified name.
   OperatorName defSchema(std::string_view schema_text, std::optional<uint64_t> bitmap = std::nullopt);
   void checkMayDefine() const;

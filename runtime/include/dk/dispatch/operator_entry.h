@@ -33,6 +33,7 @@ struct AnnotatedKernel {
   // registration an allocation-heavy FunctionSchema it rarely needs. Null for boxed kernels.
   SchemaInferenceFn infer_schema = nullptr;
   std::string debug;
+  std::string site;  // FILE:LINE of the registration call (Library's impl/fallback), or empty
   uint64_t id = 0;  // identifies the registration for its RAII handle
   bool is_default = false;  // one of the fallbacks a fresh process has (not listed as a backend)
 };
@@ -172,6 +173,9 @@ class OperatorEntry {
   std::vector<DispatchKey> keysWithValidSlot(const Fallbacks& fallbacks) const;  // runtime keys, not fallthrough
   bool hasKernelForDispatchKey(DispatchKey k) const;
   bool hasComputedKernelForDispatchKey(DispatchKey k) const;
+  // The slot of runtime key k as dk::explain says it: its rule (the dump's words), the kernel's
+  // name and where it was registered ("autograd kernel: wrapper_..., registered at FILE:LINE").
+  std::string describeSlot(DispatchKey k, const Fallbacks& fallbacks) const;
   const std::list<AnnotatedKernel>& kernels() const { return kernels_; }
   std::optional<CppSignature> cppSignature() const;  // from the oldest C++ kernel
   std::string cppSignatureDebug() const;
