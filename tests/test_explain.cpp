@@ -4,6 +4,8 @@
 // of a real call.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -88,7 +90,7 @@ TEST_CASE("explain: a library's kernel, a fallthrough, and a backend fallback na
         "  merged key set: DispatchKeySet(CPU)\n"
         "  selects: CPU\n"
         "  slot: kernel, registered at " + here(impl_line) + "\n");
-  CHECK(impl_line == 76);  // the line docs/design.md section 11 shows
+  CHECK(impl_line == 78);  // the line docs/design.md section 11 shows
 
   Library fallbacks(Library::IMPL, "_", DispatchKey::TESTING_ONLY_GenericMode);
   const int fallback_line = __LINE__ + 1;
@@ -114,4 +116,21 @@ TEST_CASE("explain: ExplainGuard prints every hop of a real call, redispatches i
   // Off again: nothing more is printed.
   dk::add(a, b);
   CHECK(out.str() == text);
+}
+
+TEST_CASE("explain: DK_EXPLAIN=1 prints every call of the process on stderr") {
+  // Run twice by tools/test: as part of this file (DK_EXPLAIN unset: nothing is printed) and as
+  // the test explain_environment (DK_EXPLAIN=1).
+  const char* env = std::getenv("DK_EXPLAIN");
+  const bool on = env && std::string(env) == "1";
+  std::ostringstream captured;
+  std::streambuf* previous = std::cerr.rdbuf(captured.rdbuf());
+  dk::add(dk::ones({2}), dk::ones({2}));
+  std::cerr.rdbuf(previous);
+  if (on) {
+    CHECK_THAT(captured.str(), Contains("call dk::add.Tensor\n  argument self:"));
+    CHECK_THAT(captured.str(), Contains("  redispatch dk::add.Tensor\n    given key set: DispatchKeySet(CPU)"));
+  } else {
+    CHECK(captured.str().empty());
+  }
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "dispatch_test_util.h"
+#include "dk/generated/ops/empty.h"
 
 using namespace dk;
 using namespace dk::testing;
@@ -90,4 +91,46 @@ TEST_CASE("introspection: operator names are listed sorted; registrations per ke
   CHECK(b == a + 1);
   auto metas = Dispatcher::singleton().getRegistrationsForDispatchKey(DispatchKey::Meta);
   CHECK(std::find(metas.begin(), metas.end(), "t_list::zeta: zeta_meta") != metas.end());
+}
+
+namespace {
+Tensor identityKernel(const Tensor& x) { return x; }
+}  // namespace
+
+TEST_CASE("introspection: findDanglingImpls lists kernels of operators no library defines") {
+  // Every kernel the project ships has its schema.
+  CHECK(Dispatcher::singleton().findDanglingImpls().empty());
+  {
+    Library cpu(Library::IMPL, "t_dangling", DispatchKey::CPU);
+    cpu.impl("typo", &identityKernel);
+    auto dangling = Dispatcher::singleton().findDanglingImpls();
+    REQUIRE(dangling.size() == 1);
+    CHECK(dangling[0].operator_name().toString() == "t_dangling::typo");
+    {
+      Library defs(Library::DEF, "t_dangling");
+      defs.def("typo(Tensor x) -> Tensor");
+      CHECK(Dispatcher::singleton().findDanglingImpls().empty());
+    }
+    CHECK(Dispatcher::singleton().findDanglingImpls().size() == 1);  // the def went away
+  }
+  CHECK(Dispatcher::singleton().findDanglingImpls().empty());
+}
+
+TEST_CASE("introspection: a Meta call of an operator with a CPU kernel only warns once, naming it") {
+  Library defs(Library::DEF, "t_no_meta");
+  defs.def("f(Tensor x) -> Tensor");
+  Library cpu(Library::IMPL, "t_no_meta", DispatchKey::CPU);
+  cpu.impl("f", &identityKernel);
+  OperatorHandle f = Dispatcher::singleton().findSchemaOrThrow("t_no_meta::f", "");
+  Tensor meta = dk::empty({2}, kFloat, std::nullopt, Device(DeviceType::Meta));
+  WarningCapture warnings;
+  for (int i = 0; i < 2; ++i) {
+    Stack stack{meta};
+    CHECK_THROWS_WITH(f.callBoxed(&stack), Catch::Matchers::StartsWith("Could not run 't_no_meta::f' with arguments "
+                                                                       "from the 'Meta' backend"));
+  }
+  REQUIRE(warnings.messages.size() == 1);
+  CHECK(warnings.messages[0] ==
+        "t_no_meta::f has a CPU kernel but no Meta kernel, so Meta tensors (FakeTensorMode, opcheck's meta check) "
+        "cannot run it: register a Meta kernel, or write it as CompositeExplicitAutograd or structured");
 }

@@ -118,6 +118,17 @@ std::vector<OperatorName> Dispatcher::getAllOpNames() const {
   return names;
 }
 
+std::vector<OperatorHandle> Dispatcher::findDanglingImpls() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<OperatorHandle> dangling;
+  for (const auto& e : registry_->entries())
+    if (e->isPresent() && !e->hasSchema()) dangling.push_back(OperatorHandle(e.get()));
+  std::sort(dangling.begin(), dangling.end(), [](const OperatorHandle& a, const OperatorHandle& b) {
+    return a.operator_name() < b.operator_name();
+  });
+  return dangling;
+}
+
 std::vector<std::string> Dispatcher::getRegistrationsForDispatchKey(DispatchKey k) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::string> out;
@@ -471,6 +482,12 @@ std::string Dispatcher::missingKernelMessage(const OperatorHandle& op, DispatchK
            "backends: "
         << keys.str() << ".\n\n";
   } else {
+    // Lint at run time: an operator with a CPU kernel and no Meta one cannot be traced with Meta
+    // or fake tensors; said once per operator, as a warning, since the error below may be caught.
+    if (key == DispatchKey::Meta && e.hasKernelForDispatchKey(DispatchKey::CPU) && e.claimMissingMetaWarning())
+      warn(detail::concat(e.operator_name(), " has a CPU kernel but no Meta kernel, so Meta tensors (FakeTensorMode, ",
+                          "opcheck's meta check) cannot run it: register a Meta kernel, or write it as ",
+                          "CompositeExplicitAutograd or structured"));
     out << "Could not run '" << e.operator_name() << "' with arguments from the '" << toString(key)
         << "' backend. '" << e.operator_name() << "' is only available for these backends: " << keys.str()
         << ".\n\n";

@@ -184,6 +184,9 @@ class Dispatcher {
   // Operators with a schema or only kernels.
   std::optional<OperatorHandle> findOp(const OperatorName& name);
   std::vector<OperatorName> getAllOpNames() const;  // sorted
+  // Operators that have kernels but no schema: an impl for a name no library defines (a typo,
+  // or a library that was not linked), as PyTorch's findDanglingImpls. Sorted by name.
+  std::vector<OperatorHandle> findDanglingImpls() const;
   // dk::explain's text (dk/explain.h) for `args` on this thread; `redispatch_keys` for a
   // redispatch, which skips the argument and thread sets.
   std::string explain(const OperatorHandle& op, const Stack& args,

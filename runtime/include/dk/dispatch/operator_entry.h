@@ -201,6 +201,8 @@ class OperatorEntry {
   void setCheckedInference(SchemaInferenceFn fn) { checked_inference_ = fn; }
   // True the first time an override at k is reported for this operator (it warns once).
   bool claimOverrideWarning(DispatchKey k);
+  // True the first time a Meta call of this operator finds no Meta kernel (it warns once).
+  bool claimMissingMetaWarning() const { return !warned_missing_meta_.exchange(true); }
   // Recomputes every slot and the fallthrough masks from the registrations; an entry without
   // kernels copies `fallback_only` instead.
   void updateDispatchTable(const Fallbacks& fallbacks, const FallbackOnlyTable& fallback_only);
@@ -263,6 +265,7 @@ class OperatorEntry {
   std::list<AnnotatedKernel> kernels_;  // newest first; nodes never move while listed
   SchemaInferenceFn checked_inference_ = nullptr;
   uint64_t warned_override_keys_ = 0;    // keys whose override warning was given (one bit per DispatchKey)
+  mutable std::atomic<bool> warned_missing_meta_{false};  // the no-Meta-kernel warning was given
 };
 
 }  // namespace dk
