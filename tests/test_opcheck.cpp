@@ -59,12 +59,14 @@ Tensor doubledWrongMeta(const Tensor& x) {
 // Calls other operators from a CPU kernel without an autograd kernel: the calls record.
 Tensor recordsGraph(const Tensor& x) { return dk::mul(x, 3); }
 
-// y = 3x with a hand-written derivative that says 2.
-class WrongTripleBackward final : public autograd::Node {
+// y = 3x with a hand-written derivative: Backward multiplies the gradient by its factor.
+template <int factor>
+class ScaleBackward final : public autograd::Node {
  public:
-  autograd::variable_list apply(autograd::variable_list grads) override { return {dk::mul(grads.at(0), 2)}; }
+  autograd::variable_list apply(autograd::variable_list grads) override { return {dk::mul(grads.at(0), factor)}; }
 };
 Tensor tripledBelowAutograd(const Tensor& x) { return dk::mul(x, 3); }
+template <int derivative>
 Tensor tripledAutograd(const Tensor& x) {
   Tensor out;
   {
@@ -72,25 +74,7 @@ Tensor tripledAutograd(const Tensor& x) {
     out = dk::mul(x, 3);
   }
   if (autograd::compute_requires_grad(x)) {
-    auto node = std::make_shared<WrongTripleBackward>();
-    node->set_next_edges(autograd::collect_next_edges(x));
-    autograd::set_history(out, node);
-  }
-  return out;
-}
-// A correct operator of the same kind, with the right derivative and a Meta kernel.
-class TripleBackward final : public autograd::Node {
- public:
-  autograd::variable_list apply(autograd::variable_list grads) override { return {dk::mul(grads.at(0), 3)}; }
-};
-Tensor tripledRightAutograd(const Tensor& x) {
-  Tensor out;
-  {
-    AutoDispatchBelowADInplaceOrView below;
-    out = dk::mul(x, 3);
-  }
-  if (autograd::compute_requires_grad(x)) {
-    auto node = std::make_shared<TripleBackward>();
+    auto node = std::make_shared<ScaleBackward<derivative>>();
     node->set_next_edges(autograd::collect_next_edges(x));
     autograd::set_history(out, node);
   }
@@ -118,11 +102,11 @@ struct TestOps {
     defs.def("wrong_grad(Tensor x) -> Tensor");
     cpu.impl("wrong_grad", &tripledBelowAutograd);
     meta.impl("wrong_grad", &tripledMeta);
-    autograd.impl("wrong_grad", &tripledAutograd);
+    autograd.impl("wrong_grad", &tripledAutograd<2>);  // says 2: wrong
     defs.def("tripled(Tensor x) -> Tensor");
     cpu.impl("tripled", &tripledBelowAutograd);
     meta.impl("tripled", &tripledMeta);
-    autograd.impl("tripled", &tripledRightAutograd);
+    autograd.impl("tripled", &tripledAutograd<3>);
   }
 };
 
