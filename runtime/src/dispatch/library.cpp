@@ -22,10 +22,10 @@ std::string_view kindName(Library::Kind k) {
 }
 // "FILE:LINE" of a registration call, the file as the compiler was given it less any leading
 // "../" and "./" (a build directory's relative paths).
-std::string callSite(const std::source_location& where) {
-  std::string_view file = where.file_name();
+std::string callSite(const RegistrationSite& where) {
+  std::string_view file = where.file;
   while (file.starts_with("../") || file.starts_with("./")) file.remove_prefix(file.starts_with("./") ? 2 : 3);
-  return std::string(file) + ":" + std::to_string(where.line());
+  return std::string(file) + ":" + std::to_string(where.line);
 }
 }  // namespace
 
@@ -110,7 +110,7 @@ OperatorName Library::defSchema(std::string_view schema_text, std::optional<uint
   return name;
 }
 
-Library& Library::def(std::string_view schema_text, CppFunction fn, std::source_location where) & {
+Library& Library::def(std::string_view schema_text, CppFunction fn, RegistrationSite where) & {
   OperatorName name = defSchema(schema_text);
   // All or nothing: a kernel the schema rejects takes the def back with it.
   try {
@@ -121,11 +121,11 @@ Library& Library::def(std::string_view schema_text, CppFunction fn, std::source_
   }
 }
 
-Library& Library::impl(std::string_view name, CppFunction fn, std::source_location where) & {
+Library& Library::impl(std::string_view name, CppFunction fn, RegistrationSite where) & {
   return implAt(name, std::nullopt, std::move(fn), where);
 }
 
-Library& Library::impl(std::string_view name, DispatchKey key, CppFunction fn, std::source_location where) & {
+Library& Library::impl(std::string_view name, DispatchKey key, CppFunction fn, RegistrationSite where) & {
   DK_CHECK(!key_ || *key_ == key, "Explicitly provided dispatch key (", key,
            ") is inconsistent with the dispatch key of the enclosing ", kindName(kind_), " block (", *key_, ") ",
            site());
@@ -133,7 +133,7 @@ Library& Library::impl(std::string_view name, DispatchKey key, CppFunction fn, s
 }
 
 Library& Library::implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn,
-                         std::source_location where) {
+                         RegistrationSite where) {
   DK_CHECK(ns_ != "_", "impl(\"", name, "\") ", site(),
            ": the '_' namespace registers backend fallbacks only; use m.fallback(...)");
   OperatorName op = qualify(name, "register a kernel for");
@@ -144,7 +144,7 @@ Library& Library::implAt(std::string_view name, std::optional<DispatchKey> key, 
   return *this;
 }
 
-Library& Library::fallback(CppFunction fn, std::source_location where) & {
+Library& Library::fallback(CppFunction fn, RegistrationSite where) & {
   DK_CHECK(kind_ == IMPL && ns_ == "_", "fallback() ", site(),
            ": backend fallbacks are registered in DK_LIBRARY_IMPL(_, Key, m), not in ", kindName(kind_), "(", ns_,
            ")");

@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -16,6 +15,17 @@ namespace dk {
 
 // A kernel on its way to registration: the KernelFunction plus what it says about its
 // signature (inferred from C++ types; checked against the def'd schema).
+// Where a registration call (Library::impl, def with a kernel, fallback) was written: the
+// default argument RegistrationSite::current() takes the caller's file and line, as
+// std::source_location::current() would (which clang 14 with libstdc++ 12 does not provide).
+struct RegistrationSite {
+  const char* file = "";
+  unsigned line = 0;
+  static constexpr RegistrationSite current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    return {file, line};
+  }
+};
+
 class CppFunction {
  public:
   // A function pointer known at run time. Schema inferred from its type.
@@ -128,29 +138,29 @@ class Library {
   // def + impl at CompositeImplicitAutograd (or the library's key).
   // Each impl, def-with-kernel and fallback records where it was called (`where`, filled in by
   // the compiler), so dk::explain names the line of the registration itself.
-  Library& def(std::string_view schema, CppFunction fn, std::source_location where = std::source_location::current()) &;
+  Library& def(std::string_view schema, CppFunction fn, RegistrationSite where = RegistrationSite::current()) &;
   template <class Func>
-  Library& def(std::string_view schema, Func&& fn, std::source_location where = std::source_location::current()) & {
+  Library& def(std::string_view schema, Func&& fn, RegistrationSite where = RegistrationSite::current()) & {
     return def(schema, toCppFunction(std::forward<Func>(fn)), where);
   }
 
   // impl("foo" or "foo.overload", kernel) at the library's key (CompositeImplicitAutograd
   // for a DEF or FRAGMENT library without one).
-  Library& impl(std::string_view name, CppFunction fn, std::source_location where = std::source_location::current()) &;
+  Library& impl(std::string_view name, CppFunction fn, RegistrationSite where = RegistrationSite::current()) &;
   Library& impl(std::string_view name, DispatchKey key, CppFunction fn,
-                std::source_location where = std::source_location::current()) &;
+                RegistrationSite where = RegistrationSite::current()) &;
   template <class Func>
-  Library& impl(std::string_view name, Func&& fn, std::source_location where = std::source_location::current()) & {
+  Library& impl(std::string_view name, Func&& fn, RegistrationSite where = RegistrationSite::current()) & {
     return impl(name, toCppFunction(std::forward<Func>(fn)), where);
   }
   template <class Func>
   Library& impl(std::string_view name, DispatchKey key, Func&& fn,
-                std::source_location where = std::source_location::current()) & {
+                RegistrationSite where = RegistrationSite::current()) & {
     return impl(name, key, toCppFunction(std::forward<Func>(fn)), where);
   }
 
   // A backend fallback for the library's key; only in DK_LIBRARY_IMPL(_, Key, m).
-  Library& fallback(CppFunction fn, std::source_location where = std::source_location::current()) &;
+  Library& fallback(CppFunction fn, RegistrationSite where = RegistrationSite::current()) &;
 
   const std::string& ns() const { return ns_; }
   Kind kind() const { return kind_; }
@@ -167,7 +177,7 @@ class Library {
   const std::string& site() const { return *site_; }  // "registered at FILE:LINE", made once
   OperatorName qualify(std::string_view name, const char* what) const;
   OperatorName qualify(OperatorName op, const char* what) const;
-  Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn, std::source_location where);
+  Library& implAt(std::string_view name, std::optional<DispatchKey> key, CppFunction fn, RegistrationSite where);
   // Parses once; returns the qualified name.
   OperatorName defSchema(std::string_view schema_text, std::optional<uint64_t> bitmap = std::nullopt);
   void checkMayDefine() const;
