@@ -89,7 +89,8 @@ Stack freshCopies(const Stack& args) {
   return mapStack(args, [](const Tensor& t) { return dk::clone(t).detach(); });
 }
 
-// The bytes of t's elements in row-major order (a contiguous copy's memory).
+// The bytes of t's elements in row-major order (a contiguous copy's memory; CPU tensors: the
+// checks run on CPU).
 std::string bytesOf(const Tensor& t) {
   NoGradGuard no_grad;
   Tensor c = t.detach().contiguous();
@@ -105,8 +106,8 @@ std::string sizesString(IntArrayRef sizes) {
   return out.str();
 }
 
-// Runs `body`, seeding the default generator first for random operators so that every check
-// sees the same random values.
+// The operator under check; every call of a random operator starts from the same seed, so that
+// the checks compare the same random values.
 struct CallContext {
   const OperatorHandle& op;
   bool random = false;
