@@ -126,6 +126,17 @@ TEST_CASE("key sets: iteration yields runtime keys, lowest priority first") {
   CHECK(ks.toString() == "DispatchKeySet(CPU, CUDA, Python, ADInplaceOrView, AutogradCPU, AutogradCUDA)");
 }
 
+TEST_CASE("key sets: a set without backend bits prints its functionalities") {
+  // A thread's excluded set holds functionality bits only: its per-backend functionalities
+  // name no runtime key, so they print by functionality rather than vanishing.
+  DispatchKeySet functionalities{DispatchKey::AutogradFunctionality, DispatchKey::Dense, DispatchKey::Python};
+  CHECK(std::vector<DispatchKey>(functionalities.begin(), functionalities.end()) ==
+        std::vector<DispatchKey>{DispatchKey::Python});
+  CHECK(functionalities.toString() == "DispatchKeySet(Dense, Python, AutogradFunctionality)");
+  CHECK(DispatchKeySet().toString() == "DispatchKeySet()");
+  CHECK((functionalities | DispatchKeySet(DispatchKey::CPU)).toString() == "DispatchKeySet(CPU, Python, AutogradCPU)");
+}
+
 TEST_CASE("key sets: the named sets") {
   CHECK(autograd_dispatch_keyset.has(DispatchKey::AutogradOther));
   for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::AutogradPrivateUse1,

@@ -28,12 +28,21 @@ std::string DispatchKeySet::toString() const {
   return out.str();
 }
 
+// A per-backend functionality stands for one key per backend bit, so iterating a set without
+// backend bits yields none for it; such a set (a thread's excluded set, which holds
+// functionality bits only) prints its functionalities by name instead of as "()".
 std::ostream& operator<<(std::ostream& out, DispatchKeySet ks) {
   out << "DispatchKeySet(";
   bool first = true;
-  for (DispatchKey k : ks) {
+  auto print = [&](DispatchKey k) {
     out << (first ? "" : ", ") << dk::toString(k);
     first = false;
+  };
+  if ((ks.raw_repr() & kBackendMask) != 0) {
+    for (DispatchKey k : ks) print(k);
+  } else {
+    for (int f = 1; f < kNumFunctionalityKeys; ++f)
+      if ((ks.raw_repr() & functionalityBit(static_cast<DispatchKey>(f))) != 0) print(static_cast<DispatchKey>(f));
   }
   return out << ")";
 }

@@ -323,7 +323,7 @@ void Dispatcher::deregisterDef(OperatorEntry& entry) {
 RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
                                                 std::optional<CppSignature> cpp_signature,
                                                 SchemaInferenceFn infer_schema, std::string debug,
-                                                std::string site) {
+                                                RegistrationSite site) {
   std::lock_guard<std::mutex> lock(mutex_);
   DK_CHECK(key != DispatchKey::Undefined && (isRuntimeDispatchKey(key) || isAliasDispatchKey(key)),
            "cannot register a kernel for '", name, "' at ", key,
@@ -365,7 +365,7 @@ RegistrationHandleRAII Dispatcher::registerImpl(const OperatorName& name, Dispat
   a.cpp_signature = cpp_signature;
   a.infer_schema = infer_schema;
   a.debug = std::move(debug);
-  a.site = std::move(site);
+  a.site = site;
   a.id = next_registration_id_++;
   uint64_t id = a.id;
   entry.addKernel(std::move(a), fallbackPointers());
@@ -387,8 +387,8 @@ void Dispatcher::deregisterImpl(OperatorEntry& entry, uint64_t id) {
 // ---- backend fallbacks ----
 
 RegistrationHandleRAII Dispatcher::registerFallback(DispatchKey key, KernelFunction kernel, std::string debug,
-                                                    std::string site) {
-  return addFallback(key, std::move(kernel), std::move(debug), /*is_default=*/false, std::move(site));
+                                                    RegistrationSite site) {
+  return addFallback(key, std::move(kernel), std::move(debug), /*is_default=*/false, site);
 }
 
 RegistrationHandleRAII Dispatcher::registerDefaultFallback(DispatchKey key, KernelFunction kernel, std::string debug) {
@@ -396,7 +396,7 @@ RegistrationHandleRAII Dispatcher::registerDefaultFallback(DispatchKey key, Kern
 }
 
 RegistrationHandleRAII Dispatcher::addFallback(DispatchKey key, KernelFunction kernel, std::string debug,
-                                               bool is_default, std::string site) {
+                                               bool is_default, RegistrationSite site) {
   std::lock_guard<std::mutex> lock(mutex_);
   DK_CHECK(isRuntimeDispatchKey(key) && key != DispatchKey::Undefined, "cannot register a backend fallback at ",
            key, ": fallbacks go at a runtime key");
@@ -405,18 +405,18 @@ RegistrationHandleRAII Dispatcher::addFallback(DispatchKey key, KernelFunction k
   auto& slot = backend_fallbacks_[tableIndexForRuntimeKey(key)];
   DK_CHECK(!slot, "Tried to register multiple backend fallbacks for the same dispatch key ", key,
            "; previous registration ", slot->debug, ", new registration ", debug);
-  uint64_t id = setFallbackSlot(key, std::move(kernel), std::move(debug), is_default, std::move(site));
+  uint64_t id = setFallbackSlot(key, std::move(kernel), std::move(debug), is_default, site);
   updateAllTables(key);
   return RegistrationHandleRAII([this, key, id] { deregisterFallback(key, id); });
 }
 
 uint64_t Dispatcher::setFallbackSlot(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default,
-                                     std::string site) {
+                                     RegistrationSite site) {
   AnnotatedKernel a;
   a.key = key;
   a.kernel = std::make_shared<const KernelFunction>(std::move(kernel));
   a.debug = std::move(debug);
-  a.site = std::move(site);
+  a.site = site;
   a.id = next_registration_id_++;
   a.is_default = is_default;
   const uint64_t id = a.id;

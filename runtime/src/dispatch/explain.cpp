@@ -14,32 +14,6 @@ namespace dk {
 
 namespace {
 
-DispatchKeySet keysOf(const IValue& v) {
-  DispatchKeySet ks;
-  if (v.isTensor()) {
-    const Tensor t = v.toTensor();
-    if (t.defined()) ks = ks | t.key_set();
-  } else if (v.isList()) {
-    for (const IValue& e : v.toListElements()) ks = ks | keysOf(e);
-  }
-  return ks;
-}
-
-// The thread's excluded set holds functionality bits only, which apply to every backend; the
-// set's own printer shows per-backend functionalities only with backend bits, so they are
-// listed here by functionality ("AutogradFunctionality" rather than nothing).
-std::string functionalities(DispatchKeySet ks) {
-  std::string text = "DispatchKeySet(";
-  bool first = true;
-  for (int f = 1; f < kNumFunctionalityKeys; ++f) {
-    const auto key = static_cast<DispatchKey>(f);
-    if ((ks.raw_repr() & functionalityBit(key)) == 0) continue;
-    text += (first ? "" : ", ") + std::string(toString(key));
-    first = false;
-  }
-  return text + ")";
-}
-
 // One hop of a real call, as the observer sees it.
 void printHop(std::ostream& out, const ObservedCall& call) {
   const bool redispatch = call.kind == detail::CallKind::Redispatch || call.kind == detail::CallKind::RedispatchBoxed;
@@ -83,13 +57,13 @@ std::string Dispatcher::explain(const OperatorHandle& op, const Stack& args,
     DispatchKeySet arguments;
     for (size_t i = 0; i < schema.arguments().size() && i < args.size(); ++i) {
       if (!schema.arguments()[i].type.isTensorLike()) continue;
-      DispatchKeySet ks = keysOf(args[i]);
+      DispatchKeySet ks = detail::boxedArgumentKeySet(args[i]);
       out << "  argument " << schema.arguments()[i].name << ": " << ks << "\n";
       arguments = arguments | ks;
     }
     const LocalDispatchKeySet tls = tls_local_dispatch_key_set();
     out << "  thread included: " << tls.included << "\n";
-    out << "  thread excluded: " << functionalities(tls.excluded) << "\n";
+    out << "  thread excluded: " << tls.excluded << "\n";
     wanted = (arguments | tls.included) - tls.excluded;
   }
   const OperatorEntry& entry = op.entry();

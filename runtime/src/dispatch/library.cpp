@@ -20,14 +20,14 @@ std::string_view kindName(Library::Kind k) {
   }
   return "Library";
 }
-// "FILE:LINE" of a registration call, the file as the compiler was given it less any leading
-// "../" and "./" (a build directory's relative paths).
-std::string callSite(const RegistrationSite& where) {
-  std::string_view file = where.file;
-  while (file.starts_with("../") || file.starts_with("./")) file.remove_prefix(file.starts_with("./") ? 2 : 3);
-  return std::string(file) + ":" + std::to_string(where.line);
-}
 }  // namespace
+
+std::string RegistrationSite::toString() const {
+  if (!known()) return {};
+  std::string_view f = file;
+  while (f.starts_with("../") || f.starts_with("./")) f.remove_prefix(f.starts_with("./") ? 2 : 3);
+  return std::string(f) + ":" + std::to_string(line);
+}
 
 Library::Library(Kind kind, std::string ns, std::optional<DispatchKey> key, const char* file, uint32_t line)
     : kind_(kind),
@@ -140,7 +140,7 @@ Library& Library::implAt(std::string_view name, std::optional<DispatchKey> key, 
   DispatchKey k = key ? *key : key_.value_or(DispatchKey::CompositeImplicitAutograd);
   std::string debug = fn.debug_ ? *fn.debug_ : site();
   registrations_.push_back(Dispatcher::singleton().registerImpl(op, k, std::move(fn.kernel_), fn.cpp_signature_,
-                                                                fn.infer_schema_, std::move(debug), callSite(where)));
+                                                                fn.infer_schema_, std::move(debug), where));
   return *this;
 }
 
@@ -152,13 +152,13 @@ Library& Library::fallback(CppFunction fn, RegistrationSite where) & {
   std::string debug = fn.debug_ ? *fn.debug_ : site();
   if (!isAliasDispatchKey(key)) {
     registrations_.push_back(
-        Dispatcher::singleton().registerFallback(key, std::move(fn.kernel_), std::move(debug), callSite(where)));
+        Dispatcher::singleton().registerFallback(key, std::move(fn.kernel_), std::move(debug), where));
     return *this;
   }
   // An alias key registers the fallback at every runtime key it covers, all or nothing.
   std::vector<RegistrationHandleRAII> added;
   for (DispatchKey k : getRuntimeKeySetForAlias(key)) {
-    added.push_back(Dispatcher::singleton().registerFallback(k, fn.kernel_, debug, callSite(where)));
+    added.push_back(Dispatcher::singleton().registerFallback(k, fn.kernel_, debug, where));
   }
   for (auto& h : added) registrations_.push_back(std::move(h));
   return *this;

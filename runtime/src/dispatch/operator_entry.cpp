@@ -135,13 +135,7 @@ DispatchKeySet OperatorEntry::getDispatchKeySetBoxed(const Stack& stack) const {
   DispatchKeySet ks;
   const size_t top = stack.size() - 1;  // only read when bits != 0, so the stack is non-empty
   while (bits != 0) {
-    const IValue& v = stack[top - static_cast<size_t>(std::countr_zero(bits))];
-    if (v.isTensor()) {
-      ks = ks | v.tensorKeySetUnchecked();
-    } else if (v.isList()) {
-      for (const IValue& e : v.toListElements())
-        if (e.isTensor()) ks = ks | e.tensorKeySetUnchecked();
-    }
+    ks = ks | detail::boxedArgumentKeySet(stack[top - static_cast<size_t>(std::countr_zero(bits))]);
     bits &= bits - 1;
   }
   return computeDispatchKeySet(ks);
@@ -396,7 +390,7 @@ std::string OperatorEntry::describeSlot(DispatchKey k, const Fallbacks& fallback
   std::string text = std::string(slotSourceLabel(info.source));
   if (info.from->kernel->isFallthrough()) text += ", fallthrough";
   if (named) text += ": " + debug;
-  if (!info.from->site.empty()) text += ", registered at " + info.from->site;
+  if (info.from->site.known()) text += ", registered at " + info.from->site.toString();
   else if (!named) text += ", " + debug;
   else if (info.from->is_default) text += " (built in)";
   return text;

@@ -212,10 +212,10 @@ class Dispatcher {
                                       std::shared_ptr<const std::string> debug);
   RegistrationHandleRAII registerImpl(const OperatorName& name, DispatchKey key, KernelFunction kernel,
                                       std::optional<CppSignature> cpp_signature,
-                                      SchemaInferenceFn infer_schema, std::string debug, std::string site = {});
-  // `site`: FILE:LINE of the registration call (Library passes it), for dk::explain.
+                                      SchemaInferenceFn infer_schema, std::string debug, RegistrationSite site = {});
+  // `site`: the registration call (Library passes it), for dk::explain and the dump.
   RegistrationHandleRAII registerFallback(DispatchKey key, KernelFunction kernel, std::string debug,
-                                          std::string site = {});
+                                          RegistrationSite site = {});
   // A backend fallback the library ships with (as the Python key's dispatch-mode fallback): it
   // is marked default, so the "Could not run" errors do not list its key among an operator's
   // backends. For the library's own layers (vmap's for-loop fallback at FuncTorchBatched).
@@ -269,11 +269,11 @@ class Dispatcher {
   void deregisterImpl(OperatorEntry& entry, uint64_t id);
   void deregisterFallback(DispatchKey key, uint64_t id);
   RegistrationHandleRAII addFallback(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default,
-                                     std::string site = {});
+                                     RegistrationSite site = {});
   // Fills the fallback slot at `key` with a new registration and returns its id (under mutex_,
   // or from the constructor).
   uint64_t setFallbackSlot(DispatchKey key, KernelFunction kernel, std::string debug, bool is_default,
-                           std::string site = {});
+                           RegistrationSite site = {});
   // After a fallback change at `changed` (every slot when nullopt); caller holds mutex_.
   void updateAllTables(std::optional<DispatchKey> changed = std::nullopt);
   const OperatorEntry::Fallbacks& fallbackPointers() const;  // the backend fallbacks by slot, or null

@@ -15,17 +15,6 @@ namespace dk {
 
 // A kernel on its way to registration: the KernelFunction plus what it says about its
 // signature (inferred from C++ types; checked against the def'd schema).
-// Where a registration call (Library::impl, def with a kernel, fallback) was written: the
-// default argument RegistrationSite::current() takes the caller's file and line, as
-// std::source_location::current() would (which clang 14 with libstdc++ 12 does not provide).
-struct RegistrationSite {
-  const char* file = "";
-  unsigned line = 0;
-  static constexpr RegistrationSite current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
-    return {file, line};
-  }
-};
-
 class CppFunction {
  public:
   // A function pointer known at run time. Schema inferred from its type.

@@ -16,6 +16,7 @@
 #include "dk/dispatch/schema_data.h"
 #include "dk/dispatch/ivalue.h"
 #include "dk/dispatch/kernel_function.h"
+#include "dk/dispatch/registration_site.h"
 #include "dk/util/array_ref.h"
 
 namespace dk {
@@ -33,7 +34,7 @@ struct AnnotatedKernel {
   // registration an allocation-heavy FunctionSchema it rarely needs. Null for boxed kernels.
   SchemaInferenceFn infer_schema = nullptr;
   std::string debug;
-  std::string site;  // FILE:LINE of the registration call (Library's impl/fallback), or empty
+  RegistrationSite site;  // the registration call (Library's impl/fallback); not known() otherwise
   uint64_t id = 0;  // identifies the registration for its RAII handle
   bool is_default = false;  // one of the fallbacks a fresh process has (not listed as a backend)
 };
@@ -70,6 +71,20 @@ inline void accumulateKeySet(DispatchKeySet& ks, const T& arg, const Rest&... re
       if (t) ks = ks | t->key_set();
   }
   accumulateKeySet(ks, rest...);
+}
+
+// The boxed path's counterpart for one dispatch argument: a Tensor's key set, or the union over
+// the tensors of a Tensor[] or Tensor?[] list; nothing for None. Shared by
+// getDispatchKeySetBoxed and dk::explain, so both read arguments the same way.
+inline DispatchKeySet boxedArgumentKeySet(const IValue& v) {
+  DispatchKeySet ks;
+  if (v.isTensor()) {
+    ks = v.tensorKeySetUnchecked();
+  } else if (v.isList()) {
+    for (const IValue& e : v.toListElements())
+      if (e.isTensor()) ks = ks | e.tensorKeySetUnchecked();
+  }
+  return ks;
 }
 }  // namespace detail
 
