@@ -44,6 +44,7 @@ from codegen.limits import MAX_ENTRY_ERRORS, clip
 from codegen.yaml_loader import LocatedDict, LocatedList, load_yaml, yaml_type_name
 
 NON_DIFFERENTIABLE = "non_differentiable"
+TWICE_DIFFERENTIABLE = "twice_differentiable"
 
 # Tensor properties a formula may use without the node saving the tensor itself:
 # X.<property>() -> the saved X_<property>_.
@@ -153,6 +154,7 @@ class DerivativeInfo:
     saved: Tuple[SavedValue, ...]
     uses_grad: bool                           # a formula reads grad (grads[0])
     uses_grads: bool                          # a formula reads the whole list
+    twice_differentiable: bool = True         # the formulas can be differentiated again
 
     @property
     def name(self) -> OperatorName:
@@ -283,12 +285,20 @@ class _Parser:
         covered: Dict[str, Location] = {}
         non_diff: List[str] = []
         output_diff: Optional[Tuple[bool, ...]] = None
+        twice = True
         for key, value in raw.items():
             kloc = raw.key_loc(key)
             if key == "name" or key == "dispatch":
                 continue
             if key == "output_differentiability":
                 output_diff = self.output_differentiability(value, kloc, nf, schema)
+                continue
+            if key == TWICE_DIFFERENTIABLE:
+                if not isinstance(value, bool):
+                    self.error(kloc, f"{TWICE_DIFFERENTIABLE} must be True or False, not a {yaml_type_name(value)}",
+                               schema)
+                else:
+                    twice = value
                 continue
             names = tuple(n.strip() for n in key.split(","))
             bad = False
@@ -338,7 +348,7 @@ class _Parser:
             self.errors.append(e)
             return None
         return DerivativeInfo(nf, loc, node_name(nf.func.name, index), tuple(formulas), diff_inputs,
-                              output_diff, tuple(saved), uses_grad, uses_grads)
+                              output_diff, tuple(saved), uses_grad, uses_grads, twice)
 
     def formula_names(self, nf: NativeFunction) -> FrozenSet[str]:
         """The names a formula of ``nf`` may use unqualified (besides FORMULA_NAMES)."""

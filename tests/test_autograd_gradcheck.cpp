@@ -397,6 +397,67 @@ TEST_CASE("gradcheck helpers: strided reads and non-contiguous copies") {
   CHECK(dk::testing::index_string({2, 3, 4}, 23) == "[1, 2, 3]");
 }
 
+TEST_CASE("gradgradcheck: second derivatives of backward's own graph") {
+  SECTION("correct second derivatives pass, for inputs and grad_outputs") {
+    for (auto fn : {+[](const Inputs& in) { return dk::tanh(in[0]); },
+                    +[](const Inputs& in) { return dk::mul(in[0], in[1]); },
+                    +[](const Inputs& in) { return dk::mm(in[0], in[1]); }}) {
+      auto r = dk::testing::gradgradcheck(fn, {leaf({2, 2}, 21), leaf({2, 2}, 22)});
+      INFO(r.message);
+      CHECK(r.ok);
+      CHECK(r.message.empty());
+    }
+  }
+  SECTION("a piecewise-linear gradient passes") {
+    // relu's gradient is grad * (x > 0): linear in grad, whose graph is checked against
+    // grad_output; d/dx is zero away from 0.
+    auto r = dk::testing::gradgradcheck([](const Inputs& in) { return dk::relu(in[0]); },
+                                        {leafFrom({4}, {-1.5, -0.5, 0.5, 1.5})});
+    INFO(r.message);
+    CHECK(r.ok);
+  }
+  SECTION("a backward computed out of autograd's sight fails") {
+    // tripled's backward multiplies below autograd: right first derivatives, but the gradient
+    // records no graph although it changes with grad_output.
+    Tensor x = leaf({3}, 23);
+    REQUIRE(dk::testing::gradcheck([](const Inputs& in) { return tripled(in[0], 3.0); }, {x}).ok);
+    auto r = dk::testing::gradgradcheck([](const Inputs& in) { return tripled(in[0], 3.0); }, {x});
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.message, Catch::Matchers::StartsWith(
+                              "double backward: the gradient of input 0 (Double [3]) does not require grad, so backward "
+                              "recorded no graph for it, but element [0] changes with grad_output 0 element [0] "
+                              "(numerical derivative 3"));
+  }
+  SECTION("a wrong second derivative is reported with both values") {
+    // d/dx (x^2) = 2x computed as 2 * x.detach(): d2/dx2 is 0 instead of 2.
+    struct SquareBackward final : autograd::Node {
+      Tensor x;
+      autograd::variable_list apply(autograd::variable_list grads) override {
+        return {dk::mul(grads.at(0), dk::mul(x.detach(), 2.0))};
+      }
+    };
+    auto square = [](const Inputs& in) {
+      Tensor out;
+      {
+        AutoDispatchBelowADInplaceOrView below;
+        out = dk::mul(in[0], in[0]);
+      }
+      auto node = std::make_shared<SquareBackward>();
+      node->x = in[0];
+      node->set_next_edges(autograd::collect_next_edges(in[0]));
+      autograd::set_history(out, node);
+      return out;
+    };
+    Tensor x = leafFrom({2}, {0.5, -1.0});
+    REQUIRE(dk::testing::gradcheck(square, {x}).ok);
+    auto r = dk::testing::gradgradcheck(square, {x});
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.message, Catch::Matchers::StartsWith("double backward: Jacobian mismatch: 2 entries differ\n  input 0 "
+                                                      "(Double [2]) element [0], output 0 (Double [2]) element [0]: "
+                                                      "analytical 0, numerical "));
+  }
+}
+
 // ===================================================================== binary arithmetic
 
 TEST_CASE("gradcheck: add.Tensor and sub.Tensor, alpha != 1, with broadcasting") {

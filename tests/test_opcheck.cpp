@@ -84,6 +84,47 @@ Tensor tripledMeta(const Tensor& x) {
   return dk::empty(x.sizes(), x.scalar_type(), std::nullopt, Device(DeviceType::Meta));
 }
 
+// y = x^3 with a hand-written derivative 3 x^2 grad, right to first order either way. The
+// detached variant computes x^2 from x.detach(), so its backward records no dependence on x:
+// only double backward can tell.
+template <bool detached>
+class CubeBackward final : public autograd::Node {
+ public:
+  explicit CubeBackward(Tensor x) : x_(std::move(x)) {}
+  autograd::variable_list apply(autograd::variable_list grads) override {
+    Tensor x = detached ? x_.detach() : x_;
+    return {dk::mul(grads.at(0), dk::mul(dk::mul(x, x), 3))};
+  }
+
+ private:
+  Tensor x_;
+};
+Tensor cubedBelowAutograd(const Tensor& x) { return dk::mul(dk::mul(x, x), x); }
+template <bool detached>
+Tensor cubedAutograd(const Tensor& x) {
+  Tensor out;
+  {
+    AutoDispatchBelowADInplaceOrView below;
+    out = dk::mul(dk::mul(x, x), x);
+  }
+  if (autograd::compute_requires_grad(x)) {
+    auto node = std::make_shared<CubeBackward<detached>>(x);
+    node->set_next_edges(autograd::collect_next_edges(x));
+    autograd::set_history(out, node);
+  }
+  return out;
+}
+
+// A view one element further into x's storage (elements 1.. of a 1-D x). The Meta kernel puts
+// the view at offset 1 of the storage, ignoring x's own storage offset: right only for inputs
+// that start their storage.
+Tensor shiftedView(const Tensor& x) { return x.detach().narrow(0, 1, x.size(0) - 1); }
+Tensor shiftedViewWrongMeta(const Tensor& x) {
+  Tensor out = shiftedView(x);
+  out.unsafeGetTensorImpl()->set_storage_offset(1);
+  return out;
+}
+
 struct TestOps {
   Library defs{Library::DEF, "opcheck_test"};
   Library cpu{Library::IMPL, "opcheck_test", DispatchKey::CPU};
@@ -107,6 +148,15 @@ struct TestOps {
     cpu.impl("tripled", &tripledBelowAutograd);
     meta.impl("tripled", &tripledMeta);
     autograd.impl("tripled", &tripledAutograd<3>);
+    defs.def("cubed(Tensor x) -> Tensor");
+    cpu.impl("cubed", &cubedBelowAutograd);
+    autograd.impl("cubed", &cubedAutograd<false>);
+    defs.def("cubed_once(Tensor x) -> Tensor");
+    cpu.impl("cubed_once", &cubedBelowAutograd);
+    autograd.impl("cubed_once", &cubedAutograd<true>);
+    defs.def("shifted(Tensor(a) x) -> Tensor(a)");
+    cpu.impl("shifted", &shiftedView);
+    meta.impl("shifted", &shiftedViewWrongMeta);
   }
 };
 
@@ -135,6 +185,10 @@ TEST_CASE("opcheck: correct operators pass every check") {
     CHECK(r.outcome.at("meta") == "ok");
     CHECK(r.outcome.at("boxed_unboxed") == "ok");
     requireAllPass(opcheck(op("dk::mm"), {a, dk::transpose(b, 0, 1)}));
+    // derivatives.yaml's formulas are checked twice differentiable by default.
+    OpcheckOptions once;
+    once.double_backward = false;
+    CHECK(opcheck(op("dk::mul", "Tensor"), {a, b}, once).outcome.at("gradcheck") == "ok");
   }
   SECTION("in-place and out=") {
     OpcheckResult inplace = opcheck(op("dk::add_", "Tensor"), {a, b, 1.0});
@@ -203,6 +257,30 @@ TEST_CASE("opcheck: each check catches the operator written to fail it") {
                                            "(|diff| 1 > 1e-05 + 0.001 * |numerical|)"));
     CHECK_FALSE(r.failed("meta"));
     CHECK_FALSE(r.failed("autograd_registration"));
+  }
+  SECTION("gradcheck: a derivative right once but not twice, with double_backward") {
+    OpcheckOptions twice = typed();
+    twice.checks = {"gradcheck"};
+    twice.double_backward = true;
+    requireAllPass(opcheck(op("opcheck_test::cubed"), matrix(), twice));
+    OpcheckResult r = opcheck(op("opcheck_test::cubed_once"), matrix(), twice);
+    CHECK(r.failed("gradcheck"));
+    CHECK_THAT(r.outcome.at("gradcheck"),
+               Catch::Matchers::StartsWith("double backward: Jacobian mismatch: 6 entries differ\n  input 0 (Double "
+                                           "[2, 3]) element [0, 0], output 0 (Double [2, 3]) element [0, 0]: "
+                                           "analytical 0, numerical "));
+    // An operator defined outside derivatives.yaml is checked once unless the options say twice.
+    twice.double_backward.reset();
+    CHECK(opcheck(op("opcheck_test::cubed_once"), matrix(), twice).outcome.at("gradcheck") == "ok");
+  }
+  SECTION("meta: the arguments keep their storage offset") {
+    OpcheckOptions meta_only = typed();
+    meta_only.checks = {"meta"};
+    Tensor storage = doubles({6}, {1, 2, 3, 4, 5, 6});
+    CHECK(opcheck(op("opcheck_test::shifted"), {storage}, meta_only).outcome.at("meta") == "ok");
+    Tensor tail = storage.narrow(0, 2, 4);  // storage offset 2
+    CHECK(opcheck(op("opcheck_test::shifted"), {tail}, meta_only).outcome.at("meta") ==
+          "output 0: storage offset 1 on Meta, 3 on CPU");
   }
   SECTION("opcheckOrThrow names the operator and the check") {
     CHECK_THROWS_WITH(dk::testing::opcheckOrThrow(op("opcheck_test::returns_input"), matrix(), typed()),

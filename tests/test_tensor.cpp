@@ -257,7 +257,22 @@ TEST_CASE("tensor: the allocator registry") {
   CHECK_THROWS_WITH(getAllocator(kCUDA), "no allocator is registered for device type cuda");
   CHECK_THROWS_WITH(detail::empty_contiguous({2}, kFloat, Device(kCUDA, 0)),
                     "no allocator is registered for device type cuda");
+  CHECK(deviceCount(kCUDA) == 0);  // no allocator: no device, and no error
   setAllocator(kCUDA, cuda);
+
+  // Device counts come from the registered allocator: 1 for the host and Meta, the driver's
+  // count for CUDA (0 on a machine without a GPU), whatever a backend's allocator says.
+  CHECK(deviceCount(kCPU) == 1);
+  CHECK(deviceCount(kMeta) == 1);
+  struct TwoDevices final : Allocator {
+    DataPtr allocate(size_t nbytes, Device device) override { return defaultHostAllocator()->allocate(nbytes, device); }
+    int deviceCount() const override { return 2; }
+  } two;
+  {
+    ScopedAllocator scoped(kPrivateUse1, &two);
+    CHECK(deviceCount(kPrivateUse1) == 2);
+  }
+  CHECK(deviceCount(kPrivateUse1) == 1);
 
   DataPtr host = defaultHostAllocator()->allocate(100, Device(kCPU));
   CHECK(host.get() != nullptr);

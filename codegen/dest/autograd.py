@@ -339,7 +339,9 @@ def emit(ctx: GenContext, files, plan: Sequence[AutogradKernel],
     nodes = [node_class(infos[name]) for name in sorted(infos)]
     kernels = [autograd_kernel(op, by_nf[id(op.nf)]) for op in ctx.operators if id(op.nf) in by_nf]
     adinplace = [k for k in (inplace_or_view_kernel(op, untracked_views) for op in ctx.operators) if k is not None]
-    files.write(ctx.header("AutogradFunctions.h"), render(ctx, "AutogradFunctions.h.j2", nodes=nodes))
+    # Per entry with a differentiable output, in operator order: whether opcheck runs double backward.
+    entries = sorted({(str(i.name), i.twice_differentiable) for i in infos.values() if i.has_differentiable_output})
+    files.write(ctx.header("AutogradFunctions.h"), render(ctx, "AutogradFunctions.h.j2", nodes=nodes, entries=entries))
     files.write("AutogradFunctions.cpp", render(ctx, "AutogradFunctions.cpp.j2", nodes=nodes,
                                                  includes=_formula_includes(ctx, nodes)))
     files.write("RegisterAutograd.cpp", render(ctx, "RegisterAutograd.cpp.j2", kernels=kernels,

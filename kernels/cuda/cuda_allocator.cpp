@@ -39,6 +39,8 @@ class CachingAllocator final : public Allocator {
     return DataPtr(block->ptr, block, &CachingAllocator::release, where);
   }
 
+  int deviceCount() const override { return cuda::deviceCount(); }
+
   CachingAllocatorStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);
     return stats_;

@@ -113,6 +113,24 @@ class ValidationTest(DerivativesTestCase):
             """), ["P:3: neg(Tensor self) -> Tensor: output_differentiability has 2 entries but the operator "
                    "returns 1"])
 
+    def test_twice_differentiable(self):
+        self.assertEqual(self.errors("""
+            - name: neg(Tensor self) -> Tensor
+              self: -grad
+              twice_differentiable: "no"
+            """), ["P:3: neg(Tensor self) -> Tensor: twice_differentiable must be True or False, not a str"])
+        [default] = self.parse("""
+            - name: neg(Tensor self) -> Tensor
+              self: -grad
+            """)
+        self.assertTrue(default.twice_differentiable)
+        [once] = self.parse("""
+            - name: neg(Tensor self) -> Tensor
+              self: -grad
+              twice_differentiable: False
+            """)
+        self.assertFalse(once.twice_differentiable)
+
     def test_composites_and_out_take_no_entry(self):
         messages = self.errors("""
             - name: matmul(Tensor self, Tensor other) -> Tensor

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dk/autograd/functions.h"
@@ -18,6 +19,102 @@
 #include "dk/tensor/tensor.h"
 
 namespace dk::autograd::generated {
+
+// Each derivatives.yaml entry with a differentiable output, by operator, and whether its
+// formulas are twice differentiable (the entry's twice_differentiable, True unless it says
+// False). dk::testing::opcheck runs double backward (gradgradcheck) for those that are.
+struct DerivativeEntry {
+  std::string_view op;  // "mul.Tensor"
+  bool twice_differentiable;
+};
+inline constexpr DerivativeEntry kDerivativeEntries[] = {
+    {"_log_softmax", true},
+    {"_softmax", true},
+    {"_to_copy", true},
+    {"abs", true},
+    {"add.Tensor", true},
+    {"addmm", true},
+    {"avg_pool2d", true},
+    {"avg_pool2d_backward", true},
+    {"bmm", true},
+    {"cat", true},
+    {"clamp", true},
+    {"clone", true},
+    {"col2im", true},
+    {"copy", true},
+    {"copy_", true},
+    {"cos", true},
+    {"cumsum", true},
+    {"div.Tensor", true},
+    {"embedding", true},
+    {"exp", true},
+    {"expand", true},
+    {"expand_copy", true},
+    {"fill.Scalar", true},
+    {"fill_.Scalar", true},
+    {"gather", true},
+    {"gelu", true},
+    {"gelu_backward", true},
+    {"im2col", true},
+    {"index_select", true},
+    {"log", true},
+    {"max", true},
+    {"max.dim", true},
+    {"max_pool2d_with_indices", true},
+    {"maximum", true},
+    {"mean.dim", true},
+    {"min", true},
+    {"min.dim", true},
+    {"minimum", true},
+    {"mm", true},
+    {"mse_loss", true},
+    {"mul.Tensor", true},
+    {"native_layer_norm", true},
+    {"neg", true},
+    {"nll_loss", true},
+    {"permute", true},
+    {"permute_copy", true},
+    {"pow.Tensor_Scalar", true},
+    {"relu", true},
+    {"rsqrt", true},
+    {"scatter_add", true},
+    {"select.int", true},
+    {"select_copy.int", true},
+    {"select_scatter", true},
+    {"sigmoid", true},
+    {"sin", true},
+    {"slice.Tensor", true},
+    {"slice_copy.Tensor", true},
+    {"slice_scatter", true},
+    {"sort", true},
+    {"split.Tensor", true},
+    {"split_copy.Tensor", true},
+    {"sqrt", true},
+    {"squeeze", true},
+    {"squeeze.dim", true},
+    {"squeeze_copy", true},
+    {"squeeze_copy.dim", true},
+    {"std", true},
+    {"std.dim", true},
+    {"sub.Tensor", true},
+    {"sum", true},
+    {"sum.dim_IntList", true},
+    {"t", true},
+    {"t_copy", true},
+    {"tanh", true},
+    {"topk", true},
+    {"transpose.int", true},
+    {"transpose_copy.int", true},
+    {"unbind.int", true},
+    {"unbind_copy.int", true},
+    {"unsqueeze", true},
+    {"unsqueeze_copy", true},
+    {"view", true},
+    {"view_copy", true},
+    {"where.self", true},
+    {"zero", true},
+    {"zero_", true},
+};
 
 // abs
 struct AbsBackward0 final : public Node {

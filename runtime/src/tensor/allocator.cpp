@@ -171,6 +171,13 @@ Allocator* getAllocator(DeviceType type) {
   return allocator;
 }
 
+int deviceCount(DeviceType type) {
+  if (slot(type) >= kNumDeviceTypes) return 0;
+  Allocator* allocator = registry[slot(type)].load(std::memory_order_acquire);
+  if (allocator == nullptr) allocator = defaultFor(type);
+  return allocator == nullptr ? 0 : allocator->deviceCount();
+}
+
 Allocator* setAllocator(DeviceType type, Allocator* allocator) {
   DK_CHECK(slot(type) < kNumDeviceTypes, "setAllocator: invalid device type ", static_cast<int>(type));
   Allocator* previous = registry[slot(type)].exchange(allocator, std::memory_order_acq_rel);

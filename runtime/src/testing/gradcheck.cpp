@@ -440,4 +440,148 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
   return gradcheck_multi([&fn](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; }, inputs, opts);
 }
 
+namespace {
+
+// Fixed pseudo-random values in [-1, 1) (a 64-bit LCG, not the global generator, which the
+// function under check may be seeding).
+std::vector<double> pseudoRandomValues(size_t n, uint64_t& state) {
+  std::vector<double> v(n);
+  for (double& x : v) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0;
+  }
+  return v;
+}
+
+// The first gradients of fn (the function gradgradcheck checks), given what the first call
+// found: which outputs of fn get a grad_output and which first gradients are kept.
+struct FirstGradients {
+  const GradcheckMultiFn& fn;
+  size_t n_inputs;                  // inputs of fn; then one grad_output per entry of diff_outputs
+  std::vector<size_t> diff_outputs;  // fn's floating outputs that require grad
+  std::vector<size_t> wrt;           // fn's inputs that require grad
+  std::vector<size_t> kept;          // indices into wrt of the gradients that are checked
+
+  // All first gradients, undefined where an input is unused.
+  std::vector<Tensor> all(const std::vector<Tensor>& in) const {
+    // The finite differences call this under NoGradGuard: backward's own graph is recorded
+    // anyway (the perturbed values are read through the inputs' data, not through the graph).
+    AutoGradMode grad_mode(true);
+    std::vector<Tensor> x(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n_inputs));
+    std::vector<Tensor> outs = fn(x);
+    std::vector<Tensor> roots, grad_outputs, wrt_tensors;
+    for (size_t k = 0; k < diff_outputs.size(); ++k) {
+      if (diff_outputs[k] >= outs.size()) fail("the function returned fewer outputs on a later call");
+      roots.push_back(outs[diff_outputs[k]]);
+      grad_outputs.push_back(in[n_inputs + k]);
+    }
+    for (size_t i : wrt) wrt_tensors.push_back(x[i]);
+    return autograd::grad(roots, wrt_tensors, grad_outputs, /*retain_graph=*/true, /*create_graph=*/true,
+                          /*allow_unused=*/true);
+  }
+
+  std::vector<Tensor> operator()(const std::vector<Tensor>& in) const {
+    std::vector<Tensor> grads = all(in), picked;
+    for (size_t w : kept) {
+      if (!grads[w].defined())
+        fail("the gradient of input ", wrt[w], " is undefined on one call and defined on another");
+      picked.push_back(grads[w]);
+    }
+    return picked;
+  }
+};
+
+// First gradients that do not require grad (backward recorded no graph for them) must not
+// change with any input: a constant gradient (sign's zeros) passes, a backward that computes
+// out of autograd's sight (below the Autograd keys, or through raw memory) fails.
+void checkUntracked(const FirstGradients& first, const std::vector<Tensor>& grads, const std::vector<Tensor>& in,
+                    const GradcheckOptions& opts) {
+  std::vector<size_t> untracked;
+  for (size_t w = 0; w < grads.size(); ++w)
+    if (grads[w].defined() && !grads[w].requires_grad()) untracked.push_back(w);
+  if (untracked.empty()) return;
+  std::vector<std::vector<double>> base;
+  for (size_t w : untracked) base.push_back(to_doubles(grads[w]));
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& x = in[i];
+    if (!x.defined() || !x.requires_grad()) continue;
+    double* data = x.data_ptr<double>();
+    std::vector<int64_t> offsets = elementOffsets(x);
+    for (size_t c = 0; c < offsets.size(); ++c) {
+      RestoreElement restore(data + offsets[c]);
+      data[offsets[c]] = restore.value() + opts.eps;
+      std::vector<Tensor> plus = first.all(in);
+      data[offsets[c]] = restore.value() - opts.eps;
+      std::vector<Tensor> minus = first.all(in);
+      for (size_t u = 0; u < untracked.size(); ++u) {
+        const size_t w = untracked[u];
+        std::vector<double> p = plus[w].defined() ? to_doubles(plus[w]) : base[u];
+        std::vector<double> m = minus[w].defined() ? to_doubles(minus[w]) : base[u];
+        for (size_t r = 0; r < p.size() && r < m.size(); ++r) {
+          const double slope = (p[r] - m[r]) / (2 * opts.eps);
+          if (close(0.0, slope, opts)) continue;
+          const std::string what = i < first.n_inputs ? "input " + std::to_string(i)
+                                                      : "grad_output " + std::to_string(i - first.n_inputs);
+          fail("the gradient of input ", first.wrt[w], " (", describe(grads[w]),
+               ") does not require grad, so backward recorded no graph for it, but element ",
+               index_string(grads[w].sizes().vec(), static_cast<int64_t>(r)), " changes with ", what, " element ",
+               index_string(x.sizes().vec(), static_cast<int64_t>(c)), " (numerical derivative ", slope, ")");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+GradcheckResult gradgradcheck_multi(const GradcheckMultiFn& fn, const std::vector<Tensor>& inputs,
+                                    const GradcheckOptions& opts) {
+  const std::string prefix = "double backward: ";
+  std::string stage = "checking the inputs";
+  try {
+    validateInputs(inputs);
+    FirstGradients first{fn, inputs.size(), {}, {}, {}};
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].defined() && inputs[i].requires_grad()) first.wrt.push_back(i);
+    if (first.wrt.empty()) return {true, "nothing to check: no input requires grad"};
+    stage = "running the function";
+    std::vector<Tensor> extended = inputs;
+    uint64_t state = 0x9e3779b97f4a7c15ULL;
+    {
+      AutoGradMode grad_mode(true);
+      std::vector<Tensor> outs = fn(inputs);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        const Tensor& o = outs[k];
+        if (!o.defined() || !isFloatingType(o.dtype()) || !o.requires_grad()) continue;
+        first.diff_outputs.push_back(k);
+        Tensor go = double_tensor(o.sizes(), pseudoRandomValues(static_cast<size_t>(o.numel()), state));
+        go.requires_grad_();
+        extended.push_back(go);
+      }
+    }
+    if (first.diff_outputs.empty()) return {false, prefix + "no output requires grad although an input does"};
+    stage = "computing the first gradients with create_graph";
+    std::vector<Tensor> grads = first.all(extended);
+    for (size_t w = 0; w < grads.size(); ++w)
+      if (grads[w].defined() && grads[w].requires_grad()) first.kept.push_back(w);
+    stage = "checking the first gradients that record no graph";
+    checkUntracked(first, grads, extended, opts);
+    if (first.kept.empty())
+      return {true, "nothing to check: no first gradient requires grad, and none changes with the inputs"};
+    GradcheckResult r = gradcheck_multi(first, extended, opts);
+    if (!r.ok) r.message = prefix + r.message;
+    return r;
+  } catch (const Failure& f) {
+    return {false, prefix + f.what()};
+  } catch (const std::exception& e) {
+    return {false, prefix + stage + " raised: " + e.what()};
+  }
+}
+
+GradcheckResult gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& opts) {
+  return gradgradcheck_multi([&fn](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; }, inputs,
+                             opts);
+}
+
 }  // namespace dk::testing

@@ -1,6 +1,7 @@
 // dk/testing/opcheck.cpp: see Note [opcheck] in dk/testing/opcheck.h.
 #include "dk/testing/opcheck.h"
 
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -14,9 +15,12 @@
 #include "dk/core/grad_mode.h"
 #include "dk/dispatch/dispatch_mode.h"
 #include "dk/dispatch/function_schema.h"
+#include "dk/generated/AutogradFunctions.h"
 #include "dk/generated/Operators.h"
+#include "dk/generated/ops/_to_copy.h"
 #include "dk/generated/ops/clone.h"
-#include "dk/generated/ops/empty_strided.h"
+#include "dk/tensor/allocator.h"
+#include "dk/tensor/empty_tensor.h"
 #include "dk/testing/gradcheck.h"
 #include "dk/util/error.h"
 
@@ -242,67 +246,135 @@ std::vector<int> aliasPattern(const std::vector<Found>& outputs, const std::vect
   return pattern;
 }
 
-std::string compareMeta(const std::vector<Found>& real, const std::vector<Found>& meta) {
-  if (real.size() != meta.size())
-    return "the Meta call returned " + std::to_string(meta.size()) + " tensors, the CPU call " + std::to_string(real.size());
+// The layout of `other` (the call on `device`: "Meta", "CUDA") against the CPU call's: sizes,
+// dtype, strides of dims longer than 1, storage offset.
+std::string compareLayouts(const std::vector<Found>& real, const std::vector<Found>& other, const char* device) {
+  const std::string on = std::string(" on ") + device + ", ";
+  if (real.size() != other.size())
+    return std::string("the ") + device + " call returned " + std::to_string(other.size()) + " tensors, the CPU call " +
+           std::to_string(real.size());
   for (size_t i = 0; i < real.size(); ++i) {
     const Tensor& r = real[i].tensor;
-    const Tensor& m = meta[i].tensor;
+    const Tensor& m = other[i].tensor;
     const std::string& where = real[i].where;
-    if (r.sizes() != m.sizes())
-      return where + ": sizes " + sizesString(m.sizes()) + " on Meta, " + sizesString(r.sizes()) + " on CPU";
+    if (r.sizes() != m.sizes()) return where + ": sizes " + sizesString(m.sizes()) + on + sizesString(r.sizes()) + " on CPU";
     if (r.scalar_type() != m.scalar_type())
-      return where + ": dtype " + typeName(m.scalar_type()) + " on Meta, " + typeName(r.scalar_type()) + " on CPU";
+      return where + ": dtype " + typeName(m.scalar_type()) + on + typeName(r.scalar_type()) + " on CPU";
     if (r.numel() == 0) continue;
     for (int64_t d = 0; d < r.dim(); ++d)
       if (r.size(d) > 1 && r.stride(d) != m.stride(d))
-        return where + ": strides " + sizesString(m.strides()) + " on Meta, " + sizesString(r.strides()) + " on CPU";
+        return where + ": strides " + sizesString(m.strides()) + on + sizesString(r.strides()) + " on CPU";
     if (r.storage_offset() != m.storage_offset())
-      return where + ": storage offset " + std::to_string(m.storage_offset()) + " on Meta, " +
+      return where + ": storage offset " + std::to_string(m.storage_offset()) + on +
              std::to_string(r.storage_offset()) + " on CPU";
   }
   return {};
 }
 
-Tensor metaCopy(const Tensor& t) {
-  return dk::empty_strided(t.sizes(), t.strides(), t.scalar_type(), std::nullopt, Device(DeviceType::Meta));
+// The values of `other` (a CUDA call's outputs) against the CPU call's: within
+// atol + rtol * |cpu| (OpcheckOptions' tolerances: the kernels differ), NaN where NaN.
+std::string compareValuesWithin(const std::vector<Found>& real, const std::vector<Found>& other, const char* device,
+                                const OpcheckOptions& options) {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < real.size(); ++i) {
+    std::vector<double> r = to_doubles(dk::_to_copy(real[i].tensor.detach(), kDouble));
+    std::vector<double> m = to_doubles(dk::_to_copy(other[i].tensor.detach(), kDouble, std::nullopt, Device(DeviceType::CPU)));
+    for (size_t k = 0; k < r.size(); ++k) {
+      const bool both_nan = std::isnan(r[k]) && std::isnan(m[k]);
+      if (both_nan || r[k] == m[k] || std::fabs(m[k] - r[k]) <= options.atol + options.rtol * std::fabs(r[k])) continue;
+      std::ostringstream out;
+      out << real[i].where << " element " << index_string(real[i].tensor.sizes().vec(), static_cast<int64_t>(k))
+          << " is " << m[k] << " on " << device << ", " << r[k] << " on CPU (more than " << options.atol << " + "
+          << options.rtol << " * |CPU value| apart)";
+      return out.str();
+    }
+  }
+  return {};
 }
 
-std::string checkMeta(const CallContext& ctx, const Stack& args, const std::string& tags) {
+// A copy of `t` on `device` with t's sizes, strides and storage offset, over fresh storage of
+// t's extent; values copied except on Meta. Dims of stride 0 stay expanded (one element each).
+Tensor layoutCopy(const Tensor& t, Device device) {
+  NoGradGuard no_grad;
+  int64_t extent = t.numel() == 0 ? 0 : 1;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 0) extent += (t.size(d) - 1) * t.stride(d);
+  Tensor out = dk::detail::empty_contiguous({t.storage_offset() + extent}, t.scalar_type(), device);
+  out.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes().vec(), t.strides().vec());
+  out.unsafeGetTensorImpl()->set_storage_offset(t.storage_offset());
+  if (device.type == DeviceType::Meta || t.numel() == 0) return out;
+  Tensor src = t.detach(), dst = out;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) == 0) {
+      src = src.narrow(d, 0, 1);
+      dst = dst.narrow(d, 0, 1);
+    }
+  dst.copy_(src);
+  return out;
+}
+
+// `args` with every tensor a layoutCopy on `device`; a device argument (a factory's) names it.
+Stack argumentsOn(const FunctionSchema& schema, const Stack& args, Device device) {
+  Stack out = mapStack(args, [&](const Tensor& t) { return layoutCopy(t, device); });
+  for (size_t i = 0; i < out.size() && i < schema.arguments().size(); ++i) {
+    const Type& type = schema.arguments()[i].type;
+    const bool is_device = type.kind() == TypeKind::Device ||
+                           (type.kind() == TypeKind::Optional && type.element().kind() == TypeKind::Device);
+    if (is_device) out[i] = IValue(device);
+  }
+  return out;
+}
+
+// The call on copies of the arguments on `device` against the call on CPU copies of the same
+// layout: the outputs' layouts, which argument each aliases, and (values_too) their values.
+std::string compareWithCpu(const CallContext& ctx, const Stack& args, Device device, bool values_too,
+                           const OpcheckOptions& options) {
+  const char* name = device.type == DeviceType::Meta ? "Meta" : "CUDA";
+  const FunctionSchema& schema = ctx.op.schema();
+  Stack real_args = argumentsOn(schema, args, Device(DeviceType::CPU));
+  Stack other_args = argumentsOn(schema, args, device);
+  std::vector<Found> real_inputs = tensorsOf(real_args, schema.arguments(), "argument");
+  std::vector<Found> other_inputs = tensorsOf(other_args, schema.arguments(), "argument");
+  Stack real_out = callBoxed(ctx, real_args);
+  Stack other_out;
+  try {
+    other_out = callBoxed(ctx, other_args);
+  } catch (const std::exception& e) {
+    return std::string("the ") + name + " call raised: " + e.what();
+  }
+  std::vector<Found> real = tensorsOf(real_out, schema.returns(), "output");
+  std::vector<Found> other = tensorsOf(other_out, schema.returns(), "output");
+  std::string difference = compareLayouts(real, other, name);
+  if (!difference.empty()) return difference;
+  const bool meta = device.type == DeviceType::Meta;
+  std::vector<int> real_alias = aliasPattern(real, real_inputs, false);
+  std::vector<int> other_alias = aliasPattern(other, other_inputs, meta);
+  for (size_t i = 0; i < real.size(); ++i)
+    if (real_alias[i] != other_alias[i]) {
+      auto which = [&](int k) { return k < 0 ? std::string("no argument") : "'" + real_inputs[static_cast<size_t>(k)].where + "'"; };
+      return real[i].where + " aliases " + which(other_alias[i]) + " on " + name + " but " + which(real_alias[i]) + " on CPU";
+    }
+  if (values_too) {
+    difference = compareValuesWithin(real, other, name, options);
+    if (difference.empty())  // in-place and out= operators: the written arguments too
+      difference = compareValuesWithin(real_inputs, other_inputs, name, options);
+  }
+  return difference;
+}
+
+// Note [opcheck on CUDA]
+// The meta check also runs the call on CUDA when the operator has a kernel for the CUDA slot
+// (its own or a composite's) and dk::deviceCount(CUDA) finds a GPU: layouts and aliasing as on
+// Meta, values within OpcheckOptions' atol/rtol. Without a GPU only the Meta half runs.
+std::string checkMeta(const CallContext& ctx, const Stack& args, const std::string& tags, const OpcheckOptions& options) {
   for (const char* tag : {"data_dependent_output", "dynamic_output_shape"})
     if (tags.find(tag) != std::string::npos)
       return std::string("skipped: tagged ") + tag + " (a Meta kernel cannot know the result)";
-  const FunctionSchema& schema = ctx.op.schema();
-  Stack real_args = freshCopies(args);
-  Stack meta_args = mapStack(real_args, metaCopy);
-  // A factory's device argument names Meta too.
-  for (size_t i = 0; i < meta_args.size() && i < schema.arguments().size(); ++i) {
-    const Type& type = schema.arguments()[i].type;
-    const bool device = type.kind() == TypeKind::Device ||
-                        (type.kind() == TypeKind::Optional && type.element().kind() == TypeKind::Device);
-    if (device) meta_args[i] = IValue(Device(DeviceType::Meta));
-  }
-  std::vector<Found> real_inputs = tensorsOf(real_args, schema.arguments(), "argument");
-  std::vector<Found> meta_inputs = tensorsOf(meta_args, schema.arguments(), "argument");
-  Stack real_out = callBoxed(ctx, real_args);
-  Stack meta_out;
-  try {
-    meta_out = callBoxed(ctx, meta_args);
-  } catch (const std::exception& e) {
-    return std::string("the Meta call raised: ") + e.what();
-  }
-  std::vector<Found> real = tensorsOf(real_out, schema.returns(), "output");
-  std::vector<Found> meta = tensorsOf(meta_out, schema.returns(), "output");
-  std::string difference = compareMeta(real, meta);
-  if (!difference.empty()) return difference;
-  std::vector<int> real_alias = aliasPattern(real, real_inputs, false);
-  std::vector<int> meta_alias = aliasPattern(meta, meta_inputs, true);
-  for (size_t i = 0; i < real.size(); ++i)
-    if (real_alias[i] != meta_alias[i]) {
-      auto name = [&](int k) { return k < 0 ? std::string("no argument") : "'" + real_inputs[static_cast<size_t>(k)].where + "'"; };
-      return real[i].where + " aliases " + name(meta_alias[i]) + " on Meta but " + name(real_alias[i]) + " on CPU";
-    }
-  return kOk;
+  std::string difference = compareWithCpu(ctx, args, Device(DeviceType::Meta), false, options);
+  if (difference.empty() && deviceCount(DeviceType::CUDA) > 0 &&
+      ctx.op.hasComputedKernelForDispatchKey(DispatchKey::CUDA))
+    difference = compareWithCpu(ctx, args, Device(DeviceType::CUDA, 0), true, options);
+  return difference.empty() ? kOk : difference;
 }
 
 // ---------------------------------------------------------------- boxed against typed
@@ -374,7 +446,18 @@ std::string checkAutogradRegistration(const CallContext& ctx, const Stack& args)
   return kOk;
 }
 
-std::string checkGradients(const CallContext& ctx, const Stack& args, const OpcheckOptions& options) {
+// Whether derivatives.yaml's formula for `op` ("dk::mul.Tensor") is twice differentiable: an
+// entry without twice_differentiable: False. Operators without an entry: false.
+bool yamlSaysTwiceDifferentiable(std::string_view op) {
+  if (!op.starts_with("dk::")) return false;
+  op.remove_prefix(4);
+  for (const autograd::generated::DerivativeEntry& e : autograd::generated::kDerivativeEntries)
+    if (e.op == op) return e.twice_differentiable;
+  return false;
+}
+
+std::string checkGradients(const CallContext& ctx, const Stack& args, const OpcheckOptions& options,
+                           bool double_backward) {
   if (ctx.random) return "skipped: random (tagged nondeterministic_seeded)";
   if (!hasAutogradKernel(ctx.op)) return "skipped: no autograd kernel (not differentiable)";
   const FunctionSchema& schema = ctx.op.schema();
@@ -415,6 +498,9 @@ std::string checkGradients(const CallContext& ctx, const Stack& args, const Opch
   gc.atol = options.grad_atol;
   gc.rtol = options.grad_rtol;
   GradcheckResult result = gradcheck_multi(fn, inputs, gc);
+  if (!result.ok) return result.message;
+  if (!double_backward) return kOk;
+  result = gradgradcheck_multi(fn, inputs, gc);
   return result.ok ? kOk : result.message;
 }
 
@@ -488,10 +574,13 @@ OpcheckResult opcheck(const OperatorHandle& op, const Stack& args, OpcheckOption
   using Check = std::function<std::string()>;
   const std::map<std::string, Check, std::less<>> checks = {
       {"schema", [&] { return checkSchema(ctx, args); }},
-      {"meta", [&] { return checkMeta(ctx, args, tags); }},
+      {"meta", [&] { return checkMeta(ctx, args, tags, options); }},
       {"boxed_unboxed", [&] { return checkBoxedUnboxed(ctx, args, typed); }},
       {"autograd_registration", [&] { return checkAutogradRegistration(ctx, args); }},
-      {"gradcheck", [&] { return checkGradients(ctx, args, options); }},
+      {"gradcheck", [&] {
+         return checkGradients(ctx, args, options,
+                               options.double_backward.value_or(yamlSaysTwiceDifferentiable(result.op)));
+       }},
   };
   for (const std::string& name : options.checks)
     DK_CHECK(checks.count(name), "opcheck: unknown check '", name,

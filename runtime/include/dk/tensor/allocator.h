@@ -75,6 +75,8 @@ class Allocator {
   virtual ~Allocator() = default;
   // `nbytes` bytes for a tensor on `device`; the DataPtr carries `device`.
   virtual DataPtr allocate(size_t nbytes, Device device) = 0;
+  // How many devices of its type the process can use (see dk::deviceCount).
+  virtual int deviceCount() const { return 1; }
 };
 
 // The registered allocator for a device type; raises dk::Error when there is none
@@ -83,6 +85,11 @@ Allocator* getAllocator(DeviceType type);
 // Registers `allocator` (not owned; null goes back to the device type's default) and returns
 // the one that was in use (the default when none was registered).
 Allocator* setAllocator(DeviceType type, Allocator* allocator);
+
+// How many devices of `type` this process can use: the registered allocator's count (1 for the
+// host and Meta; CUDA's asks the driver: 0 without a GPU), 0 when no allocator is registered
+// (CUDA in a build without it). Never raises.
+int deviceCount(DeviceType type);
 
 // The built-in allocators, whatever is registered.
 Allocator* defaultHostAllocator();  // kHostAlignment-aligned host memory

@@ -57,7 +57,8 @@ struct GradcheckOptions {
 
 struct GradcheckResult {
   bool ok = true;
-  std::string message;  // empty when ok
+  // Why it failed; when ok, empty (or, from gradgradcheck, why there was nothing to check).
+  std::string message;
   explicit operator bool() const { return ok; }
 };
 
@@ -70,6 +71,23 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
 // Several outputs (a tuple or list return); non-floating outputs (max's indices) are skipped.
 GradcheckResult gradcheck_multi(const GradcheckMultiFn& fn, const std::vector<Tensor>& inputs,
                                 const GradcheckOptions& options = {});
+
+// Second derivatives (PyTorch's gradgradcheck): gradcheck of the function
+//
+//     (inputs, grad_outputs) -> d <fn(inputs), grad_outputs> / d inputs
+//
+// (autograd::grad with create_graph over the inputs that require grad), so the graph that
+// backward itself records is checked against finite differences of backward. grad_outputs
+// are fixed pseudo-random float64 tensors, one per floating output of fn, that require grad:
+// the check covers d/d grad_outputs (backward is linear in them) as well as d/d inputs. A first
+// gradient that does not require grad (backward recorded no graph for it) must not change with
+// any input or grad_output: sign's zeros pass, a backward computed out of autograd's sight
+// fails. When no first gradient requires grad the result is ok and `message` says there was
+// nothing more to check. Every failure message starts "double backward: ".
+GradcheckResult gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options = {});
+GradcheckResult gradgradcheck_multi(const GradcheckMultiFn& fn, const std::vector<Tensor>& inputs,
+                                    const GradcheckOptions& options = {});
 
 // ---- helpers the tests share
 

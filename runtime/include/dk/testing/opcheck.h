@@ -17,6 +17,9 @@
 //                          gives outputs of the CPU call's sizes, strides (of dims longer than
 //                          1), storage offsets, dtypes and aliasing. Skipped for operators
 //                          tagged data_dependent_output or dynamic_output_shape in the YAML.
+//                          The arguments keep their layout (strides, storage offset). With a
+//                          GPU, an operator with a CUDA kernel is also called on CUDA copies:
+//                          layouts and aliasing as on Meta, values within atol/rtol.
 //   boxed_unboxed          callBoxed and the typed call (op.typed<Sig>().call) give the same
 //                          outputs and leave the arguments the same.
 //   autograd_registration  with float inputs that require grad, an operator without an
@@ -25,11 +28,15 @@
 //                          one that does had its kernel record the graph of the operators it
 //                          calls.
 //   gradcheck              float64 inputs: backward against central finite differences
-//                          (dk/testing/gradcheck.h), for operators with an autograd kernel.
+//                          (dk/testing/gradcheck.h), for operators with an autograd kernel;
+//                          then double backward (gradgradcheck) where derivatives.yaml's
+//                          formula is twice differentiable (no twice_differentiable: False),
+//                          or where OpcheckOptions::double_backward says so.
 // Random operators (tagged nondeterministic_seeded) run every call from the same seed.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +53,9 @@ using TypedCall = void (*)(const OperatorHandle& op, Stack* stack);
 
 struct OpcheckOptions {
   std::vector<std::string> checks = {"schema", "meta", "boxed_unboxed", "autograd_registration", "gradcheck"};
+  // Tolerances for values computed by different kernels: the CUDA call against the CPU call
+  // (|cuda - cpu| <= atol + rtol * |cpu|). The boxed and typed calls run one kernel and must
+  // agree exactly.
   double atol = 1e-5, rtol = 1.3e-6;
   // The typed call boxed_unboxed compares with. Found by name for the operators of
   // schemas/native_functions.yaml; an operator defined elsewhere passes typedCall<Sig>()
@@ -54,6 +64,9 @@ struct OpcheckOptions {
   // gradcheck's tolerances (finite differences are less exact than the outputs compared
   // by the other checks).
   double grad_atol = 1e-5, grad_rtol = 1e-3;
+  // Run double backward in the gradcheck check. Unset: as derivatives.yaml says for the
+  // generated operators (twice_differentiable, default True), no for any other operator.
+  std::optional<bool> double_backward;
 };
 
 struct OpcheckResult {

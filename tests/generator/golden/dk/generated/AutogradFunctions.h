@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dk/autograd/functions.h"
@@ -18,6 +19,17 @@
 #include "dk/tensor/tensor.h"
 
 namespace dk::autograd::generated {
+
+// Each derivatives.yaml entry with a differentiable output, by operator, and whether its
+// formulas are twice differentiable (the entry's twice_differentiable, True unless it says
+// False). dk::testing::opcheck runs double backward (gradgradcheck) for those that are.
+struct DerivativeEntry {
+  std::string_view op;  // "mul.Tensor"
+  bool twice_differentiable;
+};
+inline constexpr DerivativeEntry kDerivativeEntries[] = {
+    {"add.Tensor", true},
+};
 
 // add.Tensor
 struct AddBackward0 final : public Node {
