@@ -761,6 +761,52 @@ CUDA_TEST(losses_and_embedding_match_cpu) {
                     "index out of range in self");
 }
 
+// Findings of the review in issue 24: overlap handled as on CPU, abs(-0.0), more than 16 dims,
+// an empty embedding still checks its indices.
+CUDA_TEST(review_findings_match_cpu) {
+  // mm(a, b, out=a): a is read into a temporary before cuBLAS writes it.
+  Tensor a_host = hostData({4, 4}, kFloat, 1), b_host = hostData({4, 4}, kFloat, 2);
+  Tensor expected = mm(a_host, b_host);
+  Tensor a = toCuda(a_host);
+  mm(a, toCuda(b_host), a);
+  EXPECT_CLOSE(a, expected, 1e-5, 1e-5);
+  Tensor addend = toCuda(hostData({4, 4}, kFloat, 3));
+  Tensor addend_host = toHost(addend);
+  addmm(addend, transposedView(addend), toCuda(b_host), 1, 1, addend);
+  addmm(addend_host, transposedView(hostData({4, 4}, kFloat, 3)), b_host, 1, 1, addend_host);
+  EXPECT_CLOSE(addend, addend_host, 1e-5, 1e-5);
+
+  // Partial overlap of an input and the written tensor: PyTorch's error, as on CPU.
+  const char* overlap = "unsupported operation: some elements of the input tensor and the written-to tensor refer to "
+                        "a single memory location. Please clone() the tensor before performing the operation.";
+  Tensor square = toCuda(hostData({64, 64}, kFloat));
+  CHECK_THROWS_WITH(ops::add__Tensor::call(square, transposedView(square), 1), overlap);
+  Tensor line = toCuda(hostData({5}, kFloat));
+  CHECK_THROWS_WITH(line.narrow(0, 1, 4).copy_(line.narrow(0, 0, 4)), overlap);
+
+  // abs(-0.0) is +0.0.
+  Tensor negative_zero = full({3}, -0.0, kFloat, std::nullopt, kCuda);
+  Tensor absolute = toHost(dk::abs(negative_zero));
+  for (int64_t i = 0; i < 3; ++i) CHECK(!std::signbit(elementAt(absolute, i)));
+
+  // 17 dims that cannot merge (reversed strides): the reduction runs, as on CPU.
+  Sizes dims(17, 2), reversed;
+  for (int64_t d = 16; d >= 0; --d) reversed.push_back(d);
+  Tensor deep_host = hostData(dims, kFloat).permute(reversed);
+  Tensor deep = toCuda(hostData(dims, kFloat)).permute(reversed);
+  EXPECT_CLOSE(sum(deep, {0}), sum(deep_host, {0}), 1e-5, 1e-5);
+  EXPECT_CLOSE(dk::abs(deep), dk::abs(deep_host), 0, 0);
+
+  // An embedding with 0-wide rows has no output elements but still checks its indices.
+  Tensor bad_index = full({3}, 100, kLong, std::nullopt, kHost);
+  CHECK_THROWS_WITH(embedding(empty({10, 0}, kFloat, std::nullopt, kCuda), toCuda(bad_index)),
+                    "index out of range in self");
+  CHECK_THROWS_WITH(embedding(detail::empty_contiguous({10, 0}, kFloat, kHost), bad_index),
+                    "index out of range in self");
+  CHECK(embedding(empty({10, 0}, kFloat, std::nullopt, kCuda), toCuda(full({3}, 9, kLong, std::nullopt, kHost)))
+            .sizes() == Sizes({3, 0}));
+}
+
 CUDA_TEST(mlp_forward_matches_cpu) {
   Tensor x = hostData({16, 32}, kFloat, 1);
   Tensor w1 = hostData({32, 24}, kFloat, 2), b1 = hostData({24}, kFloat, 3);

@@ -89,7 +89,7 @@ Tensor copy_inplace_cpu(const Tensor& self, const Tensor& src, bool non_blocking
   meta::checkNoPartialOverlap(self, src);  // Note [Memory overlap]
   if (aliasesExactly(self, src)) return self;
   Tensor source = src;
-  if (mayOverlap(self, src)) {  // not dense (TooHard): read everything before writing any of it
+  if (meta::mayOverlap(self, src)) {  // not dense (TooHard): read everything before writing any of it
     source = detail::empty_contiguous(src.sizes(), src.dtype(), Device(DeviceType::CPU));
     copy_inplace_cpu(source, src, false);
   }

@@ -21,6 +21,7 @@
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/tensor.h"
 #include "dk/util/error.h"
+#include "meta/shape_functions.h"
 #include "tensor_iterator.h"
 
 #if DK_HAVE_CBLAS
@@ -262,7 +263,7 @@ void mmInto(const Tensor& out, const Tensor& mat1, const Tensor& mat2, const Ten
             const Scalar& alpha, const char* op) {
   int64_t m = mat1.size(0), k = mat1.size(1), n = mat2.size(1);
   if (m == 0 || n == 0) return;
-  const bool out_alias = mayOverlap(out, mat1) || mayOverlap(out, mat2);
+  const bool out_alias = meta::mayOverlap(out, mat1) || meta::mayOverlap(out, mat2);
   const bool self_is_out = self != nullptr && aliasesExactly(*self, out);
   DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(out.dtype(), op, [&] {
     StridedMatrix<scalar_t> self_matrix{};
@@ -293,7 +294,7 @@ DK_IMPL_FUNC(bmm_out_cpu)(const Tensor& self, const Tensor& mat2, const Tensor& 
   }
   DK_DISPATCH_ALL_TYPES_EXCEPT_BOOL(self.dtype(), "bmm", [&] {
     auto* out_data = static_cast<scalar_t*>(out.data_ptr());
-    const bool out_alias = mayOverlap(out, self) || mayOverlap(out, mat2);
+    const bool out_alias = meta::mayOverlap(out, self) || meta::mayOverlap(out, mat2);
     for (int64_t b = 0; b < batches; ++b) {
       product<scalar_t>(matrixOf<scalar_t>(self, 1, 2, b * self.stride(0)),
                         matrixOf<scalar_t>(mat2, 1, 2, b * mat2.stride(0)), m, n, k, out_data + b * out.stride(0),

@@ -10,6 +10,7 @@
 #include "dk/tensor/storage.h"
 #include "dk/tensor/tensor_geometry.h"
 #include "dk/tensor/type_promotion.h"
+#include "meta/shape_functions.h"
 
 namespace dk::native {
 
@@ -34,16 +35,6 @@ void assertNoInternalOverlap(const Tensor& t) {
 }
 
 namespace {
-
-// [first, last) byte addresses a tensor's elements occupy; empty for a tensor with none.
-std::pair<uintptr_t, uintptr_t> byteRange(const Tensor& t) {
-  if (t.numel() == 0 || t.data_ptr() == nullptr) return {0, 0};
-  int64_t last = 0;
-  for (int64_t d = 0; d < t.dim(); ++d)
-    last += (t.sizes()[static_cast<size_t>(d)] - 1) * t.strides()[static_cast<size_t>(d)];
-  auto begin = reinterpret_cast<uintptr_t>(t.data_ptr());
-  return {begin, begin + static_cast<uintptr_t>((last + 1) * static_cast<int64_t>(t.element_size()))};
-}
 
 // `t`'s strides for `shape` (aligned at the right), 0 where t is broadcast, into `out`
 // (shape.size() values).
@@ -141,12 +132,6 @@ Tensor contiguousCopy(const Tensor& t) {
 
 }  // namespace
 
-bool mayOverlap(const Tensor& a, const Tensor& b) {
-  if (!a.has_storage() || !b.has_storage() || !a.storage().is_same(b.storage())) return false;
-  auto [a0, a1] = byteRange(a);
-  auto [b0, b1] = byteRange(b);
-  return a0 < b1 && b0 < a1;
-}
 
 bool aliasesExactly(const Tensor& a, const Tensor& b) {
   return a.data_ptr() == b.data_ptr() && a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
@@ -236,7 +221,7 @@ bool TensorIteratorConfig::buildTrivial(TensorIterator& it) const {
     }
     for (size_t i = 0; i < ninputs_; ++i) {
       const Tensor& in = inputs_[i].tensor;
-      if (!in.is_same(output_) && !aliasesExactly(in, output_) && mayOverlap(in, output_)) return false;
+      if (!in.is_same(output_) && !aliasesExactly(in, output_) && meta::mayOverlap(in, output_)) return false;
     }
     written = output_;
   } else {
@@ -340,7 +325,7 @@ TensorIterator TensorIteratorConfig::build() const {
     Tensor t = in.tensor;
     if (castInputs && !in.keeps_dtype && t.dtype() != common) {
       t = castToDtype(t, common);
-    } else if (written.is_same(out) && !aliasesExactly(t, written) && mayOverlap(t, written)) {
+    } else if (written.is_same(out) && !aliasesExactly(t, written) && meta::mayOverlap(t, written)) {
       t = contiguousCopy(t);
     }
     it.addOperand(std::move(t));

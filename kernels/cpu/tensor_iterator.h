@@ -178,8 +178,6 @@ inline void checkOnCpu(const char* op, const Tensor& t) {
 // dim of size > 1 and stride 0.
 void assertNoInternalOverlap(const Tensor& t);
 
-// Whether the bytes `a` and `b` can reach intersect (false when they use different storages).
-bool mayOverlap(const Tensor& a, const Tensor& b);
 // The same elements at the same addresses: data pointer, dtype, sizes and strides all equal.
 bool aliasesExactly(const Tensor& a, const Tensor& b);
 

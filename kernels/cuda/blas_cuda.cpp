@@ -188,23 +188,40 @@ void gemm(const char* op, const Tensor& result, const Tensor& a, const Tensor& b
 // The structured families mm, bmm and addmm (Note [Structured kernels] in dk/tensor/structured.h):
 // meta() has checked shapes, dtypes and scalars and given `out` the product's sizes and dtype.
 
+namespace {
+// An input of a product that shares memory with its output (mm(a, b, out=a)), read into a
+// temporary first: cuBLAS would read elements it has already written. The same test as the
+// CPU kernels (meta::mayOverlap), which read such an input whole before writing too.
+Tensor readBeforeWriting(const Tensor& input, const Tensor& out) {
+  if (!meta::mayOverlap(input, out)) return input;
+  Tensor copy = cuda::emptyCuda(input.sizes(), input.dtype(), input.device());
+  cuda::copyWithinDevice(copy, input);
+  return copy;
+}
+}  // namespace
+
 DK_IMPL_FUNC(mm_out_cuda)(const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  cuda::intoContiguous(out, [&](const Tensor& result) { gemm("mm", result, self, mat2, 1, 0); });
+  Tensor a = readBeforeWriting(self, out), b = readBeforeWriting(mat2, out);
+  cuda::intoContiguous(out, [&](const Tensor& result) { gemm("mm", result, a, b, 1, 0); });
 }
 
 DK_IMPL_FUNC(bmm_out_cuda)(const Tensor& self, const Tensor& mat2, const Tensor& out) {
-  cuda::intoContiguous(out, [&](const Tensor& result) { gemm("bmm", result, self, mat2, 1, 0); });
+  Tensor a = readBeforeWriting(self, out), b = readBeforeWriting(mat2, out);
+  cuda::intoContiguous(out, [&](const Tensor& result) { gemm("bmm", result, a, b, 1, 0); });
 }
 
 DK_IMPL_FUNC(addmm_out_cuda)(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
                              const Scalar& alpha, const Tensor& out) {
   double beta_value = beta.toDouble();
+  Tensor a = readBeforeWriting(mat1, out), b = readBeforeWriting(mat2, out);
+  // In addmm_, out is self; any other self sharing out's memory is read before out is written.
+  Tensor addend = self.is_same(out) ? self : readBeforeWriting(self, out);
   cuda::intoContiguous</*kReadsOut=*/true>(out, [&](const Tensor& result) {
     // With beta 0 self is not read at all (its NaNs do not reach the result), as in PyTorch. self
     // may have another dtype and broadcast: the copy converts and expands it. In addmm_, result
     // may already be self.
-    if (beta_value != 0 && !result.is_same(self)) cuda::copyWithinDevice(result, self);
-    gemm("addmm", result, mat1, mat2, alpha.toDouble(), beta_value);
+    if (beta_value != 0 && !result.is_same(addend)) cuda::copyWithinDevice(result, addend);
+    gemm("addmm", result, a, b, alpha.toDouble(), beta_value);
   });
 }
 

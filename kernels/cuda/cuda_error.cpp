@@ -2,6 +2,9 @@
 // the device code, Note [CUDA launch interface] in launch.h).
 #include "cuda_error.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "dk/util/error.h"
 #include "launch.h"
 
@@ -18,6 +21,14 @@ namespace dk::cuda::launch {
 
 void throwCudaError(int code, const char* what, const char* file, int line) {
   ::dk::cuda::throwCudaError(static_cast<cudaError_t>(code), what, file, line);
+}
+
+bool launchBlocking() {
+  static const bool blocking = [] {
+    const char* value = std::getenv("DK_CUDA_LAUNCH_BLOCKING");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return blocking;
 }
 
 }  // namespace dk::cuda::launch

@@ -24,7 +24,7 @@ Tensor emptyCudaStrided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype
 
 // The geometry of an elementwise loop over `sizes`: operand k is operands[k] broadcast to
 // `sizes` (0 strides along broadcast dims; expand rules checked). Dims of size 1 are dropped and
-// dims every operand walks contiguously merged. Error: "CUDA kernels support at most 16 dims
+// dims every operand walks contiguously merged. Error: "CUDA kernels support at most 25 dims
 // after merging, got 17".
 launch::Geometry makeGeometry(IntArrayRef sizes, std::initializer_list<const Tensor*> operands);
 
@@ -81,6 +81,17 @@ void checkErrorFlag(const Tensor& flag, MessageFn message) {
   int64_t values[2];
   readErrorFlag(flag, values);
   if (values[0] != 0) throw Error(message(values[1]));
+}
+
+// Raises message(value) when an element of `index` (a CUDA integer tensor) lies outside
+// [0, size); waits for the device, as every error flag read does.
+template <class MessageFn>
+void checkIndicesOnDevice(const Tensor& index, int64_t size, MessageFn message) {
+  if (index.numel() == 0) return;
+  Tensor flag = errorFlag(index.device());
+  launch::checkIndices(toLaunchDtype(index.dtype()), makeGeometry(index.sizes(), {&index}), index.data_ptr(), size,
+                       flag.data_ptr<int64_t>());
+  checkErrorFlag(flag, message);
 }
 
 // Copies between a host buffer and a tensor's elements in row-major order, whatever the

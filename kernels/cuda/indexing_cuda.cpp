@@ -33,16 +33,6 @@ Tensor lineStarts(const Tensor& t, IntArrayRef sizes, int64_t dim) {
   return detail::make_view(t, sizes, strides, t.storage_offset());
 }
 
-// Raises message(value) when an element of `index` lies outside [0, size).
-template <class MessageFn>
-void checkIndicesOnDevice(const Tensor& index, int64_t size, MessageFn message) {
-  if (index.numel() == 0) return;
-  Tensor flag = cuda::errorFlag(index.device());
-  cuda::launch::checkIndices(cuda::toLaunchDtype(index.dtype()), cuda::makeGeometry(index.sizes(), {&index}),
-                             index.data_ptr(), size, flag.data_ptr<int64_t>());
-  cuda::checkErrorFlag(flag, message);
-}
-
 // [outer, n, inner] around dim `dim` of a tensor of `sizes` (a 0-dim tensor: [1, 1, 1]).
 struct AroundDim {
   int64_t outer = 1, n = 1, inner = 1;
@@ -63,7 +53,7 @@ Tensor index_select_cuda(const Tensor& self, int64_t dim, const Tensor& index) {
   Device device = cuda::resolveDevice(self.device());
   Tensor out = cuda::emptyCuda(spec.output.sizes, spec.output.dtype, device);
   const int64_t size = self.dim() == 0 ? 1 : self.size(spec.dim);
-  checkIndicesOnDevice(index, size, [](int64_t) { return std::string("index out of range in self"); });
+  cuda::checkIndicesOnDevice(index, size, [](int64_t) { return std::string("index out of range in self"); });
   if (out.numel() == 0) return out;
   Tensor src = asAtLeast1d(self), result = asAtLeast1d(out);
   Tensor idx = asAtLeast1d(index);
@@ -83,7 +73,7 @@ DK_IMPL_FUNC(gather_out_cuda)(const Tensor& self, int64_t dim, const Tensor& ind
   if (index.numel() == 0) return;
   const int64_t d = maybe_wrap_dim(dim, self.dim());
   Tensor src = asAtLeast1d(self), idx = asAtLeast1d(index), result = asAtLeast1d(out);
-  checkIndicesOnDevice(idx, src.size(d), [&](int64_t i) { return meta::indexOutOfBoundsMessage(i, d, src.size(d)); });
+  cuda::checkIndicesOnDevice(idx, src.size(d), [&](int64_t i) { return meta::indexOutOfBoundsMessage(i, d, src.size(d)); });
   Tensor starts = lineStarts(src, idx.sizes(), d);
   cuda::launch::pick(cuda::toLaunchDtype(self.dtype()), cuda::launch::Dtype::Long,
                      cuda::makeGeometry(idx.sizes(), {&result, &starts, &idx}), result.data_ptr(), starts.data_ptr(),
@@ -96,7 +86,7 @@ DK_IMPL_FUNC(scatter_add_out_cuda)(const Tensor& self, int64_t dim, const Tensor
   const int64_t size = self.dim() == 0 ? 1 : self.size(d);
   Tensor idx = asAtLeast1d(index);
   if (index.numel() > 0) {
-    checkIndicesOnDevice(idx, size, [&](int64_t i) { return meta::indexOutOfBoundsMessage(i, d, size); });
+    cuda::checkIndicesOnDevice(idx, size, [&](int64_t i) { return meta::indexOutOfBoundsMessage(i, d, size); });
   }
   if (!out.is_same(self)) cuda::copyWithinDevice(out, self);
   if (index.numel() == 0) return;

@@ -165,9 +165,11 @@ inline unsigned blocksFor(int64_t n) {
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
-// Raises the pending launch error, if any.
+// Raises the pending launch error, if any; under DK_CUDA_LAUNCH_BLOCKING=1 (launch::launchBlocking)
+// first waits for the kernel, so that a fault inside it is raised here.
 inline void checkLaunch(const char* what, const char* file, int line) {
   cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess && launch::launchBlocking()) err = cudaDeviceSynchronize();
   if (err != cudaSuccess) launch::throwCudaError(static_cast<int>(err), what, file, line);
 }
 #define DK_CUDA_CHECK_LAUNCH(what) ::dk::cuda::device::checkLaunch(what, __FILE__, __LINE__)

@@ -18,8 +18,10 @@
 
 namespace dk::cuda::launch {
 
-// Dims an elementwise or reduction geometry may have after collapsing.
-constexpr int kMaxDims = 16;
+// Dims an elementwise or reduction geometry may have after collapsing: PyTorch's CUDA limit
+// (MAX_DIMS). The geometries travel as kernel parameters (a reduction's is 816 bytes), read in
+// loops over ndim, so the limit costs no registers.
+constexpr int kMaxDims = 25;
 // Operands of an elementwise loop: the output first, then up to three inputs.
 constexpr int kMaxOperands = 4;
 
@@ -60,6 +62,11 @@ struct ScalarArg {
 
 // Raises dk::Error "CUDA error: <cudaGetErrorString(code)> (<what> at <file>:<line>)".
 [[noreturn]] void throwCudaError(int code, const char* what, const char* file, int line);
+
+// Whether DK_CUDA_LAUNCH_BLOCKING=1 (read once; PyTorch's CUDA_LAUNCH_BLOCKING): every checked
+// launch then waits for its kernel and raises the kernel's own fault there, naming the launch,
+// instead of the next operation that synchronizes. Costs a device round trip per launch.
+bool launchBlocking();
 
 // ---------------------------------------------------------------- copies and fills
 

@@ -101,7 +101,11 @@ Tensor embedding_cuda(const Tensor& weight, const Tensor& indices, int64_t /*pad
   Device device = cuda::resolveDevice(weight.device());
   Tensor index = cuda::contiguousCuda(indices);
   Tensor out = cuda::emptyCuda(spec.sizes, spec.dtype, device);
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) {
+    // Nothing to gather (a table of 0-wide rows), but out-of-range indices raise as on CPU.
+    cuda::checkIndicesOnDevice(index, weight.size(0), [](int64_t) { return std::string("index out of range in self"); });
+    return out;
+  }
   Tensor flag = cuda::errorFlag(device);
   cuda::launch::embedding(cuda::toLaunchDtype(weight.dtype()), cuda::toLaunchDtype(index.dtype()), out.data_ptr(),
                           weight.data_ptr(), weight.stride(0), weight.stride(1), weight.size(0), weight.size(1),

@@ -144,7 +144,8 @@ struct UnaryFn {
     if constexpr (Op == UnaryOp::Neg) {
       return -x;
     } else if constexpr (Op == UnaryOp::Abs) {
-      if constexpr (std::is_unsigned_v<A>) return x; else return x < A(0) ? -x : x;
+      // -0.0 gives +0.0, as PyTorch's (and the CPU kernel's) abs; NaN stays NaN.
+      if constexpr (std::is_unsigned_v<A>) return x; else return x < A(0) ? -x : (x == A(0) ? A(0) : x);
     } else if constexpr (Op == UnaryOp::Relu) {
       return x < A(0) ? A(0) : x;  // NaN stays NaN
     } else if constexpr (Op == UnaryOp::Exp) {

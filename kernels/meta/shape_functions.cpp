@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -820,6 +821,25 @@ MemOverlap overlapStatus(const Tensor& a, const Tensor& b) {
   const int64_t b_end = b_begin + b.numel() * static_cast<int64_t>(b.element_size());
   if (a_begin == b_begin && a_end == b_end) return a.strides() == b.strides() ? MemOverlap::Full : MemOverlap::Partial;
   return a_begin < b_end && b_begin < a_end ? MemOverlap::Partial : MemOverlap::No;
+}
+
+namespace {
+// [first, last) byte addresses a tensor's elements occupy; empty for a tensor with none.
+std::pair<uintptr_t, uintptr_t> byteRange(const Tensor& t) {
+  if (t.numel() == 0 || t.data_ptr() == nullptr) return {0, 0};
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    last += (t.sizes()[static_cast<size_t>(d)] - 1) * t.strides()[static_cast<size_t>(d)];
+  auto begin = reinterpret_cast<uintptr_t>(t.data_ptr());
+  return {begin, begin + static_cast<uintptr_t>((last + 1) * static_cast<int64_t>(t.element_size()))};
+}
+}  // namespace
+
+bool mayOverlap(const Tensor& a, const Tensor& b) {
+  if (!a.has_storage() || !b.has_storage() || !a.storage().is_same(b.storage())) return false;
+  auto [a0, a1] = byteRange(a);
+  auto [b0, b1] = byteRange(b);
+  return a0 < b1 && b0 < a1;
 }
 
 void checkNoPartialOverlap(const Tensor& written, const Tensor& input) {

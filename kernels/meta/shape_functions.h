@@ -336,6 +336,10 @@ void checkNoInternalOverlap(const Tensor& out);
 // storage and either is not dense (no gaps, no element twice), so the ranges say nothing.
 enum class MemOverlap { No, Full, Partial, TooHard };
 MemOverlap overlapStatus(const Tensor& a, const Tensor& b);
+// Whether the bytes `a` and `b` can reach intersect (false when they use different storages):
+// the coarse test a kernel that reads its inputs while writing (a matrix product, a copy of a
+// strided view) uses to decide whether to read an input into a temporary first, on every backend.
+bool mayOverlap(const Tensor& a, const Tensor& b);
 // An input of an elementwise write (in-place, out=, copy_) may be the written tensor itself,
 // or not touch it, but not share only part of its memory: the result would depend on the
 // order elements are visited. "unsupported operation: some elements of the input tensor and
