@@ -48,6 +48,7 @@
 #include "dk/generated/ops/log.h"
 #include "dk/generated/ops/lt.h"
 #include "dk/generated/ops/max.h"
+#include "dk/generated/ops/max_pool2d_with_indices.h"
 #include "dk/generated/ops/maximum.h"
 #include "dk/generated/ops/mean.h"
 #include "dk/generated/ops/minimum.h"
@@ -805,6 +806,19 @@ CUDA_TEST(review_findings_match_cpu) {
                     "index out of range in self");
   CHECK(embedding(empty({10, 0}, kFloat, std::nullopt, kCuda), toCuda(full({3}, 9, kLong, std::nullopt, kHost)))
             .sizes() == Sizes({3, 0}));
+
+  // A dtype an operator does not support: the CPU kernel's error, naming the operator.
+  for (auto run : {+[](const Tensor& x) { (void)max_pool2d_with_indices(x, {2, 2}); },
+                   +[](const Tensor& x) { (void)_softmax(x.reshape({16}), 0, false); }}) {
+    Tensor longs = hostData({1, 1, 4, 4}, kLong);
+    std::string cpu_message = "(the CPU call did not raise)";
+    try {
+      run(longs);
+    } catch (const Error& e) {
+      cpu_message = e.what();
+    }
+    CHECK_THROWS_WITH(run(toCuda(longs)), cpu_message);
+  }
 }
 
 CUDA_TEST(mlp_forward_matches_cpu) {

@@ -128,7 +128,7 @@ void im2col(Dtype dtype, void* out, const void* in, const Window2d& w, int64_t p
             int64_t oh, int64_t ow) {
   const int64_t n = planes * w.kh * w.kw * oh * ow;
   if (n == 0) return;
-  dispatchFloating(dtype, [&](auto tag) {
+  dispatchFloating("im2col", dtype, [&](auto tag) {
     using T = decltype(tag);
     im2colKernel<<<blocksFor(n), kBlockSize>>>(static_cast<T*>(out), static_cast<const T*>(in), w, planes, height,
                                                width, oh, ow);
@@ -140,7 +140,7 @@ void col2im(Dtype dtype, void* out, const void* in, const Window2d& w, int64_t p
             int64_t oh, int64_t ow) {
   const int64_t n = planes * height * width;
   if (n == 0) return;
-  dispatchFloating(dtype, [&](auto tag) {
+  dispatchFloating("col2im", dtype, [&](auto tag) {
     using T = decltype(tag);
     col2imKernel<<<blocksFor(n), kBlockSize>>>(static_cast<T*>(out), static_cast<const T*>(in), w, planes, height,
                                                width, oh, ow);
@@ -152,7 +152,7 @@ void maxPool2d(Dtype dtype, void* out, int64_t* indices, const void* in, const W
                int64_t height, int64_t width, int64_t oh, int64_t ow) {
   const int64_t n = planes * oh * ow;
   if (n == 0) return;
-  dispatchFloating(dtype, [&](auto tag) {
+  dispatchFloating("max_pool2d", dtype, [&](auto tag) {
     using T = decltype(tag);
     maxPoolKernel<<<blocksFor(n), kBlockSize>>>(static_cast<T*>(out), indices, static_cast<const T*>(in), w, planes,
                                                 height, width, oh, ow);
@@ -178,7 +178,7 @@ void avgPool2dBackward(Dtype dtype, void* grad_input, const void* grad, const Wi
                        int64_t divisor_override) {
   const int64_t n = planes * height * width;
   if (n == 0) return;
-  dispatchFloating(dtype, [&](auto tag) {
+  dispatchFloating("avg_pool2d_backward", dtype, [&](auto tag) {
     using T = decltype(tag);
     avgPoolBackwardKernel<<<blocksFor(n), kBlockSize>>>(static_cast<T*>(grad_input), static_cast<const T*>(grad), w,
                                                         planes, height, width, oh, ow, count_include_pad,

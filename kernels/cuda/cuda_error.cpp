@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "dk/tensor/dtype_dispatch.h"
 #include "dk/util/error.h"
 #include "launch.h"
 
@@ -21,6 +22,10 @@ namespace dk::cuda::launch {
 
 void throwCudaError(int code, const char* what, const char* file, int line) {
   ::dk::cuda::throwCudaError(static_cast<cudaError_t>(code), what, file, line);
+}
+
+void throwUnsupportedDtype(const char* op, Dtype dtype) {
+  ::dk::detail::throwUnsupportedDtype(op, static_cast<ScalarType>(dtype));
 }
 
 bool launchBlocking() {

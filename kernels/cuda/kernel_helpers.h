@@ -195,15 +195,16 @@ void dispatch(Dtype dtype, F&& f) {
   }
 }
 
-// dispatch over the floating dtypes only; others are the caller's bug (checked on the host).
+// dispatch over the floating dtypes only; another raises the CPU kernels' error naming the
+// operator `op` and the dtype ("max_pool2d: unsupported dtype Long").
 template <class F>
-void dispatchFloating(Dtype dtype, F&& f) {
+void dispatchFloating(const char* op, Dtype dtype, F&& f) {
   switch (dtype) {
     case Dtype::Half: f(half{}); return;
     case Dtype::Float: f(float{}); return;
     case Dtype::Double: f(double{}); return;
     case Dtype::BFloat16: f(bfloat16{}); return;
-    default: launch::throwCudaError(static_cast<int>(cudaErrorInvalidValue), "non-floating dtype", __FILE__, __LINE__);
+    default: launch::throwUnsupportedDtype(op, dtype);
   }
 }
 

@@ -68,6 +68,10 @@ struct ScalarArg {
 // instead of the next operation that synchronizes. Costs a device round trip per launch.
 bool launchBlocking();
 
+// Raises the CPU kernels' error for a dtype an operator does not support: "<op>: unsupported
+// dtype <Dtype>" (dk/tensor/dtype_dispatch.h).
+[[noreturn]] void throwUnsupportedDtype(const char* op, Dtype dtype);
+
 // ---------------------------------------------------------------- copies and fills
 
 // dst = src converted to dst's dtype (operands: 0 dst, 1 src).

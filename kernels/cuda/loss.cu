@@ -61,7 +61,7 @@ __global__ void nllReductionKernel(T* out, const T* input, const Target* target,
 
 void nllLoss(Dtype dtype, Dtype target_dtype, int reduction, void* out, const void* input, const void* target,
              const void* weight, int64_t batch, int64_t classes, int64_t ignore_index, int64_t* error) {
-  dispatchFloating(dtype, [&](auto tag) {
+  dispatchFloating("nll_loss", dtype, [&](auto tag) {
     using T = decltype(tag);
     auto run = [&](auto target_tag) {
       using Target = decltype(target_tag);

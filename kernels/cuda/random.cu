@@ -101,7 +101,7 @@ __global__ void normalKernel(T* out, int64_t n, uint64_t seed) {
 
 void uniform(Dtype dtype, void* out, int64_t n, uint64_t seed) {
   if (n == 0) return;
-  dispatchFloating(dtype, [&](auto tag) {
+  dispatchFloating("rand", dtype, [&](auto tag) {
     using T = decltype(tag);
     uniformKernel<T><<<blocksFor((n + 3) / 4), kBlockSize>>>(static_cast<T*>(out), n, seed);
   });
@@ -110,7 +110,7 @@ void uniform(Dtype dtype, void* out, int64_t n, uint64_t seed) {
 
 void normal(Dtype dtype, void* out, int64_t n, uint64_t seed) {
   if (n == 0) return;
-  dispatchFloating(dtype, [&](auto tag) {
+  dispatchFloating("randn", dtype, [&](auto tag) {
     using T = decltype(tag);
     normalKernel<T><<<blocksFor((n + 3) / 4), kBlockSize>>>(static_cast<T*>(out), n, seed);
   });

@@ -51,7 +51,7 @@ void softmax(bool log, Dtype in_dtype, Dtype out_dtype, void* out, const void* i
   int64_t rows = outer * inner;
   if (rows == 0 || dim_size == 0) return;
   unsigned blocks = static_cast<unsigned>(rows < kMaxBlocks ? rows : kMaxBlocks);
-  dispatchFloating(in_dtype, [&](auto tag) {
+  dispatchFloating(log ? "_log_softmax" : "_softmax", in_dtype, [&](auto tag) {
     using In = decltype(tag);
     if (out_dtype == in_dtype) {
       softmaxKernel<In, In><<<blocks, kBlockSize>>>(static_cast<In*>(out), static_cast<const In*>(in), rows, dim_size,
