@@ -51,6 +51,7 @@
 #include "dk/generated/ops/max_pool2d_with_indices.h"
 #include "dk/generated/ops/maximum.h"
 #include "dk/generated/ops/mean.h"
+#include "dk/generated/ops/min.h"
 #include "dk/generated/ops/minimum.h"
 #include "dk/generated/ops/mm.h"
 #include "dk/generated/ops/mse_loss.h"
@@ -640,6 +641,53 @@ CUDA_TEST(reductions_match_cpu) {
   CHECK(std::isnan(ops::item::call(nan_value).toDouble()) && ops::item::call(nan_index).toLong() == 3);
   CHECK_THROWS_WITH(dk::max(empty({2, 0}, kFloat, std::nullopt, kCuda), 1),
                     "max(): Expected reduction dim 1 to have non-zero size.");
+}
+
+// Each kind of plan of Note [CUDA reduction plans] (lanes on the reduction or on the outputs,
+// vector loads, split across blocks with a second pass) against the CPU, and issue 24's cases.
+CUDA_TEST(reduction_plans_match_cpu) {
+  struct Case {
+    Sizes sizes;
+    std::vector<int64_t> dims;
+  };
+  const Case cases[] = {
+      {{4096, 256}, {0}},     // lanes on the outputs, split
+      {{100000, 8}, {1}},     // many short rows: a thread per row, vector loads
+      {{3000000}, {0}},       // one long output: split across blocks
+      {{3, 700000}, {1}},     // few long rows: split
+      {{2000, 3}, {0}},       // three outputs, lanes on the outputs, split
+      {{64, 33, 17}, {0, 2}}, // two reduced dims that do not merge
+  };
+  for (const Case& c : cases) {
+    for (ScalarType dtype : {kFloat, kHalf, kDouble, kLong}) {
+      Tensor x = hostData(c.sizes, dtype, 7);
+      Tensor xc = toCuda(x);
+      double tol = dtype == kHalf ? 2e-2 : dtype == kFloat ? 1e-4 : 1e-9;
+      EXPECT_CLOSE(sum(xc, c.dims), sum(x, c.dims), tol, tol);
+      if (dtype != kLong) EXPECT_CLOSE(mean(xc, c.dims), mean(x, c.dims), tol, tol);
+      if (c.dims.size() == 1) {
+        // Integers in [-5, 5): ties everywhere, so the lowest index must win in every split.
+        auto [values, indices] = dk::min(xc, c.dims[0]);
+        auto [cpu_values, cpu_indices] = dk::min(x, c.dims[0]);
+        EXPECT_EQUAL(values, cpu_values);
+        EXPECT_EQUAL(indices, cpu_indices);
+        EXPECT_EQUAL(argmax(xc, c.dims[0]), argmax(x, c.dims[0]));
+      }
+    }
+  }
+  // A transposed input reduced along both dims, and along its memory's slow dim.
+  Tensor base = hostData({3000, 700}, kFloat, 3);
+  Tensor xt = transposedView(base), xtc = transposedView(toCuda(base));
+  EXPECT_CLOSE(sum(xtc), sum(xt), 1e-4, 1e-2);
+  EXPECT_CLOSE(sum(xtc, {0}), sum(xt, {0}), 1e-4, 1e-4);
+  EXPECT_EQUAL(argmax(xtc), argmax(xt));
+  // Issue 24, item 2: 5e9 ones (one element expanded: no memory) sum to 5e9, not to 2^32 where
+  // a serial float sum per thread would stop counting.
+  Tensor one = ones({1}, kFloat, std::nullopt, kCuda);
+  Tensor many = detail::make_view(one, {5'000'000'000}, {0}, 0);
+  double total = ops::item::call(sum(many)).toDouble();
+  CHECK(std::fabs(total - 5e9) <= 5e9 * 1e-6);
+  CHECK(std::fabs(ops::item::call(mean(many)).toDouble() - 1.0) <= 1e-6);
 }
 
 // ---------------------------------------------------------------- linear algebra

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -149,6 +150,44 @@ void fillCuda(const Tensor& t, const Scalar& value) {
     return;
   }
   launch::fill(makeGeometry(t.sizes(), {&t}), t.data_ptr(), static_cast<int>(t.element_size()), bits);
+}
+
+int multiprocessorCount(Device device) {
+  constexpr int kCachedDevices = 64;
+  static std::atomic<int> cached[kCachedDevices] = {};  // 0: not asked yet
+  int index = resolveDevice(device).index;
+  bool cacheable = index >= 0 && index < kCachedDevices;
+  if (cacheable) {
+    if (int count = cached[index].load(std::memory_order_relaxed); count > 0) return count;
+  }
+  int count = 0;
+  DK_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, index));
+  if (cacheable) cached[index].store(count, std::memory_order_relaxed);
+  return count;
+}
+
+void reduceCuda(launch::ReduceOp op, const Tensor& in, const launch::ReduceGeometry& g, void* out, int64_t* indices) {
+  if (g.num_outputs == 0) return;
+  launch::ReducePlanOptions options;
+  options.element_size = static_cast<int>(in.element_size());
+  options.address = reinterpret_cast<uint64_t>(in.data_ptr());
+  options.num_sms = multiprocessorCount(in.device());
+  options.reorder_reduced = op == launch::ReduceOp::Sum || op == launch::ReduceOp::Mean;
+  launch::ReducePlan plan = launch::planReduce(g, options);
+  launch::ReducePlan second;
+  Tensor workspace;
+  if (plan.splits > 1) {
+    launch::ReducePlanOptions second_options;
+    second_options.element_size = 8;
+    second_options.num_sms = options.num_sms;
+    second_options.allow_split = false;
+    second_options.max_vector = 1;
+    second = launch::planReduce(launch::secondPassGeometry(plan), second_options);
+    bool with_indices = !options.reorder_reduced;
+    workspace = emptyCuda({launch::reduceWorkspaceBytes(plan, with_indices)}, kByte, in.device());
+  }
+  launch::reduce(op, toLaunchDtype(in.dtype()), plan, second, out, indices, in.data_ptr(),
+                 workspace.defined() ? workspace.data_ptr() : nullptr);
 }
 
 Tensor errorFlag(Device device) {

@@ -68,6 +68,14 @@ void intoContiguous(const Tensor& out, Compute&& compute) {
   copyWithinDevice(out, result);
 }
 
+// The multiprocessors of CUDA device `device` (asked once per device).
+int multiprocessorCount(Device device);
+
+// launch::reduce over `in` (on a CUDA device) with geometry g: plans the launch for the device
+// (Note [CUDA reduction plans] in reduce_plan.h), gives a split plan its workspace, and writes
+// the contiguous `out` (and `indices` for max, min, argmax and argmin).
+void reduceCuda(launch::ReduceOp op, const Tensor& in, const launch::ReduceGeometry& g, void* out, int64_t* indices);
+
 // Device memory for a kernel's error report (two int64, zeroed): see launch::nllLoss.
 Tensor errorFlag(Device device);
 // Raises dk::Error(message(value)) when the kernel reported value through `flag`.

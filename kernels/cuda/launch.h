@@ -16,12 +16,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "reduce_plan.h"
+
 namespace dk::cuda::launch {
 
-// Dims an elementwise or reduction geometry may have after collapsing: PyTorch's CUDA limit
-// (MAX_DIMS). The geometries travel as kernel parameters (a reduction's is 816 bytes), read in
-// loops over ndim, so the limit costs no registers.
-constexpr int kMaxDims = 25;
 // Operands of an elementwise loop: the output first, then up to three inputs.
 constexpr int kMaxOperands = 4;
 
@@ -36,21 +34,6 @@ struct Geometry {
   int64_t numel = 0;
   int64_t sizes[kMaxDims] = {};
   int64_t strides[kMaxOperands][kMaxDims] = {};
-};
-
-// A reduction: output element o (outputs are contiguous, `num_outputs` of them) reduces the
-// `reduce_numel` input elements at base(o) + offset(r), where base decomposes o over
-// `kept_sizes` with `kept_strides` and offset decomposes r (row-major) over `reduced_sizes`
-// with `reduced_strides`. Strides are in input elements.
-struct ReduceGeometry {
-  int32_t kept_ndim = 0;
-  int32_t reduced_ndim = 0;
-  int64_t num_outputs = 0;
-  int64_t reduce_numel = 1;
-  int64_t kept_sizes[kMaxDims] = {};
-  int64_t kept_strides[kMaxDims] = {};
-  int64_t reduced_sizes[kMaxDims] = {};
-  int64_t reduced_strides[kMaxDims] = {};
 };
 
 // A Scalar argument, ready for either kind of dtype: kernels of floating dtypes read `f`,
@@ -129,15 +112,24 @@ enum class ReduceOp : int8_t {
   Min,     // as Max, the smallest (NaN still wins)
   ArgMin,  // indices only
 };
-// `in` and `out` have `dtype`; `indices` (int64, contiguous) is written for Max, ArgMax, Min, ArgMin.
-void reduce(ReduceOp op, Dtype dtype, const ReduceGeometry& g, void* out, int64_t* indices, const void* in);
+// Runs `plan` (Note [CUDA reduction plans], reduce_plan.h) over `in`: `in` and the contiguous
+// `out` have `dtype`; `indices` (int64, contiguous) is written for Max, ArgMax, Min, ArgMin. A plan
+// with splits > 1 writes its partial results to `workspace` (reduceWorkspaceBytes), then runs
+// `second`, planned over secondPassGeometry(plan) without splitting, to combine them.
+void reduce(ReduceOp op, Dtype dtype, const ReducePlan& plan, const ReducePlan& second, void* out, int64_t* indices,
+            const void* in, void* workspace);
 
 // ---------------------------------------------------------------- neural networks
 
 // Softmax (or log-softmax) of a contiguous input seen as [outer, dim_size, inner] along the
-// middle dim, into a contiguous out of out_dtype (in_dtype, or Float from Half).
+// middle dim, into a contiguous out of out_dtype (in_dtype, or Float from Half). `workspace`:
+// softmaxWorkspaceBytes(in_dtype, outer, dim_size, inner) bytes of device memory, planned on the
+// same current device (null when that is 0; a null workspace makes the plan not split lines).
 void softmax(bool log, Dtype in_dtype, Dtype out_dtype, void* out, const void* in, int64_t outer, int64_t dim_size,
-             int64_t inner);
+             int64_t inner, void* workspace);
+// The device memory softmax needs for the current device (Note [CUDA softmax plans] in
+// softmax_plan.h): 0 except for few long lines, split across blocks.
+int64_t softmaxWorkspaceBytes(Dtype in_dtype, int64_t outer, int64_t dim_size, int64_t inner);
 
 // nll_loss over a contiguous input [batch, classes] (batch = 1 without a batch dim), a
 // contiguous target [batch] of target_dtype (Long or Byte) and an optional contiguous weight

@@ -28,8 +28,13 @@ Tensor softmaxCuda(const char* op, bool log, const Tensor& self, int64_t dim, bo
     else if (d == spec.dim) dim_size = size;
     else inner *= size;
   }
-  cuda::launch::softmax(log, cuda::toLaunchDtype(self.dtype()), cuda::toLaunchDtype(out.dtype()), out.data_ptr(),
-                        in.data_ptr(), outer, dim_size, inner);
+  // Few long lines are split across blocks, whose partial results go to a workspace (Note
+  // [CUDA softmax plans] in softmax_plan.h).
+  cuda::launch::Dtype in_dtype = cuda::toLaunchDtype(self.dtype());
+  int64_t workspace_bytes = cuda::launch::softmaxWorkspaceBytes(in_dtype, outer, dim_size, inner);
+  Tensor workspace = workspace_bytes > 0 ? cuda::emptyCuda({workspace_bytes}, kByte, out.device()) : Tensor();
+  cuda::launch::softmax(log, in_dtype, cuda::toLaunchDtype(out.dtype()), out.data_ptr(), in.data_ptr(), outer,
+                        dim_size, inner, workspace.defined() ? workspace.data_ptr() : nullptr);
   return out;
 }
 
@@ -72,8 +77,7 @@ Tensor mse_loss_cuda(const Tensor& self, const Tensor& target, int64_t reduction
   Tensor out = cuda::emptyCuda({}, spec.dtype, device);
   auto op = reduction == static_cast<int64_t>(meta::LossReduction::Mean) ? cuda::launch::ReduceOp::Mean
                                                                           : cuda::launch::ReduceOp::Sum;
-  cuda::launch::reduce(op, cuda::toLaunchDtype(spec.dtype), reduceAll(squared), out.data_ptr(), nullptr,
-                       squared.data_ptr());
+  cuda::reduceCuda(op, squared, reduceAll(squared), out.data_ptr(), nullptr);
   return out;
 }
 

@@ -1,7 +1,9 @@
 // Device code of the reductions: sum, mean, max and min with indices, argmax, argmin
-// (kernels/cuda/launch.h).
-// One block per output element: its threads stride over the reduced elements, then combine
-// in shared memory. Accumulation runs in the dtype's accumulate type (kernel_helpers.h).
+// (kernels/cuda/launch.h). One kernel follows a ReducePlan (Note [CUDA reduction plans] in
+// reduce_plan.h): each thread folds its share of an output's elements into four independent
+// accumulators, the block combines its reduction lanes in shared memory, and a split plan's
+// partial results are combined by a second launch of the same kernel. Accumulation runs in the
+// dtype's accumulate type (kernel_helpers.h).
 #include "kernel_helpers.h"
 
 namespace dk::cuda::launch {
@@ -9,42 +11,6 @@ namespace dk::cuda::launch {
 namespace {
 
 using namespace device;
-
-// The input offset of output o's first element, and of reduced element r from there.
-__device__ __forceinline__ int64_t keptOffset(const ReduceGeometry& g, int64_t o) {
-  int64_t offset = 0;
-  for (int d = g.kept_ndim - 1; d >= 0; --d) {
-    offset += (o % g.kept_sizes[d]) * g.kept_strides[d];
-    o /= g.kept_sizes[d];
-  }
-  return offset;
-}
-__device__ __forceinline__ int64_t reducedOffset(const ReduceGeometry& g, int64_t r) {
-  int64_t offset = 0;
-  for (int d = g.reduced_ndim - 1; d >= 0; --d) {
-    offset += (r % g.reduced_sizes[d]) * g.reduced_strides[d];
-    r /= g.reduced_sizes[d];
-  }
-  return offset;
-}
-
-template <class T>
-__global__ void sumKernel(ReduceGeometry g, T* out, const T* in, bool mean) {
-  using A = acc_t<T>;
-  __shared__ A shared[kBlockSize];
-  for (int64_t o = blockIdx.x; o < g.num_outputs; o += gridDim.x) {
-    const T* base = in + keptOffset(g, o);
-    A partial = A(0);
-    for (int64_t r = threadIdx.x; r < g.reduce_numel; r += blockDim.x) partial = A(partial + load(base + reducedOffset(g, r)));
-    A total = blockReduce(partial, [](A x, A y) { return A(x + y); }, shared);
-    if (threadIdx.x == 0) {
-      if constexpr (std::is_floating_point_v<A>) {
-        if (mean) total = total / static_cast<A>(g.reduce_numel);
-      }
-      store(out + o, total);
-    }
-  }
-}
 
 // A candidate maximum: its value and index; index -1 means "none yet".
 template <class A>
@@ -54,7 +20,8 @@ struct Candidate {
 };
 
 // Whether (v, vi) beats (c, ci): NaN beats numbers, larger (kMax) or smaller beats the other,
-// and among equals (NaNs included) the lower index wins.
+// and among equals (NaNs included) the lower index wins. A strict total order, so candidates
+// combine in any order to the same winner.
 template <bool kMax, class A>
 __device__ __forceinline__ bool beats(A v, int64_t vi, A c, int64_t ci) {
   if (ci < 0) return vi >= 0;
@@ -65,64 +32,185 @@ __device__ __forceinline__ bool beats(A v, int64_t vi, A c, int64_t ci) {
   return v == c && vi < ci;
 }
 
-template <bool kMax, class T>
-__global__ void extremumKernel(ReduceGeometry g, T* out, int64_t* indices, const T* in) {
-  using A = acc_t<T>;
-  __shared__ A shared_values[kBlockSize];
-  __shared__ int64_t shared_indices[kBlockSize];
-  for (int64_t o = blockIdx.x; o < g.num_outputs; o += gridDim.x) {
-    const T* base = in + keptOffset(g, o);
-    Candidate<A> best{A(0), -1};
-    for (int64_t r = threadIdx.x; r < g.reduce_numel; r += blockDim.x) {
-      A v = load(base + reducedOffset(g, r));
-      if (beats<kMax>(v, r, best.value, best.index)) best = Candidate<A>{v, r};
+// What a reduction folds: State, its identity, one element (value and index) as a State, and
+// the combination of two States.
+template <class A>
+struct SumReducer {
+  using Acc = A;
+  using State = A;
+  static constexpr bool kHasIndex = false;
+  __device__ static State identity() { return A(0); }
+  __device__ static State element(A value, int64_t /*index*/) { return value; }
+  __device__ static State combine(State a, State b) { return A(a + b); }
+  __device__ static A value(State s) { return s; }
+  __device__ static int64_t index(State) { return -1; }
+};
+
+template <class A, bool kMax>
+struct ExtremumReducer {
+  using Acc = A;
+  using State = Candidate<A>;
+  static constexpr bool kHasIndex = true;
+  __device__ static State identity() { return State{A(0), -1}; }
+  __device__ static State element(A value, int64_t index) { return State{value, index}; }
+  __device__ static State combine(State a, State b) { return beats<kMax>(b.value, b.index, a.value, a.index) ? b : a; }
+  __device__ static A value(State s) { return s.value; }
+  __device__ static int64_t index(State s) { return s.index; }
+};
+
+// `V` elements loaded as one access (at most kMaxVectorBytes).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+// Where a launch writes: the final outputs (out: values, null for argmax and argmin; indices:
+// null for sums), or, for the first pass of a split plan, the partial results laid out
+// [splits, num_outputs] (partial_indices null for sums).
+template <class Out, class A>
+struct ReduceTargets {
+  Out* out;
+  int64_t* indices;
+  A* partial_values;
+  int64_t* partial_indices;
+  bool mean;            // divide the final value by mean_count (0 / 0 is NaN, as for an empty mean)
+  int64_t mean_count;
+};
+
+// One output's share for this thread: loads firstVector, + vectorStep, ... (V elements each).
+// A first pass reads In = the dtype, each element's index its position r; the second pass reads
+// partial results (In = the accumulate type), their indices from `in_indices`.
+template <class R, class In, int V>
+__device__ __forceinline__ typename R::State foldThreadShare(const ReducePlan& p, const In* in,
+                                                             const int64_t* in_indices, int64_t base, int32_t lane) {
+  using State = typename R::State;
+  using A = typename R::Acc;
+  const int64_t loads = vectorsPerOutput(p);
+  const int64_t step = vectorStep(p);
+  auto loadOne = [&](int64_t v) -> State {
+    if constexpr (V == 1) {
+      // One reduced dim (most plans, after collapsing) needs no division to find the offset.
+      int64_t offset = base + (p.g.reduced_ndim == 1 ? v * p.g.reduced_strides[0] : reducedOffset(p.g, v));
+      return R::element(convert<A>(in[offset]), in_indices != nullptr ? in_indices[offset] : v);
+    } else {
+      // Contiguous, aligned runs (the plan checked): element r of the output at base + r.
+      Pack<In, V> pack = *reinterpret_cast<const Pack<In, V>*>(in + base + v * V);
+      State s = R::element(convert<A>(pack.v[0]), v * V);
+#pragma unroll
+      for (int j = 1; j < V; ++j) s = R::combine(s, R::element(convert<A>(pack.v[j]), v * V + j));
+      return s;
     }
-    shared_values[threadIdx.x] = best.value;
-    shared_indices[threadIdx.x] = best.index;
+  };
+  // Four accumulators: four loads in flight per thread, and each float partial sum a quarter
+  // as long (Note [CUDA reduction plans]).
+  State acc[4] = {R::identity(), R::identity(), R::identity(), R::identity()};
+  int64_t v = firstVector(p, blockIdx.y, lane);
+  for (; v + 3 * step < loads; v += 4 * step) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc[k] = R::combine(acc[k], loadOne(v + k * step));
+  }
+  for (; v < loads; v += step) acc[0] = R::combine(acc[0], loadOne(v));
+  return R::combine(R::combine(acc[0], acc[1]), R::combine(acc[2], acc[3]));
+}
+
+template <class R, class In, class Out, int V>
+__global__ void __launch_bounds__(kReduceBlockThreads)
+    reduceKernel(ReducePlan p, const In* in, const int64_t* in_indices, ReduceTargets<Out, typename R::Acc> to) {
+  using State = typename R::State;
+  using A = typename R::Acc;
+  __shared__ State shared[kReduceBlockThreads];
+  const int32_t t = static_cast<int32_t>(threadIdx.x);
+  const int32_t output_lane = outputLane(p, t);
+  const int32_t lane = reductionLane(p, t);
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * p.outputs_per_block + output_lane;
+  const bool active = o < p.g.num_outputs;  // the last block may have spare output lanes
+
+  State acc = R::identity();
+  if (active) acc = foldThreadShare<R, In, V>(p, in, in_indices, keptOffset(p.g, o), lane);
+  // Tree over the reduction lanes of each output (every thread reaches every barrier).
+  shared[t] = acc;
+  __syncthreads();
+  for (int32_t width = p.threads_per_output / 2; width > 0; width /= 2) {
+    if (lane < width) shared[t] = R::combine(shared[t], shared[threadOf(p, output_lane, lane + width)]);
     __syncthreads();
-    for (unsigned half_width = blockDim.x / 2; half_width > 0; half_width /= 2) {
-      if (threadIdx.x < half_width) {
-        unsigned other = threadIdx.x + half_width;
-        if (beats<kMax>(shared_values[other], shared_indices[other], shared_values[threadIdx.x], shared_indices[threadIdx.x])) {
-          shared_values[threadIdx.x] = shared_values[other];
-          shared_indices[threadIdx.x] = shared_indices[other];
-        }
-      }
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-      if (out != nullptr) store(out + o, shared_values[0]);
-      indices[o] = shared_indices[0];
-    }
-    __syncthreads();
+  }
+  if (!active || lane != 0) return;
+  State result = shared[t];
+  if (p.splits > 1) {
+    int64_t slot = static_cast<int64_t>(blockIdx.y) * p.g.num_outputs + o;
+    to.partial_values[slot] = R::value(result);
+    if constexpr (R::kHasIndex) to.partial_indices[slot] = R::index(result);
+    return;
+  }
+  A value = R::value(result);
+  if constexpr (std::is_floating_point_v<A>) {
+    if (to.mean) value = value / static_cast<A>(to.mean_count);
+  }
+  if (to.out != nullptr) store(to.out + o, value);
+  if constexpr (R::kHasIndex) to.indices[o] = R::index(result);
+}
+
+template <class R, class In, class Out, int V>
+void launchPlan(const ReducePlan& p, const In* in, const int64_t* in_indices, ReduceTargets<Out, typename R::Acc> to) {
+  dim3 grid(static_cast<unsigned>(p.blocks), static_cast<unsigned>(p.splits));
+  reduceKernel<R, In, Out, V><<<grid, static_cast<unsigned>(blockThreads(p))>>>(p, in, in_indices, to);
+  DK_CUDA_CHECK_LAUNCH("reduce");
+}
+
+// Both passes of `plan` for reducer R over T elements.
+template <class R, class T>
+void run(const ReducePlan& plan, const ReducePlan& second, T* out, int64_t* indices, const T* in, void* workspace,
+         bool mean = false) {
+  using A = typename R::Acc;
+  constexpr int kWidest = kMaxVectorBytes / sizeof(T) < 8 ? static_cast<int>(kMaxVectorBytes / sizeof(T)) : 8;
+  ReduceTargets<T, A> final_targets{out, indices, nullptr, nullptr, mean, plan.g.reduce_numel};
+  ReduceTargets<T, A> first_targets = final_targets;
+  if (plan.splits > 1) {
+    // reduceWorkspaceBytes: 8 bytes per partial value, then 8 per partial index.
+    first_targets.partial_values = static_cast<A*>(workspace);
+    first_targets.partial_indices = reinterpret_cast<int64_t*>(static_cast<char*>(workspace) +
+                                                               8 * static_cast<int64_t>(plan.splits) * plan.g.num_outputs);
+  }
+  if (plan.vector == 1) {
+    launchPlan<R, T, T, 1>(plan, in, nullptr, first_targets);
+  } else if constexpr (kWidest > 1) {
+    launchPlan<R, T, T, kWidest>(plan, in, nullptr, first_targets);
+  }
+  if (plan.splits > 1) {
+    launchPlan<R, A, T, 1>(second, first_targets.partial_values, R::kHasIndex ? first_targets.partial_indices : nullptr,
+                           final_targets);
   }
 }
 
 }  // namespace
 
-void reduce(ReduceOp op, Dtype dtype, const ReduceGeometry& g, void* out, int64_t* indices, const void* in) {
-  if (g.num_outputs == 0) return;
-  unsigned blocks = static_cast<unsigned>(g.num_outputs < kMaxBlocks ? g.num_outputs : kMaxBlocks);
+void reduce(ReduceOp op, Dtype dtype, const ReducePlan& plan, const ReducePlan& second, void* out, int64_t* indices,
+            const void* in, void* workspace) {
+  if (plan.g.num_outputs == 0) return;
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
+    using A = acc_t<T>;
+    T* typed_out = static_cast<T*>(out);
+    const T* typed_in = static_cast<const T*>(in);
     switch (op) {
       case ReduceOp::Sum:
+        run<SumReducer<A>>(plan, second, typed_out, nullptr, typed_in, workspace);
+        break;
       case ReduceOp::Mean:
-        sumKernel<T><<<blocks, kBlockSize>>>(g, static_cast<T*>(out), static_cast<const T*>(in), op == ReduceOp::Mean);
+        run<SumReducer<A>>(plan, second, typed_out, nullptr, typed_in, workspace, /*mean=*/true);
         break;
       case ReduceOp::Max:
       case ReduceOp::ArgMax:  // indices only: no values written
-        extremumKernel<true, T><<<blocks, kBlockSize>>>(g, op == ReduceOp::Max ? static_cast<T*>(out) : nullptr,
-                                                        indices, static_cast<const T*>(in));
+        run<ExtremumReducer<A, true>>(plan, second, op == ReduceOp::Max ? typed_out : nullptr, indices, typed_in,
+                                      workspace);
         break;
       case ReduceOp::Min:
       case ReduceOp::ArgMin:
-        extremumKernel<false, T><<<blocks, kBlockSize>>>(g, op == ReduceOp::Min ? static_cast<T*>(out) : nullptr,
-                                                         indices, static_cast<const T*>(in));
+        run<ExtremumReducer<A, false>>(plan, second, op == ReduceOp::Min ? typed_out : nullptr, indices, typed_in,
+                                       workspace);
         break;
     }
   });
-  DK_CUDA_CHECK_LAUNCH("reduce");
 }
 
 }  // namespace dk::cuda::launch

@@ -1,6 +1,6 @@
 // CUDA kernels of the reductions: sum, mean, max.dim, argmax. The meta functions give the
 // outputs; the input's dims split into kept and reduced ones (a ReduceGeometry), and
-// launch::reduce writes one output element per block.
+// cuda::reduceCuda plans the launch (Note [CUDA reduction plans] in reduce_plan.h).
 #include "../meta/shape_functions.h"
 #include "cuda_utils.h"
 #include "dk/generated/ops/argmax_native.h"
@@ -43,12 +43,12 @@ cuda::launch::ReduceGeometry reduceGeometry(const Tensor& in, const meta::DimMas
 }
 
 // out = sum or mean of self over the dims of `mask`: the input converted to out's dtype first,
-// then accumulated (one output element per block, written contiguously).
+// then accumulated (written contiguously).
 void sumOrMeanInto(ReduceOp op, const Tensor& self, const meta::DimMask& mask, const Tensor& out) {
   Tensor in = cuda::convertCuda(self, out.dtype());
   cuda::launch::ReduceGeometry g = reduceGeometry(in, mask);
   cuda::intoContiguous(out, [&](const Tensor& result) {
-    cuda::launch::reduce(op, cuda::toLaunchDtype(out.dtype()), g, result.data_ptr(), nullptr, in.data_ptr());
+    cuda::reduceCuda(op, in, g, result.data_ptr(), nullptr);
   });
 }
 
@@ -87,8 +87,7 @@ void extremumInto(ReduceOp op, const Tensor& self, int64_t dim, const Tensor& va
   cuda::launch::ReduceGeometry g = reduceGeometry(self, oneDim(self, dim));
   cuda::intoContiguous(values_out, [&](const Tensor& values) {
     cuda::intoContiguous(indices_out, [&](const Tensor& indices) {
-      cuda::launch::reduce(op, cuda::toLaunchDtype(self.dtype()), g, values.data_ptr(), indices.data_ptr<int64_t>(),
-                           self.data_ptr());
+      cuda::reduceCuda(op, self, g, values.data_ptr(), indices.data_ptr<int64_t>());
     });
   });
 }
@@ -112,7 +111,7 @@ void argExtremumInto(ReduceOp op, const Tensor& self, std::optional<int64_t> dim
   meta::DimMask mask = dim ? oneDim(self, *dim) : meta::makeDimMask(std::nullopt, self.dim());
   cuda::launch::ReduceGeometry g = reduceGeometry(self, mask);
   cuda::intoContiguous(out, [&](const Tensor& indices) {
-    cuda::launch::reduce(op, cuda::toLaunchDtype(self.dtype()), g, nullptr, indices.data_ptr<int64_t>(), self.data_ptr());
+    cuda::reduceCuda(op, self, g, nullptr, indices.data_ptr<int64_t>());
   });
 }
 
