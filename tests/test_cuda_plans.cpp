@@ -1,5 +1,6 @@
 // How the CUDA reductions spread over blocks and threads (Note [CUDA reduction plans] in
-// kernels/cuda/reduce_plan.h), checked on the CPU: no GPU needed. The kernel assigns work only
+// kernels/cuda/reduce_plan.h), and the order elementwise loops walk memory in (Note [CUDA
+// elementwise loops]), checked on the CPU: no GPU needed. The kernel assigns work only
 // through reduce_plan.h's inline functions; replaying them here for every block, split and
 // thread must visit each input element of each output exactly once, in both passes, with the
 // index max and argmax report, and the plans for the shapes must fill the device and
@@ -11,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda/loop_geometry.h"
 #include "cuda/reduce_plan.h"
 
 namespace {
@@ -286,4 +288,120 @@ TEST_CASE("empty reductions and single elements") {
   CHECK(none.threads_per_output == 1);
   CHECK(none.blocks == 2);
   checkPlan(shapeGeometry({}, {}), onH200(true));
+}
+
+// ---------------------------------------------------------------- elementwise loops
+
+namespace {
+
+using dk::cuda::launch::Geometry;
+
+// Operand k's offsets of every element of the loop g, as IndexedOffsets computes them
+// (kernel_helpers.h): element i decomposed row-major over g's sizes.
+std::vector<std::vector<int64_t>> loopOffsets(const Geometry& g) {
+  std::vector<std::vector<int64_t>> visits;
+  for (int64_t i = 0; i < g.numel; ++i) {
+    std::vector<int64_t> at(static_cast<size_t>(g.num_operands), 0);
+    int64_t linear = i;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      int64_t index = linear % g.sizes[d];
+      linear /= g.sizes[d];
+      for (int k = 0; k < g.num_operands; ++k) at[static_cast<size_t>(k)] += index * g.strides[k][d];
+    }
+    visits.push_back(at);
+  }
+  return visits;
+}
+
+// The loop over `sizes` with each operand's strides (operand 0 the output).
+Geometry loopOf(const std::vector<int64_t>& sizes, const std::vector<std::vector<int64_t>>& strides) {
+  std::vector<const int64_t*> rows;
+  for (const auto& row : strides) rows.push_back(row.data());
+  Geometry g;
+  int ndim = L::buildLoopGeometry(static_cast<int>(sizes.size()), sizes.data(), static_cast<int>(strides.size()),
+                                  rows.data(), g);
+  REQUIRE(ndim <= L::kMaxDims);
+  REQUIRE(ndim == g.ndim);
+  return g;
+}
+
+// The same tuples of offsets, in logical row-major order over the original dims.
+std::vector<std::vector<int64_t>> logicalOffsets(const std::vector<int64_t>& sizes,
+                                                 const std::vector<std::vector<int64_t>>& strides) {
+  Geometry g;
+  g.ndim = static_cast<int32_t>(sizes.size());
+  g.num_operands = static_cast<int32_t>(strides.size());
+  g.numel = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    g.sizes[d] = sizes[d];
+    g.numel *= sizes[d];
+    for (size_t k = 0; k < strides.size(); ++k) g.strides[k][d] = strides[k][d];
+  }
+  return loopOffsets(g);
+}
+
+}  // namespace
+
+TEST_CASE("relu(x.t()) on a dense x walks memory in order: one contiguous dim") {
+  // out takes the input's layout: both [8192, 8192] with strides (1, 8192).
+  Geometry g = loopOf({8192, 8192}, {{1, 8192}, {1, 8192}});
+  CHECK(g.ndim == 1);
+  CHECK(g.sizes[0] == 8192 * 8192);
+  CHECK(g.strides[0][0] == 1);
+  CHECK(g.strides[1][0] == 1);
+}
+
+TEST_CASE("the output's memory order decides, broadcast inputs follow") {
+  // out [64, 32] transposed in memory (strides 1, 64) = a (same layout) + bias [32] broadcast.
+  Geometry g = loopOf({64, 32}, {{1, 64}, {1, 64}, {0, 1}});
+  REQUIRE(g.ndim == 2);
+  CHECK(g.sizes[1] == 64);  // the innermost dim is the output's stride-1 dim
+  CHECK(g.strides[0][1] == 1);
+  CHECK(g.strides[2][1] == 0);
+  // An input broadcast along a dim (stride 0) keeps the output's order and that dim apart.
+  Geometry row_major = loopOf({64, 32}, {{32, 1}, {0, 1}, {1, 64}});
+  REQUIRE(row_major.ndim == 2);
+  CHECK(row_major.sizes[1] == 32);
+  CHECK(row_major.strides[0][1] == 1);
+  // Size-1 dims vanish; 26 dims that cannot merge are reported, not truncated.
+  std::vector<int64_t> sizes(26, 2), strides(26);
+  for (size_t d = 0; d < 26; ++d) strides[d] = int64_t(1) << (2 * (25 - d));  // gaps between dims
+  std::vector<const int64_t*> rows = {strides.data()};
+  Geometry unused;
+  CHECK(L::buildLoopGeometry(26, sizes.data(), 1, rows.data(), unused) == 26);
+}
+
+TEST_CASE("every loop visits the same offsets as the logical loop, once each") {
+  std::mt19937_64 rng(8);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int reordered = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    int ndim = static_cast<int>(pick(0, 4));
+    int operands = static_cast<int>(pick(1, 4));
+    std::vector<int64_t> sizes;
+    for (int d = 0; d < ndim; ++d) sizes.push_back(pick(0, 8) == 0 ? 1 : pick(1, 6));
+    std::vector<std::vector<int64_t>> strides;
+    for (int k = 0; k < operands; ++k) {
+      // A dense layout in a random dim order, sometimes sliced or broadcast along a dim.
+      std::vector<int64_t> order(static_cast<size_t>(ndim));
+      for (int d = 0; d < ndim; ++d) order[static_cast<size_t>(d)] = d;
+      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<int64_t> row(static_cast<size_t>(ndim));
+      int64_t stride = 1;
+      for (int64_t d : order) {
+        row[static_cast<size_t>(d)] = stride;
+        stride *= sizes[static_cast<size_t>(d)] * (pick(0, 5) == 0 ? 2 : 1);
+      }
+      if (k > 0 && ndim > 0 && pick(0, 3) == 0) row[static_cast<size_t>(pick(0, ndim - 1))] = 0;
+      strides.push_back(row);
+    }
+    Geometry g = loopOf(sizes, strides);
+    auto got = loopOffsets(g), want = logicalOffsets(sizes, strides);
+    reordered += got != want;
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    INFO("trial " << trial);
+    REQUIRE(got == want);
+  }
+  CHECK(reordered > 50);  // the trials did reorder loops
 }

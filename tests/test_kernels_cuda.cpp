@@ -8,6 +8,8 @@
 // prints each failure, and exits 1 if any check failed.
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../kernels/cuda/cuda_allocator.h"
@@ -790,6 +793,14 @@ CUDA_TEST(losses_and_embedding_match_cpu) {
       EXPECT_CLOSE(nll_loss(toCuda(log_probs), toCuda(target), std::nullopt, reduction, 2),
                    nll_loss(log_probs, target, std::nullopt, reduction, 2), 1e-5, 1e-6);
     }
+    // 300000 samples: the reducing kernel spreads them over many blocks, then combines.
+    Tensor many = _log_softmax(hostData({300000, 3}, dtype, 4), 1, false);
+    Tensor many_targets = detail::empty_contiguous({300000}, kLong, kHost);
+    for (int64_t i = 0; i < 300000; ++i) many_targets.data_ptr<int64_t>()[i] = (i * 7) % 3;
+    for (int64_t reduction : {1, 2}) {
+      EXPECT_CLOSE(nll_loss(toCuda(many), toCuda(many_targets), toCuda(weight), reduction),
+                   nll_loss(many, many_targets, weight, reduction), 1e-4, 1e-4);
+    }
     Tensor one = _log_softmax(hostData({3}, dtype), 0, false);
     Tensor label = full({}, 1, kLong, std::nullopt, kHost);
     EXPECT_CLOSE(nll_loss(toCuda(one), toCuda(label)), nll_loss(one, label), 1e-6, 1e-6);
@@ -812,7 +823,99 @@ CUDA_TEST(losses_and_embedding_match_cpu) {
 
 // Findings of the review in issue 24: overlap handled as on CPU, abs(-0.0), more than 16 dims,
 // an empty embedding still checks its indices.
+// Note [CUDA elementwise loops]: contiguous loops (aligned, misaligned, with a tail), loops
+// reordered to the output's memory order, 32-bit strided loops, copies by the copy engine.
+CUDA_TEST(elementwise_loops_match_cpu) {
+  for (ScalarType dtype : {kByte, kBool, kHalf, kFloat, kDouble, kLong}) {
+    // 1027 elements: no multiple of any vector width, so every loop has a tail.
+    Tensor a = hostData({1027}, dtype, 1), b = hostData({1027}, dtype, 2);
+    Tensor ac = toCuda(a), bc = toCuda(b);
+    EXPECT_CLOSE(maximum(ac, bc), maximum(a, b), 0, 0);
+    // Views one element in: every pointer off its 16-byte boundary.
+    Tensor a1 = detail::make_view(a, {1026}, {1}, 1), b1 = detail::make_view(b, {1026}, {1}, 1);
+    Tensor ac1 = detail::make_view(ac, {1026}, {1}, 1), bc1 = detail::make_view(bc, {1026}, {1}, 1);
+    EXPECT_CLOSE(maximum(ac1, bc1), maximum(a1, b1), 0, 0);
+    Tensor copied = empty({1026}, dtype, std::nullopt, kCuda);
+    ops::copy_::call(copied, ac1, false);
+    EXPECT_EQUAL(copied, a1);
+  }
+  // relu of a transposed input: the output keeps the layout, and the loop walks memory in order.
+  Tensor x = hostData({300, 200}, kFloat, 3);
+  Tensor xt = transposedView(x), xtc = transposedView(toCuda(x));
+  Tensor r = relu(xtc);
+  CHECK(r.strides() == xtc.strides());
+  EXPECT_EQUAL(r, relu(xt));
+  // A bias broadcast into a transposed output, and a 4-dim permuted input.
+  Tensor bias = hostData({300}, kFloat, 4);
+  EXPECT_CLOSE(add(xtc, toCuda(bias)), add(xt, bias), 1e-6, 1e-6);
+  Tensor y = hostData({4, 5, 6, 7}, kDouble, 5);
+  Tensor yc = toCuda(y);
+  Tensor yp = detail::make_view(y, {7, 4, 6, 5}, {1, 210, 7, 42}, 0);
+  Tensor ypc = detail::make_view(yc, {7, 4, 6, 5}, {1, 210, 7, 42}, 0);
+  EXPECT_CLOSE(mul(ypc, ypc), mul(yp, yp), 1e-12, 1e-12);
+  // Same-dtype copies of one dense run (cudaMemcpyAsync) into a transposed tensor of the same layout.
+  Tensor into = transposedView(empty({200, 300}, kFloat, std::nullopt, kCuda));
+  ops::copy_::call(into, xtc, false);
+  EXPECT_EQUAL(into, xt);
+  // An expanded CPU tensor uploads its one row, broadcast on the device (issue 24, item 5).
+  Tensor row = hostData({1, 5}, kFloat, 6);
+  Tensor expanded = detail::make_view(row, {4, 5}, {0, 1}, 0);
+  Tensor landed = empty({4, 5}, kFloat, std::nullopt, kCuda);
+  ops::copy_::call(landed, expanded, false);
+  EXPECT_EQUAL(landed, add(expanded, zeros({4, 5}, kFloat, std::nullopt, kHost)));
+}
+
+namespace {
+
+// Holds the default stream on a host function until released (or 10 s pass): while held, an
+// operation that waited for the device could not return.
+struct StreamHold {
+  std::atomic<bool> released{false};
+  static void CUDART_CB wait(void* self) {
+    auto* hold = static_cast<StreamHold*>(self);
+    for (int i = 0; i < 10000 && !hold->released.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+}  // namespace
+
+// Issue 24, item 9: a CPU 0-dim operand rides with the launch, reductions and softmax take their
+// workspace from the caching allocator: none of them waits for the device.
+CUDA_TEST(no_hidden_synchronization) {
+  Tensor x_host = hostData({64, 4096}, kFloat, 7);
+  Tensor x = toCuda(x_host);
+  Tensor two = full({}, 2.0, kFloat, std::nullopt, kHost);
+  auto work = [&] {
+    return std::vector<Tensor>{mul(x, two), add(two, x), sum(x, {0}), sum(x), _softmax(x, 0, false),
+                               where(gt(x, two), x, two)};
+  };
+  work();  // freed at once: the allocator's cache now holds a block of every size work() takes
+  StreamHold hold;
+  CHECK(cudaLaunchHostFunc(nullptr, &StreamHold::wait, &hold) == cudaSuccess);
+  std::vector<Tensor> results = work();
+  CHECK(cudaStreamQuery(nullptr) == cudaErrorNotReady);  // still held: nothing waited
+  hold.released = true;
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  Tensor host_two_result = mul(x_host, two);
+  EXPECT_EQUAL(results[0], host_two_result);
+  EXPECT_EQUAL(results[1], host_two_result);
+  EXPECT_CLOSE(results[2], sum(x_host, {0}), 1e-4, 1e-4);
+  EXPECT_CLOSE(results[3], sum(x_host), 1e-4, 1e-2);
+  EXPECT_CLOSE(results[4], _softmax(x_host, 0, false), 1e-5, 1e-6);
+  EXPECT_EQUAL(results[5], where(gt(x_host, two), x_host, two));
+}
+
 CUDA_TEST(review_findings_match_cpu) {
+  // A row stride past INT_MAX (cuBLAS's int leading dimension): copied to contiguous first.
+  {
+    const int64_t far = (int64_t{1} << 31) + 16;
+    Tensor storage = empty({far + 2}, kFloat, std::nullopt, kCuda);  // 8 GiB
+    Tensor wide = detail::make_view(storage, {2, 2}, {far, 1}, 0);
+    Tensor wide_host = hostData({2, 2}, kFloat, 11);
+    ops::copy_::call(wide, wide_host, false);
+    Tensor rhs_host = hostData({2, 3}, kFloat, 12);
+    EXPECT_CLOSE(mm(wide, toCuda(rhs_host)), mm(wide_host, rhs_host), 1e-6, 1e-6);
+  }
   // mm(a, b, out=a): a is read into a temporary before cuBLAS writes it.
   Tensor a_host = hostData({4, 4}, kFloat, 1), b_host = hostData({4, 4}, kFloat, 2);
   Tensor expected = mm(a_host, b_host);

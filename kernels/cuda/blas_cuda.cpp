@@ -105,13 +105,17 @@ struct GemmOperand {
 };
 
 // A [rows, cols] matrix (the last two dims of `t`; `t` may be a batch) as a cuBLAS operand.
+// cuBLAS takes leading dimensions as int: a view whose row (or column) stride exceeds INT_MAX
+// is copied to a contiguous matrix, whose leading dimension is its width.
 GemmOperand gemmOperand(const Tensor& t) {
   int64_t rows = t.size(-2), cols = t.size(-1);
   int64_t row_stride = t.stride(-2), col_stride = t.stride(-1);
-  if ((cols == 1 || col_stride == 1) && (rows == 1 || row_stride >= std::max<int64_t>(cols, 1))) {
+  // Whether `ld` can be the leading dimension of a matrix `width` wide.
+  auto usable = [](int64_t ld, int64_t width) { return ld >= std::max<int64_t>(width, 1) && ld <= INT_MAX; };
+  if ((cols == 1 || col_stride == 1) && (rows == 1 || usable(row_stride, cols))) {
     return GemmOperand{t, CUBLAS_OP_N, rows == 1 ? std::max<int64_t>(cols, 1) : row_stride};
   }
-  if ((rows == 1 || row_stride == 1) && (cols == 1 || col_stride >= std::max<int64_t>(rows, 1))) {
+  if ((rows == 1 || row_stride == 1) && (cols == 1 || usable(col_stride, rows))) {
     return GemmOperand{t, CUBLAS_OP_T, cols == 1 ? std::max<int64_t>(rows, 1) : col_stride};
   }
   return GemmOperand{cuda::contiguousCuda(t), CUBLAS_OP_N, std::max<int64_t>(cols, 1)};

@@ -1,6 +1,6 @@
 // Device code of the copies and fills: dtype-converting strided copy, fill with a bit
 // pattern, arange (kernels/cuda/launch.h).
-#include "kernel_helpers.h"
+#include "elementwise.cuh"
 
 namespace dk::cuda::launch {
 
@@ -9,20 +9,20 @@ namespace {
 using namespace device;
 
 template <class Dst, class Src>
-__global__ void copyKernel(Geometry g, Dst* dst, const Src* src) {
-  DK_CUDA_KERNEL_LOOP(i, g.numel) {
-    Offsets<2> off(g, i);
-    dst[off.at[0]] = convert<Dst>(src[off.at[1]]);
-  }
-}
+struct ConvertTo {
+  __device__ __forceinline__ Dst operator()(Src v) const { return convert<Dst>(v); }
+};
 
-// Fills with a raw element: the host converted the value to the destination dtype.
+// Fills with a raw element: the host converted the value to the destination dtype, and the
+// loop copies it from a value operand.
 template <class Bits>
-__global__ void fillKernel(Geometry g, Bits* dst, Bits value) {
-  DK_CUDA_KERNEL_LOOP(i, g.numel) {
-    Offsets<1> off(g, i);
-    dst[off.at[0]] = value;
-  }
+struct SameBits {
+  __device__ __forceinline__ Bits operator()(Bits v) const { return v; }
+};
+
+template <class Bits>
+void launchFill(const Geometry& g, void* dst, uint64_t bits) {
+  launchMap(g, static_cast<Bits*>(dst), SameBits<Bits>{}, Operand<Bits>{nullptr, static_cast<Bits>(bits)});
 }
 
 // A: what start + step * i is computed in (the CPU kernel's accumulate type).
@@ -39,7 +39,7 @@ void copy(const Geometry& g, void* dst, Dtype dst_dtype, const void* src, Dtype 
     using Dst = decltype(dst_tag);
     dispatch(src_dtype, [&](auto src_tag) {
       using Src = decltype(src_tag);
-      copyKernel<Dst, Src><<<blocksFor(g.numel), kBlockSize>>>(g, static_cast<Dst*>(dst), static_cast<const Src*>(src));
+      launchMap(g, static_cast<Dst*>(dst), ConvertTo<Dst, Src>{}, Operand<Src>{static_cast<const Src*>(src), Src{}});
     });
   });
   DK_CUDA_CHECK_LAUNCH("copy");
@@ -47,12 +47,11 @@ void copy(const Geometry& g, void* dst, Dtype dst_dtype, const void* src, Dtype 
 
 void fill(const Geometry& g, void* dst, int element_size, uint64_t bits) {
   if (g.numel == 0) return;
-  unsigned blocks = blocksFor(g.numel);
   switch (element_size) {
-    case 1: fillKernel<<<blocks, kBlockSize>>>(g, static_cast<uint8_t*>(dst), static_cast<uint8_t>(bits)); break;
-    case 2: fillKernel<<<blocks, kBlockSize>>>(g, static_cast<uint16_t*>(dst), static_cast<uint16_t>(bits)); break;
-    case 4: fillKernel<<<blocks, kBlockSize>>>(g, static_cast<uint32_t*>(dst), static_cast<uint32_t>(bits)); break;
-    default: fillKernel<<<blocks, kBlockSize>>>(g, static_cast<uint64_t*>(dst), bits); break;
+    case 1: launchFill<uint8_t>(g, dst, bits); break;
+    case 2: launchFill<uint16_t>(g, dst, bits); break;
+    case 4: launchFill<uint32_t>(g, dst, bits); break;
+    default: launchFill<uint64_t>(g, dst, bits); break;
   }
   DK_CUDA_CHECK_LAUNCH("fill");
 }

@@ -10,6 +10,7 @@
 #include "../meta/shape_functions.h"
 #include "cuda_error.h"
 #include "device_guard.h"
+#include "loop_geometry.h"
 #include "dk/tensor/dtype_dispatch.h"
 #include "dk/tensor/empty_tensor.h"
 #include "dk/tensor/tensor_geometry.h"
@@ -40,35 +41,14 @@ Tensor emptyCudaStrided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype
 launch::Geometry makeGeometry(IntArrayRef sizes, std::initializer_list<const Tensor*> operands) {
   DK_CHECK(operands.size() <= static_cast<size_t>(launch::kMaxOperands), "makeGeometry: too many operands");
   std::vector<std::vector<int64_t>> strides;
+  std::vector<const int64_t*> stride_rows;
   for (const Tensor* t : operands) strides.push_back(meta::expandedStrides(*t, sizes));
-  // Keep the dims of size != 1, merging each into the previous kept one when every operand
-  // steps over both as one.
-  std::vector<int64_t> kept_sizes;
-  std::vector<std::vector<int64_t>> kept_strides(operands.size());
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    bool mergeable = !kept_sizes.empty();
-    for (size_t k = 0; mergeable && k < operands.size(); ++k) {
-      mergeable = kept_strides[k].back() == strides[k][d] * sizes[d];
-    }
-    if (mergeable) {
-      kept_sizes.back() *= sizes[d];
-      for (size_t k = 0; k < operands.size(); ++k) kept_strides[k].back() = strides[k][d];
-    } else {
-      kept_sizes.push_back(sizes[d]);
-      for (size_t k = 0; k < operands.size(); ++k) kept_strides[k].push_back(strides[k][d]);
-    }
-  }
-  DK_CHECK(kept_sizes.size() <= static_cast<size_t>(launch::kMaxDims), "CUDA kernels support at most ",
-           launch::kMaxDims, " dims after merging, got ", kept_sizes.size());
+  for (const std::vector<int64_t>& row : strides) stride_rows.push_back(row.data());
   launch::Geometry g;
-  g.ndim = static_cast<int32_t>(kept_sizes.size());
-  g.num_operands = static_cast<int32_t>(operands.size());
-  g.numel = computeNumel(sizes);
-  for (size_t d = 0; d < kept_sizes.size(); ++d) {
-    g.sizes[d] = kept_sizes[d];
-    for (size_t k = 0; k < operands.size(); ++k) g.strides[k][d] = kept_strides[k][d];
-  }
+  int ndim = launch::buildLoopGeometry(static_cast<int>(sizes.size()), sizes.data(), static_cast<int>(operands.size()),
+                                       stride_rows.data(), g);
+  DK_CHECK(ndim <= launch::kMaxDims, "CUDA kernels support at most ", launch::kMaxDims, " dims after merging, got ",
+           ndim);
   return g;
 }
 
@@ -125,20 +105,26 @@ Tensor contiguousCuda(const Tensor& t) {
   return out;
 }
 
-Tensor operandOn(const Tensor& t, ScalarType dtype, Device device) {
+PointwiseInput pointwiseInput(const Tensor& t, ScalarType dtype) {
   if (t.is_cpu()) {
     DK_CHECK(t.dim() == 0, "CUDA kernels: a CPU operand must be a 0-dim tensor, got sizes ", IntArrayRef(t.sizes()));
-    uint64_t bits = scalarBits(readScalar(t.data_ptr(), t.dtype()), dtype);
-    Tensor out = emptyCuda({}, dtype, device);
-    DK_CUDA_CHECK(cudaMemcpy(out.data_ptr(), &bits, elementSize(dtype), cudaMemcpyHostToDevice));
-    return out;
+    return PointwiseInput{t, launch::Input::value(scalarBits(readScalar(t.data_ptr(), t.dtype()), dtype))};
   }
-  return convertCuda(t, dtype);
+  Tensor converted = convertCuda(t, dtype);
+  return PointwiseInput{converted, launch::Input(converted.data_ptr())};
 }
 
 void copyWithinDevice(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
   launch::Geometry g = makeGeometry(dst.sizes(), {&dst, &src});
+  // One run of the same elements in the same order (both dense, laid out alike): the copy
+  // engine moves it without a kernel.
+  bool one_run = g.ndim == 0 || (g.ndim == 1 && g.strides[0][0] == 1 && g.strides[1][0] == 1);
+  if (one_run && dst.dtype() == src.dtype()) {
+    DK_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(g.numel) * dst.element_size(),
+                                  cudaMemcpyDeviceToDevice, nullptr));
+    return;
+  }
   launch::copy(g, dst.data_ptr(), toLaunchDtype(dst.dtype()), src.data_ptr(), toLaunchDtype(src.dtype()));
 }
 

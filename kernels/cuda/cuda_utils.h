@@ -23,9 +23,9 @@ Tensor emptyCuda(IntArrayRef sizes, ScalarType dtype, Device device);
 Tensor emptyCudaStrided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device);
 
 // The geometry of an elementwise loop over `sizes`: operand k is operands[k] broadcast to
-// `sizes` (0 strides along broadcast dims; expand rules checked). Dims of size 1 are dropped and
-// dims every operand walks contiguously merged. Error: "CUDA kernels support at most 25 dims
-// after merging, got 17".
+// `sizes` (0 strides along broadcast dims; expand rules checked). Dims of size 1 are dropped,
+// the rest ordered by operand 0's strides and merged where every operand walks them as one
+// (launch::buildLoopGeometry). Error: "CUDA kernels support at most 25 dims after merging, got 26".
 launch::Geometry makeGeometry(IntArrayRef sizes, std::initializer_list<const Tensor*> operands);
 
 // A Scalar as a launcher argument (both its double and its int64 value).
@@ -39,10 +39,15 @@ Scalar readScalar(const void* data, ScalarType dtype);
 // 0-dim CPU tensor.
 Device computeDevice(std::initializer_list<const Tensor*> operands);
 
-// `t` ready for a launcher computing in `dtype` on `device`: t itself when it already is,
-// a converted contiguous copy when its dtype differs, an uploaded 0-dim tensor when it is a
-// 0-dim CPU tensor.
-Tensor operandOn(const Tensor& t, ScalarType dtype, Device device);
+// An input of a pointwise launcher computing in `dtype`: `tensor` is what makeGeometry walks,
+// `input` what the launcher reads. A 0-dim CPU tensor becomes a value passed with the launch
+// (launch::Input::value: nothing uploaded, nothing waited for; issue 24, item 9); any other
+// tensor is used where it is, converted to dtype (a contiguous copy) when its dtype differs.
+struct PointwiseInput {
+  Tensor tensor;
+  launch::Input input;
+};
+PointwiseInput pointwiseInput(const Tensor& t, ScalarType dtype);
 // t converted to `dtype` (a contiguous copy), or t when it has that dtype.
 Tensor convertCuda(const Tensor& t, ScalarType dtype);
 // t, or a contiguous copy of it.

@@ -112,21 +112,47 @@ __device__ __forceinline__ bool isNan(T v) {
 
 // ---------------------------------------------------------------- geometry
 
-// Offsets (in elements) of the N operands of element `linear` of g.
-template <int N>
-struct Offsets {
-  int64_t at[N];
-  __device__ __forceinline__ Offsets(const Geometry& g, int64_t linear) {
+// Offsets (in elements) of the N operands of element `linear` of g, computed in Index (int32_t
+// when every offset of g fits: 32-bit division costs a fraction of 64-bit's).
+template <class Index, int N>
+struct IndexedOffsets {
+  Index at[N];
+  __device__ __forceinline__ IndexedOffsets(const Geometry& g, Index linear) {
+    if (g.ndim == 1) {  // the common case after merging: no division at all
+#pragma unroll
+      for (int k = 0; k < N; ++k) at[k] = linear * static_cast<Index>(g.strides[k][0]);
+      return;
+    }
 #pragma unroll
     for (int k = 0; k < N; ++k) at[k] = 0;
     for (int d = g.ndim - 1; d >= 0; --d) {
-      int64_t size = g.sizes[d];
-      int64_t index = linear % size;
+      Index size = static_cast<Index>(g.sizes[d]);
+      Index index = linear % size;
       linear /= size;
 #pragma unroll
-      for (int k = 0; k < N; ++k) at[k] += index * g.strides[k][d];
+      for (int k = 0; k < N; ++k) at[k] += index * static_cast<Index>(g.strides[k][d]);
     }
   }
+};
+template <int N>
+using Offsets = IndexedOffsets<int64_t, N>;
+
+// Whether every element index and operand offset of g fits in int32_t (then IndexedOffsets may
+// use int32_t).
+inline bool fitsInt32(const Geometry& g) {
+  if (g.numel > INT32_MAX) return false;
+  for (int k = 0; k < g.num_operands; ++k) {
+    int64_t reach = 0;
+    for (int d = 0; d < g.ndim; ++d) reach += (g.sizes[d] - 1) * (g.strides[k][d] < 0 ? -g.strides[k][d] : g.strides[k][d]);
+    if (reach > INT32_MAX) return false;
+  }
+  return true;
+}
+
+// `V` elements of T moved as one access (at most 16 bytes: one vector load or store).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
 };
 
 // ---------------------------------------------------------------- block reductions

@@ -36,6 +36,22 @@ struct Geometry {
   int64_t strides[kMaxOperands][kMaxDims] = {};
 };
 
+// An input of a pointwise launcher: device memory walked through the geometry (`data`), or,
+// when data is null, one value passed with the launch: the raw bits of one element of the
+// input's dtype, in the low bytes. A 0-dim CPU operand travels that way, so nothing is uploaded
+// and nothing waits for the device.
+struct Input {
+  const void* data = nullptr;
+  uint64_t bits = 0;
+  Input() = default;
+  Input(const void* device_data) : data(device_data) {}  // a pointer is an input in memory
+  static Input value(uint64_t element_bits) {
+    Input in;
+    in.bits = element_bits;
+    return in;
+  }
+};
+
 // A Scalar argument, ready for either kind of dtype: kernels of floating dtypes read `f`,
 // integral ones `i`, Bool reads i != 0.
 struct ScalarArg {
@@ -89,7 +105,7 @@ enum class BinaryOp : int8_t {
 };
 // out = op(a, b); a and b have `dtype`, and so does out except for comparisons (Bool).
 // Operands: 0 out, 1 a, 2 b.
-void binary(BinaryOp op, Dtype dtype, const Geometry& g, void* out, const void* a, const void* b, ScalarArg alpha);
+void binary(BinaryOp op, Dtype dtype, const Geometry& g, void* out, Input a, Input b, ScalarArg alpha);
 
 enum class UnaryOp : int8_t { Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh };
 // out = op(in), both of `dtype`. Operands: 0 out, 1 in.
@@ -99,8 +115,7 @@ void clamp(Dtype dtype, const Geometry& g, void* out, const void* in, const Scal
 // out = in ** exponent. For integral dtypes the exponent is a non-negative integer.
 void powScalar(Dtype dtype, const Geometry& g, void* out, const void* in, ScalarArg exponent);
 // out = cond ? a : b; cond is Bool or Byte. Operands: 0 out, 1 cond, 2 a, 3 b.
-void where(Dtype dtype, Dtype cond_dtype, const Geometry& g, void* out, const void* cond, const void* a,
-           const void* b);
+void where(Dtype dtype, Dtype cond_dtype, const Geometry& g, void* out, Input cond, Input a, Input b);
 
 // ---------------------------------------------------------------- reductions
 
@@ -133,11 +148,14 @@ int64_t softmaxWorkspaceBytes(Dtype in_dtype, int64_t outer, int64_t dim_size, i
 
 // nll_loss over a contiguous input [batch, classes] (batch = 1 without a batch dim), a
 // contiguous target [batch] of target_dtype (Long or Byte) and an optional contiguous weight
-// [classes]. reduction: 0 none (out [batch]), 1 mean, 2 sum (out: one element). A target out
-// of [0, classes) that is not ignore_index sets error[0] = 1 and error[1] = the target
-// (error: two int64 on the device, zeroed by the caller).
+// [classes]. reduction: 0 none (out [batch]), 1 mean, 2 sum (out: one element; `workspace`: at
+// least nllLossWorkspaceBytes(batch) bytes of device memory for the blocks' partial sums). A
+// target out of [0, classes) that is not ignore_index sets error[0] = 1 and error[1] = the
+// target (error: two int64 on the device, zeroed by the caller).
+int64_t nllLossWorkspaceBytes(int64_t batch);
 void nllLoss(Dtype dtype, Dtype target_dtype, int reduction, void* out, const void* input, const void* target,
-             const void* weight, int64_t batch, int64_t classes, int64_t ignore_index, int64_t* error);
+             const void* weight, int64_t batch, int64_t classes, int64_t ignore_index, int64_t* error,
+             void* workspace);
 
 // out[i, j] = weight[indices[i], j] for a contiguous out [num_indices, dim]; weight has
 // `num_weights` rows and the given strides; indices (Long or Int) are contiguous. An index

@@ -64,14 +64,14 @@ Tensor mse_loss_cuda(const Tensor& self, const Tensor& target, int64_t reduction
   meta::OutputSpec spec = meta::mseLoss(self, target, reduction);
   Device device = cuda::computeDevice({&self, &target});
   cuda::DeviceGuard guard(device);  // self, the guarded argument, may be a CPU scalar
-  Tensor a = cuda::operandOn(self, spec.dtype, device);
-  Tensor b = cuda::operandOn(target, spec.dtype, device);
+  cuda::PointwiseInput a = cuda::pointwiseInput(self, spec.dtype);
+  cuda::PointwiseInput b = cuda::pointwiseInput(target, spec.dtype);
   std::vector<int64_t> sizes = inferBroadcastShape(self.sizes(), target.sizes());
   Tensor squared = cuda::emptyCuda(sizes, spec.dtype, device);
   if (squared.numel() > 0) {
     cuda::launch::binary(cuda::launch::BinaryOp::SquaredDiff, cuda::toLaunchDtype(spec.dtype),
-                         cuda::makeGeometry(sizes, {&squared, &a, &b}), squared.data_ptr(), a.data_ptr(), b.data_ptr(),
-                         cuda::launch::ScalarArg{1, 1});
+                         cuda::makeGeometry(sizes, {&squared, &a.tensor, &b.tensor}), squared.data_ptr(), a.input,
+                         b.input, cuda::launch::ScalarArg{1, 1});
   }
   if (meta::parseLossReduction("mse_loss", reduction) == meta::LossReduction::None) return squared;
   Tensor out = cuda::emptyCuda({}, spec.dtype, device);
@@ -91,10 +91,12 @@ Tensor nll_loss_cuda(const Tensor& self, const Tensor& target, const std::option
   Tensor out = cuda::emptyCuda(spec.sizes, spec.dtype, device);
   int64_t batch = self.dim() == 2 ? self.size(0) : 1;
   Tensor flag = cuda::errorFlag(device);
+  Tensor workspace;
+  if (reduction != 0) workspace = cuda::emptyCuda({cuda::launch::nllLossWorkspaceBytes(batch)}, kByte, device);
   cuda::launch::nllLoss(cuda::toLaunchDtype(self.dtype()), cuda::toLaunchDtype(target.dtype()),
                         static_cast<int>(reduction), out.data_ptr(), input.data_ptr(), targets.data_ptr(),
                         weights.defined() ? weights.data_ptr() : nullptr, batch, self.size(-1), ignore_index,
-                        flag.data_ptr<int64_t>());
+                        flag.data_ptr<int64_t>(), workspace.defined() ? workspace.data_ptr() : nullptr);
   cuda::checkErrorFlag(flag, [](int64_t t) { return detail::concat("Target ", t, " is out of bounds."); });
   return out;
 }

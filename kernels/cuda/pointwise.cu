@@ -1,7 +1,7 @@
 // Device code of the pointwise operators: binary, comparison, unary, clamp, pow, where
-// (kernels/cuda/launch.h). Each operator is a functor on T's accumulate type (kernel_helpers.h);
-// one grid-stride kernel per arity applies it over a Geometry.
-#include "kernel_helpers.h"
+// (kernels/cuda/launch.h). Each operator is a functor on T's accumulate type (kernel_helpers.h),
+// adapted to T's elements and run by launchMap's loops (Note [CUDA elementwise loops]).
+#include "elementwise.cuh"
 
 namespace dk::cuda::launch {
 
@@ -122,18 +122,19 @@ struct GeluBackwardTanhOp {
   }
 };
 
+// A functor on the accumulate type applied to T's elements: operands loaded through acc_t<T>,
+// the result converted to Out.
 template <class T, class Out, class F>
-__global__ void binaryKernel(Geometry g, Out* out, const T* a, const T* b, F f) {
-  DK_CUDA_KERNEL_LOOP(i, g.numel) {
-    Offsets<3> off(g, i);
-    store(out + off.at[0], f(load(a + off.at[1]), load(b + off.at[2])));
-  }
-}
+struct OnElements {
+  using A = acc_t<T>;
+  F f;
+  __device__ __forceinline__ Out operator()(T a, T b) const { return convert<Out>(f(convert<A>(a), convert<A>(b))); }
+  __device__ __forceinline__ Out operator()(T x) const { return convert<Out>(f(convert<A>(x))); }
+};
 
 template <class T, class Out, class F>
-void launchBinary(const Geometry& g, void* out, const void* a, const void* b, F f) {
-  binaryKernel<T, Out, F><<<blocksFor(g.numel), kBlockSize>>>(g, static_cast<Out*>(out), static_cast<const T*>(a),
-                                                               static_cast<const T*>(b), f);
+void launchBinary(const Geometry& g, void* out, Input a, Input b, F f) {
+  launchMap(g, static_cast<Out*>(out), OnElements<T, Out, F>{f}, operandOf<T>(a), operandOf<T>(b));
 }
 
 // ---------------------------------------------------------------- unary
@@ -208,25 +209,14 @@ struct PowFn {
 };
 
 template <class T, class F>
-__global__ void unaryKernel(Geometry g, T* out, const T* in, F f) {
-  DK_CUDA_KERNEL_LOOP(i, g.numel) {
-    Offsets<2> off(g, i);
-    store(out + off.at[0], f(load(in + off.at[1])));
-  }
-}
-
-template <class T, class F>
 void launchUnary(const Geometry& g, void* out, const void* in, F f) {
-  unaryKernel<T, F><<<blocksFor(g.numel), kBlockSize>>>(g, static_cast<T*>(out), static_cast<const T*>(in), f);
+  launchMap(g, static_cast<T*>(out), OnElements<T, T, F>{f}, Operand<T>{static_cast<const T*>(in), T{}});
 }
 
 template <class T, class C>
-__global__ void whereKernel(Geometry g, T* out, const C* cond, const T* a, const T* b) {
-  DK_CUDA_KERNEL_LOOP(i, g.numel) {
-    Offsets<4> off(g, i);
-    out[off.at[0]] = cond[off.at[1]] ? a[off.at[2]] : b[off.at[3]];
-  }
-}
+struct Select {
+  __device__ __forceinline__ T operator()(C cond, T a, T b) const { return cond ? a : b; }
+};
 
 [[noreturn]] void unsupported(const char* what) {
   throwCudaError(static_cast<int>(cudaErrorInvalidValue), what, __FILE__, __LINE__);
@@ -234,7 +224,7 @@ __global__ void whereKernel(Geometry g, T* out, const C* cond, const T* a, const
 
 }  // namespace
 
-void binary(BinaryOp op, Dtype dtype, const Geometry& g, void* out, const void* a, const void* b, ScalarArg alpha) {
+void binary(BinaryOp op, Dtype dtype, const Geometry& g, void* out, Input a, Input b, ScalarArg alpha) {
   if (g.numel == 0) return;
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -334,18 +324,15 @@ void powScalar(Dtype dtype, const Geometry& g, void* out, const void* in, Scalar
   DK_CUDA_CHECK_LAUNCH("pow");
 }
 
-void where(Dtype dtype, Dtype cond_dtype, const Geometry& g, void* out, const void* cond, const void* a,
-           const void* b) {
+void where(Dtype dtype, Dtype cond_dtype, const Geometry& g, void* out, Input cond, Input a, Input b) {
   if (g.numel == 0) return;
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
-    unsigned blocks = blocksFor(g.numel);
     if (cond_dtype == Dtype::Bool) {
-      whereKernel<<<blocks, kBlockSize>>>(g, static_cast<T*>(out), static_cast<const bool*>(cond),
-                                          static_cast<const T*>(a), static_cast<const T*>(b));
+      launchMap(g, static_cast<T*>(out), Select<T, bool>{}, operandOf<bool>(cond), operandOf<T>(a), operandOf<T>(b));
     } else {
-      whereKernel<<<blocks, kBlockSize>>>(g, static_cast<T*>(out), static_cast<const uint8_t*>(cond),
-                                          static_cast<const T*>(a), static_cast<const T*>(b));
+      launchMap(g, static_cast<T*>(out), Select<T, uint8_t>{}, operandOf<uint8_t>(cond), operandOf<T>(a),
+                operandOf<T>(b));
     }
   });
   DK_CUDA_CHECK_LAUNCH("where");

@@ -1,7 +1,8 @@
 // CUDA kernels of the pointwise operators: binary, comparison, where, unary, clamp, pow.
 // Shapes, dtypes and checks come from the meta functions (structured families) and the meta
-// shape functions (the rest); operands are converted to
-// the compute dtype (0-dim CPU tensors uploaded), and one launcher of launch.h does the work.
+// shape functions (the rest); operands are converted to the compute dtype (0-dim CPU tensors
+// passed by value with the launch: cuda::pointwiseInput), and one launcher of launch.h does the work.
+#include <cstring>
 #include <limits>
 
 #include "../meta/shape_functions.h"
@@ -32,6 +33,7 @@
 #include "dk/generated/ops/sub_native.h"
 #include "dk/generated/ops/tanh_native.h"
 #include "dk/generated/ops/where_native.h"
+#include "dk/tensor/empty_tensor.h"
 
 namespace dk::native {
 
@@ -66,10 +68,11 @@ ResultTarget targetFor(const meta::OutputSpec& spec, Device device, const Tensor
   return ResultTarget{emptyFor(spec, device), out != nullptr ? *out : Tensor()};
 }
 
-// A 0-dim CUDA tensor holding `value` as `dtype`.
-Tensor scalarTensor(const Scalar& value, ScalarType dtype, Device device) {
-  Tensor t = cuda::emptyCuda({}, dtype, device);
-  cuda::fillCuda(t, value);
+// A 0-dim CPU tensor holding `value` as `dtype`: a launch reads it as a value (pointwiseInput).
+Tensor hostScalar(const Scalar& value, ScalarType dtype) {
+  Tensor t = detail::empty_contiguous({}, dtype, Device(DeviceType::CPU));
+  uint64_t bits = cuda::scalarBits(value, dtype);
+  std::memcpy(t.data_ptr(), &bits, elementSize(dtype));
   return t;
 }
 
@@ -79,12 +82,13 @@ Tensor runBinary(cuda::launch::BinaryOp op, const Tensor& self, const Tensor& ot
   Device device = cuda::computeDevice({&self, &other});
   // The wrapper guards self's device, which is the CPU when self is a CPU scalar.
   cuda::DeviceGuard guard(device);
-  Tensor a = cuda::operandOn(self, compute, device);
-  Tensor b = cuda::operandOn(other, compute, device);
+  cuda::PointwiseInput a = cuda::pointwiseInput(self, compute);
+  cuda::PointwiseInput b = cuda::pointwiseInput(other, compute);
   ResultTarget target = targetFor(spec, device, out);
   if (target.result.numel() > 0) {
-    cuda::launch::binary(op, cuda::toLaunchDtype(compute), cuda::makeGeometry(spec.sizes, {&target.result, &a, &b}),
-                         target.result.data_ptr(), a.data_ptr(), b.data_ptr(), cuda::scalarArg(alpha));
+    cuda::launch::binary(op, cuda::toLaunchDtype(compute),
+                         cuda::makeGeometry(spec.sizes, {&target.result, &a.tensor, &b.tensor}),
+                         target.result.data_ptr(), a.input, b.input, cuda::scalarArg(alpha));
   }
   return target.finish();
 }
@@ -170,9 +174,9 @@ DK_IMPL_FUNC(lt_Tensor_out_cuda)(const Tensor& self, const Tensor& other, const 
   runBinary(Binary::Lt, self, other, meta::OutputSpec(out.sizes(), out.dtype()), common_dtype(), 1, &out);
 }
 
-// The Scalar becomes a 0-dim tensor of the common dtype.
+// The Scalar becomes a 0-dim CPU tensor of the common dtype, passed by value.
 DK_IMPL_FUNC(eq_Scalar_out_cuda)(const Tensor& self, const Scalar& other, const Tensor& out) {
-  Tensor value = scalarTensor(other, common_dtype(), cuda::resolveDevice(self.device()));
+  Tensor value = hostScalar(other, common_dtype());
   runBinary(Binary::Eq, self, value, meta::OutputSpec(out.sizes(), out.dtype()), common_dtype(), 1, &out);
 }
 
@@ -181,14 +185,14 @@ Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& oth
   meta::OutputSpec spec = meta::where(condition, self, other);
   Device device = cuda::computeDevice({&condition, &self, &other});
   cuda::DeviceGuard guard(device);  // condition, the guarded argument, may be a CPU scalar
-  Tensor cond = cuda::operandOn(condition, condition.dtype(), device);
-  Tensor a = cuda::operandOn(self, spec.dtype, device);
-  Tensor b = cuda::operandOn(other, spec.dtype, device);
+  cuda::PointwiseInput cond = cuda::pointwiseInput(condition, condition.dtype());
+  cuda::PointwiseInput a = cuda::pointwiseInput(self, spec.dtype);
+  cuda::PointwiseInput b = cuda::pointwiseInput(other, spec.dtype);
   Tensor out = emptyFor(spec, device);
   if (out.numel() > 0) {
-    cuda::launch::where(cuda::toLaunchDtype(spec.dtype), cuda::toLaunchDtype(cond.dtype()),
-                        cuda::makeGeometry(spec.sizes, {&out, &cond, &a, &b}), out.data_ptr(), cond.data_ptr(),
-                        a.data_ptr(), b.data_ptr());
+    cuda::launch::where(cuda::toLaunchDtype(spec.dtype), cuda::toLaunchDtype(condition.dtype()),
+                        cuda::makeGeometry(spec.sizes, {&out, &cond.tensor, &a.tensor, &b.tensor}), out.data_ptr(),
+                        cond.input, a.input, b.input);
   }
   return out;
 }

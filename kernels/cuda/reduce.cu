@@ -58,12 +58,6 @@ struct ExtremumReducer {
   __device__ static int64_t index(State s) { return s.index; }
 };
 
-// `V` elements loaded as one access (at most kMaxVectorBytes).
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
 // Where a launch writes: the final outputs (out: values, null for argmax and argmin; indices:
 // null for sums), or, for the first pass of a split plan, the partial results laid out
 // [splits, num_outputs] (partial_indices null for sums).

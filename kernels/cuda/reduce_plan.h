@@ -122,22 +122,21 @@ DK_HOST_DEVICE inline int64_t vectorStep(const ReducePlan& p) {
   return static_cast<int64_t>(p.splits) * p.threads_per_output;
 }
 
-// The input offset of output o's first element, and of reduced element r from there.
-DK_HOST_DEVICE inline int64_t keptOffset(const ReduceGeometry& g, int64_t o) {
+// The offset of element `index`, counted row-major over `ndim` dims of `sizes`, at `strides`.
+DK_HOST_DEVICE inline int64_t offsetOf(int32_t ndim, const int64_t* sizes, const int64_t* strides, int64_t index) {
   int64_t offset = 0;
-  for (int d = g.kept_ndim - 1; d >= 0; --d) {
-    offset += (o % g.kept_sizes[d]) * g.kept_strides[d];
-    o /= g.kept_sizes[d];
+  for (int d = ndim - 1; d >= 0; --d) {
+    offset += (index % sizes[d]) * strides[d];
+    index /= sizes[d];
   }
   return offset;
 }
+// The input offset of output o's first element, and of reduced element r from there.
+DK_HOST_DEVICE inline int64_t keptOffset(const ReduceGeometry& g, int64_t o) {
+  return offsetOf(g.kept_ndim, g.kept_sizes, g.kept_strides, o);
+}
 DK_HOST_DEVICE inline int64_t reducedOffset(const ReduceGeometry& g, int64_t r) {
-  int64_t offset = 0;
-  for (int d = g.reduced_ndim - 1; d >= 0; --d) {
-    offset += (r % g.reduced_sizes[d]) * g.reduced_strides[d];
-    r /= g.reduced_sizes[d];
-  }
-  return offset;
+  return offsetOf(g.reduced_ndim, g.reduced_sizes, g.reduced_strides, r);
 }
 
 }  // namespace dk::cuda::launch

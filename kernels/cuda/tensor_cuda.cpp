@@ -31,16 +31,21 @@ void copyHostToDevice(const Tensor& self, const Tensor& src) {
     DK_CUDA_CHECK(cudaMemcpy(self.data_ptr(), src.data_ptr(), self.nbytes(), cudaMemcpyHostToDevice));
     return;
   }
-  // Upload src as it is (contiguous, its own dtype and sizes), then let the device broadcast
-  // and convert.
+  // Upload src's distinct elements in its own dtype, then let the device broadcast and convert.
+  // An expanded dim (stride 0) goes up once, as a dim of size 1 the device broadcasts back, so
+  // an expansion is never materialized on the host.
+  std::vector<int64_t> distinct_sizes(src.sizes().begin(), src.sizes().end());
+  for (size_t d = 0; d < distinct_sizes.size(); ++d) {
+    if (src.strides()[d] == 0) distinct_sizes[d] = 1;
+  }
+  Tensor staged = cuda::emptyCuda(distinct_sizes, src.dtype(), self.device());
   std::vector<char> gathered;
   const void* host = src.data_ptr();
   if (!src.is_contiguous()) {
-    gathered.resize(src.nbytes());
-    cuda::gatherHost(gathered.data(), src.data_ptr(), src.sizes(), src.strides(), src.element_size());
+    gathered.resize(staged.nbytes());
+    cuda::gatherHost(gathered.data(), src.data_ptr(), distinct_sizes, src.strides(), src.element_size());
     host = gathered.data();
   }
-  Tensor staged = cuda::emptyCuda(src.sizes(), src.dtype(), self.device());
   DK_CUDA_CHECK(cudaMemcpy(staged.data_ptr(), host, staged.nbytes(), cudaMemcpyHostToDevice));
   cuda::copyWithinDevice(self, staged);
 }
