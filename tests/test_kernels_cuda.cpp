@@ -233,6 +233,16 @@ double rtolFor(ScalarType dtype) {
 // ---------------------------------------------------------------- allocator and device guard
 
 CUDA_TEST(allocator_caches_blocks) {
+  if (cuda::cachingDisabled()) {  // DK_CUDA_NO_CACHING=1 (tools/gpu-check's memcheck run)
+    cuda::CachingAllocatorStats before = cuda::cachingAllocatorStats();
+    {
+      Tensor t = empty({1000}, kFloat, std::nullopt, kCuda);
+      CHECK(cuda::cachingAllocatorStats().allocated_bytes == before.allocated_bytes + 4000);  // exact size
+    }
+    CHECK(cuda::cachingAllocatorStats().allocated_bytes == before.allocated_bytes);
+    CHECK(cuda::cachingAllocatorStats().cached_bytes == 0);
+    return;
+  }
   cuda::emptyCache();
   cuda::CachingAllocatorStats before = cuda::cachingAllocatorStats();
   void* first = nullptr;
@@ -772,6 +782,46 @@ CUDA_TEST(softmax_matches_cpu) {
   EXPECT_CLOSE(_log_softmax(toCuda(h), 1, true), _log_softmax(as_float, 1, false), 1e-5, 1e-6);
 }
 
+// One shape per layout of Note [CUDA softmax plans], against the CPU.
+CUDA_TEST(softmax_plans_match_cpu) {
+  struct Case {
+    Sizes sizes;
+    int64_t dim;
+  };
+  const Case cases[] = {
+      {{1000, 10}, 1},     // lane groups of 16 per row
+      {{13, 1024}, 1},     // a warp per row, 32 values per lane
+      {{300, 1025}, 1},    // a block per row, scalar loads
+      {{64, 4096}, 1},     // a block per row, vector loads
+      {{2, 100000}, 1},    // rows split across blocks
+      {{1, 100001}, 1},    // split, scalar loads
+      {{4096, 64}, 0},     // columns, y threads splitting the dim
+      {{2, 5000, 40}, 1},  // columns split into chunks
+  };
+  for (const Case& c : cases) {
+    for (ScalarType dtype : {kFloat, kDouble}) {
+      Tensor x = hostData(c.sizes, dtype, 13);
+      double tol = dtype == kFloat ? 1e-5 : 1e-12;
+      EXPECT_CLOSE(_softmax(toCuda(x), c.dim, false), _softmax(x, c.dim, false), tol, tol);
+      EXPECT_CLOSE(_log_softmax(toCuda(x), c.dim, false), _log_softmax(x, c.dim, false), tol, tol);
+    }
+  }
+  // Half rows into Float (half_to_float), and rows holding NaN, +inf and nothing but -inf.
+  Tensor h = hostData({4, 8192}, kHalf, 14);
+  Tensor h_float = detail::empty_contiguous({4, 8192}, kFloat, kHost);
+  ops::copy_::call(h_float, h, false);
+  EXPECT_CLOSE(_softmax(toCuda(h), 1, true), _softmax(h_float, 1, false), 1e-5, 1e-7);
+  for (int64_t width : {10, 3000, 200000}) {
+    Tensor special = hostData({3, width}, kFloat, 15);
+    float* p = special.data_ptr<float>();
+    p[1] = std::numeric_limits<float>::quiet_NaN();
+    p[width + 2] = std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < width; ++j) p[2 * width + j] = -std::numeric_limits<float>::infinity();
+    EXPECT_CLOSE(_softmax(toCuda(special), 1, false), _softmax(special, 1, false), 1e-5, 1e-7);
+    EXPECT_CLOSE(_log_softmax(toCuda(special), 1, false), _log_softmax(special, 1, false), 1e-5, 1e-7);
+  }
+}
+
 CUDA_TEST(losses_and_embedding_match_cpu) {
   for (ScalarType dtype : {kFloat, kDouble}) {
     Tensor x = hostData({6, 4}, dtype, 1), y = hostData({6, 4}, dtype, 2);
@@ -882,6 +932,7 @@ struct StreamHold {
 // Issue 24, item 9: a CPU 0-dim operand rides with the launch, reductions and softmax take their
 // workspace from the caching allocator: none of them waits for the device.
 CUDA_TEST(no_hidden_synchronization) {
+  if (cuda::cachingDisabled()) return;  // every free is a cudaFree, which waits for the device
   Tensor x_host = hostData({64, 4096}, kFloat, 7);
   Tensor x = toCuda(x_host);
   Tensor two = full({}, 2.0, kFloat, std::nullopt, kHost);

@@ -4,8 +4,10 @@
 #include <cuda_runtime_api.h>
 
 #include <bit>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,7 +25,7 @@ constexpr size_t kSmallLimit = size_t{1} << 20;
 // One block handed out: the DataPtr's context, so the deleter knows where it goes back.
 struct Block {
   void* ptr;
-  size_t size;  // the size class
+  size_t size;  // the size class (the exact size when caching is off)
   int device;
 };
 
@@ -33,8 +35,8 @@ class CachingAllocator final : public Allocator {
     int index = device.index >= 0 ? device.index : currentDevice();
     Device where(DeviceType::CUDA, static_cast<int8_t>(index));
     if (nbytes == 0) return DataPtr(nullptr, where);
-    size_t size = roundToSizeClass(nbytes);
-    Block* block = takeCached(index, size);
+    size_t size = cachingDisabled() ? nbytes : roundToSizeClass(nbytes);
+    Block* block = cachingDisabled() ? nullptr : takeCached(index, size);
     if (block == nullptr) block = allocateFresh(index, size, nbytes);
     return DataPtr(block->ptr, block, &CachingAllocator::release, where);
   }
@@ -117,6 +119,16 @@ CachingAllocator& instance() {
 void CachingAllocator::release(void* context) {
   auto* block = static_cast<Block*>(context);
   CachingAllocator& self = instance();
+  if (cachingDisabled()) {
+    {
+      DeviceGuard guard(Device(DeviceType::CUDA, static_cast<int8_t>(block->device)));
+      (void)cudaFree(block->ptr);  // a deleter does not throw; a failed free surfaces at the next call
+    }
+    std::lock_guard<std::mutex> lock(self.mutex_);
+    self.stats_.allocated_bytes -= block->size;
+    delete block;
+    return;
+  }
   std::lock_guard<std::mutex> lock(self.mutex_);
   self.free_lists_[{block->device, block->size}].push_back(block);
   self.stats_.allocated_bytes -= block->size;
@@ -130,6 +142,14 @@ const bool registered = [] {
 }();
 
 }  // namespace
+
+bool cachingDisabled() {
+  static const bool disabled = [] {
+    const char* value = std::getenv("DK_CUDA_NO_CACHING");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return disabled;
+}
 
 size_t roundToSizeClass(size_t nbytes) {
   if (nbytes <= kSmallLimit) return (nbytes + kSmallGranule - 1) / kSmallGranule * kSmallGranule;

@@ -10,6 +10,10 @@
 // then raises "CUDA out of memory: ...". Every kernel runs on the legacy default stream, which
 // orders a freed block's last use before its next one, so no events are needed. Cached blocks
 // go back with emptyCache(); at process exit they are left to the driver.
+// DK_CUDA_NO_CACHING=1 (read once; PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING) turns the cache
+// off: each tensor gets a cudaMalloc of exactly its size and is cudaFree'd when released, so
+// that compute-sanitizer's memcheck sees an access one element past a tensor's end, which a
+// rounded, reused block would hide (tools/gpu-check runs memcheck so). Slow: debugging only.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +35,8 @@ Allocator* cachingAllocator();
 CachingAllocatorStats cachingAllocatorStats();
 // cudaFree every cached block (on every device).
 void emptyCache();
+// Whether DK_CUDA_NO_CACHING=1 turned the cache off.
+bool cachingDisabled();
 // The size class a request of `nbytes` is rounded up to.
 size_t roundToSizeClass(size_t nbytes);
 

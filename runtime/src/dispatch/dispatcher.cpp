@@ -460,39 +460,45 @@ void Dispatcher::checkSignature(const OperatorHandle& op, const CppSignature& si
 }
 
 std::string Dispatcher::missingKernelMessage(const OperatorHandle& op, DispatchKeySet ks) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const OperatorEntry& e = op.entry();
-  std::ostringstream keys;
-  keys << "[";
-  bool first = true;
-  const auto fallbacks = fallbackPointers();
-  for (DispatchKey k : e.keysWithValidSlot(fallbacks)) {
-    keys << (first ? "" : ", ") << toString(k);
-    first = false;
-  }
-  keys << "]";
+  std::string missing_meta_warning;
   std::ostringstream out;
-  DispatchKey key = ks.highestPriorityTypeId();
-  if (key == DispatchKey::Undefined) {
-    out << "There were no tensor arguments to this function (for example, you passed an empty list of tensors), "
-           "but no fallback function is registered for schema "
-        << e.operator_name()
-        << ". This usually means that the function needs a non-empty list of tensors, or that its author forgot "
-           "to register a CompositeImplicitAutograd or CompositeExplicitAutograd kernel. Available for these "
-           "backends: "
-        << keys.str() << ".\n\n";
-  } else {
-    // Lint at run time: an operator with a CPU kernel and no Meta one cannot be traced with Meta
-    // or fake tensors; said once per operator, as a warning, since the error below may be caught.
-    if (key == DispatchKey::Meta && e.hasKernelForDispatchKey(DispatchKey::CPU) && e.claimMissingMetaWarning())
-      warn(detail::concat(e.operator_name(), " has a CPU kernel but no Meta kernel, so Meta tensors (FakeTensorMode, ",
-                          "opcheck's meta check) cannot run it: register a Meta kernel, or write it as ",
-                          "CompositeExplicitAutograd or structured"));
-    out << "Could not run '" << e.operator_name() << "' with arguments from the '" << toString(key)
-        << "' backend. '" << e.operator_name() << "' is only available for these backends: " << keys.str()
-        << ".\n\n";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const OperatorEntry& e = op.entry();
+    std::ostringstream keys;
+    keys << "[";
+    bool first = true;
+    const auto fallbacks = fallbackPointers();
+    for (DispatchKey k : e.keysWithValidSlot(fallbacks)) {
+      keys << (first ? "" : ", ") << toString(k);
+      first = false;
+    }
+    keys << "]";
+    DispatchKey key = ks.highestPriorityTypeId();
+    if (key == DispatchKey::Undefined) {
+      out << "There were no tensor arguments to this function (for example, you passed an empty list of tensors), "
+             "but no fallback function is registered for schema "
+          << e.operator_name()
+          << ". This usually means that the function needs a non-empty list of tensors, or that its author forgot "
+             "to register a CompositeImplicitAutograd or CompositeExplicitAutograd kernel. Available for these "
+             "backends: "
+          << keys.str() << ".\n\n";
+    } else {
+      // Lint at run time: an operator with a CPU kernel and no Meta one cannot be traced with
+      // Meta or fake tensors; said once per operator, as a warning, since the error may be caught.
+      if (key == DispatchKey::Meta && e.hasKernelForDispatchKey(DispatchKey::CPU) && e.claimMissingMetaWarning())
+        missing_meta_warning = detail::concat(
+            e.operator_name(), " has a CPU kernel but no Meta kernel, so Meta tensors (FakeTensorMode, ",
+            "opcheck's meta check) cannot run it: register a Meta kernel, or write it as ",
+            "CompositeExplicitAutograd or structured");
+      out << "Could not run '" << e.operator_name() << "' with arguments from the '" << toString(key)
+          << "' backend. '" << e.operator_name() << "' is only available for these backends: " << keys.str()
+          << ".\n\n";
+    }
+    out << e.dumpComputedTable(fallbacks);
   }
-  out << e.dumpComputedTable(fallbacks);
+  // Given after the registry's lock is released: a warning handler may call back into the dispatcher.
+  if (!missing_meta_warning.empty()) warn(missing_meta_warning);
   return out.str();
 }
 

@@ -130,6 +130,18 @@ class RestoreElement {
   double value_;
 };
 
+// The two evaluations of a central difference: eval() with *p raised by eps, then lowered by
+// eps; *p is restored afterwards, also when eval throws.
+template <class Eval>
+auto evaluateAround(double* p, double eps, Eval eval) {
+  RestoreElement restore(p);
+  *p = restore.value() + eps;
+  auto plus = eval();
+  *p = restore.value() - eps;
+  auto minus = eval();
+  return std::make_pair(std::move(plus), std::move(minus));
+}
+
 void validateInputs(const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
@@ -223,12 +235,8 @@ Run checkOnce(const GradcheckMultiFn& fn, const std::vector<Tensor>& inputs, con
       for (int64_t c = 0; c < cols[w]; ++c) {
         stage = prefix + "finite differences for input " + std::to_string(run.wrt[w]) + " element " +
                 index_string(x.sizes(), c);
-        double* p = data + offsets[static_cast<size_t>(c)];
-        RestoreElement restore(p);
-        *p = restore.value() + opts.eps;
-        std::vector<double> plus = flatOutputs(callFn(fn, inputs, outs.size(), true), run);
-        *p = restore.value() - opts.eps;
-        std::vector<double> minus = flatOutputs(callFn(fn, inputs, outs.size(), true), run);
+        auto [plus, minus] = evaluateAround(data + offsets[static_cast<size_t>(c)], opts.eps,
+                                            [&] { return flatOutputs(callFn(fn, inputs, outs.size(), true), run); });
         for (int64_t r = 0; r < run.rows; ++r) {
           numerical[w][static_cast<size_t>(r * cols[w] + c)] =
               (plus[static_cast<size_t>(r)] - minus[static_cast<size_t>(r)]) / (2 * opts.eps);
@@ -509,11 +517,7 @@ void checkUntracked(const FirstGradients& first, const std::vector<Tensor>& grad
     double* data = x.data_ptr<double>();
     std::vector<int64_t> offsets = elementOffsets(x);
     for (size_t c = 0; c < offsets.size(); ++c) {
-      RestoreElement restore(data + offsets[c]);
-      data[offsets[c]] = restore.value() + opts.eps;
-      std::vector<Tensor> plus = first.all(in);
-      data[offsets[c]] = restore.value() - opts.eps;
-      std::vector<Tensor> minus = first.all(in);
+      auto [plus, minus] = evaluateAround(data + offsets[c], opts.eps, [&] { return first.all(in); });
       for (size_t u = 0; u < untracked.size(); ++u) {
         const size_t w = untracked[u];
         std::vector<double> p = plus[w].defined() ? to_doubles(plus[w]) : base[u];
