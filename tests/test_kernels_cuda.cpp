@@ -873,6 +873,77 @@ CUDA_TEST(losses_and_embedding_match_cpu) {
 
 // Findings of the review in issue 24: overlap handled as on CPU, abs(-0.0), more than 16 dims,
 // an empty embedding still checks its indices.
+// The same view of a CPU tensor and of its CUDA copy: (sizes, strides, offset) over a fresh
+// contiguous base of `base_numel` elements.
+struct LayoutCase {
+  const char* name;
+  Sizes sizes, strides;
+  int64_t offset;
+  int64_t base_numel;
+};
+const LayoutCase kLayouts[] = {
+    {"contiguous", {4, 6}, {6, 1}, 0, 24},
+    {"transposed", {4, 6}, {1, 4}, 0, 24},
+    {"sliced", {4, 3}, {12, 2}, 1, 48},  // every other column of every other row, one element in
+    {"expanded", {4, 6}, {0, 1}, 0, 6},
+    {"zero-size", {0, 6}, {6, 1}, 0, 0},
+    {"0-dim", {}, {}, 2, 3},
+};
+
+// f(cpu view, cuda view, name) for each layout of kLayouts, data of `dtype`.
+template <class F>
+void forEachLayout(ScalarType dtype, uint64_t seed, F f) {
+  for (const LayoutCase& layout : kLayouts) {
+    Tensor base = hostData({layout.base_numel}, dtype, seed);
+    Tensor base_cuda = toCuda(base);
+    f(detail::make_view(base, layout.sizes, layout.strides, layout.offset),
+      detail::make_view(base_cuda, layout.sizes, layout.strides, layout.offset), layout.name);
+  }
+}
+
+// Every pointwise operator, reduction and softmax on each layout of kLayouts and every dtype it
+// takes, against the CPU kernel on the same view.
+CUDA_TEST(every_layout_matches_cpu) {
+  const std::pair<const char*, UnaryFn> unary_ops[] = {
+      {"neg", [](const Tensor& x) { return neg(x); }},
+      {"abs", [](const Tensor& x) { return dk::abs(x); }},
+      {"relu", [](const Tensor& x) { return relu(x); }},
+      {"clamp", [](const Tensor& x) { return clamp(x, -1, 1); }},
+      {"pow", [](const Tensor& x) { return dk::pow(x, 2); }},
+      {"exp", [](const Tensor& x) { return dk::exp(x); }},
+      {"sigmoid", [](const Tensor& x) { return dk::sigmoid(x); }},
+      {"add", [](const Tensor& x) { return add(x, x, 2); }},
+      {"mul", [](const Tensor& x) { return mul(x, x); }},
+      {"maximum", [](const Tensor& x) { return maximum(x, neg(x)); }},
+      {"gt", [](const Tensor& x) { return gt(x, neg(x)); }},
+      {"where", [](const Tensor& x) { return where(gt(x, neg(x)), x, neg(x)); }},
+      {"sum", [](const Tensor& x) { return sum(x); }},
+      {"argmax", [](const Tensor& x) { return argmax(x); }},
+  };
+  for (ScalarType dtype : {kByte, kChar, kInt, kLong, kHalf, kFloat, kDouble, kBFloat16}) {
+    const bool floating = dtype == kHalf || dtype == kFloat || dtype == kDouble || dtype == kBFloat16;
+    const double tol = dtype == kHalf || dtype == kBFloat16 ? 2e-2 : 1e-5;
+    forEachLayout(dtype, 21, [&](const Tensor& x, const Tensor& xc, const char* layout) {
+      for (const auto& [name, op] : unary_ops) {
+        if (std::string(name) == "argmax" && x.numel() == 0) continue;  // an error, on both
+        int before = failures;
+        EXPECT_CLOSE(op(xc), op(x), tol, tol);
+        if (failures != before) std::printf("  (%s of a %s %s view)\n", name, layout, std::string(toString(dtype)).c_str());
+      }
+      if (floating && x.dim() > 0) {
+        EXPECT_CLOSE(sum(xc, {0}), sum(x, {0}), tol, tol);
+        EXPECT_CLOSE(_softmax(xc, -1, false), _softmax(x, -1, false), tol, tol);
+        EXPECT_CLOSE(_log_softmax(xc, 0, false), _log_softmax(x, 0, false), tol, tol);
+      }
+      Tensor copied = empty(x.sizes(), dtype, std::nullopt, kCuda);
+      ops::copy_::call(copied, xc, false);  // device to device from the view
+      EXPECT_EQUAL(copied, x);
+      ops::copy_::call(copied, x, false);  // host view to device
+      EXPECT_EQUAL(copied, x);
+    });
+  }
+}
+
 // Note [CUDA elementwise loops]: contiguous loops (aligned, misaligned, with a tail), loops
 // reordered to the output's memory order, 32-bit strided loops, copies by the copy engine.
 CUDA_TEST(elementwise_loops_match_cpu) {
