@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../kernels/cuda/cuda_allocator.h"
+#include "../kernels/cuda/cuda_utils.h"
 #include "../kernels/cuda/device_guard.h"
 #include "dk/core/generator.h"  // before Functions.h, which uses Generator without including it
 #include "dk/generated/ops/_log_softmax.h"
@@ -1120,6 +1121,21 @@ int main() {
   CHECK(cuda::roundToSizeClass(size_t{1} << 20) == size_t{1} << 20);
   CHECK(cuda::roundToSizeClass((size_t{1} << 20) + 1) == (size_t{1} << 20) + (size_t{1} << 17));
   CHECK(cuda::roundToSizeClass((size_t{3} << 30) - 7) == size_t{3} << 30);
+  // A 0-dim CPU operand becomes a value of the launch, converted to the compute dtype: nothing to
+  // upload (issue 24, item 9).
+  cuda::PointwiseInput two = cuda::pointwiseInput(full({}, 2.5, kDouble, std::nullopt, kHost), kHalf);
+  CHECK(two.input.data == nullptr);
+  CHECK(two.input.bits == 0x4100);  // 2.5 in IEEE half
+  CHECK(two.tensor.is_cpu() && two.tensor.dim() == 0);
+  // Loops follow the output's memory: a transposed relu is one dense run; a broadcast operand
+  // keeps stride 0 (Note [CUDA elementwise loops]).
+  Tensor base = hostData({6, 4}, kFloat);
+  Tensor t = transposedView(base);
+  cuda::launch::Geometry g = cuda::makeGeometry(t.sizes(), {&t, &t});
+  CHECK(g.ndim == 1 && g.numel == 24 && g.strides[0][0] == 1 && g.strides[1][0] == 1);
+  Tensor row = hostData({6}, kFloat);
+  cuda::launch::Geometry bias = cuda::makeGeometry(t.sizes(), {&t, &row});
+  CHECK(bias.ndim == 2 && bias.strides[0][1] == 1 && bias.strides[1][1] == 0);
   if (failures != 0) return 1;
 
   int count = 0;
