@@ -64,11 +64,12 @@ std::vector<Visit> replay(const ReducePlan& p, std::vector<int64_t>* split_of = 
   REQUIRE(p.splits >= 1);
   REQUIRE(p.splits <= L::kMaxSplits);
   std::vector<Visit> visits;
+  bool lanes_invert = true;  // threadOf undoes outputLane and reductionLane
   for (int64_t block = 0; block < p.blocks; ++block) {
     for (int64_t split = 0; split < p.splits; ++split) {
       for (int32_t t = 0; t < L::blockThreads(p); ++t) {
         int32_t output_lane = L::outputLane(p, t), lane = L::reductionLane(p, t);
-        REQUIRE(L::threadOf(p, output_lane, lane) == t);
+        lanes_invert = lanes_invert && L::threadOf(p, output_lane, lane) == t;
         int64_t o = block * p.outputs_per_block + output_lane;
         if (o >= p.g.num_outputs) continue;
         int64_t base = L::keptOffset(p.g, o);
@@ -85,6 +86,7 @@ std::vector<Visit> replay(const ReducePlan& p, std::vector<int64_t>* split_of = 
       }
     }
   }
+  CHECK(lanes_invert);
   return visits;
 }
 
@@ -258,7 +260,7 @@ TEST_CASE("every element once: random layouts, masks and sizes, both passes") {
     }
     ReduceGeometry g = geometryOf(in);
     if (g.num_outputs == 0) continue;
-    if (g.num_outputs * g.reduce_numel > 200'000) continue;
+    if (g.num_outputs * g.reduce_numel > 60'000) continue;
     ReducePlanOptions options;
     options.element_size = static_cast<int>(1 << pick(0, 3));
     options.address = static_cast<uint64_t>(pick(0, 1) == 0 ? 256 : 256 + options.element_size);
