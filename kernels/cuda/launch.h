@@ -137,14 +137,14 @@ void reduce(ReduceOp op, Dtype dtype, const ReducePlan& plan, const ReducePlan& 
 // ---------------------------------------------------------------- neural networks
 
 // Softmax (or log-softmax) of a contiguous input seen as [outer, dim_size, inner] along the
-// middle dim, into a contiguous out of out_dtype (in_dtype, or Float from Half). `workspace`:
-// softmaxWorkspaceBytes(in_dtype, outer, dim_size, inner) bytes of device memory, planned on the
-// same current device (null when that is 0; a null workspace makes the plan not split lines).
+// middle dim, into a contiguous out of out_dtype (in_dtype, or Float from Half), planned for a
+// device of `num_sms` multiprocessors (Note [CUDA softmax plans] in softmax_plan.h). `workspace`:
+// softmaxWorkspaceBytes(in_dtype, outer, dim_size, inner, num_sms) bytes of device memory (null
+// when that is 0; a null workspace makes the plan not split lines).
 void softmax(bool log, Dtype in_dtype, Dtype out_dtype, void* out, const void* in, int64_t outer, int64_t dim_size,
-             int64_t inner, void* workspace);
-// The device memory softmax needs for the current device (Note [CUDA softmax plans] in
-// softmax_plan.h): 0 except for few long lines, split across blocks.
-int64_t softmaxWorkspaceBytes(Dtype in_dtype, int64_t outer, int64_t dim_size, int64_t inner);
+             int64_t inner, int num_sms, void* workspace);
+// The device memory that softmax needs: 0 except for few long lines, split across blocks.
+int64_t softmaxWorkspaceBytes(Dtype in_dtype, int64_t outer, int64_t dim_size, int64_t inner, int num_sms);
 
 // nll_loss over a contiguous input [batch, classes] (batch = 1 without a batch dim), a
 // contiguous target [batch] of target_dtype (Long or Byte) and an optional contiguous weight

@@ -31,10 +31,11 @@ Tensor softmaxCuda(const char* op, bool log, const Tensor& self, int64_t dim, bo
   // Few long lines are split across blocks, whose partial results go to a workspace (Note
   // [CUDA softmax plans] in softmax_plan.h).
   cuda::launch::Dtype in_dtype = cuda::toLaunchDtype(self.dtype());
-  int64_t workspace_bytes = cuda::launch::softmaxWorkspaceBytes(in_dtype, outer, dim_size, inner);
+  int num_sms = cuda::multiprocessorCount(out.device());
+  int64_t workspace_bytes = cuda::launch::softmaxWorkspaceBytes(in_dtype, outer, dim_size, inner, num_sms);
   Tensor workspace = workspace_bytes > 0 ? cuda::emptyCuda({workspace_bytes}, kByte, out.device()) : Tensor();
   cuda::launch::softmax(log, in_dtype, cuda::toLaunchDtype(out.dtype()), out.data_ptr(), in.data_ptr(), outer,
-                        dim_size, inner, workspace.defined() ? workspace.data_ptr() : nullptr);
+                        dim_size, inner, num_sms, workspace.defined() ? workspace.data_ptr() : nullptr);
   return out;
 }
 

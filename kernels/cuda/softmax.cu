@@ -2,8 +2,6 @@
 // inner] view of a contiguous input: a layout picked by shape (Note [CUDA softmax plans] in
 // softmax_plan.h), accumulation in float (double for Double inputs), outputs exp(x - max) *
 // (1 / sum) or (x - max) - log(sum) in the CPU kernels' order of operations.
-#include <atomic>
-
 #include "kernel_helpers.h"
 #include "softmax_plan.h"
 
@@ -273,24 +271,6 @@ __global__ void __launch_bounds__(kColumnsThreads)
 
 // ---------------------------------------------------------------- launching
 
-// The current device's multiprocessors, asked once per device.
-int currentDeviceSms() {
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) throwCudaError(static_cast<int>(err), "softmax: cudaGetDevice", __FILE__, __LINE__);
-  constexpr int kCachedDevices = 64;
-  static std::atomic<int> cached[kCachedDevices] = {};  // 0: not asked yet
-  bool cacheable = device >= 0 && device < kCachedDevices;
-  if (cacheable) {
-    if (int count = cached[device].load(std::memory_order_relaxed); count > 0) return count;
-  }
-  int count = 0;
-  err = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) throwCudaError(static_cast<int>(err), "softmax: cudaDeviceGetAttribute", __FILE__, __LINE__);
-  if (cacheable) cached[device].store(count, std::memory_order_relaxed);
-  return count;
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <class In, class Out, int kValues>
@@ -362,18 +342,18 @@ void launchPlan(const SoftmaxPlan& p, Out* out, const In* in, void* workspace, b
 
 }  // namespace
 
-int64_t softmaxWorkspaceBytes(Dtype in_dtype, int64_t outer, int64_t dim_size, int64_t inner) {
+int64_t softmaxWorkspaceBytes(Dtype in_dtype, int64_t outer, int64_t dim_size, int64_t inner, int num_sms) {
   if (outer * inner == 0 || dim_size == 0) return 0;
-  SoftmaxPlan p = planSoftmax(outer, dim_size, inner, currentDeviceSms());
+  SoftmaxPlan p = planSoftmax(outer, dim_size, inner, num_sms);
   return planWorkspaceBytes(p, in_dtype == Dtype::Double ? 8 : 4);
 }
 
 void softmax(bool log, Dtype in_dtype, Dtype out_dtype, void* out, const void* in, int64_t outer, int64_t dim_size,
-             int64_t inner, void* workspace) {
+             int64_t inner, int num_sms, void* workspace) {
   if (outer * inner == 0 || dim_size == 0) return;
   const char* op = log ? "_log_softmax" : "_softmax";
   // Without a workspace the plan does not split (slower on few long lines, same results).
-  const SoftmaxPlan p = planSoftmax(outer, dim_size, inner, currentDeviceSms(), workspace != nullptr);
+  const SoftmaxPlan p = planSoftmax(outer, dim_size, inner, num_sms, workspace != nullptr);
   dispatchFloating(op, in_dtype, [&](auto tag) {
     using In = decltype(tag);
     const auto* input = static_cast<const In*>(in);
