@@ -118,11 +118,7 @@ ReducePlan checkPlan(const ReduceGeometry& g, const ReducePlanOptions& options) 
   std::sort(want.begin(), want.end());
   CHECK(got == want);
   if (p.splits > 1) {
-    ReducePlanOptions second_options;
-    second_options.allow_split = false;
-    second_options.max_vector = 1;
-    second_options.element_size = 8;
-    ReducePlan second = L::planReduce(L::secondPassGeometry(p), second_options);
+    ReducePlan second = L::planSecondPass(p);
     CHECK(second.splits == 1);
     std::vector<Visit> partials = replay(second);
     std::vector<Visit> want_partials;

@@ -163,12 +163,7 @@ void reduceCuda(launch::ReduceOp op, const Tensor& in, const launch::ReduceGeome
   launch::ReducePlan second;
   Tensor workspace;
   if (plan.splits > 1) {
-    launch::ReducePlanOptions second_options;
-    second_options.element_size = 8;
-    second_options.num_sms = options.num_sms;
-    second_options.allow_split = false;
-    second_options.max_vector = 1;
-    second = launch::planReduce(launch::secondPassGeometry(plan), second_options);
+    second = launch::planSecondPass(plan);
     bool with_indices = !options.reorder_reduced;
     workspace = emptyCuda({launch::reduceWorkspaceBytes(plan, with_indices)}, kByte, in.device());
   }

@@ -149,9 +149,11 @@ inline bool fitsInt32(const Geometry& g) {
   return true;
 }
 
-// `V` elements of T moved as one access (at most 16 bytes: one vector load or store).
+// `V` elements of T moved together: one vector load or store up to 16 bytes (the widest), two
+// or more 16-byte accesses beyond (8 floats a softmax writes from 8 halves), so aligned to 16
+// bytes at most.
 template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
+struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) Pack {
   T v[V];
 };
 

@@ -48,13 +48,9 @@ Dims collapse(int32_t ndim, const int64_t* sizes, const int64_t* strides, bool o
   return merged;
 }
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The smallest power of two >= n, for n >= 1; at most `cap` (itself a power of two).
+// The smallest power of two >= n, at most `cap` (itself a power of two).
 int32_t powerOfTwoAtLeast(int64_t n, int32_t cap) {
-  int32_t p = 1;
-  while (p < cap && p < n) p *= 2;
-  return p;
+  return static_cast<int32_t>(std::min<int64_t>(nextPowerOfTwo(n), cap));
 }
 
 // Elements one thread should at least load before more threads (or blocks) are worth adding.
@@ -122,6 +118,14 @@ ReducePlan planReduce(const ReduceGeometry& g, const ReducePlanOptions& options)
 int64_t reduceWorkspaceBytes(const ReducePlan& plan, bool with_indices) {
   if (plan.splits <= 1) return 0;
   return static_cast<int64_t>(plan.splits) * plan.g.num_outputs * (with_indices ? 16 : 8);
+}
+
+ReducePlan planSecondPass(const ReducePlan& plan) {
+  ReducePlanOptions options;
+  options.element_size = 8;  // the workspace's slots (reduceWorkspaceBytes)
+  options.allow_split = false;
+  options.max_vector = 1;
+  return planReduce(secondPassGeometry(plan), options);
 }
 
 ReduceGeometry secondPassGeometry(const ReducePlan& plan) {

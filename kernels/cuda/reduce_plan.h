@@ -91,8 +91,9 @@ ReducePlan planReduce(const ReduceGeometry& g, const ReducePlanOptions& options)
 // accumulate type), and 8 more for its index when `with_indices` (max, min, argmax, argmin).
 int64_t reduceWorkspaceBytes(const ReducePlan& plan, bool with_indices);
 // The second pass of a split plan: num_outputs outputs, each combining plan.splits partials laid
-// out [splits, num_outputs] in the workspace.
+// out [splits, num_outputs] in the workspace; planned without splitting or vector loads.
 ReduceGeometry secondPassGeometry(const ReducePlan& plan);
+ReducePlan planSecondPass(const ReducePlan& plan);
 
 // ---------------------------------------------------------------- followed by the kernel
 

@@ -64,13 +64,6 @@ __device__ Stat<A> blockCombine(Stat<A> s, Stat<A>* shared) {
 
 // ---------------------------------------------------------------- loads
 
-// N elements of a row loaded or stored together: one 16-byte access for a pack of In, two for
-// the 32 bytes of 8 floats that 8 halves turn into (so aligned to 16 bytes at most).
-template <class T, int N>
-struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) RowPack {
-  T v[N];
-};
-
 // Elements per 16-byte vector of In, or 1 without vectors.
 template <class In, bool kVec>
 inline constexpr int kPackOf = kVec ? int(16 / sizeof(In)) : 1;
@@ -79,11 +72,11 @@ inline constexpr int kPackOf = kVec ? int(16 / sizeof(In)) : 1;
 // `end` (pack indices) of `src`, in that order. Loads kUnroll packs before using any, so that a
 // thread keeps several loads in flight.
 template <class A, int kN, class In, class F>
-__device__ __forceinline__ void forEachLoaded(const RowPack<In, kN>* __restrict__ src, int64_t first, int64_t end,
+__device__ __forceinline__ void forEachLoaded(const Pack<In, kN>* __restrict__ src, int64_t first, int64_t end,
                                               int64_t step, F f) {
   constexpr int kUnroll = kN > 1 ? 2 : 4;
   for (int64_t k = first; k < end; k += kUnroll * step) {
-    RowPack<In, kN> loaded[kUnroll];
+    Pack<In, kN> loaded[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (k + u * step < end) loaded[u] = src[k + u * step];
@@ -168,7 +161,7 @@ __global__ void __launch_bounds__(kRowMaxThreads)
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t row = item / p.chunks, chunk = item % p.chunks;
     const int64_t first = chunkBegin(p, chunk) / kN + threadIdx.x, end = chunkEnd(p, chunk) / kN;
-    const auto* src = reinterpret_cast<const RowPack<In, kN>*>(in + row * p.dim_size);
+    const auto* src = reinterpret_cast<const Pack<In, kN>*>(in + row * p.dim_size);
     Stat<A> line = emptyStat<A>();
     if (phase == Phase::Write) {
       // The row's chunks, combined in the same order by each of its blocks.
@@ -182,10 +175,10 @@ __global__ void __launch_bounds__(kRowMaxThreads)
       continue;
     }
     const LineScale<A> scale = lineScale(line, take_log);
-    auto* dst = reinterpret_cast<RowPack<Out, kN>*>(out + row * p.dim_size);
+    auto* dst = reinterpret_cast<Pack<Out, kN>*>(out + row * p.dim_size);
     constexpr int kUnroll = kN > 1 ? 2 : 4;
     for (int64_t k = first; k < end; k += kUnroll * blockDim.x) {
-      RowPack<In, kN> loaded[kUnroll];
+      Pack<In, kN> loaded[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (k + u * blockDim.x < end) loaded[u] = src[k + u * blockDim.x];
@@ -193,7 +186,7 @@ __global__ void __launch_bounds__(kRowMaxThreads)
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (k + u * blockDim.x < end) {
-          RowPack<Out, kN> result;
+          Pack<Out, kN> result;
 #pragma unroll
           for (int e = 0; e < kN; ++e) result.v[e] = convert<Out>(softmaxOf(convert<A>(loaded[u].v[e]), scale, take_log));
           dst[k + u * blockDim.x] = result;

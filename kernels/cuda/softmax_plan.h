@@ -199,12 +199,6 @@ DK_HOST_DEVICE inline A softmaxOf(A x, LineScale<A> line, bool take_log) {
 // ---------------------------------------------------------------- planning (host)
 
 namespace softmax_detail {
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-inline int64_t nextPow2(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
 inline int64_t clampTo(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 }  // namespace softmax_detail
 
@@ -222,8 +216,8 @@ inline SoftmaxPlan planSoftmax(int64_t outer, int64_t dim_size, int64_t inner, i
   const int64_t target_blocks = kBlocksPerSm * sms;  // 256-thread blocks that fill the device
   if (inner == 1 && dim_size <= kWarpRowMaxDim) {
     p.strategy = SoftmaxStrategy::WarpPerRow;
-    p.group_width = static_cast<int32_t>(nextPow2(dim_size < kSoftmaxWarp ? dim_size : kSoftmaxWarp));
-    p.values_per_lane = static_cast<int32_t>(nextPow2(ceilDiv(dim_size, p.group_width)));
+    p.group_width = static_cast<int32_t>(nextPowerOfTwo(dim_size < kSoftmaxWarp ? dim_size : kSoftmaxWarp));
+    p.values_per_lane = static_cast<int32_t>(nextPowerOfTwo(ceilDiv(dim_size, p.group_width)));
     p.block_x = kWarpRowThreads;
     p.grid_x = clampTo(ceilDiv(outer, rowsPerBlock(p)), 1, kSoftmaxMaxGridX);
     return p;
@@ -246,7 +240,7 @@ inline SoftmaxPlan planSoftmax(int64_t outer, int64_t dim_size, int64_t inner, i
     }
     p.strategy = SoftmaxStrategy::BlockPerRow;
     p.block_x = static_cast<int32_t>(
-        clampTo(nextPow2(ceilDiv(dim_size, kRowElementsPerThread)), kRowMinThreads, kRowMaxThreads));
+        clampTo(nextPowerOfTwo(ceilDiv(dim_size, kRowElementsPerThread)), kRowMinThreads, kRowMaxThreads));
     p.grid_x = clampTo(rows, 1, kSoftmaxMaxGridX);
     return p;
   }
@@ -262,7 +256,7 @@ inline SoftmaxPlan planSoftmax(int64_t outer, int64_t dim_size, int64_t inner, i
   // A warp's width of columns per block, y threads splitting dim (as many as dim has, up to
   // kColumnsMaxY), then chunks along grid.y until the device fills.
   p.block_x = kSoftmaxWarp;
-  p.block_y = static_cast<int32_t>(nextPow2(dim_size < kColumnsMaxY ? dim_size : kColumnsMaxY));
+  p.block_y = static_cast<int32_t>(nextPowerOfTwo(dim_size < kColumnsMaxY ? dim_size : kColumnsMaxY));
   p.grid_x = clampTo(ceilDiv(columns, p.block_x), 1, kSoftmaxMaxGridX);
   if (allow_split && p.grid_x < target_blocks) {
     int64_t wanted = ceilDiv(target_blocks, p.grid_x);
